@@ -1,0 +1,99 @@
+package broker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+)
+
+// Broker is the one interface both backends implement. All methods are safe
+// for concurrent use.
+type Broker interface {
+	// Publish sends msgs to every group subscribed to topic and returns only
+	// after the broker confirmed every one of them (RabbitMQ publisher
+	// confirms; Kafka acks=all with an idempotent producer). On error some
+	// messages may have been delivered: publishing again is at-least-once.
+	Publish(ctx context.Context, topic string, msgs ...Message) error
+	// PublishDelayed is Publish with delivery to the groups no earlier than
+	// delay from now.
+	PublishDelayed(ctx context.Context, topic string, delay time.Duration, msgs ...Message) error
+	// Declare creates what the subscriptions need on the broker (RabbitMQ
+	// exchanges, queues and bindings; Kafka topics), idempotently. After it
+	// returns, messages published to a subscription's topic are kept for its
+	// group even before Consume runs. Consume declares too.
+	Declare(ctx context.Context, subs ...Subscription) error
+	// Consume subscribes h to sub and blocks until ctx ends, then stops
+	// taking new messages, lets in-flight handlers finish (bounded by
+	// sub.ShutdownTimeout), hands the rest back to the broker and returns
+	// nil. It returns an error early when the subscription is invalid or the
+	// broker fails in a way it cannot recover from.
+	Consume(ctx context.Context, sub Subscription, h Handler) error
+	// Close releases connections. Consume calls must have returned.
+	Close() error
+}
+
+// Handler handles one delivery. nil = done; Permanent(err) = straight to the
+// dead-letter queue; RetryAfter(err, d) = retry after d; any other error =
+// retry by the subscription's policy, dead-letter queue when it is
+// exhausted.
+type Handler func(ctx context.Context, d *Delivery) error
+
+// Message is what an application publishes.
+type Message struct {
+	// ID identifies the message for de-duplication. Generated when empty.
+	ID string
+	// Key orders and partitions messages (Kafka partition key; kept as a
+	// header on RabbitMQ). May be nil.
+	Key []byte
+	// Value is the payload, any bytes.
+	Value []byte
+	// Headers are application headers. Names starting with "x-redrive-" are
+	// owned by redrive.
+	Headers map[string]string
+	// Timestamp is when the message was created; now when zero.
+	Timestamp time.Time
+}
+
+// Delivery is one message handed to a Handler, with its story.
+type Delivery struct {
+	Message
+	// Topic is the topic the message was published to.
+	Topic string
+	// Group is the worker (consumer group) that received it.
+	Group string
+	// Source is the queue (RabbitMQ) or topic (Kafka) it was read from.
+	Source string
+	// Partition and Offset locate a Kafka record; -1 on RabbitMQ.
+	Partition int32
+	Offset    int64
+	// Attempt is 1 on the first delivery, 2 on the first retry, and so on.
+	Attempt int
+	// FirstFailureAt and LastFailureAt are zero before the first failure.
+	FirstFailureAt time.Time
+	LastFailureAt  time.Time
+	// LastError is the previous failure's message, if any.
+	LastError string
+	// Redelivered is set when the broker delivers the message again after a
+	// crash, a reconnect or a rebalance (a possible duplicate).
+	Redelivered bool
+}
+
+// RetryMode says how a failed message waits for its retry.
+type RetryMode string
+
+const (
+	// Blocking retries in place: ordering within a partition is kept and the
+	// partition (Kafka) waits. The default.
+	Blocking RetryMode = "blocking"
+	// NonBlocking moves the failed message aside to wait, so healthy traffic
+	// keeps flowing; order is not kept.
+	NonBlocking RetryMode = "non_blocking"
+)
+
+// NewMessageID returns a random message id (32 hex characters).
+func NewMessageID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

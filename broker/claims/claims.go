@@ -1,0 +1,143 @@
+// Package claims is the Redis implementation of broker.ClaimCounter, the
+// claim counter behind poison-pill protection (Subscription.MaxClaims).
+//
+// A claim is one INCR + EXPIRE, in one round trip, before the handler runs;
+// Release deletes the key when the message is done. When Redis is
+// unreachable, Claim returns an error (the backends then handle the message
+// anyway), logs once per outage and counts redrive_claims_unavailable_total.
+package claims
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redrive/redrive/broker"
+)
+
+// Defaults of a Counter.
+const (
+	// DefaultTTL is how long a claim count lives after its last claim.
+	DefaultTTL = 24 * time.Hour
+	// DefaultTimeout bounds one Redis round trip, so that a slow Redis
+	// delays a message at most this long.
+	DefaultTimeout = 500 * time.Millisecond
+)
+
+// ErrUnavailable is wrapped by Claim errors when Redis cannot be reached.
+var ErrUnavailable = errors.New("claims: redis unavailable")
+
+// Counter counts claims in Redis. It is safe for concurrent use.
+type Counter struct {
+	rdb         redis.Cmdable
+	ttl         time.Duration
+	timeout     time.Duration
+	log         *slog.Logger
+	down        atomic.Bool
+	unavailable prometheus.Counter
+}
+
+var _ broker.ClaimCounter = (*Counter)(nil)
+
+// Option configures a Counter.
+type Option func(*Counter)
+
+// WithTTL sets how long a count lives after its last claim; default
+// DefaultTTL.
+func WithTTL(d time.Duration) Option { return func(c *Counter) { c.ttl = d } }
+
+// WithTimeout bounds one Redis round trip; default DefaultTimeout.
+func WithTimeout(d time.Duration) Option { return func(c *Counter) { c.timeout = d } }
+
+// WithLogger sets the logger of outages; default slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(c *Counter) { c.log = l } }
+
+// New returns a Counter on rdb.
+func New(rdb redis.Cmdable, opts ...Option) *Counter {
+	c := &Counter{
+		rdb:     rdb,
+		ttl:     DefaultTTL,
+		timeout: DefaultTimeout,
+		log:     slog.Default(),
+		unavailable: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "redrive_claims_unavailable_total",
+			Help: "Claims that could not be counted because Redis was unavailable; the message was handled anyway.",
+		}),
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Collector returns the counter of unavailable claims, to register.
+func (c *Counter) Collector() prometheus.Collector { return c.unavailable }
+
+// Unavailable returns how many claims could not be counted so far.
+func (c *Counter) Unavailable() float64 {
+	var m dtoMetric
+	return m.read(c.unavailable)
+}
+
+// Claim increments key and refreshes its expiry in one round trip and
+// returns the count.
+func (c *Counter) Claim(ctx context.Context, key string) (int64, error) {
+	var incr *redis.IntCmd
+	err := c.bounded(ctx, func(ctx context.Context) error {
+		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			incr = p.Incr(ctx, key)
+			p.Expire(ctx, key, c.ttl)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		c.unavailable.Inc()
+		if !c.down.Swap(true) {
+			c.log.Warn("claims: redis unavailable; messages are handled without poison-pill protection until it is back",
+				"error", err)
+		}
+		return 0, fmt.Errorf("%w: claim %q: %w", ErrUnavailable, key, err)
+	}
+	if c.down.Swap(false) {
+		c.log.Info("claims: redis is back; poison-pill protection resumed")
+	}
+	return incr.Val(), nil
+}
+
+// Release deletes key.
+func (c *Counter) Release(ctx context.Context, key string) error {
+	err := c.bounded(ctx, func(ctx context.Context) error { return c.rdb.Del(ctx, key).Err() })
+	if err != nil {
+		return fmt.Errorf("%w: release %q: %w", ErrUnavailable, key, err)
+	}
+	return nil
+}
+
+// errTimeout is returned by bounded when Redis did not answer in time.
+var errTimeout = errors.New("no answer in time")
+
+// bounded runs f and waits for it at most the counter's timeout: go-redis
+// clients ignore context deadlines unless built with ContextTimeoutEnabled,
+// and a silent Redis must not hold a message longer. A call given up on
+// finishes in the background within the client's own read timeout.
+func (c *Counter) bounded(ctx context.Context, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	done := make(chan error, 1)
+	go func() {
+		defer cancel()
+		done <- f(ctx)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("%w (%s): %w", errTimeout, c.timeout, ctx.Err())
+	}
+}

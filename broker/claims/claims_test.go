@@ -1,0 +1,166 @@
+package claims_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/claims"
+)
+
+func redisClient(t *testing.T) *redis.Client {
+	t.Helper()
+	addr := os.Getenv("REDIS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	if err := rdb.Ping(t.Context()).Err(); err != nil {
+		t.Fatalf("Redis is required (REDIS_ADDR, default 127.0.0.1:6379): %v", err)
+	}
+	return rdb
+}
+
+func TestClaimCountsAndReleaseForgets(t *testing.T) {
+	rdb := redisClient(t)
+	c := claims.New(rdb, claims.WithTTL(time.Minute))
+	key := broker.ClaimKey("g-"+broker.NewMessageID()[:6], "id", "1")
+	t.Cleanup(func() { rdb.Del(context.Background(), key) })
+	for want := int64(1); want <= 3; want++ {
+		n, err := c.Claim(t.Context(), key)
+		if err != nil || n != want {
+			t.Fatalf("Claim #%d = %d, %v; want %d, nil", want, n, err, want)
+		}
+	}
+	if ttl := rdb.TTL(t.Context(), key).Val(); ttl <= 0 || ttl > time.Minute {
+		t.Errorf("TTL = %s, want within (0, 1m]", ttl)
+	}
+	if err := c.Release(t.Context(), key); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if n, err := c.Claim(t.Context(), key); err != nil || n != 1 {
+		t.Errorf("Claim after Release = %d, %v; want 1, nil", n, err)
+	}
+}
+
+func TestSubscriptionClaim(t *testing.T) {
+	rdb := redisClient(t)
+	key := broker.ClaimKey("g-"+broker.NewMessageID()[:6], "id", "1")
+	t.Cleanup(func() { rdb.Del(context.Background(), key) })
+	sub := broker.Subscription{MaxClaims: 2, Claims: claims.New(rdb)}
+	var got []bool
+	for range 3 {
+		_, over := sub.Claim(t.Context(), key)
+		got = append(got, over)
+	}
+	if want := []bool{false, false, true}; !equal(got, want) {
+		t.Errorf("over per claim = %v, want %v", got, want)
+	}
+	off := broker.Subscription{Claims: claims.New(rdb)} // MaxClaims 0
+	if n, over := off.Claim(t.Context(), key); n != 0 || over {
+		t.Errorf("Claim with max claims 0 = %d, %v; want 0, false (not counted)", n, over)
+	}
+}
+
+func equal(a, b []bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// closedAddr returns an address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestRedisDownFallsBackToHandling(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: closedAddr(t), MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	var logs syncBuffer
+	c := claims.New(rdb, claims.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	sub := broker.Subscription{MaxClaims: 1, Claims: c}
+	for i := range 5 {
+		if _, over := sub.Claim(t.Context(), "k"); over {
+			t.Fatalf("claim %d is over the limit with Redis down; want handled", i+1)
+		}
+	}
+	if _, err := c.Claim(t.Context(), "k"); !errors.Is(err, claims.ErrUnavailable) {
+		t.Errorf("Claim error = %v, want ErrUnavailable", err)
+	}
+	if got := c.Unavailable(); got != 6 {
+		t.Errorf("redrive_claims_unavailable_total = %v, want 6", got)
+	}
+	if n := strings.Count(logs.String(), "redis unavailable"); n != 1 {
+		t.Errorf("outage logged %d times, want once:\n%s", n, logs.String())
+	}
+}
+
+func TestRedisSlowDoesNotStall(t *testing.T) {
+	// A listener that accepts and never answers.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { _ = conn.Close() })
+		}
+	}()
+	rdb := redis.NewClient(&redis.Options{Addr: l.Addr().String(), MaxRetries: -1})
+	t.Cleanup(func() { _ = rdb.Close() })
+	c := claims.New(rdb, claims.WithTimeout(50*time.Millisecond))
+	start := time.Now()
+	if _, err := c.Claim(t.Context(), "k"); !errors.Is(err, claims.ErrUnavailable) {
+		t.Errorf("Claim error = %v, want ErrUnavailable", err)
+	}
+	if took := time.Since(start); took > 2*time.Second {
+		t.Errorf("Claim took %s against a silent Redis, want about the 50ms timeout", took)
+	}
+}

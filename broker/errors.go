@@ -1,0 +1,145 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+)
+
+// Sentinel errors callers branch on.
+var (
+	// ErrPermanent matches (errors.Is) every error wrapped by Permanent.
+	ErrPermanent = errors.New("permanent failure")
+	// ErrClosed is returned by a Broker used after Close.
+	ErrClosed = errors.New("broker closed")
+	// ErrUnroutable is returned by Publish when the broker accepted a message
+	// but no queue was bound to receive it.
+	ErrUnroutable = errors.New("message unroutable")
+	// ErrTooLarge is returned by Publish for a message over the broker's size
+	// limit; nothing of it was sent.
+	ErrTooLarge = errors.New("message too large")
+)
+
+// Permanent marks err as not worth retrying: the message goes straight to the
+// dead-letter queue with reason "permanent". Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &PermanentError{Err: err}
+}
+
+// PermanentError is the error Permanent returns.
+type PermanentError struct{ Err error }
+
+func (e *PermanentError) Error() string        { return "permanent: " + e.Err.Error() }
+func (e *PermanentError) Unwrap() error        { return e.Err }
+func (e *PermanentError) Is(target error) bool { return target == ErrPermanent }
+
+// RetryAfter asks for the next retry after d instead of the policy's delay.
+// It does not add retries: when the policy's retries are exhausted the
+// message is dead-lettered. RetryAfter(nil, d) is nil.
+func RetryAfter(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &RetryAfterError{Err: err, Delay: d}
+}
+
+// RetryAfterError is the error RetryAfter returns.
+type RetryAfterError struct {
+	Err   error
+	Delay time.Duration
+}
+
+func (e *RetryAfterError) Error() string { return fmt.Sprintf("retry after %s: %v", e.Delay, e.Err) }
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// IsPermanent reports whether err was marked with Permanent.
+func IsPermanent(err error) bool { return errors.Is(err, ErrPermanent) }
+
+// RetryDelay returns the delay asked for with RetryAfter, if any.
+func RetryDelay(err error) (time.Duration, bool) {
+	var ra *RetryAfterError
+	if errors.As(err, &ra) {
+		return ra.Delay, true
+	}
+	return 0, false
+}
+
+// PanicError is the failure recorded when a handler panics.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("handler panic: %v", e.Value) }
+
+// ErrorClass returns err's class: the value of an ErrorClass() string method
+// anywhere in its chain, "panic" for a recovered panic, otherwise the type
+// name of the innermost error that is not a redrive wrapper or a plain
+// fmt/errors wrapper ("pkg.Type"). Plain errors (errors.New, fmt.Errorf) and
+// errors that wrap several others (errors.Join, fmt.Errorf with several %w)
+// are of class "error".
+func ErrorClass(err error) string {
+	if err == nil {
+		return ""
+	}
+	var c interface{ ErrorClass() string }
+	if errors.As(err, &c) {
+		return c.ErrorClass()
+	}
+	var p *PanicError
+	if errors.As(err, &p) {
+		return "panic"
+	}
+	for {
+		switch e := err.(type) {
+		case *PermanentError:
+			err = e.Err
+			continue
+		case *RetryAfterError:
+			err = e.Err
+			continue
+		}
+		next := errors.Unwrap(err)
+		if next == nil || !isPlainWrapper(err) {
+			break
+		}
+		err = next
+	}
+	return typeName(err)
+}
+
+func isPlainWrapper(err error) bool {
+	switch reflect.TypeOf(err).String() {
+	case "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError":
+		return true
+	}
+	return false
+}
+
+func typeName(err error) string {
+	t := reflect.TypeOf(err)
+	switch t.String() {
+	case "*errors.errorString", "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError":
+		return "error"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.PkgPath() == "" {
+		return t.Name()
+	}
+	return t.PkgPath()[lastSlash(t.PkgPath())+1:] + "." + t.Name()
+}
+
+func lastSlash(s string) int {
+	for i := len(s) - 1; i >= 0; i-- {
+		if s[i] == '/' {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,327 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redrive/redrive/retrypolicy"
+)
+
+func testSub(p retrypolicy.Policy) Subscription {
+	return Subscription{Topic: "orders", Group: "billing", Policy: p}
+}
+
+var threeRetries = retrypolicy.Policy{
+	MaxRetries:   3,
+	Backoff:      retrypolicy.Schedule{Delays: []time.Duration{time.Second, 5 * time.Second, 30 * time.Second}},
+	NonRetriable: []string{"validation"},
+	MaxElapsed:   time.Hour,
+}
+
+func TestDecide(t *testing.T) {
+	now := time.Date(2025, 1, 15, 10, 30, 0, 0, time.UTC)
+	boom := errors.New("boom")
+	tests := []struct {
+		name    string
+		attempt int
+		first   time.Time
+		err     error
+		want    Outcome
+	}{
+		{"first failure retries", 1, time.Time{}, boom,
+			Outcome{Retry: true, Delay: time.Second, Class: "error", Error: "boom"}},
+		{"attempt 0 counts as the first", 0, time.Time{}, boom,
+			Outcome{Retry: true, Delay: time.Second, Class: "error", Error: "boom"}},
+		{"second failure", 2, now.Add(-time.Second), boom,
+			Outcome{Retry: true, Delay: 5 * time.Second, Class: "error", Error: "boom"}},
+		{"last retry", 3, now.Add(-time.Minute), boom,
+			Outcome{Retry: true, Delay: 30 * time.Second, Class: "error", Error: "boom"}},
+		{"retries exhausted", 4, now.Add(-time.Minute), boom,
+			Outcome{Reason: ReasonMaxRetries, Class: "error", Error: "boom"}},
+		{"permanent", 1, time.Time{}, Permanent(boom),
+			Outcome{Reason: ReasonPermanent, Class: "error", Error: "boom"}},
+		{"wrapped permanent", 2, now, fmt.Errorf("order 7: %w", Permanent(&typedErr{code: 3})),
+			Outcome{Reason: ReasonPermanent, Class: "broker.typedErr", Error: "order 7: permanent: code 3"}},
+		{"non-retriable class", 1, time.Time{}, &classErr{class: "validation"},
+			Outcome{Reason: ReasonPermanent, Class: "validation", Error: "classified"}},
+		{"retry after overrides the delay", 1, time.Time{}, RetryAfter(boom, 10*time.Minute),
+			Outcome{Retry: true, Delay: 10 * time.Minute, Class: "error", Error: "boom"}},
+		{"retry after shorter than the policy", 3, now, RetryAfter(boom, time.Millisecond),
+			Outcome{Retry: true, Delay: time.Millisecond, Class: "error", Error: "boom"}},
+		{"negative retry after means now", 1, time.Time{}, RetryAfter(boom, -time.Second),
+			Outcome{Retry: true, Delay: 0, Class: "error", Error: "boom"}},
+		{"retry after does not add retries", 4, now, RetryAfter(boom, time.Second),
+			Outcome{Reason: ReasonMaxRetries, Class: "error", Error: "boom"}},
+		{"permanent retry after is permanent", 1, time.Time{}, RetryAfter(Permanent(boom), time.Second),
+			Outcome{Reason: ReasonPermanent, Class: "error", Error: "boom"}},
+		{"max elapsed", 2, now.Add(-2 * time.Hour), boom,
+			Outcome{Reason: retrypolicy.ReasonMaxElapsed, Class: "error", Error: "boom"}},
+		{"just under max elapsed", 2, now.Add(-time.Hour + time.Second), boom,
+			Outcome{Retry: true, Delay: 5 * time.Second, Class: "error", Error: "boom"}},
+		{"panic", 1, time.Time{}, &PanicError{Value: "nil map"},
+			Outcome{Retry: true, Delay: time.Second, Class: ClassPanic, Error: "handler panic: nil map"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := &Delivery{Attempt: tt.attempt, FirstFailureAt: tt.first}
+			if got := Decide(testSub(threeRetries), d, tt.err, now); got != tt.want {
+				t.Errorf("Decide() = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecideZeroPolicyDeadLettersAtOnce(t *testing.T) {
+	o := Decide(testSub(retrypolicy.Policy{}), &Delivery{Attempt: 1}, errors.New("x"), time.Now())
+	if o.Retry || o.Reason != ReasonMaxRetries {
+		t.Errorf("Decide() = %+v, want a dead letter with reason %q", o, ReasonMaxRetries)
+	}
+}
+
+func TestDecideTruncatesError(t *testing.T) {
+	long := strings.Repeat("é", MaxErrorLen) // 2 bytes a rune
+	o := Decide(testSub(threeRetries), &Delivery{Attempt: 1}, errors.New("x"+long), time.Now())
+	if len(o.Error) > MaxErrorLen {
+		t.Errorf("len(Error) = %d, want at most %d", len(o.Error), MaxErrorLen)
+	}
+	if len(o.Error) < MaxErrorLen-utf8.UTFMax {
+		t.Errorf("len(Error) = %d, cut too short", len(o.Error))
+	}
+	if !utf8.ValidString(o.Error) {
+		t.Errorf("Error was cut inside a rune")
+	}
+	if !strings.HasPrefix("x"+long, o.Error) {
+		t.Errorf("Error is not a prefix of the error text")
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	tests := []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"hello", 10, "hello"},
+		{"hello", 5, "hello"},
+		{"hello", 3, "hel"},
+		{"héllo", 2, "h"},  // é is 2 bytes; cutting at 2 would split it
+		{"héllo", 3, "hé"}, // cut right after é
+		{"日本", 4, "日"},
+		{"日本", 2, ""},
+		{"", 0, ""},
+		{"abc", 0, ""},
+	}
+	for _, tt := range tests {
+		if got := truncate(tt.s, tt.n); got != tt.want {
+			t.Errorf("truncate(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
+	}
+}
+
+// TestFailureStory drives one message through failures the way a backend
+// does — ReadStory, Decide, FailureHeaders, publish the copy — and checks
+// the story the headers tell.
+func TestFailureStory(t *testing.T) {
+	sub := testSub(threeRetries)
+	app := map[string]string{"traceparent": "00-abc-def-01", "content-type": "application/json"}
+	headers := maps.Clone(app)
+	t0 := time.Date(2025, 1, 15, 10, 30, 0, 123456789, time.UTC)
+	first := t0.Truncate(time.Millisecond)
+
+	for attempt := 1; ; attempt++ {
+		d := &Delivery{Message: Message{Headers: headers}, Topic: "orders", Group: "billing", Source: "orders.billing"}
+		ReadStory(d)
+		if d.Attempt != attempt {
+			t.Fatalf("delivery %d: Attempt = %d", attempt, d.Attempt)
+		}
+		if attempt == 1 {
+			if !d.FirstFailureAt.IsZero() || !d.LastFailureAt.IsZero() || d.LastError != "" {
+				t.Fatalf("first delivery has a story: %+v", d)
+			}
+		} else {
+			if !d.FirstFailureAt.Equal(first) {
+				t.Fatalf("delivery %d: FirstFailureAt = %v, want %v", attempt, d.FirstFailureAt, first)
+			}
+			wantLast := t0.Add(time.Duration(attempt-2) * time.Minute).Truncate(time.Millisecond)
+			if !d.LastFailureAt.Equal(wantLast) {
+				t.Fatalf("delivery %d: LastFailureAt = %v, want %v", attempt, d.LastFailureAt, wantLast)
+			}
+			if want := fmt.Sprintf("failure %d", attempt-1); d.LastError != want {
+				t.Fatalf("delivery %d: LastError = %q, want %q", attempt, d.LastError, want)
+			}
+		}
+
+		now := t0.Add(time.Duration(attempt-1) * time.Minute)
+		before := maps.Clone(d.Headers)
+		o := Decide(sub, d, fmt.Errorf("failure %d", attempt), now)
+		h := FailureHeaders(d, o, now)
+		if !maps.Equal(d.Headers, before) {
+			t.Fatalf("FailureHeaders changed the delivery's headers")
+		}
+		if got := AppHeaders(h); !maps.Equal(got, app) {
+			t.Fatalf("delivery %d: app headers = %v, want %v", attempt, got, app)
+		}
+		for k, want := range map[string]string{
+			HeaderFirstFailureAt: FormatTime(first),
+			HeaderLastFailureAt:  FormatTime(now),
+			HeaderError:          fmt.Sprintf("failure %d", attempt),
+			HeaderErrorClass:     "error",
+			HeaderWorker:         "billing",
+			HeaderSource:         "orders.billing",
+			HeaderTopic:          "orders",
+		} {
+			if h[k] != want {
+				t.Errorf("delivery %d: %s = %q, want %q", attempt, k, h[k], want)
+			}
+		}
+		if o.Retry {
+			if got, want := h[HeaderAttempt], strconv.Itoa(attempt+1); got != want {
+				t.Fatalf("delivery %d retried: %s = %q, want %q", attempt, HeaderAttempt, got, want)
+			}
+			if _, ok := h[HeaderReason]; ok {
+				t.Fatalf("delivery %d retried with a reason %q", attempt, h[HeaderReason])
+			}
+			headers = h
+			continue
+		}
+		// Dead-lettered after MaxRetries retries.
+		if attempt != threeRetries.MaxRetries+1 {
+			t.Fatalf("dead-lettered on delivery %d, want %d", attempt, threeRetries.MaxRetries+1)
+		}
+		if got, want := h[HeaderAttempt], strconv.Itoa(attempt); got != want {
+			t.Errorf("dead letter: %s = %q, want %q", HeaderAttempt, got, want)
+		}
+		if h[HeaderReason] != ReasonMaxRetries {
+			t.Errorf("dead letter: %s = %q, want %q", HeaderReason, h[HeaderReason], ReasonMaxRetries)
+		}
+		break
+	}
+}
+
+func TestFailureHeadersRetryClearsReason(t *testing.T) {
+	// A replayed dead letter carries the reason of its first life; a retry
+	// in its new life must not keep it.
+	d := &Delivery{Message: Message{Headers: map[string]string{HeaderReason: ReasonMaxRetries, HeaderAttempt: "1"}}, Group: "g"}
+	ReadStory(d)
+	now := time.Now()
+	h := FailureHeaders(d, Outcome{Retry: true, Delay: time.Second, Class: "error", Error: "x"}, now)
+	if _, ok := h[HeaderReason]; ok {
+		t.Errorf("retry kept %s", HeaderReason)
+	}
+	h = FailureHeaders(d, Outcome{Reason: ReasonPermanent, Class: "error", Error: "x"}, now)
+	if h[HeaderReason] != ReasonPermanent {
+		t.Errorf("dead letter: %s = %q, want %q", HeaderReason, h[HeaderReason], ReasonPermanent)
+	}
+}
+
+func TestFailureHeadersNilHeadersAndNoSource(t *testing.T) {
+	d := &Delivery{Group: "g"}
+	ReadStory(d)
+	now := time.Date(2025, 1, 15, 10, 30, 0, 0, time.FixedZone("CET", 3600))
+	h := FailureHeaders(d, Outcome{Retry: true, Class: "error", Error: "x"}, now)
+	if h[HeaderAttempt] != "2" {
+		t.Errorf("%s = %q, want 2", HeaderAttempt, h[HeaderAttempt])
+	}
+	if got, want := h[HeaderFirstFailureAt], "2025-01-15T09:30:00.000Z"; got != want {
+		t.Errorf("%s = %q, want %q (UTC)", HeaderFirstFailureAt, got, want)
+	}
+	for _, k := range []string{HeaderSource, HeaderTopic} {
+		if _, ok := h[k]; ok {
+			t.Errorf("%s set without a value", k)
+		}
+	}
+}
+
+func TestReadStoryMalformed(t *testing.T) {
+	for _, attempt := range []string{"", "0", "-3", "two", "1.5", "99999999999999999999"} {
+		d := &Delivery{Message: Message{Headers: map[string]string{
+			HeaderAttempt:        attempt,
+			HeaderFirstFailureAt: "yesterday",
+			HeaderLastFailureAt:  "2025-13-45T99:00:00Z",
+			HeaderError:          "last",
+		}}}
+		ReadStory(d)
+		if d.Attempt != 1 {
+			t.Errorf("attempt %q: Attempt = %d, want 1", attempt, d.Attempt)
+		}
+		if !d.FirstFailureAt.IsZero() || !d.LastFailureAt.IsZero() {
+			t.Errorf("attempt %q: malformed times parsed to %v, %v", attempt, d.FirstFailureAt, d.LastFailureAt)
+		}
+		if d.LastError != "last" {
+			t.Errorf("LastError = %q", d.LastError)
+		}
+	}
+}
+
+func TestFormatParseTime(t *testing.T) {
+	ts := time.Date(2025, 1, 15, 11, 45, 0, 987654321, time.FixedZone("X", -5*3600))
+	s := FormatTime(ts)
+	if want := "2025-01-15T16:45:00.987Z"; s != want {
+		t.Errorf("FormatTime = %q, want %q", s, want)
+	}
+	if got := ParseTime(s); !got.Equal(ts.Truncate(time.Millisecond)) {
+		t.Errorf("ParseTime(%q) = %v", s, got)
+	}
+	if got := ParseTime("2025-01-15T10:30:00Z"); !got.Equal(time.Date(2025, 1, 15, 10, 30, 0, 0, time.UTC)) {
+		t.Errorf("ParseTime without fraction = %v", got)
+	}
+	for _, bad := range []string{"", "now", "2025-01-15", "1736937000"} {
+		if got := ParseTime(bad); !got.IsZero() {
+			t.Errorf("ParseTime(%q) = %v, want zero", bad, got)
+		}
+	}
+}
+
+func TestAppHeaders(t *testing.T) {
+	in := map[string]string{
+		"content-type":         "application/json",
+		"x-request-id":         "r1",
+		"X-Redrive-Attempt":    "case matters", // not ours: header names are case-sensitive
+		HeaderAttempt:          "3",
+		HeaderError:            "boom",
+		HeaderReplayedFrom:     "orders.dlq/0-12",
+		HeaderRemainingDelay:   "1000",
+		HeaderPrefix + "other": "x",
+		"":                     "empty name",
+	}
+	want := map[string]string{
+		"content-type":      "application/json",
+		"x-request-id":      "r1",
+		"X-Redrive-Attempt": "case matters",
+		"":                  "empty name",
+	}
+	got := AppHeaders(in)
+	if !maps.Equal(got, want) {
+		t.Errorf("AppHeaders() = %v, want %v", got, want)
+	}
+	got["new"] = "x"
+	if _, ok := in["new"]; ok {
+		t.Error("AppHeaders returned its input")
+	}
+	if got := AppHeaders(nil); got == nil || len(got) != 0 {
+		t.Errorf("AppHeaders(nil) = %#v, want an empty map", got)
+	}
+}
+
+func BenchmarkFailureHeaders(b *testing.B) {
+	d := &Delivery{
+		Message: Message{Headers: map[string]string{
+			"content-type": "application/json", "traceparent": "00-abc-def-01",
+			HeaderAttempt: "2", HeaderFirstFailureAt: "2025-01-15T10:30:00.000Z",
+		}},
+		Topic: "orders", Group: "billing", Source: "orders.billing",
+	}
+	ReadStory(d)
+	o := Outcome{Retry: true, Delay: time.Second, Class: "error", Error: "boom"}
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		FailureHeaders(d, o, now)
+	}
+}

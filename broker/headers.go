@@ -1,0 +1,40 @@
+package broker
+
+// Header names that carry a message's story. They are the same on both
+// brokers (Kafka record headers, AMQP header table entries).
+const (
+	HeaderAttempt        = "x-redrive-attempt"          // 1-based attempt of the next delivery
+	HeaderFirstFailureAt = "x-redrive-first-failure-at" // RFC 3339, UTC
+	HeaderLastFailureAt  = "x-redrive-last-failure-at"  // RFC 3339, UTC
+	HeaderError          = "x-redrive-error"            // last error message
+	HeaderErrorClass     = "x-redrive-error-class"      // last error class
+	HeaderWorker         = "x-redrive-worker"           // group that failed
+	HeaderSource         = "x-redrive-source"           // original topic or queue
+	HeaderReason         = "x-redrive-reason"           // why it was dead-lettered
+	HeaderReplayedFrom   = "x-redrive-replayed-from"    // DLQ entry a replay came from
+	HeaderMessageID      = "x-redrive-message-id"       // message id (Kafka; AMQP uses the property)
+	HeaderTopic          = "x-redrive-topic"            // topic the message was published to
+	HeaderKey            = "x-redrive-key"              // message key on RabbitMQ
+	HeaderDueAt          = "x-redrive-due-at"           // Kafka non-blocking retry: RFC 3339 due time
+	HeaderRemainingDelay = "x-remaining-delay"          // RabbitMQ delay hops: ms left, integer
+	HeaderPrefix         = "x-redrive-"
+)
+
+// Dead-letter reasons (HeaderReason values).
+const (
+	ReasonMaxRetries = "max_retries"
+	ReasonPermanent  = "permanent"
+	ReasonExpired    = "expired"
+	ReasonRejected   = "rejected"
+	ReasonMaxLength  = "max_length"
+	ReasonMaxClaims  = "max_claims"
+)
+
+// Error classes redrive assigns itself.
+const (
+	ClassPanic   = "panic"
+	ClassExpired = "expired"
+	// ClassMaxClaims: the message was claimed more than max_claims times
+	// without its handler finishing.
+	ClassMaxClaims = "max_claims"
+)

@@ -1,0 +1,201 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// ErrInvalidConfig is wrapped by every Config.Validate error.
+var ErrInvalidConfig = errors.New("kafka: invalid config")
+
+// Defaults applied to a zero Config field.
+const (
+	DefaultPartitions        = 3
+	DefaultReplicationFactor = -1 // the broker's default.replication.factor
+	DefaultClientID          = "redrive"
+	DefaultConnectTimeout    = 10 * time.Second
+	DefaultDeliveryTimeout   = 30 * time.Second
+	DefaultMaxMessageBytes   = 1_000_000
+	DefaultCommitInterval    = time.Second
+	DefaultFetchMaxWait      = 500 * time.Millisecond
+	DefaultHeartbeatInterval = 3 * time.Second
+	DefaultSessionTimeout    = 45 * time.Second
+	DefaultRebalanceTimeout  = 60 * time.Second
+	DefaultWriteRetryBackoff = 100 * time.Millisecond
+	DefaultMaxWriteBackoff   = 5 * time.Second
+	DefaultMaxBuffered       = 500
+	DefaultKeeperGroup       = "redrive-dlq-keeper"
+	// DefaultDLQRetention is how long <topic>.dlq keeps dead letters when the
+	// subscription does not say (DLQOptions.Retention = 0).
+	DefaultDLQRetention = 30 * 24 * time.Hour
+)
+
+// Config configures a Broker. Only Brokers is required.
+type Config struct {
+	// Brokers are the seed brokers, host:port. Required.
+	Brokers []string
+	// Partitions is the partition count of the topics redrive creates
+	// (<topic>, <topic>.dlq, <topic>.retry.<group>). Default 3.
+	Partitions int
+	// ReplicationFactor of the topics redrive creates. Default -1: the
+	// broker's default.replication.factor.
+	ReplicationFactor int16
+	// ClientID names the clients to the brokers. Default "redrive".
+	ClientID string
+	// InstanceID names this worker process in dead-letter envelopes
+	// (worker_instance). Default "<hostname>-<pid>".
+	InstanceID string
+	// Logger receives the backend's logs (and franz-go's, at Warn and
+	// above). Default slog.Default().
+	Logger *slog.Logger
+
+	// ConnectTimeout bounds how long New waits to reach the cluster.
+	// Default 10 s.
+	ConnectTimeout time.Duration
+	// DeliveryTimeout bounds a Publish call (and each attempt to write a
+	// retry or dead-letter copy) when its context has no earlier deadline,
+	// so that publishing to a cluster that went away fails instead of
+	// hanging. A record given up after it was sent may still have been
+	// written: publishing it again is at least once. Default 30 s.
+	DeliveryTimeout time.Duration
+	// MaxMessageBytes is the largest record Publish accepts (key, value and
+	// headers); larger ones fail with broker.ErrTooLarge before anything is
+	// sent. Default 1,000,000 (Kafka's default max.message.bytes is
+	// 1,048,588).
+	MaxMessageBytes int
+
+	// CommitInterval is how often a consumer commits the offsets of done
+	// records. Offsets are also committed when partitions are revoked and on
+	// shutdown. Default 1 s.
+	CommitInterval time.Duration
+	// FetchMaxWait bounds how long a fetch waits on the broker for data.
+	// Default 500 ms.
+	FetchMaxWait time.Duration
+	// HeartbeatInterval, SessionTimeout and RebalanceTimeout tune group
+	// membership. Defaults 3 s, 45 s and 60 s.
+	HeartbeatInterval time.Duration
+	SessionTimeout    time.Duration
+	RebalanceTimeout  time.Duration
+	// WriteRetryBackoff is the first wait before a consumer tries again to
+	// write a retry or dead-letter copy the broker refused; it doubles up to
+	// 5 s. The source offset is not committed meanwhile. Default 100 ms.
+	WriteRetryBackoff time.Duration
+	// MaxBuffered is how many fetched records a partition may hold waiting
+	// for its worker before fetching from it pauses. Default 500.
+	MaxBuffered int
+
+	// KeeperGroup is the consumer group ConsumeDeadLetters reads the DLQ
+	// topics as. Default "redrive-dlq-keeper".
+	KeeperGroup string
+
+	// ClientOptions are extra franz-go options (TLS, SASL, ...) applied last
+	// to every client the Broker creates.
+	ClientOptions []kgo.Opt
+}
+
+// Validate reports the first problem, naming the field.
+func (c Config) Validate() error {
+	switch {
+	case len(c.Brokers) == 0:
+		return fmt.Errorf("%w: brokers: none given", ErrInvalidConfig)
+	case c.Partitions < 0:
+		return fmt.Errorf("%w: partitions: %d is negative", ErrInvalidConfig, c.Partitions)
+	case c.ReplicationFactor < -1:
+		return fmt.Errorf("%w: replication_factor: %d is below -1", ErrInvalidConfig, c.ReplicationFactor)
+	case c.MaxMessageBytes < 0:
+		return fmt.Errorf("%w: max_message_bytes: %d is negative", ErrInvalidConfig, c.MaxMessageBytes)
+	case c.MaxBuffered < 0:
+		return fmt.Errorf("%w: max_buffered: %d is negative", ErrInvalidConfig, c.MaxBuffered)
+	}
+	for i, b := range c.Brokers {
+		if strings.TrimSpace(b) == "" {
+			return fmt.Errorf("%w: brokers[%d]: empty address", ErrInvalidConfig, i)
+		}
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"connect_timeout", c.ConnectTimeout},
+		{"delivery_timeout", c.DeliveryTimeout},
+		{"commit_interval", c.CommitInterval},
+		{"fetch_max_wait", c.FetchMaxWait},
+		{"heartbeat_interval", c.HeartbeatInterval},
+		{"session_timeout", c.SessionTimeout},
+		{"rebalance_timeout", c.RebalanceTimeout},
+		{"write_retry_backoff", c.WriteRetryBackoff},
+	} {
+		if d.v < 0 {
+			return fmt.Errorf("%w: %s: %s is negative", ErrInvalidConfig, d.name, d.v)
+		}
+	}
+	c = c.withDefaults()
+	if c.HeartbeatInterval >= c.SessionTimeout {
+		return fmt.Errorf("%w: heartbeat_interval: %s is not below session_timeout %s", ErrInvalidConfig, c.HeartbeatInterval, c.SessionTimeout)
+	}
+	return nil
+}
+
+// withDefaults returns c with zero fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.Partitions == 0 {
+		c.Partitions = DefaultPartitions
+	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = DefaultReplicationFactor
+	}
+	if c.ClientID == "" {
+		c.ClientID = DefaultClientID
+	}
+	if c.InstanceID == "" {
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "unknown"
+		}
+		c.InstanceID = host + "-" + strconv.Itoa(os.Getpid())
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.ConnectTimeout == 0 {
+		c.ConnectTimeout = DefaultConnectTimeout
+	}
+	if c.DeliveryTimeout == 0 {
+		c.DeliveryTimeout = DefaultDeliveryTimeout
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if c.CommitInterval == 0 {
+		c.CommitInterval = DefaultCommitInterval
+	}
+	if c.FetchMaxWait == 0 {
+		c.FetchMaxWait = DefaultFetchMaxWait
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.RebalanceTimeout == 0 {
+		c.RebalanceTimeout = DefaultRebalanceTimeout
+	}
+	if c.WriteRetryBackoff == 0 {
+		c.WriteRetryBackoff = DefaultWriteRetryBackoff
+	}
+	if c.MaxBuffered == 0 {
+		c.MaxBuffered = DefaultMaxBuffered
+	}
+	if c.KeeperGroup == "" {
+		c.KeeperGroup = DefaultKeeperGroup
+	}
+	return c
+}

@@ -1,0 +1,55 @@
+package kafka
+
+import (
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/broker"
+)
+
+// Headers this backend adds to retry copies, so that a message read back from
+// <topic>.retry.<group> still knows where it was first published. They start
+// with x-redrive- and so are not application headers.
+const (
+	headerOriginPartition = "x-redrive-origin-partition"
+	headerOriginOffset    = "x-redrive-origin-offset"
+	headerOriginTimestamp = "x-redrive-origin-timestamp"
+)
+
+// delivery builds the Delivery of r: every header (redrive's story
+// included), the message id from x-redrive-message-id, the story from the
+// x-redrive-* headers, and the original timestamp for retry copies.
+func (c *consumer) delivery(r *kgo.Record) *broker.Delivery {
+	h := fromHeaders(r.Headers)
+	d := &broker.Delivery{
+		Message: broker.Message{
+			ID:        h[broker.HeaderMessageID],
+			Key:       r.Key,
+			Value:     r.Value,
+			Headers:   h,
+			Timestamp: r.Timestamp,
+		},
+		Topic:     c.sub.Topic,
+		Group:     c.sub.Group,
+		Source:    r.Topic,
+		Partition: r.Partition,
+		Offset:    r.Offset,
+	}
+	if t := broker.ParseTime(h[headerOriginTimestamp]); !t.IsZero() {
+		d.Timestamp = t
+	}
+	broker.ReadStory(d)
+	return d
+}
+
+// origin returns the partition and offset d was first published at: its own
+// for a record of <topic>, the recorded ones for a retry copy.
+func origin(d *broker.Delivery) (int32, int64) {
+	part, errP := strconv.ParseInt(d.Headers[headerOriginPartition], 10, 32)
+	off, errO := strconv.ParseInt(d.Headers[headerOriginOffset], 10, 64)
+	if errP != nil || errO != nil {
+		return d.Partition, d.Offset
+	}
+	return int32(part), off
+}

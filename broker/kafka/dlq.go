@@ -1,0 +1,83 @@
+package kafka
+
+import (
+	"errors"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/dlq"
+)
+
+// deadLetter writes d to <topic>.dlq and reports whether the broker
+// acknowledged it (the source offset may then be committed). A write the
+// broker refuses is tried again with back-off; the source offset is not
+// committed meanwhile.
+func (p *partition) deadLetter(d *broker.Delivery, o broker.Outcome, cause error, now time.Time) bool {
+	rec, err := p.c.deadLetterRecord(d, o, cause, now)
+	if err != nil {
+		// The envelope cannot be encoded: nothing to write, and dropping
+		// the message is not an option. Hold the partition, loudly.
+		p.log.Error("cannot encode dead-letter envelope; partition held", "offset", d.Offset, "error", err)
+		<-p.halted
+		return false
+	}
+	return p.write(rec, "dead-letter")
+}
+
+// deadLetterRecord builds the <topic>.dlq record of d: value = the JSON
+// envelope (dlq.EncodeEnvelope), key = the original key, headers = the
+// original headers plus the x-redrive-* story (reason, worker, ...).
+func (c *consumer) deadLetterRecord(d *broker.Delivery, o broker.Outcome, cause error, now time.Time) (*kgo.Record, error) {
+	part, off := origin(d)
+	first, last := d.FirstFailureAt, d.LastFailureAt
+	if cause != nil { // a handler failure, not an expiry
+		if first.IsZero() {
+			first = now
+		}
+		last = now
+	}
+	e := dlq.Entry{
+		MessageID:         d.ID,
+		OriginalTopic:     d.Topic,
+		OriginalPartition: part,
+		OriginalOffset:    off,
+		OriginalKey:       d.Key,
+		OriginalValue:     d.Value,
+		OriginalHeaders:   broker.AppHeaders(d.Headers),
+		ErrorClass:        o.Class,
+		ErrorMessage:      o.Error,
+		StackTrace:        stackTrace(cause),
+		Reason:            o.Reason,
+		RetryCount:        max(d.Attempt, 1) - 1,
+		Worker:            d.Group,
+		WorkerInstance:    c.b.cfg.InstanceID,
+		Source:            d.Source,
+		FirstFailureAt:    first,
+		LastFailureAt:     last,
+	}
+	val, err := dlq.EncodeEnvelope(e)
+	if err != nil {
+		return nil, err
+	}
+	h := broker.FailureHeaders(d, o, now)
+	delete(h, broker.HeaderDueAt)
+	delete(h, headerOriginPartition)
+	delete(h, headerOriginOffset)
+	delete(h, headerOriginTimestamp)
+	return &kgo.Record{Topic: DLQTopic(c.sub.Topic), Key: d.Key, Value: val, Headers: toHeaders(h), Timestamp: now}, nil
+}
+
+// stackTrace returns the first characters of a recovered panic's stack.
+func stackTrace(err error) string {
+	var pe *broker.PanicError
+	if !errors.As(err, &pe) {
+		return ""
+	}
+	s := string(pe.Stack)
+	if len(s) > dlq.MaxStackTrace {
+		s = s[:dlq.MaxStackTrace]
+	}
+	return s
+}

@@ -1,0 +1,176 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/kafka"
+)
+
+// call is one handler invocation.
+type call struct {
+	at     time.Time
+	member int
+	d      broker.Delivery
+	err    error
+}
+
+// recorder records handler calls; waiters wake on every call.
+type recorder struct {
+	mu      sync.Mutex
+	calls   []call
+	changed chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
+
+// handler records each call and returns what decide says (nil decide: nil).
+func (r *recorder) handler(member int, decide func(d *broker.Delivery) error) broker.Handler {
+	return func(_ context.Context, d *broker.Delivery) error {
+		var err error
+		if decide != nil {
+			err = decide(d)
+		}
+		r.mu.Lock()
+		r.calls = append(r.calls, call{at: time.Now(), member: member, d: *d, err: err})
+		close(r.changed)
+		r.changed = make(chan struct{})
+		r.mu.Unlock()
+		return err
+	}
+}
+
+func (r *recorder) snapshot() []call {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]call(nil), r.calls...)
+}
+
+// waitUntil waits until cond holds, failing t after timeout.
+func (r *recorder) waitUntil(t testing.TB, timeout time.Duration, what string, cond func([]call) bool) []call {
+	t.Helper()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		calls := append([]call(nil), r.calls...)
+		ch := r.changed
+		r.mu.Unlock()
+		if cond(calls) {
+			return calls
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			t.Fatalf("timed out after %s waiting for %s (%d handler calls so far)", timeout, what, len(calls))
+			return nil
+		}
+	}
+}
+
+// successes counts the successful calls per message id.
+func successes(calls []call) map[string]int {
+	out := map[string]int{}
+	for _, c := range calls {
+		if c.err == nil {
+			out[c.d.ID]++
+		}
+	}
+	return out
+}
+
+// callsOf returns the calls for message id, in order.
+func callsOf(calls []call, id string) []call {
+	var out []call
+	for _, c := range calls {
+		if c.d.ID == id {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// consume runs Consume in the background; stop cancels it and waits for it
+// to return nil (also at the end of the test).
+func consume(t testing.TB, b *kafka.Broker, sub broker.Subscription, h broker.Handler) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- b.Consume(ctx, sub, h) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Consume(%s/%s) = %v, want nil", sub.Topic, sub.Group, err)
+				}
+			case <-time.After(sub.WithDefaults().ShutdownTimeout + 20*time.Second):
+				t.Errorf("Consume(%s/%s) did not return after its context ended", sub.Topic, sub.Group)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// testFailure is the error test handlers fail with.
+type testFailure struct{ msg string }
+
+func (e *testFailure) Error() string      { return e.msg }
+func (e *testFailure) ErrorClass() string { return "test.Failure" }
+
+func failure(format string, a ...any) error { return &testFailure{msg: fmt.Sprintf(format, a...)} }
+
+// topicName returns a topic unique to the test.
+func topicName(t testing.TB) string {
+	n := strings.NewReplacer("/", "-", " ", "-", "_", "-").Replace(strings.ToLower(t.Name()))
+	return "kt." + n + "." + broker.NewMessageID()[:6]
+}
+
+// msg is a message with id as its id and key (unless key is given).
+func msg(id string, key ...string) broker.Message {
+	k := id
+	if len(key) > 0 {
+		k = key[0]
+	}
+	return broker.Message{ID: id, Key: []byte(k), Value: []byte("value of " + id), Headers: map[string]string{"trace": "t-" + id}}
+}
+
+// readAll reads every record of topic from the start until n arrived.
+func readAll(t testing.TB, brokers []string, topic string, n int) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeStartOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out []*kgo.Record
+	for len(out) < n {
+		if ctx.Err() != nil {
+			t.Fatalf("read %s: %d records, want %d", topic, len(out), n)
+		}
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { out = append(out, r) })
+	}
+	return out
+}
+
+func header(r *kgo.Record, name string) (string, bool) {
+	for _, h := range r.Headers {
+		if h.Key == name {
+			return string(h.Value), true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,345 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/broker"
+)
+
+// partition is the worker of one assigned topic partition: it handles the
+// partition's records one after the other and tracks the offset up to which
+// they are done.
+type partition struct {
+	c     *consumer
+	topic string
+	part  int32
+	log   *slog.Logger
+
+	// ctx is the handlers' context; cancel is called when a stop gives up
+	// waiting for them.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	wake   chan struct{} // a record was pushed
+	halted chan struct{} // closed by halt
+	exited chan struct{} // closed when run returns
+
+	// byDue is set for the partitions of the retry topic: their records are
+	// handled when due, earliest first, not in offset order (see runByDue).
+	byDue bool
+
+	mu        sync.Mutex
+	queue     []*kgo.Record
+	held      int // records taken from queue, not yet done (runByDue)
+	stopped   bool
+	paused    bool // fetching this partition is paused
+	waiting   bool // the worker waits for a back-off or a due time
+	done      kgo.EpochOffset
+	committed int64
+}
+
+func newPartition(c *consumer, topic string, part int32) *partition {
+	ctx, cancel := context.WithCancel(c.hctx)
+	return &partition{
+		c:         c,
+		topic:     topic,
+		part:      part,
+		log:       c.log.With("partition_topic", topic, "partition", part),
+		byDue:     topic == c.retryTopic,
+		ctx:       ctx,
+		cancel:    cancel,
+		wake:      make(chan struct{}, 1),
+		halted:    make(chan struct{}),
+		exited:    make(chan struct{}),
+		done:      kgo.EpochOffset{Epoch: -1, Offset: -1},
+		committed: -1,
+	}
+}
+
+// run handles records until the worker is halted.
+func (p *partition) run() {
+	defer close(p.exited)
+	defer p.cancel()
+	if p.byDue {
+		p.runByDue()
+		return
+	}
+	for {
+		r, ok := p.next()
+		if !ok {
+			return
+		}
+		if !p.c.proc(p, r) {
+			return
+		}
+		p.markDone(r)
+	}
+}
+
+// push queues fetched records; fetching pauses when the queue is full.
+func (p *partition) push(recs []*kgo.Record) {
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return
+	}
+	p.queue = append(p.queue, recs...)
+	if len(p.queue)+p.held >= p.c.b.cfg.MaxBuffered {
+		p.pauseLocked()
+	}
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// next returns the next record, or false once the worker is halted.
+func (p *partition) next() (*kgo.Record, bool) {
+	for {
+		p.mu.Lock()
+		if p.stopped {
+			p.mu.Unlock()
+			return nil, false
+		}
+		if len(p.queue) > 0 {
+			r := p.queue[0]
+			p.queue[0] = nil
+			p.queue = p.queue[1:]
+			p.maybeResumeLocked()
+			p.mu.Unlock()
+			return r, true
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.wake:
+		case <-p.halted:
+		}
+	}
+}
+
+// halt makes the worker stop: no new record, waits abandoned.
+func (p *partition) halt() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.stopped {
+		p.stopped = true
+		close(p.halted)
+	}
+}
+
+func (p *partition) isHalted() bool {
+	select {
+	case <-p.halted:
+		return true
+	default:
+		return false
+	}
+}
+
+// pauseLocked pauses fetching this partition. p.mu is held.
+func (p *partition) pauseLocked() {
+	if p.paused || p.stopped {
+		return
+	}
+	p.paused = true
+	p.c.cl.PauseFetchPartitions(map[string][]int32{p.topic: {p.part}})
+}
+
+// maybeResumeLocked resumes fetching when the worker neither waits nor
+// holds more than half of MaxBuffered. p.mu is held.
+func (p *partition) maybeResumeLocked() {
+	if !p.paused || p.stopped || p.waiting || len(p.queue)+p.held > p.c.b.cfg.MaxBuffered/2 {
+		return
+	}
+	p.paused = false
+	p.c.cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.part}})
+}
+
+// sleepUntil waits until t with fetching of the partition paused. It
+// returns false when the worker is halted first.
+func (p *partition) sleepUntil(t time.Time) bool {
+	if !time.Now().Before(t) {
+		return !p.isHalted()
+	}
+	p.mu.Lock()
+	p.waiting = true
+	p.pauseLocked()
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.waiting = false
+		p.maybeResumeLocked()
+		p.mu.Unlock()
+	}()
+	for {
+		d := time.Until(t)
+		if d <= 0 {
+			return !p.isHalted()
+		}
+		timer := time.NewTimer(d)
+		select {
+		case <-timer.C:
+		case <-p.halted:
+			timer.Stop()
+			return false
+		}
+	}
+}
+
+// markDone records that r is done: its offset may be committed.
+func (p *partition) markDone(r *kgo.Record) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.done = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
+}
+
+// uncommitted returns the offset to commit when it moved since the last
+// commit.
+func (p *partition) uncommitted() (kgo.EpochOffset, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.done, p.done.Offset > p.committed
+}
+
+// committedUpTo records a successful commit of offset.
+func (p *partition) committedUpTo(offset int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.committed = max(p.committed, offset)
+}
+
+// process handles r until it is done (true) or the worker is halted before
+// that (false; r is left for whoever consumes the partition next).
+func (p *partition) process(r *kgo.Record) bool {
+	sub := p.c.sub
+	d := p.c.delivery(r)
+	due := broker.ParseTime(d.Headers[broker.HeaderDueAt])
+	if !due.IsZero() && !p.sleepUntil(due) {
+		return false
+	}
+	if sub.MaxAge > 0 {
+		since := d.Timestamp
+		if due.After(since) {
+			since = due
+		}
+		if age := time.Since(since); age > sub.MaxAge {
+			o := broker.Outcome{
+				Reason: broker.ReasonExpired,
+				Class:  broker.ClassExpired,
+				Error:  fmt.Sprintf("message is %s old, over the max age %s", age.Round(time.Millisecond), sub.MaxAge),
+			}
+			p.log.Info("message expired", "offset", r.Offset, "message_id", d.ID, "age", age)
+			return p.deadLetter(d, o, nil, time.Now())
+		}
+	}
+	key := broker.ClaimKey(sub.Group, r.Topic, strconv.FormatInt(int64(r.Partition), 10), strconv.FormatInt(r.Offset, 10))
+	if n, over := sub.Claim(p.ctx, key); over {
+		o := broker.MaxClaimsOutcome(n, sub.MaxClaims)
+		p.log.Warn("dead-lettering a poison pill", "offset", r.Offset, "message_id", d.ID, "claims", n, "reason", o.Reason)
+		return p.released(key, p.deadLetter(d, o, nil, time.Now()))
+	}
+	return p.released(key, p.handle(d, r))
+}
+
+// released forgets the claim of key when its record is done.
+func (p *partition) released(key string, done bool) bool {
+	if done {
+		p.c.sub.Release(context.WithoutCancel(p.ctx), key)
+	}
+	return done
+}
+
+// handle calls the handler on d until d is done (true) or the worker is
+// halted before that (false).
+func (p *partition) handle(d *broker.Delivery, r *kgo.Record) bool {
+	sub := p.c.sub
+	for {
+		called, err := p.call(d)
+		if !called {
+			return false
+		}
+		if err == nil {
+			return true
+		}
+		now := time.Now()
+		o := broker.Decide(sub, d, err, now)
+		if !o.Retry {
+			p.log.Info("dead-lettering", "offset", r.Offset, "message_id", d.ID, "attempt", d.Attempt, "reason", o.Reason, "error_class", o.Class, "error", o.Error)
+			return p.deadLetter(d, o, err, now)
+		}
+		p.log.Debug("retrying", "offset", r.Offset, "message_id", d.ID, "attempt", d.Attempt, "delay", o.Delay, "error_class", o.Class, "error", o.Error)
+		if sub.RetryMode == broker.NonBlocking {
+			return p.retryLater(d, o, now)
+		}
+		if !p.retryInPlace(d, o, now) {
+			return false
+		}
+	}
+}
+
+// call runs the handler on a copy of d when a concurrency slot is free. It
+// returns false, without calling, when the worker is halted first.
+func (p *partition) call(d *broker.Delivery) (called bool, err error) {
+	select {
+	case p.c.sem <- struct{}{}:
+	case <-p.halted:
+		return false, nil
+	}
+	defer func() { <-p.c.sem }()
+	if p.isHalted() {
+		return false, nil
+	}
+	dd := *d
+	dd.Headers = maps.Clone(d.Headers)
+	called = true
+	defer func() {
+		if v := recover(); v != nil {
+			err = &broker.PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return called, p.c.h(p.ctx, &dd)
+}
+
+// write produces rec (a retry or dead-letter copy) until the broker
+// acknowledges it, backing off between attempts. It returns false when the
+// worker is halted before that; the source record then stays uncommitted.
+func (p *partition) write(rec *kgo.Record, what string) bool {
+	backoff := p.c.b.cfg.WriteRetryBackoff
+	for {
+		// A fresh record each time: franz-go keeps the context of the
+		// first produce in the record.
+		r := *rec
+		ctx, cancel := context.WithTimeout(p.ctx, p.c.b.cfg.DeliveryTimeout)
+		err := p.c.b.produce(ctx, &r)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if errors.Is(err, broker.ErrTooLarge) {
+			p.log.Error("the "+what+" copy is over the topic's max.message.bytes; raise it (redrive topology apply sets it on DLQ topics) - the partition waits, source offset uncommitted",
+				"to", rec.Topic, "error", err, "backoff", backoff)
+		} else {
+			p.log.Warn("cannot write "+what+" copy; will try again, source offset stays uncommitted",
+				"to", rec.Topic, "error", err, "backoff", backoff)
+		}
+		timer := time.NewTimer(backoff)
+		select {
+		case <-timer.C:
+		case <-p.halted:
+			timer.Stop()
+			return false
+		}
+		backoff = min(2*backoff, DefaultMaxWriteBackoff)
+	}
+}

@@ -1,0 +1,146 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/broker"
+)
+
+// recordOverhead is a generous estimate of what a one-record batch adds to
+// the key, value and headers on the wire (batch header, record framing,
+// varints).
+const recordOverhead = 128
+
+// Publish sends msgs to topic and returns once every record was
+// acknowledged by all in-sync replicas. Records are produced all at once and
+// awaited together. The topic is created (Config.Partitions) when it does not
+// exist. A message over Config.MaxMessageBytes fails the whole call with an
+// error wrapping broker.ErrTooLarge before anything is sent.
+func (b *Broker) Publish(ctx context.Context, topic string, msgs ...broker.Message) error {
+	return b.publish(ctx, topic, time.Time{}, msgs)
+}
+
+// PublishDelayed is Publish with delivery no earlier than delay from now:
+// the records go to topic itself with an x-redrive-due-at header, and every
+// group's consumer holds the record's partition until it is due. A delayed
+// record also delays the records behind it in its partition.
+func (b *Broker) PublishDelayed(ctx context.Context, topic string, delay time.Duration, msgs ...broker.Message) error {
+	var due time.Time
+	if delay > 0 {
+		due = dueAt(time.Now(), delay)
+	}
+	return b.publish(ctx, topic, due, msgs)
+}
+
+func (b *Broker) publish(ctx context.Context, topic string, due time.Time, msgs []broker.Message) error {
+	if b.isClosed() {
+		return broker.ErrClosed
+	}
+	if topic == "" {
+		return errors.New("kafka: publish: topic is empty")
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	recs := make([]*kgo.Record, len(msgs))
+	for i, m := range msgs {
+		r := newRecord(topic, m, due)
+		if n := recordSize(r); n > b.cfg.MaxMessageBytes {
+			return fmt.Errorf("kafka: publish to %q: message %d (id %s) is about %d bytes, over the %d byte limit: %w",
+				topic, i, messageID(r), n, b.cfg.MaxMessageBytes, broker.ErrTooLarge)
+		}
+		recs[i] = r
+	}
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.DeliveryTimeout)
+	defer cancel()
+	if err := b.ensureTopic(ctx, topic); err != nil {
+		return fmt.Errorf("kafka: publish to %q (brokers %s): %w", topic, b.brokerList(), err)
+	}
+	if err := b.produce(ctx, recs...); err != nil {
+		return fmt.Errorf("kafka: publish %d message(s) to %q (brokers %s): %w", len(recs), topic, b.brokerList(), err)
+	}
+	return nil
+}
+
+// produce writes recs (pipelined) and waits until every one is acknowledged.
+// It returns the first error, wrapping broker.ErrTooLarge when the broker
+// refused a record for its size. Callers bound ctx: when it ends, franz-go
+// fails the records not yet acknowledged (and every record buffered for the
+// same partitions, keeping each partition gapless).
+func (b *Broker) produce(ctx context.Context, recs ...*kgo.Record) error {
+	err := b.prod.ProduceSync(ctx, recs...).FirstErr()
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, kerr.MessageTooLarge) || errors.Is(err, kerr.RecordListTooLarge) {
+		return fmt.Errorf("%w: %w", broker.ErrTooLarge, err)
+	}
+	return err
+}
+
+// newRecord builds the record of m: key, headers plus the message id, the
+// due time when delayed, and the message's timestamp (now when zero).
+func newRecord(topic string, m broker.Message, due time.Time) *kgo.Record {
+	h := make(map[string]string, len(m.Headers)+2)
+	maps.Copy(h, m.Headers)
+	switch {
+	case m.ID != "":
+		h[broker.HeaderMessageID] = m.ID
+	case h[broker.HeaderMessageID] == "":
+		h[broker.HeaderMessageID] = broker.NewMessageID()
+	}
+	if !due.IsZero() {
+		h[broker.HeaderDueAt] = broker.FormatTime(due)
+	}
+	ts := m.Timestamp
+	if ts.IsZero() {
+		ts = time.Now()
+	}
+	return &kgo.Record{Topic: topic, Key: m.Key, Value: m.Value, Headers: toHeaders(h), Timestamp: ts}
+}
+
+// toHeaders renders h as record headers, sorted by name so that records are
+// reproducible.
+func toHeaders(h map[string]string) []kgo.RecordHeader {
+	out := make([]kgo.RecordHeader, 0, len(h))
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		out = append(out, kgo.RecordHeader{Key: k, Value: []byte(h[k])})
+	}
+	return out
+}
+
+// fromHeaders reads record headers; a repeated name keeps its last value.
+func fromHeaders(hs []kgo.RecordHeader) map[string]string {
+	h := make(map[string]string, len(hs))
+	for _, x := range hs {
+		h[x.Key] = string(x.Value)
+	}
+	return h
+}
+
+// recordSize estimates r's size on the wire.
+func recordSize(r *kgo.Record) int {
+	n := recordOverhead + len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value) + 10
+	}
+	return n
+}
+
+// messageID returns r's x-redrive-message-id header.
+func messageID(r *kgo.Record) string {
+	for _, h := range r.Headers {
+		if h.Key == broker.HeaderMessageID {
+			return string(h.Value)
+		}
+	}
+	return ""
+}

@@ -1,0 +1,46 @@
+package kafka
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/broker"
+)
+
+// retryInPlace is the blocking mode: d's story is updated as the next
+// delivery will see it and the worker waits out the back-off with its
+// partition paused (other partitions keep flowing; the poll loop keeps the
+// group session alive). It returns false when the worker is halted during
+// the wait: the record stays uncommitted and its next owner handles it.
+func (p *partition) retryInPlace(d *broker.Delivery, o broker.Outcome, now time.Time) bool {
+	d.Headers = broker.FailureHeaders(d, o, now)
+	broker.ReadStory(d)
+	return p.sleepUntil(now.Add(o.Delay))
+}
+
+// retryLater is the non_blocking mode: a copy of d goes to the group's retry
+// topic, due after the back-off, and d is done once the copy is
+// acknowledged.
+func (p *partition) retryLater(d *broker.Delivery, o broker.Outcome, now time.Time) bool {
+	return p.write(p.c.retryRecord(d, o, now), "retry")
+}
+
+// retryRecord is the copy of d written to the retry topic: same key, value
+// and headers, the story of this failure, the due time, and where the
+// message first came from (the original partition, offset and timestamp;
+// the copy itself is stamped now so that the retry topic's retention counts
+// from the retry).
+func (c *consumer) retryRecord(d *broker.Delivery, o broker.Outcome, now time.Time) *kgo.Record {
+	h := broker.FailureHeaders(d, o, now)
+	h[broker.HeaderDueAt] = broker.FormatTime(dueAt(now, o.Delay))
+	if _, ok := h[headerOriginPartition]; !ok {
+		h[headerOriginPartition] = strconv.FormatInt(int64(d.Partition), 10)
+		h[headerOriginOffset] = strconv.FormatInt(d.Offset, 10)
+	}
+	if _, ok := h[headerOriginTimestamp]; !ok {
+		h[headerOriginTimestamp] = broker.FormatTime(d.Timestamp)
+	}
+	return &kgo.Record{Topic: c.retryTopic, Key: d.Key, Value: d.Value, Headers: toHeaders(h), Timestamp: now}
+}

@@ -1,0 +1,153 @@
+package rabbit
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// ErrInvalidConfig is wrapped by Config.Validate errors.
+var ErrInvalidConfig = errors.New("rabbit: invalid config")
+
+// Defaults of Config.
+const (
+	DefaultURL            = "amqp://guest:guest@127.0.0.1:5672/"
+	DefaultPrefix         = "redrive"
+	DefaultResolution     = time.Second
+	DefaultFactor         = 4
+	DefaultLevels         = 8
+	DefaultMaxMessageSize = 128 << 20 // RabbitMQ's default max_message_size
+	DefaultDialTimeout    = 10 * time.Second
+)
+
+// Delay modes.
+const (
+	DelayHops  = "hops"
+	DelayRoute = "route"
+)
+
+// Queue types.
+const (
+	Classic = "classic"
+	Quorum  = "quorum"
+)
+
+// Config configures a Broker. The zero value works against a local broker
+// with the documented defaults.
+type Config struct {
+	// URL of the broker; default DefaultURL. amqps:// uses TLS.
+	URL string
+	// TLS overrides the TLS settings derived from the URL.
+	TLS *tls.Config
+	// Prefix names redrive's exchanges and delay queues; default "redrive".
+	Prefix string
+	// QueueType of every queue redrive declares: Classic (default) or
+	// Quorum (at-least-once dead-lettering, x-overflow reject-publish).
+	QueueType string
+	// MaxLength, when positive, bounds each group queue (x-max-length);
+	// overflow is dead-lettered with reason max_length (classic) or
+	// refused to the publisher (quorum).
+	MaxLength int
+	// Delay configures the delay tiers.
+	Delay DelayConfig
+	// MaxMessageSize rejects larger messages before anything is sent;
+	// default 128 MiB, RabbitMQ's own default limit.
+	MaxMessageSize int
+	// DialTimeout bounds one connection attempt; default 10 s.
+	DialTimeout time.Duration
+	// Logger receives operational logs; default slog.Default().
+	Logger *slog.Logger
+}
+
+// DelayConfig configures the delay tiers: queues of
+// Resolution × Factor^k for k = 0..Levels-1.
+type DelayConfig struct {
+	// Mode is DelayHops (default): a consumer republishes a waiting
+	// message once per tier pass; or DelayRoute: the delay is written in
+	// the routing key and the broker routes the message through one queue
+	// per non-zero digit, with no consumer hop at all.
+	Mode       string
+	Resolution time.Duration // default 1 s
+	Factor     int           // default 4, at least 2
+	Levels     int           // default 8, at least 1
+}
+
+// WithDefaults returns c with defaults filled in.
+func (c Config) WithDefaults() Config {
+	if c.URL == "" {
+		c.URL = DefaultURL
+	}
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if c.QueueType == "" {
+		c.QueueType = Classic
+	}
+	if c.Delay.Mode == "" {
+		c.Delay.Mode = DelayHops
+	}
+	if c.Delay.Resolution == 0 {
+		c.Delay.Resolution = DefaultResolution
+	}
+	if c.Delay.Factor == 0 {
+		c.Delay.Factor = DefaultFactor
+	}
+	if c.Delay.Levels == 0 {
+		c.Delay.Levels = DefaultLevels
+	}
+	if c.MaxMessageSize == 0 {
+		c.MaxMessageSize = DefaultMaxMessageSize
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Validate reports the first problem, naming the field.
+func (c Config) Validate() error {
+	if _, err := amqp.ParseURI(c.URL); err != nil {
+		return fmt.Errorf("%w: url %q: %v", ErrInvalidConfig, MaskURL(c.URL), err)
+	}
+	switch {
+	case c.QueueType != Classic && c.QueueType != Quorum:
+		return fmt.Errorf("%w: queue_type %q is not classic or quorum", ErrInvalidConfig, c.QueueType)
+	case c.MaxLength < 0:
+		return fmt.Errorf("%w: max_length %d is negative", ErrInvalidConfig, c.MaxLength)
+	case c.Delay.Mode != DelayHops && c.Delay.Mode != DelayRoute:
+		return fmt.Errorf("%w: delay.mode %q is not hops or route", ErrInvalidConfig, c.Delay.Mode)
+	case c.Delay.Resolution <= 0:
+		return fmt.Errorf("%w: delay.resolution %s must be positive", ErrInvalidConfig, c.Delay.Resolution)
+	case c.Delay.Resolution%time.Millisecond != 0:
+		return fmt.Errorf("%w: delay.resolution %s must be whole milliseconds", ErrInvalidConfig, c.Delay.Resolution)
+	case c.Delay.Factor < 2:
+		return fmt.Errorf("%w: delay.factor %d must be at least 2", ErrInvalidConfig, c.Delay.Factor)
+	case c.Delay.Levels < 1:
+		return fmt.Errorf("%w: delay.levels %d must be at least 1", ErrInvalidConfig, c.Delay.Levels)
+	case c.Prefix == "":
+		return fmt.Errorf("%w: prefix is empty", ErrInvalidConfig)
+	}
+	if _, err := newTiers(c.Delay); err != nil {
+		return fmt.Errorf("%w: delay: %v", ErrInvalidConfig, err)
+	}
+	return nil
+}
+
+// MaskURL hides the password of an AMQP URL for logs and errors.
+func MaskURL(raw string) string {
+	u, err := amqp.ParseURI(raw)
+	if err != nil {
+		return "<unparseable url>"
+	}
+	if u.Password != "" {
+		u.Password = "***"
+	}
+	return u.String()
+}

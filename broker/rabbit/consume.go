@@ -1,0 +1,382 @@
+package rabbit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/broker"
+)
+
+// reconnect back-off bounds for Consume.
+const (
+	minReconnect = 100 * time.Millisecond
+	maxReconnect = 30 * time.Second
+)
+
+// Consume implements broker.Broker. It declares the subscription's queues,
+// consumes with manual acks and sub.Concurrency handler goroutines, and
+// reconnects with back-off when the connection is lost (unacknowledged
+// messages are then redelivered by the broker). A topology conflict or an
+// invalid subscription ends it with an error.
+func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.Handler) error {
+	sub = sub.WithDefaults()
+	if err := sub.Validate(); err != nil {
+		return err
+	}
+	if h == nil {
+		return fmt.Errorf("%w: handler is nil", broker.ErrInvalidSubscription)
+	}
+	c := &consumer{b: b, sub: sub, h: h, queue: Queue(sub.Topic, sub.Group),
+		log: b.log.With("queue", Queue(sub.Topic, sub.Group))}
+	if sub.MaxClaims > 0 && sub.Claims == nil && b.cfg.QueueType != Quorum {
+		c.log.Warn("rabbit: max_claims is set but there is no claim counter (worker.WithClaims) and the queue is classic: poison-pill protection is off")
+	}
+	wait := minReconnect
+	for {
+		started := time.Now()
+		err := c.session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, ErrTopologyConflict) || errors.Is(err, broker.ErrClosed) {
+			return err
+		}
+		if time.Since(started) > maxReconnect {
+			wait = minReconnect
+		}
+		c.log.Warn("rabbit: consumer session ended; reconnecting", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, maxReconnect)
+	}
+}
+
+type consumer struct {
+	b     *Broker
+	sub   broker.Subscription
+	h     broker.Handler
+	queue string
+	log   *slog.Logger
+}
+
+// session runs one connection's worth of consuming.
+func (c *consumer) session(ctx context.Context) error {
+	if err := c.b.ensureBase(ctx); err != nil {
+		return err
+	}
+	if err := c.b.apply(ctx, c.b.subPlan(c.sub)); err != nil {
+		return err
+	}
+	conn, err := c.b.dial(ctx, "consumer-"+c.sub.Group)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return fmt.Errorf("rabbit: open consume channel: %w", err)
+	}
+	if err := ch.Qos(c.sub.Prefetch, 0, false); err != nil {
+		return fmt.Errorf("rabbit: set prefetch %d: %w", c.sub.Prefetch, err)
+	}
+	tag := fmt.Sprintf("redrive-%s-%s", c.sub.Group, broker.NewMessageID()[:8])
+	deliveries, err := ch.Consume(c.queue, tag, false, false, false, false, nil)
+	if err != nil {
+		return fmt.Errorf("rabbit: consume %q: %w", c.queue, err)
+	}
+	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
+
+	// Handlers run on a context that outlives ctx by the shutdown timeout.
+	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer hcancel()
+	// Forwarders publish retry, dead-letter and delay-hop copies and ack
+	// once the broker confirmed, so a handler slot never waits on a confirm
+	// and the copies of many deliveries are in flight at once. Prefetch
+	// bounds them: every one holds an unacked delivery.
+	fwd, fwdStop := make(chan forwardJob), make(chan struct{})
+	var fwg sync.WaitGroup
+	for range max(c.sub.Prefetch, c.sub.Concurrency) {
+		fwg.Go(func() {
+			for {
+				select {
+				case j := <-fwd:
+					if c.forward(hctx, j.m, j.out) && j.then != nil {
+						j.then()
+					}
+				case <-fwdStop:
+					return
+				}
+			}
+		})
+	}
+	work := make(chan amqp.Delivery)
+	var wg sync.WaitGroup
+	for range c.sub.Concurrency {
+		wg.Go(func() {
+			for m := range work {
+				c.process(hctx, m, fwd)
+			}
+		})
+	}
+	// stop lets in-flight handlers and forwards finish within the shutdown
+	// timeout. Past it, their context is cancelled: forwards requeue their
+	// delivery, and a handler that ignores its context is left behind (its
+	// delivery is requeued when the channel closes).
+	stop := func() {
+		deadline := time.NewTimer(c.sub.ShutdownTimeout)
+		defer deadline.Stop()
+		close(work)
+		if !waitFor(&wg, deadline.C) {
+			c.log.Warn("rabbit: handlers still running after the shutdown timeout; their messages are requeued",
+				"timeout", c.sub.ShutdownTimeout)
+			hcancel()
+		}
+		// No handler sends any more (or, cancelled, sends requeue instead):
+		// the unbuffered fwd holds nothing, so the forwarders may stop.
+		close(fwdStop)
+		if !waitFor(&fwg, deadline.C) {
+			hcancel()
+			fwg.Wait() // forwards return promptly once cancelled
+		}
+	}
+
+	var sessionErr error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			_ = ch.Cancel(tag, false)
+			break loop
+		case e := <-closed:
+			if e != nil {
+				sessionErr = fmt.Errorf("rabbit: channel closed: %w", e)
+			} else {
+				sessionErr = errors.New("rabbit: channel closed")
+			}
+			break loop
+		case m, ok := <-deliveries:
+			if !ok {
+				sessionErr = errors.New("rabbit: delivery stream ended")
+				break loop
+			}
+			select {
+			case work <- m:
+			case <-ctx.Done():
+				_ = m.Nack(false, true)
+				_ = ch.Cancel(tag, false)
+				break loop
+			}
+		}
+	}
+	stop()
+	// Closing the channel requeues whatever was delivered but not acked.
+	_ = ch.Close()
+	return sessionErr
+}
+
+// process moves one delivery on: a delay hop, a handler call, a retry or a
+// dead letter. The delivery is acked only after its next home confirmed.
+func (c *consumer) process(ctx context.Context, m amqp.Delivery, fwd chan<- forwardJob) {
+	if rem := remainingDelay(m.Headers); rem > 0 {
+		c.hop(ctx, m, rem, fwd)
+		return
+	}
+	d := c.delivery(m)
+	cl := c.claim(ctx, m, d)
+	if cl.over {
+		now := time.Now()
+		o := broker.MaxClaimsOutcome(cl.n, c.sub.MaxClaims)
+		c.log.Warn("rabbit: dead-lettering a poison pill", "id", m.MessageId, "attempt", d.Attempt,
+			"claims", cl.n, "reason", o.Reason)
+		out := outgoing{exchange: c.b.names.DLX(), key: c.queue, msg: republish(m, toTable(broker.FailureHeaders(d, o, now)))}
+		c.send(ctx, fwd, forwardJob{m: m, out: out, then: func() { c.release(ctx, cl) }})
+		return
+	}
+	err := c.call(ctx, d)
+	if err == nil {
+		if aerr := m.Ack(false); aerr != nil {
+			c.log.Warn("rabbit: ack failed; the message will be redelivered", "id", m.MessageId, "err", aerr)
+			return
+		}
+		c.release(ctx, cl)
+		return
+	}
+	now := time.Now()
+	o := broker.Decide(c.sub, d, err, now)
+	h := toTable(broker.FailureHeaders(d, o, now))
+	var out outgoing
+	if o.Retry {
+		out = c.delayed(m, h, o.Delay, 0)
+		c.log.Info("rabbit: handler failed; retrying", "id", m.MessageId, "attempt", d.Attempt,
+			"class", o.Class, "in", o.Delay, "err", o.Error)
+	} else {
+		out = outgoing{exchange: c.b.names.DLX(), key: c.queue, msg: republish(m, h)}
+		c.log.Warn("rabbit: dead-lettering", "id", m.MessageId, "attempt", d.Attempt,
+			"reason", o.Reason, "class", o.Class, "err", o.Error)
+	}
+	c.send(ctx, fwd, forwardJob{m: m, out: out, then: func() { c.release(ctx, cl) }})
+}
+
+// delayed builds the copy of m that comes back to this queue after delay:
+// straight through the retry exchange, or through the largest tier that
+// fits with the rest in x-remaining-delay.
+func (c *consumer) delayed(m amqp.Delivery, h amqp.Table, delay time.Duration, passes int) outgoing {
+	if c.b.cfg.Delay.Mode == DelayRoute && delay > 0 {
+		key, left, stored := c.b.tiers.routeKey(delay, c.queue)
+		if left > 0 {
+			h[broker.HeaderRemainingDelay] = left
+		} else {
+			delete(h, broker.HeaderRemainingDelay)
+		}
+		h[HeaderTierPasses] = int64(passes + stored)
+		return outgoing{exchange: c.b.names.RouteLevel(0), key: key, msg: republish(m, h)}
+	}
+	tier, left := c.b.tiers.next(delay)
+	if tier == 0 {
+		delete(h, broker.HeaderRemainingDelay)
+		return outgoing{exchange: c.b.names.Retry(), key: c.queue, msg: republish(m, h)}
+	}
+	h[broker.HeaderRemainingDelay] = left
+	h[HeaderTierPasses] = int64(passes + 1)
+	return outgoing{exchange: c.b.names.Tier(tier), key: c.queue, msg: republish(m, h)}
+}
+
+// HeaderTierPasses counts the delay tiers a message passed through during
+// its current wait (a PublishDelayed delay or one retry back-off).
+const HeaderTierPasses = "x-redrive-tier-passes"
+
+// hop moves a message that still has time to wait to its next tier,
+// without calling the handler.
+func (c *consumer) hop(ctx context.Context, m amqp.Delivery, remaining time.Duration, fwd chan<- forwardJob) {
+	h := maps.Clone(m.Headers)
+	maps.DeleteFunc(h, func(k string, _ any) bool { return brokerOwned(k) })
+	c.send(ctx, fwd, forwardJob{m: m, out: c.delayed(m, h, remaining, intHeader(m.Headers, HeaderTierPasses))})
+}
+
+// waitFor waits for wg, or until deadline fires; it reports whether wg
+// finished.
+func waitFor(wg *sync.WaitGroup, deadline <-chan time.Time) bool {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-deadline:
+		return false
+	}
+}
+
+// forwardJob is a copy to publish for a delivery, and what to do once it
+// is confirmed and the delivery acked.
+type forwardJob struct {
+	m    amqp.Delivery
+	out  outgoing
+	then func()
+}
+
+// send hands a copy to the session's forwarders. When the session is
+// shutting down past its timeout the delivery is requeued instead.
+func (c *consumer) send(ctx context.Context, fwd chan<- forwardJob, j forwardJob) {
+	select {
+	case fwd <- j:
+	case <-ctx.Done():
+		_ = j.m.Nack(false, true)
+	}
+}
+
+// forward publishes out and acks m once it is confirmed, and reports
+// whether it did. While the publish fails it retries with back-off; when the
+// consumer shuts down first, m is requeued, never dropped.
+func (c *consumer) forward(ctx context.Context, m amqp.Delivery, out outgoing) bool {
+	wait := 50 * time.Millisecond
+	for {
+		err := c.b.pub.publish(ctx, out)
+		if err == nil {
+			if aerr := m.Ack(false); aerr != nil {
+				c.log.Warn("rabbit: ack after forward failed; the message will be redelivered (duplicate)",
+					"id", m.MessageId, "err", aerr)
+			}
+			return true
+		}
+		c.log.Warn("rabbit: forwarding failed; retrying", "id", m.MessageId, "to", out.exchange, "err", err)
+		select {
+		case <-ctx.Done():
+			_ = m.Nack(false, true)
+			return false
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// call runs the handler, turning a panic into a *broker.PanicError.
+func (c *consumer) call(ctx context.Context, d *broker.Delivery) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = &broker.PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return c.h(ctx, d)
+}
+
+func (c *consumer) delivery(m amqp.Delivery) *broker.Delivery {
+	h := fromTable(m.Headers)
+	delete(h, broker.HeaderRemainingDelay)
+	d := &broker.Delivery{
+		Message: broker.Message{
+			ID:        m.MessageId,
+			Value:     m.Body,
+			Headers:   h,
+			Timestamp: m.Timestamp,
+		},
+		Topic:       h[broker.HeaderTopic],
+		Group:       c.sub.Group,
+		Source:      c.queue,
+		Partition:   -1,
+		Offset:      -1,
+		Redelivered: m.Redelivered,
+	}
+	if d.Topic == "" {
+		d.Topic = c.sub.Topic
+	}
+	if k, ok := h[broker.HeaderKey]; ok {
+		d.Key = []byte(k)
+	}
+	broker.ReadStory(d)
+	return d
+}
+
+// republish copies m's body and properties into a new publishing with
+// headers h. Per-message expiration is dropped (a copy waits in tiers) and
+// so is user-id (RabbitMQ checks it against the publishing connection).
+func republish(m amqp.Delivery, h amqp.Table) amqp.Publishing {
+	id := m.MessageId
+	if id == "" {
+		id = broker.NewMessageID()
+	}
+	return amqp.Publishing{
+		Headers:         h,
+		ContentType:     m.ContentType,
+		ContentEncoding: m.ContentEncoding,
+		DeliveryMode:    amqp.Persistent,
+		Priority:        m.Priority,
+		CorrelationId:   m.CorrelationId,
+		ReplyTo:         m.ReplyTo,
+		MessageId:       id,
+		Timestamp:       m.Timestamp,
+		Type:            m.Type,
+		AppId:           m.AppId,
+		Body:            m.Body,
+	}
+}

@@ -1,0 +1,65 @@
+package rabbit
+
+import (
+	"strconv"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/dlq"
+)
+
+// EntryFromDelivery reads a message taken from a "<queue>.dlq" queue into
+// the dead-letter view: the original body and application headers byte for
+// byte, the x-redrive-* story when redrive dead-lettered it, or the x-death
+// story when the broker did (queue TTL expired, rejected, max length).
+func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
+	h := fromTable(m.Headers)
+	e := dlq.Entry{
+		MessageID:         m.MessageId,
+		OriginalTopic:     h[broker.HeaderTopic],
+		OriginalPartition: -1,
+		OriginalOffset:    -1,
+		OriginalValue:     m.Body,
+		OriginalHeaders:   broker.AppHeaders(h),
+		ErrorClass:        h[broker.HeaderErrorClass],
+		ErrorMessage:      h[broker.HeaderError],
+		Reason:            h[broker.HeaderReason],
+		Worker:            h[broker.HeaderWorker],
+		Source:            h[broker.HeaderSource],
+		FirstFailureAt:    broker.ParseTime(h[broker.HeaderFirstFailureAt]),
+		LastFailureAt:     broker.ParseTime(h[broker.HeaderLastFailureAt]),
+	}
+	if k, ok := h[broker.HeaderKey]; ok {
+		e.OriginalKey = []byte(k)
+	}
+	if n, err := strconv.Atoi(h[broker.HeaderAttempt]); err == nil && n > 0 {
+		e.RetryCount = n - 1
+	}
+	if e.Reason == "" {
+		// Dead-lettered by the broker: the first x-death entry is the latest.
+		if deaths := parseDeath(m.Headers); len(deaths) > 0 {
+			d := deaths[0]
+			e.Reason = deathReason(d.Reason)
+			if e.Source == "" {
+				e.Source = d.Queue
+			}
+			if e.ErrorClass == "" {
+				e.ErrorClass = e.Reason
+			}
+			if e.ErrorMessage == "" {
+				e.ErrorMessage = "dead-lettered by RabbitMQ from queue " + d.Queue + ": " + d.Reason
+			}
+			if e.LastFailureAt.IsZero() {
+				e.LastFailureAt = d.Time
+			}
+			if e.FirstFailureAt.IsZero() {
+				e.FirstFailureAt = d.Time
+			}
+		}
+	}
+	if e.OriginalTopic == "" {
+		e.OriginalTopic = m.RoutingKey
+	}
+	return e
+}

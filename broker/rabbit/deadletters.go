@@ -1,0 +1,137 @@
+package rabbit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/dlq"
+)
+
+var _ dlq.Source = (*Broker)(nil)
+
+// ConsumeDeadLetters implements dlq.Source over "<queue>.dlq" queues. Each
+// queue is read in order by one goroutine; a message is acked only after
+// handle returned nil for it, and while handle fails the same message is
+// offered again with back-off (the queue waits, nothing is skipped). A lost
+// connection is re-established; unacked messages are redelivered.
+func (b *Broker) ConsumeDeadLetters(ctx context.Context, queues []string, handle func(context.Context, dlq.DeadLetter) error) error {
+	if len(queues) == 0 {
+		return errors.New("rabbit: consume dead letters: no queues")
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(queues))
+	for _, q := range queues {
+		wg.Go(func() {
+			wait := minReconnect
+			for {
+				started := time.Now()
+				err := b.deadLetterSession(ctx, q, handle)
+				if ctx.Err() != nil {
+					return
+				}
+				if errors.Is(err, broker.ErrClosed) {
+					errs <- err
+					return
+				}
+				if time.Since(started) > maxReconnect {
+					wait = minReconnect
+				}
+				b.log.Warn("rabbit: dead-letter consumer session ended; reconnecting", "queue", q, "err", err, "in", wait)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+				wait = min(2*wait, maxReconnect)
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return errors.Join(func() []error {
+		var out []error
+		for e := range errs {
+			out = append(out, e)
+		}
+		return out
+	}()...)
+}
+
+func (b *Broker) deadLetterSession(ctx context.Context, queue string, handle func(context.Context, dlq.DeadLetter) error) error {
+	conn, err := b.dial(ctx, "keeper")
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return fmt.Errorf("rabbit: open keeper channel: %w", err)
+	}
+	if err := ch.Qos(32, 0, false); err != nil {
+		return fmt.Errorf("rabbit: set keeper prefetch: %w", err)
+	}
+	msgs, err := ch.Consume(queue, "", false, false, false, false, nil)
+	if err != nil {
+		return fmt.Errorf("rabbit: consume dead letters from %q: %w", queue, err)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m, ok := <-msgs:
+			if !ok {
+				return fmt.Errorf("rabbit: dead-letter stream of %q ended", queue)
+			}
+			dl := DeadLetterFromDelivery(queue, m)
+			wait := 50 * time.Millisecond
+			for {
+				err := handle(ctx, dl)
+				if err == nil {
+					break
+				}
+				b.log.Warn("rabbit: dead letter not stored; retrying, not acking", "queue", queue, "id", m.MessageId, "err", err, "in", wait)
+				select {
+				case <-ctx.Done():
+					return nil // unacked: redelivered to the next keeper
+				case <-time.After(wait):
+				}
+				wait = min(2*wait, 10*time.Second)
+			}
+			if err := m.Ack(false); err != nil {
+				return fmt.Errorf("rabbit: ack dead letter: %w", err)
+			}
+		}
+	}
+}
+
+// DeadLetterFromDelivery reads a message of a dead-letter queue into a
+// dlq.DeadLetter with its identity: a digest of the queue, the message id,
+// the failure time and reason (redrive's headers) or the x-death record
+// (broker dead-lettering), and, for messages without an id, the body.
+func DeadLetterFromDelivery(queue string, m amqp.Delivery) dlq.DeadLetter {
+	e := EntryFromDelivery(m)
+	h := sha256.New()
+	for _, s := range []string{queue, m.MessageId, e.Reason, broker.FormatTime(e.LastFailureAt), strconv.FormatInt(m.Timestamp.UnixNano(), 10)} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	if deaths := parseDeath(m.Headers); len(deaths) > 0 {
+		fmt.Fprintf(h, "%s|%d|%d", deaths[0].Queue, deaths[0].Count, deaths[0].Time.UnixNano())
+	}
+	if m.MessageId == "" {
+		h.Write(m.Body)
+	}
+	if e.Reason == "" {
+		e.Reason = dlq.ReasonUnparseable
+	}
+	return dlq.DeadLetter{DLQ: queue, Identity: hex.EncodeToString(h.Sum(nil)), Entry: e}
+}

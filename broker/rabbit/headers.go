@@ -1,0 +1,142 @@
+package rabbit
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/broker"
+)
+
+// toTable turns string headers into an AMQP table.
+func toTable(h map[string]string) amqp.Table {
+	t := make(amqp.Table, len(h))
+	for k, v := range h {
+		t[k] = v
+	}
+	return t
+}
+
+// brokerOwned reports headers RabbitMQ sets itself when it dead-letters or
+// redelivers a message; they are not the application's and are not
+// carried over when redrive republishes.
+func brokerOwned(k string) bool {
+	return k == "x-death" || k == "x-delivery-count" ||
+		strings.HasPrefix(k, "x-first-death-") || strings.HasPrefix(k, "x-last-death-")
+}
+
+// fromTable turns an AMQP table into string headers. Values of other types
+// (from foreign producers) are rendered as text; broker-owned headers and
+// nested tables are left out (see parseDeath for x-death).
+func fromTable(t amqp.Table) map[string]string {
+	h := make(map[string]string, len(t))
+	for k, v := range t {
+		if brokerOwned(k) {
+			continue
+		}
+		switch v := v.(type) {
+		case string:
+			h[k] = v
+		case []byte:
+			h[k] = string(v)
+		case int, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64, bool, amqp.Decimal:
+			h[k] = fmt.Sprint(v)
+		case time.Time:
+			h[k] = broker.FormatTime(v)
+		case nil:
+			h[k] = ""
+		default: // tables and arrays
+			continue
+		}
+	}
+	return h
+}
+
+// Death is one entry of RabbitMQ's x-death header: why and where the broker
+// dead-lettered a message.
+type Death struct {
+	Queue    string
+	Reason   string // expired, rejected, maxlen, delivery_limit
+	Count    int64
+	Exchange string
+	Time     time.Time
+}
+
+// parseDeath reads x-death defensively: foreign producers may send anything.
+func parseDeath(t amqp.Table) []Death {
+	raw, ok := t["x-death"].([]any)
+	if !ok {
+		return nil
+	}
+	out := make([]Death, 0, min(len(raw), 64))
+	for _, e := range raw {
+		if len(out) == 64 {
+			break
+		}
+		m, ok := e.(amqp.Table)
+		if !ok {
+			continue
+		}
+		var d Death
+		d.Queue, _ = m["queue"].(string)
+		d.Reason, _ = m["reason"].(string)
+		d.Exchange, _ = m["exchange"].(string)
+		d.Time, _ = m["time"].(time.Time)
+		if y := d.Time.Year(); y < 1 || y > 9999 {
+			d.Time = time.Time{} // a foreign timestamp no envelope can carry
+		}
+		switch c := m["count"].(type) {
+		case int64:
+			d.Count = c
+		case int32:
+			d.Count = int64(c)
+		case int:
+			d.Count = int64(c)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// deathReason maps a broker dead-letter reason to redrive's.
+func deathReason(r string) string {
+	switch r {
+	case "expired":
+		return broker.ReasonExpired
+	case "maxlen":
+		return broker.ReasonMaxLength
+	case "rejected", "delivery_limit":
+		return broker.ReasonRejected
+	}
+	return r
+}
+
+func remainingDelay(h amqp.Table) time.Duration {
+	switch v := h[broker.HeaderRemainingDelay].(type) {
+	case int64:
+		return time.Duration(v) * time.Millisecond
+	case int32:
+		return time.Duration(v) * time.Millisecond
+	case string:
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return time.Duration(n) * time.Millisecond
+		}
+	}
+	return 0
+}
+
+func intHeader(h amqp.Table, k string) int {
+	switch v := h[k].(type) {
+	case int64:
+		return int(v)
+	case int32:
+		return int(v)
+	case string:
+		n, _ := strconv.Atoi(v)
+		return n
+	}
+	return 0
+}

@@ -1,0 +1,196 @@
+package rabbit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/broker"
+)
+
+// Broker is the RabbitMQ implementation of broker.Broker.
+type Broker struct {
+	cfg   Config
+	names Names
+	tiers tiers
+	log   *slog.Logger
+	pub   *publisher
+
+	baseOnce sync.Mutex
+	baseDone bool
+	closed   atomic.Bool
+}
+
+var _ broker.Broker = (*Broker)(nil)
+
+// New validates cfg, connects to the broker and declares the shared
+// topology (exchanges, delay tiers, the unroutable queue). An unreachable
+// broker is an error naming the URL with its password masked.
+func New(ctx context.Context, cfg Config) (*Broker, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t, _ := newTiers(cfg.Delay)
+	b := &Broker{cfg: cfg, names: Names{Prefix: cfg.Prefix}, tiers: t, log: cfg.Logger}
+	b.pub = &publisher{b: b}
+	if _, _, err := b.pub.session(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.ensureBase(ctx); err != nil {
+		_ = b.pub.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Names returns the names this broker uses on the wire.
+func (b *Broker) Names() Names { return b.names }
+
+// MaxDelay is the longest delay the tiers express within their accuracy
+// bound: resolution × (factor^levels − 1).
+func (b *Broker) MaxDelay() time.Duration { return b.tiers.max() }
+
+// TierPasses reports how many delay tiers a message waiting d passes
+// through.
+func (b *Broker) TierPasses(d time.Duration) int { return b.tiers.passes(d) }
+
+// dial opens a connection named for its role.
+func (b *Broker) dial(ctx context.Context, role string) (*amqp.Connection, error) {
+	if b.closed.Load() {
+		return nil, broker.ErrClosed
+	}
+	props := amqp.NewConnectionProperties()
+	host, _ := os.Hostname()
+	props.SetClientConnectionName(fmt.Sprintf("redrive-%s@%s-%d", role, host, os.Getpid()))
+	cfg := amqp.Config{
+		Properties:      props,
+		Heartbeat:       10 * time.Second,
+		Dial:            amqp.DefaultDial(b.cfg.DialTimeout),
+		TLSClientConfig: b.cfg.TLS,
+	}
+	type result struct {
+		c   *amqp.Connection
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := amqp.DialConfig(b.cfg.URL, cfg)
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return nil, fmt.Errorf("rabbit: connect to %s: %w", MaskURL(b.cfg.URL), r.err)
+		}
+		return r.c, nil
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.c != nil {
+				_ = r.c.Close()
+			}
+		}()
+		return nil, fmt.Errorf("rabbit: connect to %s: %w", MaskURL(b.cfg.URL), ctx.Err())
+	}
+}
+
+func (b *Broker) ensureBase(ctx context.Context) error {
+	b.baseOnce.Lock()
+	defer b.baseOnce.Unlock()
+	if b.baseDone {
+		return nil
+	}
+	if err := b.apply(ctx, b.basePlan()); err != nil {
+		return err
+	}
+	b.baseDone = true
+	return nil
+}
+
+// Publish implements broker.Broker.
+func (b *Broker) Publish(ctx context.Context, topic string, msgs ...broker.Message) error {
+	return b.publishTopic(ctx, topic, 0, msgs)
+}
+
+// PublishDelayed implements broker.Broker. The message reaches every group
+// queue of the topic at once, carrying its delay in x-remaining-delay; each
+// group's consumer moves it through the delay tiers before handling it, so
+// it is never handled early.
+func (b *Broker) PublishDelayed(ctx context.Context, topic string, delay time.Duration, msgs ...broker.Message) error {
+	return b.publishTopic(ctx, topic, delay, msgs)
+}
+
+func (b *Broker) publishTopic(ctx context.Context, topic string, delay time.Duration, msgs []broker.Message) error {
+	if b.closed.Load() {
+		return broker.ErrClosed
+	}
+	if topic == "" {
+		return errors.New("rabbit: publish: topic is empty")
+	}
+	if len(msgs) == 0 {
+		return nil
+	}
+	out := make([]outgoing, len(msgs))
+	now := time.Now()
+	for i, m := range msgs {
+		if size := len(m.Value) + len(m.Key) + headersSize(m.Headers); size > b.cfg.MaxMessageSize {
+			return fmt.Errorf("rabbit: publish to %q: message %d is %d bytes, over the %d-byte limit: %w",
+				topic, i+1, size, b.cfg.MaxMessageSize, broker.ErrTooLarge)
+		}
+		h := toTable(m.Headers)
+		h[broker.HeaderTopic] = topic
+		if m.Key != nil {
+			h[broker.HeaderKey] = string(m.Key)
+		}
+		if delay > 0 {
+			h[broker.HeaderRemainingDelay] = ceilMS(delay)
+		}
+		id := m.ID
+		if id == "" {
+			id = broker.NewMessageID()
+		}
+		ts := m.Timestamp
+		if ts.IsZero() {
+			ts = now
+		}
+		out[i] = outgoing{exchange: b.names.Topics(), key: topic, msg: amqp.Publishing{
+			Headers:      h,
+			DeliveryMode: amqp.Persistent,
+			MessageId:    id,
+			Timestamp:    ts,
+			Body:         m.Value,
+		}}
+	}
+	return b.pub.publish(ctx, out...)
+}
+
+func headersSize(h map[string]string) int {
+	n := 0
+	for k, v := range h {
+		n += len(k) + len(v) + 6
+	}
+	return n
+}
+
+func ceilMS(d time.Duration) int64 {
+	ms := d.Milliseconds()
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	return ms
+}
+
+// Close closes the publishing connection. Consume calls must have returned.
+func (b *Broker) Close() error {
+	if b.closed.Swap(true) {
+		return nil
+	}
+	return b.pub.close()
+}

@@ -1,0 +1,345 @@
+package rabbit_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/retrypolicy"
+)
+
+func url() string {
+	if u := os.Getenv("RABBITMQ_URL"); u != "" {
+		return u
+	}
+	return rabbit.DefaultURL
+}
+
+// newBroker connects with a prefix of its own and removes its topology
+// when the test ends. RabbitMQ is required: unreachable fails the test.
+func newBroker(t *testing.T, mod func(*rabbit.Config), subs ...broker.Subscription) *rabbit.Broker {
+	t.Helper()
+	cfg := rabbit.Config{
+		URL:    url(),
+		Prefix: "rt-" + broker.NewMessageID()[:6],
+		Delay:  rabbit.DelayConfig{Resolution: 100 * time.Millisecond, Factor: 2, Levels: 3},
+		Logger: slog.New(slog.DiscardHandler),
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	b, err := rabbit.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("RabbitMQ is required (RABBITMQ_URL, default %s): %v", rabbit.DefaultURL, err)
+	}
+	t.Cleanup(func() {
+		_ = b.Close()
+		cleanup(t, b.Plan(subs...))
+	})
+	return b
+}
+
+func channel(t *testing.T) *amqp.Channel {
+	t.Helper()
+	conn, err := amqp.Dial(url())
+	if err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatalf("channel: %v", err)
+	}
+	return ch
+}
+
+func cleanup(t *testing.T, plan []rabbit.Declaration) {
+	conn, err := amqp.Dial(url())
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return
+	}
+	for _, d := range plan {
+		switch d.Kind {
+		case "queue":
+			_, _ = ch.QueueDelete(d.Name, false, false, false)
+		case "exchange":
+			_ = ch.ExchangeDelete(d.Name, false, false)
+		}
+	}
+}
+
+// get reads one message from queue, waiting up to 10 s.
+func get(t *testing.T, ch *amqp.Channel, queue string) amqp.Delivery {
+	t.Helper()
+	return getN(t, ch, queue, 1)[0]
+}
+
+// getN reads n messages from queue with one consumer, waiting up to 10 s.
+func getN(t *testing.T, ch *amqp.Channel, queue string, n int) []amqp.Delivery {
+	t.Helper()
+	tag := broker.NewMessageID()
+	msgs, err := ch.Consume(queue, tag, false, false, false, false, nil)
+	if err != nil {
+		t.Fatalf("consume %s: %v", queue, err)
+	}
+	defer ch.Cancel(tag, false)
+	var out []amqp.Delivery
+	for len(out) < n {
+		select {
+		case m := <-msgs:
+			_ = m.Ack(false)
+			out = append(out, m)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d messages on %s", len(out), n, queue)
+		}
+	}
+	return out
+}
+
+func depth(t *testing.T, ch *amqp.Channel, queue string) int {
+	t.Helper()
+	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	if err != nil {
+		t.Fatalf("inspect %s: %v", queue, err)
+	}
+	return q.Messages
+}
+
+func sub(topic string) broker.Subscription {
+	return broker.Subscription{Topic: topic, Group: "g", ShutdownTimeout: 5 * time.Second}
+}
+
+func TestDeclareIsIdempotent(t *testing.T) {
+	s := sub("idem." + broker.NewMessageID()[:6])
+	b := newBroker(t, nil, s)
+	for range 2 {
+		if err := b.Declare(t.Context(), s); err != nil {
+			t.Fatalf("Declare: %v", err)
+		}
+	}
+}
+
+func TestDeclareConflictExplains(t *testing.T) {
+	s := sub("clash." + broker.NewMessageID()[:6])
+	s.MaxAge = 5 * time.Second
+	b := newBroker(t, nil, s)
+	ch := channel(t)
+	q := rabbit.Queue(s.Topic, s.Group)
+	if _, err := ch.QueueDeclare(q, true, false, false, false, amqp.Table{"x-message-ttl": int64(1000)}); err != nil {
+		t.Fatal(err)
+	}
+	err := b.Declare(t.Context(), s)
+	if !errors.Is(err, rabbit.ErrTopologyConflict) {
+		t.Fatalf("Declare = %v, want ErrTopologyConflict", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{q, "x-message-ttl", "1000", "5000", "delete"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error %q does not mention %q", msg, want)
+		}
+	}
+	if strings.Contains(msg, "\n") {
+		t.Errorf("error spans lines: %q", msg)
+	}
+	// Consume gives up with the same error instead of reconnecting forever.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := b.Consume(ctx, s, func(context.Context, *broker.Delivery) error { return nil }); !errors.Is(err, rabbit.ErrTopologyConflict) {
+		t.Fatalf("Consume = %v, want ErrTopologyConflict", err)
+	}
+}
+
+func TestPublishUnroutable(t *testing.T) {
+	b := newBroker(t, nil)
+	err := b.Publish(t.Context(), "nobody.listens."+broker.NewMessageID()[:6], broker.Message{Value: []byte("x")})
+	if !errors.Is(err, broker.ErrUnroutable) {
+		t.Fatalf("Publish to a topic without queues = %v, want ErrUnroutable", err)
+	}
+}
+
+func TestUnroutableRetryIsParked(t *testing.T) {
+	b := newBroker(t, nil)
+	ch := channel(t)
+	n := b.Names()
+	if err := ch.Publish(n.Retry(), "queue.that.is.gone", false, false, amqp.Publishing{Body: []byte("parked"), MessageId: "p1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Publish(n.DLX(), "queue.that.is.gone", false, false, amqp.Publishing{Body: []byte("parked too"), MessageId: "p2"}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, m := range getN(t, ch, n.Unroutable(), 2) {
+		got[m.MessageId] = string(m.Body)
+	}
+	if got["p1"] != "parked" || got["p2"] != "parked too" {
+		t.Fatalf("unroutable queue holds %v, want both messages", got)
+	}
+}
+
+func TestPublishTooLargeSendsNothing(t *testing.T) {
+	s := sub("large." + broker.NewMessageID()[:6])
+	b := newBroker(t, func(c *rabbit.Config) { c.MaxMessageSize = 1024 }, s)
+	if err := b.Declare(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	err := b.Publish(t.Context(), s.Topic, broker.Message{Value: []byte("small")}, broker.Message{Value: make([]byte, 2048)})
+	if !errors.Is(err, broker.ErrTooLarge) {
+		t.Fatalf("Publish = %v, want ErrTooLarge", err)
+	}
+	if n := depth(t, channel(t), rabbit.Queue(s.Topic, s.Group)); n != 0 {
+		t.Fatalf("queue holds %d messages after a refused batch, want 0 (nothing half-sent)", n)
+	}
+}
+
+func TestUnreachableNamesURLWithoutPassword(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err := rabbit.New(ctx, rabbit.Config{URL: "amqp://guest:s3cr3t@127.0.0.1:1/", DialTimeout: time.Second})
+	if err == nil {
+		t.Fatal("New against a closed port succeeded")
+	}
+	if !strings.Contains(err.Error(), "127.0.0.1:1") || strings.Contains(err.Error(), "s3cr3t") {
+		t.Fatalf("error %q: want the URL with its password masked", err)
+	}
+}
+
+func TestHandlerPanicIsAFailure(t *testing.T) {
+	s := sub("panic." + broker.NewMessageID()[:6])
+	s.Policy = retrypolicy.Policy{MaxRetries: 1}
+	b := newBroker(t, nil, s)
+	if err := b.Declare(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	calls := make(chan int, 10)
+	go func() {
+		done <- b.Consume(ctx, s, func(_ context.Context, d *broker.Delivery) error {
+			calls <- d.Attempt
+			panic("handler bug")
+		})
+	}()
+	if err := b.Publish(t.Context(), s.Topic, broker.Message{ID: "boom", Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	m := get(t, channel(t), rabbit.DLQ(rabbit.Queue(s.Topic, s.Group)))
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
+	e := rabbit.EntryFromDelivery(m)
+	if e.ErrorClass != "panic" || !strings.Contains(e.ErrorMessage, "handler bug") || e.RetryCount != 1 {
+		t.Fatalf("entry = class %q message %q retries %d, want panic / handler bug / 1", e.ErrorClass, e.ErrorMessage, e.RetryCount)
+	}
+	if len(calls) != 2 {
+		t.Fatalf("handler called %d times, want 2", len(calls))
+	}
+}
+
+func TestQuorumQueuesRetryAndDeadLetter(t *testing.T) {
+	s := sub("quorum." + broker.NewMessageID()[:6])
+	s.Policy = retrypolicy.Policy{MaxRetries: 2, Backoff: retrypolicy.Schedule{Delays: []time.Duration{100 * time.Millisecond}}}
+	b := newBroker(t, func(c *rabbit.Config) { c.QueueType = rabbit.Quorum }, s)
+	if err := b.Declare(t.Context(), s); err != nil {
+		t.Fatalf("Declare quorum: %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	attempts := make(chan int, 10)
+	go func() {
+		done <- b.Consume(ctx, s, func(_ context.Context, d *broker.Delivery) error {
+			attempts <- d.Attempt
+			return errors.New("nope")
+		})
+	}()
+	if err := b.Publish(t.Context(), s.Topic, broker.Message{ID: "q1", Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	m := get(t, channel(t), rabbit.DLQ(rabbit.Queue(s.Topic, s.Group)))
+	cancel()
+	<-done
+	if e := rabbit.EntryFromDelivery(m); e.Reason != broker.ReasonMaxRetries || e.RetryCount != 2 {
+		t.Fatalf("entry reason %q retries %d, want max_retries / 2", e.Reason, e.RetryCount)
+	}
+	if len(attempts) != 3 {
+		t.Fatalf("handler calls = %d, want 3", len(attempts))
+	}
+}
+
+func TestMaxLengthDeadLetters(t *testing.T) {
+	s := sub("maxlen." + broker.NewMessageID()[:6])
+	b := newBroker(t, func(c *rabbit.Config) { c.MaxLength = 2 }, s)
+	if err := b.Declare(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := b.Publish(t.Context(), s.Topic, broker.Message{ID: string(rune('a' + i)), Value: []byte("v")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := get(t, channel(t), rabbit.DLQ(rabbit.Queue(s.Topic, s.Group)))
+	e := rabbit.EntryFromDelivery(m)
+	if e.Reason != broker.ReasonMaxLength || e.MessageID != "a" {
+		t.Fatalf("overflow entry = %q reason %q, want the oldest message (a) with reason max_length", e.MessageID, e.Reason)
+	}
+}
+
+// In route mode a delayed message whose target queue is gone is parked in
+// the unroutable queue once its delay is over, never dropped.
+func TestRouteUnroutableIsParked(t *testing.T) {
+	b := newBroker(t, func(c *rabbit.Config) { c.Delay.Mode = rabbit.DelayRoute })
+	ch := channel(t)
+	n := b.Names()
+	if err := ch.Publish(n.RouteLevel(0), "1.1.0.queue.that.is.gone", false, false,
+		amqp.Publishing{Body: []byte("late and lost"), MessageId: "r1"}); err != nil {
+		t.Fatal(err)
+	}
+	m := get(t, ch, n.Unroutable())
+	if m.MessageId != "r1" || string(m.Body) != "late and lost" {
+		t.Fatalf("unroutable queue holds %q %q", m.MessageId, m.Body)
+	}
+}
+
+// Route mode's plan: one queue per non-zero digit per level, the digit-0
+// exchange bindings, and each group queue bound to the final exchange.
+func TestRoutePlan(t *testing.T) {
+	s := sub("plan.topic")
+	plan, err := rabbit.Plan(rabbit.Config{Prefix: "p", Delay: rabbit.DelayConfig{Mode: rabbit.DelayRoute,
+		Resolution: 100 * time.Millisecond, Factor: 3, Levels: 2}}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, d := range plan {
+		lines = append(lines, d.String())
+	}
+	all := strings.Join(lines, "\n")
+	for _, want := range []string{
+		"queue    p.route.0.1 {x-dead-letter-exchange=p.route.1, x-message-ttl=100, x-queue-type=classic}",
+		"queue    p.route.0.2 {x-dead-letter-exchange=p.route.1, x-message-ttl=200, x-queue-type=classic}",
+		"queue    p.route.1.2 {x-dead-letter-exchange=p.route.final, x-message-ttl=600, x-queue-type=classic}",
+		`binding  p.route.0 -> exchange p.route.1 key "0.#"`,
+		`binding  p.route.1 -> exchange p.route.final key "*.0.#"`,
+		`binding  p.route.final -> plan.topic.g key "*.*.plan.topic.g"`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("plan lacks %q:\n%s", want, all)
+		}
+	}
+	if strings.Contains(all, "p.delay.") {
+		t.Errorf("route mode declares hop tiers:\n%s", all)
+	}
+}

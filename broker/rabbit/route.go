@@ -1,0 +1,50 @@
+package rabbit
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Route mode writes a delay, in whole resolutions, as base-factor digits
+// d0.d1…d(L-1) in front of the target queue's name in the routing key.
+// Level k is a topic exchange that sends a message whose k-th digit is d
+// to the queue of TTL d × factor^k × resolution, or, for digit 0, straight
+// on to level k+1 through an exchange-to-exchange binding. Each level's
+// queues dead-letter into the next level with the routing key unchanged;
+// the last level delivers through the final exchange, where each group
+// queue is bound with L wildcards and its own name. A message is stored at
+// most once per level, and no consumer republishes it on the way.
+
+// routeKey returns the routing key that delays a message for queue by
+// remaining (rounded up to whole resolutions, at most t.max()) and what is
+// left beyond the route's range (0 unless remaining exceeds it).
+func (t tiers) routeKey(remaining time.Duration, queue string) (key string, leftMS int64, stored int) {
+	r := remaining.Milliseconds()
+	if remaining%time.Millisecond != 0 {
+		r++
+	}
+	units := max((r+t.res-1)/t.res, 0)
+	maxUnits := t.max().Milliseconds() / t.res
+	if units > maxUnits {
+		leftMS = (units - maxUnits) * t.res
+		units = maxUnits
+	}
+	var b strings.Builder
+	for range t.ms {
+		d := units % t.factor
+		units /= t.factor
+		if d != 0 {
+			stored++
+		}
+		b.WriteString(strconv.FormatInt(d, 10))
+		b.WriteByte('.')
+	}
+	b.WriteString(queue)
+	return b.String(), leftMS, stored
+}
+
+// routeBinding is the binding key of a group queue on the final exchange.
+func (t tiers) routeBinding(queue string) string {
+	return strings.Repeat("*.", len(t.ms)) + queue
+}

@@ -1,0 +1,111 @@
+package rabbit
+
+import (
+	"testing"
+	"time"
+)
+
+func TestTiers(t *testing.T) {
+	tr, err := newTiers(DelayConfig{Resolution: 100 * time.Millisecond, Factor: 4, Levels: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := tr.ms, []int64{100, 400, 1600, 6400}; !equal(got, want) {
+		t.Fatalf("tiers = %v, want %v", got, want)
+	}
+	if got, want := tr.max(), 25500*time.Millisecond; got != want {
+		t.Fatalf("max = %s, want %s", got, want)
+	}
+	tests := []struct {
+		remaining   time.Duration
+		tier, left  int64
+		totalPasses int
+	}{
+		{0, 0, 0, 0},
+		{-time.Second, 0, 0, 0},
+		{time.Millisecond, 100, 0, 1},            // below one resolution: one smallest pass
+		{100 * time.Millisecond, 100, 0, 1},      // exact
+		{150 * time.Millisecond, 100, 100, 2},    // rounded up to 200
+		{350 * time.Millisecond, 400, 0, 1},      // rounded up to 400: one pass, not four
+		{3700 * time.Millisecond, 1600, 2100, 4}, // 37 = 2×16 + 1×4 + 1
+		{25500 * time.Millisecond, 6400, 19100, 12},
+		{60 * time.Second, 6400, 53600, 12}, // beyond max: more top-tier passes
+	}
+	for _, tt := range tests {
+		tier, left := tr.next(tt.remaining)
+		if tier != tt.tier || left != tt.left {
+			t.Errorf("next(%s) = (%d, %d), want (%d, %d)", tt.remaining, tier, left, tt.tier, tt.left)
+		}
+		if got := tr.passes(tt.remaining); got != tt.totalPasses {
+			t.Errorf("passes(%s) = %d, want %d", tt.remaining, got, tt.totalPasses)
+		}
+	}
+	// Never early, at most one resolution late, at most factor-1 passes per
+	// tier within max.
+	for ms := int64(1); ms <= 25500; ms += 7 {
+		d := time.Duration(ms) * time.Millisecond
+		var total int64
+		per := map[int64]int{}
+		for r := d; r > 0; {
+			tier, left := tr.next(r)
+			total += tier
+			per[tier]++
+			r = time.Duration(left) * time.Millisecond
+		}
+		if total < ms || total-ms >= 100 {
+			t.Fatalf("delay %dms waits %dms: early or more than one resolution late", ms, total)
+		}
+		for tier, n := range per {
+			if n > 3 {
+				t.Fatalf("delay %dms: %d passes of tier %d, want at most factor-1 = 3", ms, n, tier)
+			}
+		}
+	}
+}
+
+func TestTiersRejectOverflow(t *testing.T) {
+	if _, err := newTiers(DelayConfig{Resolution: time.Second, Factor: 10, Levels: 12}); err == nil {
+		t.Fatal("want an error for tiers beyond the 32-bit TTL range")
+	}
+}
+
+func equal(a, b []int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestRouteKey(t *testing.T) {
+	tr, err := newTiers(DelayConfig{Resolution: 100 * time.Millisecond, Factor: 4, Levels: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		d      time.Duration
+		key    string
+		left   int64
+		stored int
+	}{
+		{time.Millisecond, "1.0.0.q.g", 0, 1},        // below one resolution: one pass
+		{3700 * time.Millisecond, "1.1.2.q.g", 0, 3}, // 37 = 1 + 1×4 + 2×16
+		{1600 * time.Millisecond, "0.0.1.q.g", 0, 1}, // one queue, two digit-0 levels
+		{350 * time.Millisecond, "0.1.0.q.g", 0, 1},  // rounded up to 4 resolutions
+		{7 * time.Second, "3.3.3.q.g", 700, 3},       // 70 > 63: the most the route holds, 7 units left
+		{6300 * time.Millisecond, "3.3.3.q.g", 0, 3}, // exactly the maximum
+	}
+	for _, tt := range tests {
+		key, left, stored := tr.routeKey(tt.d, "q.g")
+		if key != tt.key || left != tt.left || stored != tt.stored {
+			t.Errorf("routeKey(%s) = %q, %d, %d; want %q, %d, %d", tt.d, key, left, stored, tt.key, tt.left, tt.stored)
+		}
+	}
+	if got := tr.routeBinding("q.g"); got != "*.*.*.q.g" {
+		t.Errorf("routeBinding = %q", got)
+	}
+}

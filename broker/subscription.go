@@ -1,0 +1,117 @@
+package broker
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redrive/redrive/retrypolicy"
+)
+
+// ErrInvalidSubscription is wrapped by Subscription.Validate errors.
+var ErrInvalidSubscription = errors.New("invalid subscription")
+
+// Defaults applied by Subscription.WithDefaults.
+const (
+	DefaultConcurrency     = 1
+	DefaultShutdownTimeout = 30 * time.Second
+)
+
+// Subscription binds a worker (group) to a topic.
+type Subscription struct {
+	// Topic to consume. Required.
+	Topic string
+	// Group is the worker name; every group gets every message. Required.
+	Group string
+	// Policy decides retries and dead-lettering.
+	Policy retrypolicy.Policy
+	// RetryMode: Blocking (default) or NonBlocking. RabbitMQ retries never
+	// block other messages, so it honours only ordering-free NonBlocking
+	// semantics and ignores this field.
+	RetryMode RetryMode
+	// Concurrency is the number of handler goroutines (RabbitMQ) or the
+	// number of partitions handled at once (Kafka). Default 1.
+	Concurrency int
+	// Prefetch bounds unacknowledged messages per consumer (RabbitMQ QoS).
+	// Default 2 × Concurrency.
+	Prefetch int
+	// MaxAge: a message older than this when it is received (or, on
+	// RabbitMQ, while it waits in the group queue) is dead-lettered with
+	// reason "expired" without calling the handler. 0 = no limit.
+	MaxAge time.Duration
+	// DLQ options of this worker.
+	DLQ DLQOptions
+	// ShutdownTimeout bounds how long in-flight handlers may run after the
+	// context ends. Default 30 s.
+	ShutdownTimeout time.Duration
+	// MaxClaims dead-letters a message with reason "max_claims", without
+	// calling the handler, once it was delivered this many times without
+	// its handler finishing (poison-pill protection). 0 = off. Kafka and
+	// RabbitMQ classic queues need Claims; RabbitMQ quorum queues without
+	// Claims count with the broker's x-delivery-count.
+	MaxClaims int
+	// Claims counts claims for MaxClaims (handler starts, exactly); nil =
+	// no counting except on RabbitMQ quorum queues.
+	Claims ClaimCounter
+}
+
+// DLQOptions configure a worker's dead-letter queue.
+type DLQOptions struct {
+	// Severity labels metrics and logs: "critical", "warning" (default) or
+	// "info".
+	Severity string
+	// Retention is how long dead letters are kept; 0 = backend default
+	// (30 days on Kafka); Forever = never deleted.
+	Retention time.Duration
+}
+
+// Forever is the DLQOptions.Retention for dead letters that are never
+// deleted.
+const Forever time.Duration = -1
+
+// WithDefaults returns s with documented defaults filled in.
+func (s Subscription) WithDefaults() Subscription {
+	if s.RetryMode == "" {
+		s.RetryMode = Blocking
+	}
+	if s.Concurrency <= 0 {
+		s.Concurrency = DefaultConcurrency
+	}
+	if s.Prefetch <= 0 {
+		s.Prefetch = 2 * s.Concurrency
+	}
+	if s.ShutdownTimeout <= 0 {
+		s.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if s.DLQ.Severity == "" {
+		s.DLQ.Severity = "warning"
+	}
+	return s
+}
+
+// Validate reports the first problem, naming the field.
+func (s Subscription) Validate() error {
+	switch {
+	case s.Topic == "":
+		return fmt.Errorf("%w: topic is empty", ErrInvalidSubscription)
+	case s.Group == "":
+		return fmt.Errorf("%w: group is empty", ErrInvalidSubscription)
+	case s.RetryMode != "" && s.RetryMode != Blocking && s.RetryMode != NonBlocking:
+		return fmt.Errorf("%w: retry mode %q is not blocking or non_blocking", ErrInvalidSubscription, s.RetryMode)
+	case s.MaxAge < 0:
+		return fmt.Errorf("%w: max age %s is negative", ErrInvalidSubscription, s.MaxAge)
+	case s.Concurrency < 0:
+		return fmt.Errorf("%w: concurrency %d is negative", ErrInvalidSubscription, s.Concurrency)
+	case s.MaxClaims < 0:
+		return fmt.Errorf("%w: max claims %d is negative", ErrInvalidSubscription, s.MaxClaims)
+	}
+	switch s.DLQ.Severity {
+	case "", "critical", "warning", "info":
+	default:
+		return fmt.Errorf("%w: dlq severity %q is not critical, warning or info", ErrInvalidSubscription, s.DLQ.Severity)
+	}
+	if err := s.Policy.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidSubscription, err)
+	}
+	return nil
+}

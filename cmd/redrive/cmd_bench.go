@@ -1,0 +1,150 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+	"strings"
+	"time"
+
+	"github.com/redrive/redrive/internal/bench"
+)
+
+func init() {
+	register(&command{
+		name:    "bench",
+		summary: "Measure redrive against the raw RabbitMQ and Kafka clients and print a markdown table",
+		help: `Runs each scenario through redrive and through the raw client doing the same
+work, in one process and one run, and prints a markdown table: messages/s,
+p50/p99 latency, allocations per message and the ratio redrive/raw, with
+the issue's target met or missed per row. Targets are reported, never
+enforced: the exit status is 0 whenever the run completes.
+
+Scenarios:
+  publish  Publish in batches with confirms (RabbitMQ) / acks=all,
+           idempotent (Kafka) vs raw amqp091-go deferred confirms /
+           franz-go ProduceSync with the same batches
+  consume  drain a pre-filled queue/topic, no-op handler, ack/commit; same
+           prefetch and concurrency on both sides
+  retry    as consume, 10 % of messages fail once (vs redrive consume)
+  dlq      as consume, 1 % of messages go to the DLQ (vs redrive consume)
+  delay    RabbitMQ only: PublishDelayed with random delays in
+           [0, 30 x resolution]: lateness, early deliveries, tier passes
+  replay   RabbitMQ only: DLQ replay-all of an in-memory store (status
+           change and audit row per entry) vs a raw publish of the same
+           messages, one confirm at a time
+
+RabbitMQ is $RABBITMQ_URL (default amqp://guest:guest@127.0.0.1:5672/);
+every run uses its own prefix and deletes its queues and exchanges. Kafka
+is an in-process three-broker kfake cluster unless --kafka-brokers names
+one. --config is not read.`,
+		flags: func(fs *flag.FlagSet) action {
+			var o benchOptions
+			fs.StringVar(&o.broker, "broker", "all", "`BROKER` to measure: rabbitmq, kafka or all")
+			fs.StringVar(&o.scenarios, "scenarios", strings.Join(bench.AllScenarios, ","), "comma-separated `LIST` of scenarios")
+			fs.IntVar(&o.cfg.Messages, "messages", bench.DefaultMessages, "`N` messages per publish, consume, retry and dlq measurement")
+			fs.IntVar(&o.cfg.DelayMessages, "delay-messages", bench.DefaultDelayMessages, "`N` messages of the delay scenario")
+			fs.IntVar(&o.cfg.ReplayMessages, "replay-messages", bench.DefaultReplayMessages, "`N` dead letters of the replay scenario")
+			fs.IntVar(&o.cfg.Size, "size", bench.DefaultSize, "message body `BYTES`")
+			fs.IntVar(&o.cfg.Batch, "batch", bench.DefaultBatch, "messages per Publish call and raw batch (`N`)")
+			fs.IntVar(&o.cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "RabbitMQ handler goroutines on both sides (`N`; prefetch 8×N)")
+			fs.DurationVar(&o.cfg.Resolution, "resolution", bench.DefaultResolution, "RabbitMQ delay tier `RESOLUTION`")
+			fs.StringVar(&o.cfg.DelayMode, "delay-mode", "hops", "RabbitMQ delay `MODE` of the delay scenario: hops or route")
+			fs.DurationVar(&o.cfg.Timeout, "timeout", 10*time.Minute, "give up on a scenario after `DURATION`")
+			fs.StringVar(&o.kafkaBrokers, "kafka-brokers", "", "comma-separated `HOST:PORT` list of a Kafka cluster (default: in-process kfake)")
+			fs.StringVar(&o.out, "out", "", "also write the table to `FILE`")
+			fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
+			fs.BoolVar(&o.verbose, "verbose", false, "log progress and the brokers' warnings to stderr")
+			return func(ctx context.Context, inv *invocation) error { return runBench(ctx, inv, &o) }
+		},
+	})
+}
+
+// benchOptions are the flags of redrive bench.
+type benchOptions struct {
+	cfg          bench.Config
+	broker       string
+	scenarios    string
+	kafkaBrokers string
+	out          string
+	cpuProfile   string
+	verbose      bool
+}
+
+// config turns the flags into a bench.Config.
+func (o *benchOptions) config(inv *invocation) (bench.Config, error) {
+	cfg := o.cfg
+	switch o.broker {
+	case "all":
+		cfg.Brokers = bench.AllBrokers
+	case bench.RabbitMQ, bench.Kafka:
+		cfg.Brokers = []string{o.broker}
+	default:
+		return cfg, usageErrorf("--broker %q is not rabbitmq, kafka or all", o.broker)
+	}
+	for s := range strings.SplitSeq(o.scenarios, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			cfg.Scenarios = append(cfg.Scenarios, s)
+		}
+	}
+	for b := range strings.SplitSeq(o.kafkaBrokers, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			cfg.KafkaBrokers = append(cfg.KafkaBrokers, b)
+		}
+	}
+	if cfg.Messages <= 0 || cfg.DelayMessages <= 0 || cfg.ReplayMessages <= 0 || cfg.Size < 0 || cfg.Batch <= 0 || cfg.Concurrency <= 0 {
+		return cfg, usageErrorf("--messages, --delay-messages, --replay-messages, --batch and --concurrency must be positive, --size not negative")
+	}
+	if cfg.Resolution <= 0 {
+		return cfg, usageErrorf("--resolution must be positive")
+	}
+	cfg.RabbitURL = os.Getenv("RABBITMQ_URL")
+	level := slog.LevelError
+	if o.verbose {
+		level = slog.LevelInfo
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(inv.stderr, &slog.HandlerOptions{Level: level}))
+	if err := cfg.WithDefaults().Validate(); err != nil {
+		return cfg, badInput(err)
+	}
+	return cfg, nil
+}
+
+func runBench(ctx context.Context, inv *invocation, o *benchOptions) error {
+	cfg, err := o.config(inv)
+	if err != nil {
+		return err
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return badInput(fmt.Errorf("--cpuprofile: %w", err))
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("start CPU profile: %w", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	rep, err := bench.Run(ctx, cfg)
+	if rep == nil {
+		return err
+	}
+	var buf bytes.Buffer
+	if merr := rep.Markdown(&buf); merr != nil {
+		return merr
+	}
+	if _, werr := inv.stdout.Write(buf.Bytes()); werr != nil {
+		return werr
+	}
+	if o.out != "" {
+		if werr := os.WriteFile(o.out, buf.Bytes(), 0o644); werr != nil {
+			return fmt.Errorf("--out: %w", werr)
+		}
+	}
+	return err
+}

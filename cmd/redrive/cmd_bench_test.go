@@ -1,0 +1,49 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestBenchBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "--broker", "nats"},
+		{"bench", "--scenarios", "publish,bogus"},
+		{"bench", "--messages", "0"},
+		{"bench", "--resolution", "1500us"},
+	} {
+		code, out, errOut := cli(t, args...)
+		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, "redrive: bench: ") || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: %d %q %q", args, code, out, errOut)
+		}
+	}
+}
+
+// TestBenchTiny runs a few scenarios with tiny sizes against the real
+// RabbitMQ and kfake; it checks the table, never the figures.
+func TestBenchTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("talks to RabbitMQ and kfake")
+	}
+	out := filepath.Join(t.TempDir(), "bench.md")
+	code, stdout, errOut := cli(t, "bench", "--messages", "100", "--delay-messages", "50", "--batch", "10",
+		"--replay-messages", "50", "--resolution", "50ms", "--scenarios", "publish,consume,delay,replay", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"| scenario |", "| publish | rabbitmq | raw |", "| publish | rabbitmq | redrive |",
+		"| consume | kafka | redrive |", "| delay | rabbitmq | redrive |", "| replay | rabbitmq | redrive |"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "| retry |") {
+		t.Errorf("--scenarios not honoured:\n%s", stdout)
+	}
+	file, err := os.ReadFile(out)
+	if err != nil || string(file) != stdout {
+		t.Errorf("--out: %v, %q", err, file)
+	}
+}

@@ -1,0 +1,14 @@
+package main
+
+import "github.com/redrive/redrive/internal/config"
+
+// loadConfig loads and validates the configuration file named by --config.
+// Every problem with it (missing file, syntax, a bad field) is bad input:
+// the error makes the command exit with status 2, one line per problem.
+func (inv *invocation) loadConfig() (*config.Config, error) {
+	c, err := config.Load(inv.configPath)
+	if err != nil {
+		return nil, badInput(err)
+	}
+	return c, nil
+}

@@ -1,0 +1,310 @@
+// Package admin serves the DLQ admin HTTP API of DESIGN.md on top of
+// dlq.Ops: JSON in and out, a bearer token, the routes of routes.go
+// (documented in configs/openapi.yaml).
+//
+// A DLQ is addressed by its name, as GET /internal/v1/dlq lists it:
+// "<topic>.<group>.dlq" for a RabbitMQ worker's dead-letter queue,
+// "<topic>.dlq" for a Kafka topic's. Entry ids are Kafka coordinates
+// "{partition}-{offset}" or the store's ids (RabbitMQ).
+//
+// Replay-all runs as a background job: POST /internal/v1/dlq/replay-all
+// answers 202 with the job, whose progress GET /internal/v1/dlq/jobs/{id}
+// reports. Jobs live in the server's memory; a restart forgets them (entries
+// a job left replaying are reconciled by dlq.Ops.Run).
+package admin
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/redrive/redrive/dlq"
+)
+
+// ErrNoToken is returned by New when no token is configured and the
+// server is not explicitly allowed to run without one on a loopback
+// address.
+var ErrNoToken = errors.New("admin: no token configured: set one, or InsecureNoAuth with a loopback listen address")
+
+// Defaults of Config.
+const (
+	DefaultMaxBodyBytes = 64 << 10
+	DefaultRate         = 100 // replay-all messages per second when no rate is given
+	DefaultMaxJobs      = 100
+	DefaultActor        = "admin"
+)
+
+// Token is a bearer token with a name: the audit log's actor when the
+// request does not name one (X-Redrive-Actor).
+type Token struct {
+	Name   string // default "admin"
+	Secret string
+}
+
+// Config configures a Server.
+type Config struct {
+	// Ops does the work. Required.
+	Ops *dlq.Ops
+	// Listen is the address Serve's caller binds (ListenAndServe binds
+	// it): with InsecureNoAuth it must be a loopback address.
+	Listen string
+	// Tokens are the accepted bearer tokens; at least one unless
+	// InsecureNoAuth.
+	Tokens []Token
+	// InsecureNoAuth serves without authentication. Only allowed on a
+	// loopback address (127.0.0.0/8, ::1, localhost).
+	InsecureNoAuth bool
+	// MaxBodyBytes bounds request bodies (413 beyond); default 64 KiB.
+	MaxBodyBytes int64
+	// DefaultRate is the replay-all rate (messages/s) when a request
+	// gives none; default 100. A request may ask for rate=0 (unlimited).
+	DefaultRate float64
+	// MaxJobs is how many finished replay-all jobs are remembered;
+	// default 100.
+	MaxJobs int
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is the admin API.
+type Server struct {
+	cfg     Config
+	ops     *dlq.Ops
+	log     *slog.Logger
+	tokens  []hashedToken
+	handler http.Handler
+	mux     *http.ServeMux
+	jobs    *jobs
+}
+
+type hashedToken struct {
+	name string
+	sum  [sha256.Size]byte
+}
+
+// New checks cfg and returns the server. Without a token it refuses
+// (ErrNoToken) unless cfg.InsecureNoAuth is set and cfg.Listen is a
+// loopback address.
+func New(cfg Config) (*Server, error) {
+	if cfg.Ops == nil {
+		return nil, errors.New("admin: no ops")
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.DefaultRate == 0 {
+		cfg.DefaultRate = DefaultRate
+	}
+	if cfg.DefaultRate < 0 {
+		cfg.DefaultRate = 0
+	}
+	if cfg.MaxJobs <= 0 {
+		cfg.MaxJobs = DefaultMaxJobs
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	s := &Server{cfg: cfg, ops: cfg.Ops, log: cfg.Logger}
+	names := map[string]bool{}
+	for _, t := range cfg.Tokens {
+		if t.Secret == "" {
+			return nil, fmt.Errorf("admin: token %q has an empty secret", t.Name)
+		}
+		if t.Name == "" {
+			t.Name = DefaultActor
+		}
+		if names[t.Name] {
+			return nil, fmt.Errorf("admin: two tokens named %q", t.Name)
+		}
+		names[t.Name] = true
+		s.tokens = append(s.tokens, hashedToken{name: t.Name, sum: sha256.Sum256([]byte(t.Secret))})
+	}
+	if len(s.tokens) == 0 {
+		if !cfg.InsecureNoAuth {
+			return nil, ErrNoToken
+		}
+		if !IsLoopback(cfg.Listen) {
+			return nil, fmt.Errorf("%w (InsecureNoAuth is set, but %q is not a loopback address)", ErrNoToken, cfg.Listen)
+		}
+	}
+	s.jobs = newJobs(cfg.MaxJobs)
+	s.mux = http.NewServeMux()
+	for _, rt := range routes {
+		h := rt.handler
+		s.mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })
+	}
+	s.handler = s.recoverPanics(s.limitBody(s.authenticate(s.route())))
+	return s, nil
+}
+
+// Handler returns the API's handler (for tests and for mounting).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// IsLoopback reports whether the host of addr ("host:port" or a host) is a
+// loopback address or "localhost". An empty host (all interfaces) is not.
+func IsLoopback(addr string) bool {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// ListenAndServe binds cfg.Listen and serves until ctx ends (see Serve).
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("admin: listen on %s: %w", s.cfg.Listen, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+// Serve serves the API on ln until ctx ends, then shuts down gracefully
+// (10 s), stops the running replay-all jobs and returns nil. Without a
+// token, ln must be a loopback address.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if len(s.tokens) == 0 && !IsLoopback(ln.Addr().String()) {
+		_ = ln.Close()
+		return fmt.Errorf("%w (%s is not a loopback address)", ErrNoToken, ln.Addr())
+	}
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      2 * time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	s.log.Info("admin: serving", "addr", ln.Addr().String(), "auth", len(s.tokens) > 0)
+	select {
+	case err := <-errc:
+		s.Close()
+		return fmt.Errorf("admin: serve: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	s.Close()
+	if err != nil {
+		return fmt.Errorf("admin: shutdown: %w", err)
+	}
+	return nil
+}
+
+// Close stops the running replay-all jobs and waits for them. Entries
+// they were replaying are finished first (the broker's answer is
+// recorded); the rest stay pending.
+func (s *Server) Close() { s.jobs.close() }
+
+// actorKey carries the request's actor in its context.
+type actorKey struct{}
+
+// actor returns the request's actor.
+func actor(r *http.Request) string {
+	if a, ok := r.Context().Value(actorKey{}).(string); ok {
+		return a
+	}
+	return DefaultActor
+}
+
+// authenticate checks the bearer token (all tokens are compared, in
+// constant time) and resolves the actor: X-Redrive-Actor, else the token's
+// name, else "admin".
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		who := DefaultActor
+		if len(s.tokens) > 0 {
+			name, ok := s.check(r.Header.Get("Authorization"))
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="redrive"`)
+				writeError(w, http.StatusUnauthorized, "", "missing or wrong bearer token")
+				return
+			}
+			who = name
+		}
+		if h := r.Header.Get("X-Redrive-Actor"); h != "" {
+			a, ok := cleanActor(h)
+			if !ok {
+				writeError(w, http.StatusBadRequest, "X-Redrive-Actor", "X-Redrive-Actor must be 1 to 128 printable characters")
+				return
+			}
+			who = a
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, who)))
+	})
+}
+
+// check returns the name of the token in the Authorization header value h.
+func (s *Server) check(h string) (string, bool) {
+	scheme, secret, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(secret)))
+	name, found := "", 0
+	for _, t := range s.tokens {
+		if subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1 {
+			name, found = t.name, 1
+		}
+	}
+	return name, found == 1
+}
+
+// cleanActor validates an X-Redrive-Actor value.
+func cleanActor(h string) (string, bool) {
+	h = strings.TrimSpace(h)
+	if h == "" || len(h) > 128 {
+		return "", false
+	}
+	for _, r := range h {
+		if r < 0x20 || r == 0x7f || r == '\uFFFD' {
+			return "", false
+		}
+	}
+	return h, true
+}
+
+// limitBody refuses bodies over the limit: 413 at once when the length is
+// announced, else when a handler reads past it.
+func (s *Server) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > s.cfg.MaxBodyBytes {
+			writeError(w, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("request body over %d bytes", s.cfg.MaxBodyBytes))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recoverPanics turns a handler panic into a 500, logged.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.Error("admin: handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
+				writeError(w, http.StatusInternalServerError, "", "internal error")
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,407 @@
+package admin_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/admin"
+	"github.com/redrive/redrive/dlq/memstore"
+	"github.com/redrive/redrive/dlq/pgstore"
+)
+
+const secret = "s3cret-token-for-tests"
+
+var quiet = slog.New(slog.DiscardHandler)
+
+// stores are the stores the API tests run on.
+var stores = []struct {
+	name string
+	open func(t *testing.T) dlq.Store
+}{
+	{"memstore", func(t *testing.T) dlq.Store {
+		s := memstore.New(memstore.Options{Logger: quiet})
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}},
+	{"pgstore", func(t *testing.T) dlq.Store {
+		ctx := context.Background()
+		url := os.Getenv("DATABASE_URL")
+		if url == "" {
+			url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+		}
+		schema := "redrive_test_" + broker.NewMessageID()[:12]
+		s, err := pgstore.Open(ctx, url, pgstore.Options{Schema: schema, MaxConns: 4, Logger: quiet})
+		if err != nil {
+			t.Fatalf("PostgreSQL is required (DATABASE_URL): %v", err)
+		}
+		t.Cleanup(func() {
+			_ = s.Close()
+			conn, err := pgx.Connect(ctx, url)
+			if err != nil {
+				t.Errorf("drop schema: %v", err)
+				return
+			}
+			defer conn.Close(ctx)
+			if _, err := conn.Exec(ctx, `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+				t.Errorf("drop schema: %v", err)
+			}
+		})
+		return s
+	}},
+}
+
+// publisher records replays; it fails while fail is set and waits on gate
+// when it is set.
+type publisher struct {
+	mu    sync.Mutex
+	calls []string
+	fail  error
+	gate  chan struct{}
+}
+
+func (p *publisher) Republish(ctx context.Context, e dlq.Entry, from string) error {
+	p.mu.Lock()
+	gate := p.gate
+	p.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fail != nil {
+		return p.fail
+	}
+	p.calls = append(p.calls, from)
+	return nil
+}
+
+func (p *publisher) set(fn func(p *publisher)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fn(p)
+}
+
+func (p *publisher) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.calls)
+}
+
+type fixture struct {
+	t     *testing.T
+	store dlq.Store
+	pub   *publisher
+	srv   *admin.Server
+}
+
+func newFixture(t *testing.T, s dlq.Store) *fixture {
+	t.Helper()
+	pub := &publisher{}
+	ops, err := dlq.NewOps(dlq.OpsConfig{
+		Store: s, Republisher: pub, Logger: quiet,
+		Policies: map[string]dlq.Policy{"empty.dlq": {Severity: dlq.SeverityCritical, Retention: broker.Forever}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := admin.New(admin.Config{
+		Ops: ops, Listen: "127.0.0.1:0", Logger: quiet,
+		Tokens: []admin.Token{{Name: "ops-team", Secret: secret}, {Name: "ci", Secret: "another-secret-token"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return &fixture{t: t, store: s, pub: pub, srv: srv}
+}
+
+// insert stores n entries of dlqName and returns them.
+func (f *fixture) insert(dlqName string, n int, mod func(i int, r *dlq.Record)) []dlq.Record {
+	f.t.Helper()
+	out := make([]dlq.Record, 0, n)
+	for i := range n {
+		r := dlq.Record{
+			Broker: dlq.BrokerRabbitMQ, DLQ: dlqName, Identity: dlqName + "-" + string(rune('a'+i%26)) + "-" + strconv.Itoa(i),
+			ReceivedAt: time.Date(2025, 1, 15, 10, 0, i, 0, time.UTC),
+			Entry: dlq.Entry{
+				MessageID: "m" + strconv.Itoa(i), OriginalTopic: "orders", OriginalPartition: -1, OriginalOffset: -1,
+				OriginalKey: []byte("key-" + strconv.Itoa(i)), OriginalValue: []byte(`{"n":` + strconv.Itoa(i) + `}`),
+				OriginalHeaders: map[string]string{"content-type": "application/json"},
+				ErrorClass:      "payout.BankError", ErrorMessage: "bank rejected transfer " + strconv.Itoa(i),
+				Reason: broker.ReasonMaxRetries, RetryCount: 5, Worker: "billing", Source: "orders.billing",
+			},
+		}
+		if mod != nil {
+			mod(i, &r)
+		}
+		got, _, err := f.store.Insert(context.Background(), r)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		out = append(out, got)
+	}
+	return out
+}
+
+// do sends a request with the token (unless headers override
+// Authorization) and returns the response.
+func (f *fixture) do(method, target, body string, headers ...string) *httptest.ResponseRecorder {
+	f.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, target, rd)
+	req.Header.Set("Authorization", "Bearer "+secret)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] == "" {
+			req.Header.Del(headers[i])
+			continue
+		}
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	w := httptest.NewRecorder()
+	f.srv.Handler().ServeHTTP(w, req)
+	if w.Code >= 500 && w.Code != http.StatusBadGateway && w.Code != http.StatusServiceUnavailable {
+		f.t.Errorf("%s %s = %d %s", method, target, w.Code, w.Body)
+	}
+	if ct := w.Header().Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		f.t.Errorf("%s %s: Content-Type %q, body %s", method, target, ct, w.Body)
+	}
+	return w
+}
+
+// doReader sends body with no announced length (chunked).
+func (f *fixture) doReader(method, target string, body io.Reader) *httptest.ResponseRecorder {
+	f.t.Helper()
+	req := httptest.NewRequest(method, target, io.MultiReader(body))
+	req.Header.Set("Authorization", "Bearer "+secret)
+	w := httptest.NewRecorder()
+	f.srv.Handler().ServeHTTP(w, req)
+	return w
+}
+
+// decode reads the JSON body of w into a map.
+func decode(t *testing.T, w *httptest.ResponseRecorder) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &m); err != nil {
+		t.Fatalf("body %q is not a JSON object: %v", w.Body, err)
+	}
+	return m
+}
+
+// expect checks the status, and for errors the param.
+func expect(t *testing.T, w *httptest.ResponseRecorder, status int, param string) map[string]any {
+	t.Helper()
+	m := decode(t, w)
+	if w.Code != status {
+		t.Errorf("status = %d, want %d; body %s", w.Code, status, w.Body)
+	}
+	if status >= 400 {
+		if e, _ := m["error"].(string); e == "" {
+			t.Errorf("error response without a message: %s", w.Body)
+		}
+		if got, _ := m["param"].(string); got != param {
+			t.Errorf("param = %q, want %q; body %s", got, param, w.Body)
+		}
+	}
+	return m
+}
+
+func TestNewChecksAuth(t *testing.T) {
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		cfg  admin.Config
+		ok   bool
+	}{
+		{"no token", admin.Config{Listen: "127.0.0.1:8080"}, false},
+		{"insecure on all interfaces", admin.Config{Listen: "0.0.0.0:8080", InsecureNoAuth: true}, false},
+		{"insecure without host", admin.Config{Listen: ":8080", InsecureNoAuth: true}, false},
+		{"insecure on a public address", admin.Config{Listen: "10.1.2.3:8080", InsecureNoAuth: true}, false},
+		{"insecure on 127.0.0.1", admin.Config{Listen: "127.0.0.1:8080", InsecureNoAuth: true}, true},
+		{"insecure on ::1", admin.Config{Listen: "[::1]:8080", InsecureNoAuth: true}, true},
+		{"insecure on localhost", admin.Config{Listen: "localhost:8080", InsecureNoAuth: true}, true},
+		{"token", admin.Config{Listen: "0.0.0.0:8080", Tokens: []admin.Token{{Secret: "x"}}}, true},
+		{"empty secret", admin.Config{Listen: "127.0.0.1:8080", Tokens: []admin.Token{{Name: "a"}}}, false},
+		{"two tokens of one name", admin.Config{Listen: "127.0.0.1:8080", Tokens: []admin.Token{{Secret: "x"}, {Secret: "y"}}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.cfg.Ops, tt.cfg.Logger = ops, quiet
+			srv, err := admin.New(tt.cfg)
+			if (err == nil) != tt.ok {
+				t.Fatalf("New = %v, want ok %v", err, tt.ok)
+			}
+			if err == nil {
+				srv.Close()
+			} else if len(tt.cfg.Tokens) == 0 && !errors.Is(err, admin.ErrNoToken) {
+				t.Errorf("New = %v, want ErrNoToken", err)
+			}
+		})
+	}
+}
+
+func TestServe(t *testing.T) {
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := admin.New(admin.Config{Ops: ops, Listen: "127.0.0.1:0", InsecureNoAuth: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without a token, a listener on every interface is refused.
+	if ln, err := net.Listen("tcp", "0.0.0.0:0"); err == nil {
+		if err := srv.Serve(context.Background(), ln); !errors.Is(err, admin.ErrNoToken) {
+			t.Errorf("Serve on 0.0.0.0 without a token = %v, want ErrNoToken", err)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/internal/v1/dlq")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"dlqs":[]`) {
+		t.Errorf("GET /internal/v1/dlq = %d %s", resp.StatusCode, body)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve = %v after its context ended", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+}
+
+func TestAuth(t *testing.T) {
+	f := newFixture(t, stores[0].open(t))
+	recs := f.insert("auth.dlq", 3, nil)
+	tests := []struct {
+		name   string
+		header string
+		status int
+	}{
+		{"no header", "", http.StatusUnauthorized},
+		{"wrong token", "Bearer nope", http.StatusUnauthorized},
+		{"token prefix", "Bearer " + secret[:5], http.StatusUnauthorized},
+		{"basic scheme", "Basic " + secret, http.StatusUnauthorized},
+		{"no scheme", secret, http.StatusUnauthorized},
+		{"right token", "Bearer " + secret, http.StatusOK},
+		{"scheme in lower case", "bearer " + secret, http.StatusOK},
+		{"second token", "Bearer another-secret-token", http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := f.do("GET", "/internal/v1/dlq", "", "Authorization", tt.header)
+			expect(t, w, tt.status, "")
+			if tt.status == http.StatusUnauthorized && !strings.HasPrefix(w.Header().Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("401 without WWW-Authenticate: %v", w.Header())
+			}
+		})
+	}
+	// Unknown routes need the token too (no route discovery).
+	expect(t, f.do("GET", "/nope", "", "Authorization", ""), http.StatusUnauthorized, "")
+	expect(t, f.do("DELETE", "/internal/v1/dlq/auth.dlq/"+recs[0].ID+"?reason=x", "", "Authorization", "Bearer nope"), http.StatusUnauthorized, "")
+	if got, _ := f.store.Get(context.Background(), "auth.dlq", recs[0].ID); got.Status != dlq.StatusPending {
+		t.Errorf("an unauthenticated discard changed the entry to %s", got.Status)
+	}
+
+	// The actor: the header, else the token's name.
+	for _, tc := range []struct {
+		id, token, header, want string
+	}{
+		{recs[0].ID, secret, "", "ops-team"},
+		{recs[1].ID, "another-secret-token", "", "ci"},
+		{recs[2].ID, secret, "alice@example.com", "alice@example.com"},
+	} {
+		w := f.do("DELETE", "/internal/v1/dlq/auth.dlq/"+tc.id+"?reason=dup", "", "Authorization", "Bearer "+tc.token, "X-Redrive-Actor", tc.header)
+		expect(t, w, http.StatusOK, "")
+		trail, err := f.store.Audit(context.Background(), "auth.dlq", tc.id)
+		if err != nil || len(trail) != 1 || trail[0].Actor != tc.want {
+			t.Errorf("audit actor = %+v, %v; want %q", trail, err, tc.want)
+		}
+	}
+	for _, h := range []string{"bad\x01actor", strings.Repeat("a", 129)} {
+		expect(t, f.do("GET", "/internal/v1/dlq", "", "X-Redrive-Actor", h), http.StatusBadRequest, "X-Redrive-Actor")
+	}
+}
+
+func TestInsecureNoAuthActor(t *testing.T) {
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := admin.New(admin.Config{Ops: ops, Listen: "127.0.0.1:0", InsecureNoAuth: true, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	f := &fixture{t: t, store: s, srv: srv}
+	r := f.insert("open.dlq", 1, nil)[0]
+	w := f.do("DELETE", "/internal/v1/dlq/open.dlq/"+r.ID+"?reason=x", "", "Authorization", "")
+	expect(t, w, http.StatusOK, "")
+	if trail, _ := s.Audit(context.Background(), "open.dlq", r.ID); len(trail) != 1 || trail[0].Actor != admin.DefaultActor {
+		t.Errorf("audit = %+v, want actor %q", trail, admin.DefaultActor)
+	}
+	// Replay without a broker: 503, the entry stays pending.
+	r2 := f.insert("open.dlq", 2, nil)[1]
+	expect(t, f.do("POST", "/internal/v1/dlq/replay", `{"topic":"open.dlq","id":"`+r2.ID+`"}`), http.StatusServiceUnavailable, "")
+	if got, _ := s.Get(context.Background(), "open.dlq", r2.ID); got.Status != dlq.StatusPending {
+		t.Errorf("entry is %s", got.Status)
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8080": true, "127.1.2.3:1": true, "[::1]:8080": true, "localhost:80": true, "LOCALHOST": true, "::1": true,
+		"0.0.0.0:8080": false, ":8080": false, "[::]:8080": false, "10.0.0.1:8080": false, "example.com:80": false, "": false,
+	} {
+		if got := admin.IsLoopback(addr); got != want {
+			t.Errorf("IsLoopback(%q) = %v, want %v", addr, got, want)
+		}
+	}
+}

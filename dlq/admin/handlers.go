@@ -1,0 +1,345 @@
+package admin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redrive/redrive/dlq"
+)
+
+// badParam is a 400 naming its parameter.
+type badParam struct{ param, msg string }
+
+func (e *badParam) Error() string { return e.param + ": " + e.msg }
+
+func bad(param, format string, args ...any) error {
+	return &badParam{param: param, msg: fmt.Sprintf(format, args...)}
+}
+
+// reject writes the response of a badParam, a too-large body, or any other
+// error via fail.
+func (s *Server) reject(w http.ResponseWriter, r *http.Request, err error) {
+	var bp *badParam
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &bp):
+		writeError(w, http.StatusBadRequest, bp.param, bp.Error())
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("request body over %d bytes", tooBig.Limit))
+	default:
+		s.fail(w, r, err)
+	}
+}
+
+// dlqName reads and checks a DLQ name.
+func dlqName(param, v string) (string, error) {
+	if v == "" {
+		return "", bad(param, "required")
+	}
+	if !dlq.ValidName(v) {
+		return "", bad(param, "%.80q is not a DLQ name", v)
+	}
+	return v, nil
+}
+
+// entryID reads and checks an entry id.
+func entryID(param, v string) (string, error) {
+	if v == "" {
+		return "", bad(param, "required")
+	}
+	if !dlq.ValidID(v) {
+		return "", bad(param, "%.80q is not an entry id ([A-Za-z0-9][A-Za-z0-9._-]{0,127})", v)
+	}
+	return v, nil
+}
+
+// params reads query parameters, refusing unknown and repeated ones.
+type params struct {
+	v   url.Values
+	err error
+}
+
+func readParams(r *http.Request, allowed ...string) *params {
+	v, err := url.ParseQuery(r.URL.RawQuery)
+	p := &params{v: v}
+	if err != nil {
+		p.err = bad("query", "malformed query string")
+		return p
+	}
+	for k, vs := range v {
+		switch {
+		case !slices.Contains(allowed, k):
+			p.err = bad(k, "unknown parameter (allowed: %s)", strings.Join(allowed, ", "))
+		case len(vs) > 1:
+			p.err = bad(k, "given %d times", len(vs))
+		}
+		if p.err != nil {
+			return p
+		}
+	}
+	return p
+}
+
+func (p *params) str(name string) string { return p.v.Get(name) }
+
+// time reads an RFC 3339 time.
+func (p *params) time(name string) time.Time {
+	s := p.v.Get(name)
+	if s == "" || p.err != nil {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		p.err = bad(name, "%.40q is not an RFC 3339 time such as 2025-01-15T10:30:00Z", s)
+	}
+	return t
+}
+
+// filter reads the filter parameters shared by listing and replay-all.
+func (p *params) filter(q *dlq.Query) {
+	q.ErrorClass = p.str("error_class")
+	q.Text = p.str("q")
+	if len(q.ErrorClass) > 1024 && p.err == nil {
+		p.err = bad("error_class", "longer than 1024 bytes")
+	}
+	if len(q.Text) > 1024 && p.err == nil {
+		p.err = bad("q", "longer than 1024 bytes")
+	}
+	q.Since, q.Until = p.time("since"), p.time("until")
+	if p.err == nil && !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until) {
+		p.err = bad("since", "must be before until")
+	}
+}
+
+// listDLQs serves GET /internal/v1/dlq.
+func (s *Server) listDLQs(w http.ResponseWriter, r *http.Request) {
+	if p := readParams(r); p.err != nil {
+		s.reject(w, r, p.err)
+		return
+	}
+	infos, err := s.ops.DLQs(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := struct {
+		DLQs []DLQ `json:"dlqs"`
+	}{DLQs: make([]DLQ, 0, len(infos))}
+	for _, in := range infos {
+		out.DLQs = append(out.DLQs, toDLQ(in))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// listEntries serves GET /internal/v1/dlq/{topic}.
+func (s *Server) listEntries(w http.ResponseWriter, r *http.Request) {
+	q, err := s.parseList(r)
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	page, err := s.ops.List(r.Context(), q)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(page.Records) == 0 && q.Cursor == "" {
+		known, err := s.ops.Known(r.Context(), q.DLQ)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if !known {
+			writeError(w, http.StatusNotFound, "", fmt.Sprintf("no DLQ named %q (see GET /internal/v1/dlq)", q.DLQ))
+			return
+		}
+	}
+	out := struct {
+		DLQ        string  `json:"dlq"`
+		Entries    []Entry `json:"entries"`
+		NextCursor string  `json:"next_cursor,omitempty"`
+	}{DLQ: q.DLQ, Entries: make([]Entry, 0, len(page.Records)), NextCursor: page.Next}
+	for _, rec := range page.Records {
+		out.Entries = append(out.Entries, toEntry(rec))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) parseList(r *http.Request) (dlq.Query, error) {
+	var q dlq.Query
+	var err error
+	if q.DLQ, err = dlqName("topic", r.PathValue("topic")); err != nil {
+		return q, err
+	}
+	p := readParams(r, "status", "error_class", "q", "since", "until", "cursor", "limit", "order")
+	if p.err != nil {
+		return q, p.err
+	}
+	if st := p.str("status"); st != "" {
+		q.Status = dlq.Status(st)
+		if !q.Status.Valid() {
+			return q, bad("status", "%.40q is not one of pending, replaying, replayed, discarded, archived", st)
+		}
+	}
+	switch o := p.str("order"); o {
+	case "", "newest":
+		q.NewestFirst = true
+	case "oldest":
+	default:
+		return q, bad("order", "%.40q is not newest or oldest", o)
+	}
+	if l := p.str("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 || n > dlq.MaxLimit {
+			return q, bad("limit", "%.40q is not a number from 1 to %d", l, dlq.MaxLimit)
+		}
+		q.Limit = n
+	}
+	if c := p.str("cursor"); c != "" {
+		cur, err := dlq.DecodeCursor(c)
+		if err != nil {
+			return q, bad("cursor", "not a cursor of this listing (use next_cursor as given)")
+		}
+		if cur.NewestFirst != q.NewestFirst {
+			return q, bad("cursor", "this cursor belongs to the other order")
+		}
+		q.Cursor = c
+	}
+	p.filter(&q)
+	return q, p.err
+}
+
+// pathEntry reads {topic} and {id}.
+func pathEntry(r *http.Request) (string, string, error) {
+	name, err := dlqName("topic", r.PathValue("topic"))
+	if err != nil {
+		return "", "", err
+	}
+	id, err := entryID("id", r.PathValue("id"))
+	return name, id, err
+}
+
+// showEntry serves GET /internal/v1/dlq/{topic}/{id}.
+func (s *Server) showEntry(w http.ResponseWriter, r *http.Request) {
+	name, id, err := pathEntry(r)
+	if err == nil {
+		err = readParams(r).err
+	}
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	rec, trail, err := s.ops.Show(r.Context(), name, id)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toDetail(rec, trail))
+}
+
+// decodeBody reads a JSON object into v; an empty body is allowed when
+// optional. Unknown fields are refused.
+func decodeBody(r *http.Request, v any, optional bool) error {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return err // *http.MaxBytesError → 413
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		if optional {
+			return nil
+		}
+		return bad("body", "a JSON object is required")
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return bad(typeErr.Field, "must be a %s", typeErr.Type)
+		}
+		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+			return bad(strings.Trim(f, `"`), "unknown field")
+		}
+		return bad("body", "not a JSON object: %v", err)
+	}
+	if dec.More() {
+		return bad("body", "trailing data after the JSON object")
+	}
+	return nil
+}
+
+// replay serves POST /internal/v1/dlq/replay, body {"topic": …, "id": …}.
+func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Topic string `json:"topic"`
+		ID    string `json:"id"`
+	}
+	err := readParams(r).err
+	if err == nil {
+		err = decodeBody(r, &body, false)
+	}
+	if err == nil {
+		body.Topic, err = dlqName("topic", body.Topic)
+	}
+	if err == nil {
+		body.ID, err = entryID("id", body.ID)
+	}
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	rec, err := s.ops.Replay(r.Context(), body.Topic, body.ID, actor(r))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Entry Entry `json:"entry"`
+	}{toEntry(rec)})
+}
+
+// discard serves DELETE /internal/v1/dlq/{topic}/{id}; the reason comes
+// from the query (reason=…) or the body {"reason": …}.
+func (s *Server) discard(w http.ResponseWriter, r *http.Request) {
+	name, id, err := pathEntry(r)
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	p := readParams(r, "reason")
+	if err == nil {
+		err = p.err
+	}
+	if err == nil {
+		err = decodeBody(r, &body, true)
+	}
+	if err == nil && body.Reason != "" && p.str("reason") != "" {
+		err = bad("reason", "given both in the query and in the body")
+	}
+	reason := body.Reason + p.str("reason")
+	if err == nil && strings.TrimSpace(reason) == "" {
+		err = bad("reason", "required: say why the entry is discarded")
+	}
+	if err == nil && len(reason) > dlq.MaxReasonLen {
+		err = bad("reason", "longer than %d bytes", dlq.MaxReasonLen)
+	}
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	rec, err := s.ops.Discard(r.Context(), name, id, actor(r), reason)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Entry Entry `json:"entry"`
+	}{toEntry(rec)})
+}

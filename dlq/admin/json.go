@@ -1,0 +1,237 @@
+package admin
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/dlq"
+)
+
+// Payload encodings of the entry view.
+const (
+	// EncodingJSON: the payload is valid JSON, shown as a JSON value
+	// (re-indented or compacted: for the bytes, ask for base64).
+	EncodingJSON = "json"
+	// EncodingUTF8: the payload is UTF-8 text, shown as a JSON string.
+	EncodingUTF8 = "utf8"
+	// EncodingBase64: any other bytes, shown as standard base64.
+	EncodingBase64 = "base64"
+)
+
+// errorJSON is every error response.
+type errorJSON struct {
+	Error string `json:"error"`
+	// Param names the bad parameter of a 400.
+	Param string `json:"param,omitempty"`
+}
+
+// writeJSON writes v with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString(`{"error":"internal error: encoding the response"}` + "\n")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// writeError writes an error response.
+func writeError(w http.ResponseWriter, status int, param, msg string) {
+	writeJSON(w, status, errorJSON{Error: msg, Param: param})
+}
+
+// fail maps an Ops error to its response: ErrNotFound 404, ErrNotPending
+// 409, bad input 400, a broker refusal 502, no republisher 503, anything
+// else 500 (logged, not shown).
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, dlq.ErrNotFound):
+		writeError(w, http.StatusNotFound, "", "no such entry")
+	case errors.Is(err, dlq.ErrNotPending):
+		writeError(w, http.StatusConflict, "", err.Error())
+	case errors.Is(err, dlq.ErrReasonRequired):
+		writeError(w, http.StatusBadRequest, "reason", "a reason is required")
+	case errors.Is(err, dlq.ErrInvalidQuery):
+		writeError(w, http.StatusBadRequest, "", err.Error())
+	case errors.Is(err, dlq.ErrReplayFailed):
+		writeError(w, http.StatusBadGateway, "", err.Error())
+	case errors.Is(err, dlq.ErrNoRepublisher):
+		writeError(w, http.StatusServiceUnavailable, "", "this server cannot replay: no broker configured")
+	case errors.Is(err, r.Context().Err()) && r.Context().Err() != nil:
+		writeError(w, http.StatusServiceUnavailable, "", "request cancelled")
+	default:
+		s.log.Error("admin: request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		writeError(w, http.StatusInternalServerError, "", "internal error")
+	}
+}
+
+// Entry is an entry as listings show it: everything but the payload,
+// key, headers and stack trace.
+type Entry struct {
+	ID                string     `json:"id"`
+	DLQ               string     `json:"dlq"`
+	Broker            string     `json:"broker"`
+	Status            dlq.Status `json:"status"`
+	Severity          string     `json:"severity"`
+	ReceivedAt        time.Time  `json:"received_at"`
+	StatusChangedAt   time.Time  `json:"status_changed_at"`
+	StatusBy          string     `json:"status_by,omitempty"`
+	MessageID         string     `json:"message_id,omitempty"`
+	OriginalTopic     string     `json:"original_topic,omitempty"`
+	OriginalPartition *int32     `json:"original_partition,omitempty"`
+	OriginalOffset    *int64     `json:"original_offset,omitempty"`
+	Source            string     `json:"source,omitempty"`
+	ErrorClass        string     `json:"error_class"`
+	ErrorMessage      string     `json:"error_message"`
+	Reason            string     `json:"reason"`
+	RetryCount        int        `json:"retry_count"`
+	Worker            string     `json:"worker,omitempty"`
+	WorkerInstance    string     `json:"worker_instance,omitempty"`
+	FirstFailureAt    *time.Time `json:"first_failure_at,omitempty"`
+	LastFailureAt     *time.Time `json:"last_failure_at,omitempty"`
+	PayloadBytes      int        `json:"payload_bytes"`
+}
+
+// Detail is one entry with its payload and audit trail.
+type Detail struct {
+	Entry
+	StackTrace string `json:"stack_trace,omitempty"`
+	// Key is null for no key; KeyEncoding utf8 or base64.
+	Key         *string `json:"key"`
+	KeyEncoding string  `json:"key_encoding,omitempty"`
+	// Payload is null for no payload; PayloadEncoding json, utf8 or
+	// base64.
+	Payload         json.RawMessage `json:"payload"`
+	PayloadEncoding string          `json:"payload_encoding,omitempty"`
+	// Headers are the application's headers; HeadersBase64 names those
+	// whose value is shown in base64 (not UTF-8).
+	Headers       map[string]string `json:"headers,omitempty"`
+	HeadersBase64 []string          `json:"headers_base64,omitempty"`
+	Audit         []Audit           `json:"audit"`
+}
+
+// Audit is one audit-log row of an entry.
+type Audit struct {
+	At     time.Time  `json:"at"`
+	Actor  string     `json:"actor"`
+	Action string     `json:"action"`
+	From   dlq.Status `json:"from"`
+	To     dlq.Status `json:"to"`
+	Reason string     `json:"reason,omitempty"`
+}
+
+func toEntry(r dlq.Record) Entry {
+	e := r.Entry
+	out := Entry{
+		ID: r.ID, DLQ: r.DLQ, Broker: r.Broker, Status: r.Status, Severity: r.Severity,
+		ReceivedAt: r.ReceivedAt, StatusChangedAt: r.StatusChangedAt, StatusBy: r.StatusBy,
+		MessageID: e.MessageID, OriginalTopic: e.OriginalTopic, Source: e.Source,
+		ErrorClass: e.ErrorClass, ErrorMessage: e.ErrorMessage, Reason: e.Reason, RetryCount: e.RetryCount,
+		Worker: e.Worker, WorkerInstance: e.WorkerInstance, PayloadBytes: len(e.OriginalValue),
+	}
+	if e.OriginalPartition >= 0 && e.OriginalOffset >= 0 {
+		out.OriginalPartition, out.OriginalOffset = &e.OriginalPartition, &e.OriginalOffset
+	}
+	if !e.FirstFailureAt.IsZero() {
+		out.FirstFailureAt = &e.FirstFailureAt
+	}
+	if !e.LastFailureAt.IsZero() {
+		out.LastFailureAt = &e.LastFailureAt
+	}
+	return out
+}
+
+func toDetail(r dlq.Record, trail []dlq.AuditEntry) Detail {
+	e := r.Entry
+	out := Detail{Entry: toEntry(r), StackTrace: e.StackTrace, Audit: make([]Audit, 0, len(trail))}
+	if e.OriginalKey != nil {
+		k, enc := string(e.OriginalKey), EncodingUTF8
+		if !utf8.Valid(e.OriginalKey) {
+			k, enc = base64.StdEncoding.EncodeToString(e.OriginalKey), EncodingBase64
+		}
+		out.Key, out.KeyEncoding = &k, enc
+	}
+	if e.OriginalValue != nil {
+		out.Payload, out.PayloadEncoding = renderPayload(e.OriginalValue)
+	}
+	if e.OriginalHeaders != nil {
+		out.Headers = make(map[string]string, len(e.OriginalHeaders))
+		for k, v := range e.OriginalHeaders {
+			if !utf8.ValidString(v) {
+				v = base64.StdEncoding.EncodeToString([]byte(v))
+				out.HeadersBase64 = append(out.HeadersBase64, k)
+			}
+			out.Headers[k] = v
+		}
+	}
+	for _, a := range trail {
+		out.Audit = append(out.Audit, Audit{At: a.At, Actor: a.Actor, Action: a.Action, From: a.From, To: a.To, Reason: a.Reason})
+	}
+	return out
+}
+
+// renderPayload shows v as JSON when it is (UTF-8) JSON, else as a UTF-8
+// string, else as base64.
+func renderPayload(v []byte) (json.RawMessage, string) {
+	if utf8.Valid(v) && json.Valid(v) {
+		return json.RawMessage(v), EncodingJSON
+	}
+	var s string
+	enc := EncodingUTF8
+	if utf8.Valid(v) {
+		s = string(v)
+	} else {
+		s, enc = base64.StdEncoding.EncodeToString(v), EncodingBase64
+	}
+	b, _ := json.Marshal(s) // a string always encodes
+	return b, enc
+}
+
+// DLQ is a DLQ as GET /internal/v1/dlq lists it.
+type DLQ struct {
+	DLQ             string     `json:"dlq"`
+	Broker          string     `json:"broker,omitempty"`
+	Severity        string     `json:"severity"`
+	Pending         int64      `json:"pending"`
+	Replaying       int64      `json:"replaying"`
+	Replayed        int64      `json:"replayed"`
+	Discarded       int64      `json:"discarded"`
+	Archived        int64      `json:"archived"`
+	OldestPendingAt *time.Time `json:"oldest_pending_at,omitempty"`
+	LastReceivedAt  *time.Time `json:"last_received_at,omitempty"`
+	// Retention is a Go duration ("720h0m0s") or "forever".
+	Retention  string `json:"retention"`
+	Configured bool   `json:"configured"`
+}
+
+func toDLQ(in dlq.DLQInfo) DLQ {
+	out := DLQ{
+		DLQ: in.DLQ, Broker: in.Broker, Severity: in.Severity,
+		Pending: in.Pending, Replaying: in.Replaying, Replayed: in.Replayed, Discarded: in.Discarded, Archived: in.Archived,
+		Retention: in.Retention.String(), Configured: in.Configured,
+	}
+	if in.Retention == broker.Forever {
+		out.Retention = "forever"
+	}
+	if !in.OldestPending.IsZero() {
+		out.OldestPendingAt = &in.OldestPending
+	}
+	if !in.LastReceived.IsZero() {
+		out.LastReceivedAt = &in.LastReceived
+	}
+	return out
+}

@@ -1,0 +1,61 @@
+package admin
+
+import (
+	"net/http"
+	"path"
+	"strings"
+)
+
+// routes are the API's routes (Go 1.22 ServeMux patterns). configs/openapi.yaml
+// documents exactly these; a test checks both ways.
+var routes = []struct {
+	pattern string
+	handler func(s *Server, w http.ResponseWriter, r *http.Request)
+}{
+	{"GET /internal/v1/dlq", (*Server).listDLQs},
+	{"GET /internal/v1/dlq/{topic}", (*Server).listEntries},
+	{"GET /internal/v1/dlq/{topic}/{id}", (*Server).showEntry},
+	{"DELETE /internal/v1/dlq/{topic}/{id}", (*Server).discard},
+	{"POST /internal/v1/dlq/replay", (*Server).replay},
+	{"POST /internal/v1/dlq/replay-all", (*Server).replayAll},
+	{"GET /internal/v1/dlq/jobs/{id}", (*Server).job},
+}
+
+// methods are those the API answers to; the others are 405 where a path
+// exists.
+var methods = []string{http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodPut, http.MethodPatch}
+
+// route dispatches through the mux, answering in JSON where the mux would
+// answer in text: 404 for unknown paths (and for paths that are not
+// canonical, such as ones with "..", instead of redirecting), 405 with an
+// Allow header for a known path with the wrong method.
+func (s *Server) route() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.EscapedPath() // as the mux matches: %2F stays inside a segment
+		if p == "" || path.Clean(p) != p {
+			writeError(w, http.StatusNotFound, "", "no such route")
+			return
+		}
+		if _, pattern := s.mux.Handler(r); pattern != "" {
+			s.mux.ServeHTTP(w, r)
+			return
+		}
+		var allow []string
+		for _, m := range methods {
+			if m == r.Method {
+				continue
+			}
+			probe := r.Clone(r.Context())
+			probe.Method = m
+			if _, pattern := s.mux.Handler(probe); pattern != "" {
+				allow = append(allow, m)
+			}
+		}
+		if len(allow) == 0 {
+			writeError(w, http.StatusNotFound, "", "no such route")
+			return
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		writeError(w, http.StatusMethodNotAllowed, "", r.Method+" is not allowed here; use "+strings.Join(allow, " or "))
+	})
+}

@@ -1,0 +1,44 @@
+package dlq
+
+import "time"
+
+// Entry is one dead letter, whichever broker it came from: the original
+// message byte for byte, and the story of why it was given up on.
+type Entry struct {
+	// MessageID is the message's id (AMQP message-id, Kafka
+	// x-redrive-message-id header); may be empty for foreign messages.
+	MessageID string
+	// OriginalTopic is the topic the message was published to.
+	OriginalTopic string
+	// OriginalPartition and OriginalOffset locate the failed Kafka record;
+	// -1 on RabbitMQ.
+	OriginalPartition int32
+	OriginalOffset    int64
+	// OriginalKey, OriginalValue and OriginalHeaders are what the
+	// application published, byte for byte (redrive's own x-redrive-*
+	// headers are not part of them).
+	OriginalKey     []byte
+	OriginalValue   []byte
+	OriginalHeaders map[string]string
+	// ErrorClass, ErrorMessage and StackTrace (at most 500 characters)
+	// describe the last failure.
+	ErrorClass   string
+	ErrorMessage string
+	StackTrace   string
+	// Reason is why it was dead-lettered: max_retries, permanent, expired,
+	// rejected, max_length, max_claims, unparseable.
+	Reason string
+	// RetryCount is how many retries were made before giving up.
+	RetryCount int
+	// Worker is the group (worker name) that gave up; WorkerInstance the
+	// process instance, when known.
+	Worker         string
+	WorkerInstance string
+	// Source is the queue (RabbitMQ) or topic (Kafka) the message was
+	// consumed from when it failed.
+	Source string
+	// FirstFailureAt and LastFailureAt are the failure times (zero when the
+	// broker dead-lettered the message without a handler failure).
+	FirstFailureAt time.Time
+	LastFailureAt  time.Time
+}

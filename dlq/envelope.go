@@ -1,0 +1,562 @@
+package dlq
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Encodings of the envelope's original_value, original_key and header
+// values.
+const (
+	// EncodingJSON: the value is valid, compact JSON embedded as is.
+	EncodingJSON = "json"
+	// EncodingUTF8: the bytes are valid UTF-8, carried as a JSON string.
+	EncodingUTF8 = "utf8"
+	// EncodingBase64: any bytes, carried as standard, padded base64.
+	EncodingBase64 = "base64"
+)
+
+// MaxStackTrace is how many characters (runes) of Entry.StackTrace the
+// envelope keeps.
+const MaxStackTrace = 500
+
+// ErrNotEnvelope is wrapped by DecodeEnvelope errors when the input is not a
+// redrive dead-letter envelope at all: not JSON, not a JSON object, or an
+// object without "original_topic". Other decoding errors mean a damaged
+// envelope.
+var ErrNotEnvelope = errors.New("not a redrive dead-letter envelope")
+
+// maxEmbedDepth bounds the nesting of a JSON value embedded as is, well
+// below the decoder's own limit, so that an embedded value never makes the
+// envelope undecodable.
+const maxEmbedDepth = 1000
+
+// EncodeEnvelope renders e as the JSON dead-letter envelope written as the
+// value of Kafka "<topic>.dlq" records:
+//
+//	{
+//	  "message_id": "…",                       // omitted when empty
+//	  "original_topic": "escrow.commands",
+//	  "original_partition": 3,                  // -1 when not a Kafka record
+//	  "original_offset": 12345,                 // -1 when not a Kafka record
+//	  "original_key": "deal_550e8400",          // null for a nil key
+//	  "original_key_encoding": "base64",        // only when the key is not UTF-8
+//	  "original_value": {"amount": 10},         // null for a nil value
+//	  "original_value_encoding": "json",        // json | utf8 | base64; omitted for a nil value
+//	  "original_headers": {"k": "v"},           // omitted for nil headers
+//	  "original_headers_encoding": {"k": "base64"}, // values that are not UTF-8
+//	  "original_binary_headers": {"<base64 name>": "<base64 value>"}, // names that are not UTF-8
+//	  "error_details": {"exception_class": "…", "message": "…", "stack_trace": "…"},
+//	  "reason": "max_retries",
+//	  "retry_count": 5,
+//	  "worker": "payout-executor",              // omitted when empty
+//	  "worker_instance": "payout-executor-1",
+//	  "source": "escrow.commands",              // omitted when empty
+//	  "first_failure_at": "2025-01-15T10:30:00Z", // RFC 3339 UTC; omitted when zero
+//	  "last_failure_at": "2025-01-15T11:45:00Z"
+//	}
+//
+// message_id, original_key_encoding, original_headers_encoding,
+// original_binary_headers, worker and source extend the envelope of the
+// design; readers that do not know them may ignore them.
+//
+// The original key, value and headers survive byte for byte. The value is
+// embedded as JSON (encoding "json") only when it is valid UTF-8, compact
+// JSON, which the envelope carries verbatim; other UTF-8 values (text,
+// pretty-printed JSON, the empty value) are JSON strings ("utf8"), and
+// everything else is base64. A key is a JSON string when it is UTF-8, else
+// base64 with "original_key_encoding"; likewise header values, marked in
+// "original_headers_encoding". The stack trace is cut to MaxStackTrace
+// characters; invalid UTF-8 in the descriptive texts (topic, message id,
+// error details, reason, worker, source) is replaced by U+FFFD.
+//
+// An embedded JSON value is carried exactly, numbers included: a payload
+// number beyond float64 range (1E400) is valid JSON, but readers that decode
+// the envelope into float64 need json.Decoder.UseNumber or equivalent.
+//
+// Tools that re-indent the envelope change the bytes of an embedded JSON
+// value; an envelope must be stored as it was written.
+//
+// EncodeEnvelope fails only for failure times outside years 0 to 9999.
+func EncodeEnvelope(e Entry) ([]byte, error) {
+	w := envelopeWriter{b: make([]byte, 0, 512+len(e.OriginalKey)*4/3+len(e.OriginalValue)*4/3)}
+	w.b = append(w.b, '{')
+	if e.MessageID != "" {
+		w.stringField("message_id", validUTF8(e.MessageID))
+	}
+	w.stringField("original_topic", validUTF8(e.OriginalTopic))
+	w.field("original_partition")
+	w.b = strconv.AppendInt(w.b, int64(e.OriginalPartition), 10)
+	w.field("original_offset")
+	w.b = strconv.AppendInt(w.b, e.OriginalOffset, 10)
+
+	w.field("original_key")
+	switch {
+	case e.OriginalKey == nil:
+		w.b = append(w.b, "null"...)
+	case utf8.Valid(e.OriginalKey):
+		w.b = appendString(w.b, e.OriginalKey)
+	default:
+		w.b = appendBase64(w.b, e.OriginalKey)
+		w.stringField("original_key_encoding", EncodingBase64)
+	}
+
+	w.field("original_value")
+	if e.OriginalValue == nil {
+		w.b = append(w.b, "null"...)
+	} else {
+		enc := valueEncoding(e.OriginalValue)
+		switch enc {
+		case EncodingJSON:
+			w.b = append(w.b, e.OriginalValue...)
+		case EncodingUTF8:
+			w.b = appendString(w.b, e.OriginalValue)
+		default:
+			w.b = appendBase64(w.b, e.OriginalValue)
+		}
+		w.stringField("original_value_encoding", enc)
+	}
+
+	if e.OriginalHeaders != nil {
+		w.headers(e.OriginalHeaders)
+	}
+
+	w.field("error_details")
+	inner := envelopeWriter{b: append(w.b, '{')}
+	inner.stringField("exception_class", validUTF8(e.ErrorClass))
+	inner.stringField("message", validUTF8(e.ErrorMessage))
+	inner.stringField("stack_trace", truncateRunes(validUTF8(e.StackTrace), MaxStackTrace))
+	w.b = append(inner.b, '}')
+
+	w.stringField("reason", validUTF8(e.Reason))
+	w.field("retry_count")
+	w.b = strconv.AppendInt(w.b, int64(e.RetryCount), 10)
+	if e.Worker != "" {
+		w.stringField("worker", validUTF8(e.Worker))
+	}
+	w.stringField("worker_instance", validUTF8(e.WorkerInstance))
+	if e.Source != "" {
+		w.stringField("source", validUTF8(e.Source))
+	}
+	for _, t := range []struct {
+		name string
+		t    time.Time
+	}{{"first_failure_at", e.FirstFailureAt}, {"last_failure_at", e.LastFailureAt}} {
+		if t.t.IsZero() {
+			continue
+		}
+		u := t.t.UTC()
+		if y := u.Year(); y < 0 || y > 9999 {
+			return nil, fmt.Errorf("dlq: encode envelope: %s: year %d is outside [0, 9999]", t.name, y)
+		}
+		w.field(t.name)
+		w.b = append(w.b, '"')
+		w.b = u.AppendFormat(w.b, time.RFC3339Nano)
+		w.b = append(w.b, '"')
+	}
+	return append(w.b, '}'), nil
+}
+
+// envelopeWriter appends the members of a JSON object.
+type envelopeWriter struct {
+	b      []byte
+	fields int
+}
+
+// sep appends the comma before every member but the first.
+func (w *envelopeWriter) sep() {
+	if w.fields > 0 {
+		w.b = append(w.b, ',')
+	}
+	w.fields++
+}
+
+func (w *envelopeWriter) field(name string) {
+	w.sep()
+	w.b = appendString(w.b, name)
+	w.b = append(w.b, ':')
+}
+
+func (w *envelopeWriter) stringField(name, value string) {
+	w.field(name)
+	w.b = appendString(w.b, value)
+}
+
+// headers writes original_headers and, when needed,
+// original_headers_encoding and original_binary_headers, names sorted.
+func (w *envelopeWriter) headers(h map[string]string) {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+
+	var base64Values, binaryNames []string
+	w.field("original_headers")
+	obj := envelopeWriter{b: append(w.b, '{')}
+	for _, k := range names {
+		v := h[k]
+		switch {
+		case !utf8.ValidString(k):
+			binaryNames = append(binaryNames, k)
+		case utf8.ValidString(v):
+			obj.stringField(k, v)
+		default:
+			obj.field(k)
+			obj.b = appendBase64(obj.b, v)
+			base64Values = append(base64Values, k)
+		}
+	}
+	w.b = append(obj.b, '}')
+
+	if len(base64Values) > 0 {
+		w.field("original_headers_encoding")
+		obj := envelopeWriter{b: append(w.b, '{')}
+		for _, k := range base64Values {
+			obj.stringField(k, EncodingBase64)
+		}
+		w.b = append(obj.b, '}')
+	}
+	if len(binaryNames) > 0 {
+		w.field("original_binary_headers")
+		obj := envelopeWriter{b: append(w.b, '{')}
+		for _, k := range binaryNames {
+			obj.sep()
+			obj.b = append(appendBase64(obj.b, k), ':')
+			obj.b = appendBase64(obj.b, h[k])
+		}
+		w.b = append(obj.b, '}')
+	}
+}
+
+// valueEncoding picks the encoding of a non-nil value.
+func valueEncoding(v []byte) string {
+	if !utf8.Valid(v) {
+		return EncodingBase64
+	}
+	if embeddable(v) {
+		return EncodingJSON
+	}
+	return EncodingUTF8
+}
+
+// embeddable reports whether v, valid UTF-8, is JSON that the envelope can
+// carry verbatim: valid, without whitespace outside strings (what
+// json.Compact gives back unchanged) and not nested too deeply.
+func embeddable(v []byte) bool {
+	if len(v) == 0 {
+		return false
+	}
+	switch v[0] { // cheap rejection of most non-JSON payloads
+	case '{', '[', '"', 't', 'f', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+	default:
+		return false
+	}
+	depth, inString, escaped := 0, false, false
+	for _, c := range v {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			if depth++; depth > maxEmbedDepth {
+				return false
+			}
+		case '}', ']':
+			depth--
+		case ' ', '\t', '\n', '\r':
+			return false
+		}
+	}
+	return json.Valid(v)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s, valid UTF-8, as a JSON string. It escapes only
+// what JSON requires plus U+2028 and U+2029, so the text stays readable
+// ("<", "&", "é" and "/" are kept as they are).
+func appendString[S ~string | ~[]byte](b []byte, s S) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		var esc string
+		switch {
+		case c == '"':
+			esc = `\"`
+		case c == '\\':
+			esc = `\\`
+		case c == '\n':
+			esc = `\n`
+		case c == '\r':
+			esc = `\r`
+		case c == '\t':
+			esc = `\t`
+		case c < 0x20:
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			start = i + 1
+			continue
+		case c == 0xE2 && i+2 < len(s) && s[i+1] == 0x80 && s[i+2]&^1 == 0xA8:
+			// U+2028 and U+2029 are valid JSON but break JavaScript.
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[s[i+2]&0xF])
+			i += 2
+			start = i + 1
+			continue
+		default:
+			continue
+		}
+		b = append(b, s[start:i]...)
+		b = append(b, esc...)
+		start = i + 1
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendBase64 appends s as a JSON string of standard, padded base64.
+func appendBase64[S ~string | ~[]byte](b []byte, s S) []byte {
+	b = append(b, '"')
+	b = base64.StdEncoding.AppendEncode(b, []byte(s))
+	return append(b, '"')
+}
+
+func validUTF8(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+
+// truncateRunes cuts s to at most n runes.
+func truncateRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
+		}
+		i++
+	}
+	return s
+}
+
+// rawEnvelope is the envelope as DecodeEnvelope reads it; pointers tell an
+// absent member from a zero one.
+type rawEnvelope struct {
+	MessageID               string            `json:"message_id"`
+	OriginalTopic           *string           `json:"original_topic"`
+	OriginalPartition       *int32            `json:"original_partition"`
+	OriginalOffset          *int64            `json:"original_offset"`
+	OriginalKey             *string           `json:"original_key"`
+	OriginalKeyEncoding     string            `json:"original_key_encoding"`
+	OriginalValue           json.RawMessage   `json:"original_value"`
+	OriginalValueEncoding   string            `json:"original_value_encoding"`
+	OriginalHeaders         map[string]string `json:"original_headers"`
+	OriginalHeadersEncoding map[string]string `json:"original_headers_encoding"`
+	OriginalBinaryHeaders   map[string]string `json:"original_binary_headers"`
+	ErrorDetails            struct {
+		ExceptionClass string `json:"exception_class"`
+		Message        string `json:"message"`
+		StackTrace     string `json:"stack_trace"`
+	} `json:"error_details"`
+	Reason         string `json:"reason"`
+	RetryCount     int    `json:"retry_count"`
+	Worker         string `json:"worker"`
+	WorkerInstance string `json:"worker_instance"`
+	Source         string `json:"source"`
+	FirstFailureAt string `json:"first_failure_at"`
+	LastFailureAt  string `json:"last_failure_at"`
+}
+
+// DecodeEnvelope parses an envelope written by EncodeEnvelope (or by hand,
+// following the same format) back into an Entry, with the original key,
+// value and headers byte for byte. Absent original_partition and
+// original_offset read as -1. Unknown members are ignored; unknown encodings
+// are errors. When data is not an envelope at all the error wraps
+// ErrNotEnvelope.
+func DecodeEnvelope(data []byte) (Entry, error) {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return Entry{}, fmt.Errorf("dlq: decode envelope: %w: not a JSON object", ErrNotEnvelope)
+	}
+	var raw rawEnvelope
+	err := json.Unmarshal(data, &raw)
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &syntaxErr):
+		return Entry{}, fmt.Errorf("dlq: decode envelope: %w: %w", ErrNotEnvelope, err)
+	case raw.OriginalTopic == nil:
+		if err != nil {
+			return Entry{}, fmt.Errorf("dlq: decode envelope: %w: %w", ErrNotEnvelope, err)
+		}
+		return Entry{}, fmt.Errorf("dlq: decode envelope: %w: no original_topic", ErrNotEnvelope)
+	case err != nil:
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return Entry{}, fmt.Errorf("dlq: decode envelope: %s: %w", typeErr.Field, err)
+		}
+		return Entry{}, fmt.Errorf("dlq: decode envelope: %w", err)
+	}
+
+	e := Entry{
+		MessageID:         raw.MessageID,
+		OriginalTopic:     *raw.OriginalTopic,
+		OriginalPartition: -1,
+		OriginalOffset:    -1,
+		ErrorClass:        raw.ErrorDetails.ExceptionClass,
+		ErrorMessage:      raw.ErrorDetails.Message,
+		StackTrace:        raw.ErrorDetails.StackTrace,
+		Reason:            raw.Reason,
+		RetryCount:        raw.RetryCount,
+		Worker:            raw.Worker,
+		WorkerInstance:    raw.WorkerInstance,
+		Source:            raw.Source,
+	}
+	if raw.OriginalPartition != nil {
+		e.OriginalPartition = *raw.OriginalPartition
+	}
+	if raw.OriginalOffset != nil {
+		e.OriginalOffset = *raw.OriginalOffset
+	}
+	if e.RetryCount < 0 {
+		return Entry{}, fmt.Errorf("dlq: decode envelope: retry_count: %d is negative", e.RetryCount)
+	}
+	if e.OriginalKey, err = decodeKey(raw.OriginalKey, raw.OriginalKeyEncoding); err != nil {
+		return Entry{}, fmt.Errorf("dlq: decode envelope: original_key: %w", err)
+	}
+	if e.OriginalValue, err = decodeValue(raw.OriginalValue, raw.OriginalValueEncoding); err != nil {
+		return Entry{}, fmt.Errorf("dlq: decode envelope: original_value: %w", err)
+	}
+	if e.OriginalHeaders, err = decodeHeaders(&raw); err != nil {
+		return Entry{}, fmt.Errorf("dlq: decode envelope: %w", err)
+	}
+	if e.FirstFailureAt, err = decodeTime(raw.FirstFailureAt); err != nil {
+		return Entry{}, fmt.Errorf("dlq: decode envelope: first_failure_at: %w", err)
+	}
+	if e.LastFailureAt, err = decodeTime(raw.LastFailureAt); err != nil {
+		return Entry{}, fmt.Errorf("dlq: decode envelope: last_failure_at: %w", err)
+	}
+	return e, nil
+}
+
+func decodeKey(key *string, enc string) ([]byte, error) {
+	switch enc {
+	case "", EncodingUTF8, EncodingBase64:
+	default:
+		return nil, fmt.Errorf("unknown encoding %q", enc)
+	}
+	if key == nil {
+		return nil, nil
+	}
+	if enc == EncodingBase64 {
+		return decodeBase64(*key)
+	}
+	return []byte(*key), nil
+}
+
+func decodeValue(v json.RawMessage, enc string) ([]byte, error) {
+	isNull := len(v) == 0 || string(v) == "null"
+	switch enc {
+	case "":
+		if !isNull {
+			return nil, errors.New("original_value_encoding is missing")
+		}
+		return nil, nil
+	case EncodingJSON:
+		if len(v) == 0 {
+			return nil, errors.New("missing")
+		}
+		return slices.Clip(v), nil
+	case EncodingUTF8, EncodingBase64:
+		if len(v) == 0 || v[0] != '"' {
+			return nil, fmt.Errorf("encoding %s needs a JSON string", enc)
+		}
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return nil, err
+		}
+		if enc == EncodingBase64 {
+			return decodeBase64(s)
+		}
+		return []byte(s), nil
+	default:
+		return nil, fmt.Errorf("unknown original_value_encoding %q", enc)
+	}
+}
+
+func decodeHeaders(raw *rawEnvelope) (map[string]string, error) {
+	for k := range raw.OriginalHeadersEncoding {
+		if _, ok := raw.OriginalHeaders[k]; !ok {
+			return nil, fmt.Errorf("original_headers_encoding: header %q is not in original_headers", k)
+		}
+	}
+	h := raw.OriginalHeaders
+	for k, v := range h {
+		switch enc := raw.OriginalHeadersEncoding[k]; enc {
+		case "", EncodingUTF8:
+		case EncodingBase64:
+			b, err := decodeBase64(v)
+			if err != nil {
+				return nil, fmt.Errorf("original_headers: %q: %w", k, err)
+			}
+			h[k] = string(b)
+		default:
+			return nil, fmt.Errorf("original_headers_encoding: %q: unknown encoding %q", k, enc)
+		}
+	}
+	for bk, bv := range raw.OriginalBinaryHeaders {
+		k, err := decodeBase64(bk)
+		if err != nil {
+			return nil, fmt.Errorf("original_binary_headers: name %q: %w", bk, err)
+		}
+		v, err := decodeBase64(bv)
+		if err != nil {
+			return nil, fmt.Errorf("original_binary_headers: %q: %w", bk, err)
+		}
+		if h == nil {
+			h = make(map[string]string, len(raw.OriginalBinaryHeaders))
+		}
+		if _, dup := h[string(k)]; dup {
+			return nil, fmt.Errorf("original_binary_headers: %q: header %q is already in original_headers", bk, k)
+		}
+		h[string(k)] = string(v)
+	}
+	return h, nil
+}
+
+func decodeBase64(s string) ([]byte, error) {
+	b, err := base64.StdEncoding.Strict().DecodeString(s)
+	if err != nil {
+		return nil, fmt.Errorf("invalid base64: %w", err)
+	}
+	return b, nil
+}
+
+func decodeTime(s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time", s)
+	}
+	return t.UTC(), nil
+}

@@ -1,0 +1,155 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Hook is the application's own action on a new dead letter, e.g. marking
+// a job failed. The keeper calls it after the entry is stored and before
+// the message is acknowledged; an error makes the keeper offer the message
+// again later (it is not acknowledged), so DeadLettered runs at least once
+// per entry and must be idempotent. It is not called for unparseable
+// entries.
+type Hook interface {
+	DeadLettered(ctx context.Context, r Record) error
+}
+
+// HookFunc adapts a function to Hook.
+type HookFunc func(ctx context.Context, r Record) error
+
+// DeadLettered calls f.
+func (f HookFunc) DeadLettered(ctx context.Context, r Record) error { return f(ctx, r) }
+
+// KeeperConfig configures a Keeper.
+type KeeperConfig struct {
+	// Source delivers the DLQs' messages. Required.
+	Source Source
+	// Store keeps the entries. Required.
+	Store Store
+	// Broker is BrokerRabbitMQ or BrokerKafka. Required.
+	Broker string
+	// DLQs maps each DLQ name to its severity ("critical", "warning",
+	// "info"). Required, at least one.
+	DLQs map[string]string
+	// Hook, when set, is called for every new, parseable entry.
+	Hook Hook
+	// Registerer receives worker_dlq_messages_total{dlq,severity}; nil =
+	// no metrics.
+	Registerer prometheus.Registerer
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Keeper consumes every DLQ of the configured broker and stores each dead
+// letter once: decode → insert (idempotent on the message's identity) →
+// count and log → hook → only then acknowledge or commit. When the store
+// or the hook fails, nothing is acknowledged and the message is offered
+// again with back-off: nothing is lost, and several keepers may run at once.
+type Keeper struct {
+	cfg   KeeperConfig
+	log   *slog.Logger
+	total *prometheus.CounterVec
+}
+
+// NewKeeper validates cfg and registers the keeper's metric.
+func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
+	switch {
+	case cfg.Source == nil:
+		return nil, errors.New("dlq: keeper: no source")
+	case cfg.Store == nil:
+		return nil, errors.New("dlq: keeper: no store")
+	case cfg.Broker != BrokerRabbitMQ && cfg.Broker != BrokerKafka:
+		return nil, fmt.Errorf("dlq: keeper: broker %q is not %s or %s", cfg.Broker, BrokerRabbitMQ, BrokerKafka)
+	case len(cfg.DLQs) == 0:
+		return nil, errors.New("dlq: keeper: no DLQs to keep")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	k := &Keeper{cfg: cfg, log: cfg.Logger}
+	k.total = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "worker_dlq_messages_total",
+		Help: "Dead letters stored by the keeper, by DLQ and severity.",
+	}, []string{"dlq", "severity"})
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(k.total); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return nil, fmt.Errorf("dlq: keeper: register metrics: %w", err)
+			}
+			k.total = are.ExistingCollector.(*prometheus.CounterVec)
+		}
+	}
+	return k, nil
+}
+
+// Run keeps the DLQs until ctx ends.
+func (k *Keeper) Run(ctx context.Context) error {
+	names := make([]string, 0, len(k.cfg.DLQs))
+	for n := range k.cfg.DLQs {
+		names = append(names, n)
+	}
+	k.log.Info("dlq: keeper started", "broker", k.cfg.Broker, "dlqs", names)
+	return k.cfg.Source.ConsumeDeadLetters(ctx, names, k.Handle)
+}
+
+// Handle stores one dead letter and calls the hook; a nil error means the
+// message may be acknowledged. Sources call it; it is exported for sources
+// outside this package.
+func (k *Keeper) Handle(ctx context.Context, dl DeadLetter) error {
+	sev := k.cfg.DLQs[dl.DLQ]
+	if sev == "" {
+		sev = SeverityWarning
+	}
+	r := Record{Broker: k.cfg.Broker, DLQ: dl.DLQ, ID: dl.ID, Identity: dl.Identity, Entry: dl.Entry,
+		Severity: sev, ReceivedAt: k.cfg.Now()}
+	stored, inserted, err := k.cfg.Store.Insert(ctx, r)
+	if errors.Is(err, ErrIDConflict) {
+		// The id (Kafka partition-offset) belongs to an older entry of
+		// another identity: the DLQ topic was recreated. Let the store
+		// assign an id.
+		r.ID = ""
+		stored, inserted, err = k.cfg.Store.Insert(ctx, r)
+	}
+	if errors.Is(err, ErrInvalidRecord) {
+		// Never drop: keep what can be kept, raw.
+		k.log.Error("dlq: dead letter cannot be stored as read; storing it raw", "dlq", dl.DLQ, "err", err)
+		r.Entry = Entry{OriginalValue: dl.Entry.OriginalValue, Reason: ReasonUnparseable, ErrorMessage: CleanText(err.Error()),
+			OriginalPartition: -1, OriginalOffset: -1}
+		r.ID = ""
+		if r.Identity == "" {
+			r.Identity = dl.ID
+		}
+		stored, inserted, err = k.cfg.Store.Insert(ctx, r)
+	}
+	if err != nil {
+		return fmt.Errorf("dlq: keeper: store dead letter of %s: %w", dl.DLQ, err)
+	}
+	if inserted {
+		k.total.WithLabelValues(dl.DLQ, sev).Inc()
+		level := slog.LevelWarn
+		if sev == SeverityCritical {
+			level = slog.LevelError
+		}
+		e := stored.Entry
+		k.log.Log(ctx, level, "dlq: dead letter stored", "dlq", dl.DLQ, "id", stored.ID, "severity", sev,
+			"reason", e.Reason, "worker", e.Worker, "error_class", e.ErrorClass, "error", e.ErrorMessage, "message_id", e.MessageID)
+	}
+	if k.cfg.Hook != nil && stored.Entry.Reason != ReasonUnparseable && stored.Status == StatusPending {
+		if err := k.cfg.Hook.DeadLettered(ctx, stored); err != nil {
+			return fmt.Errorf("dlq: keeper: dead-letter hook for %s: %w", stored.Key(), err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,428 @@
+// Package memstore is the embedded dlq.Store of `redrive dev` and first
+// looks: no server, no cgo. Everything is held in memory by one process;
+// with a journal file (Open) every change is also appended to a JSON-lines
+// file, read back and compacted at the next Open. It is not meant for
+// production: use dlq/pgstore there.
+//
+// Limits: one process per journal (nothing stops a second one from
+// corrupting it); all records, payloads included, live in memory; listing
+// filters by scanning; the journal is written without fsync unless
+// Options.Sync is set, so a machine crash may lose the last changes (a torn
+// last line is ignored at Open); the journal grows until the next Open
+// compacts it.
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redrive/redrive/dlq"
+)
+
+// ErrClosed is returned by a Store used after Close.
+var ErrClosed = errors.New("memstore: store closed")
+
+// Options configure a Store.
+type Options struct {
+	// Sync flushes the journal to disk (fsync) after every change.
+	Sync bool
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+// Store is an in-memory dlq.Store, optionally journaled to a file.
+type Store struct {
+	opts Options
+
+	mu         sync.Mutex
+	seq        int64
+	recs       []*rec // by seq, ascending
+	byID       map[key]*rec
+	byIdentity map[key]*rec
+	audit      map[key][]dlq.AuditEntry
+	auditSeq   int64
+	journal    *journal // nil: memory only
+	closed     bool
+}
+
+var _ dlq.Store = (*Store)(nil)
+
+// key addresses a record (DLQ and id, or DLQ and identity).
+type key struct{ dlq, id string }
+
+// rec is a stored record: seq orders the listings.
+type rec struct {
+	seq int64
+	r   dlq.Record
+}
+
+// New returns an empty store held in memory only.
+func New(opts Options) *Store {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Store{
+		opts:       opts,
+		byID:       map[key]*rec{},
+		byIdentity: map[key]*rec{},
+		audit:      map[key][]dlq.AuditEntry{},
+	}
+}
+
+// Close closes the journal. The store cannot be used afterwards.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.journal != nil {
+		return s.journal.close()
+	}
+	return nil
+}
+
+func (s *Store) lock() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// Insert implements dlq.Store.
+func (s *Store) Insert(ctx context.Context, r dlq.Record) (dlq.Record, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return dlq.Record{}, false, err
+	}
+	r, err := r.PrepareInsert(s.opts.Now())
+	if err != nil {
+		return dlq.Record{}, false, fmt.Errorf("memstore: insert: %w", err)
+	}
+	if err := s.lock(); err != nil {
+		return dlq.Record{}, false, err
+	}
+	defer s.mu.Unlock()
+	if old, ok := s.byIdentity[key{r.DLQ, r.Identity}]; ok {
+		return clone(old.r), false, nil
+	}
+	if _, ok := s.byID[key{r.DLQ, r.ID}]; ok {
+		return dlq.Record{}, false, fmt.Errorf("memstore: insert %s: %w", r.Key(), dlq.ErrIDConflict)
+	}
+	n := &rec{seq: s.seq + 1, r: clone(r)}
+	if err := s.write(n, nil); err != nil {
+		return dlq.Record{}, false, fmt.Errorf("memstore: insert %s: %w", r.Key(), err)
+	}
+	s.add(n)
+	return clone(n.r), true, nil
+}
+
+// add indexes n; the caller holds mu.
+func (s *Store) add(n *rec) {
+	s.seq = max(s.seq, n.seq)
+	i, _ := slices.BinarySearchFunc(s.recs, n.seq, func(r *rec, seq int64) int { return cmp.Compare(r.seq, seq) })
+	s.recs = slices.Insert(s.recs, i, n)
+	s.byID[key{n.r.DLQ, n.r.ID}] = n
+	s.byIdentity[key{n.r.DLQ, n.r.Identity}] = n
+}
+
+// write journals the state of n and, when set, an audit row; the caller
+// holds mu.
+func (s *Store) write(n *rec, a *dlq.AuditEntry) error {
+	if s.journal == nil {
+		return nil
+	}
+	return s.journal.append(line{Rec: encodeRec(n), Audit: a}, s.opts.Sync)
+}
+
+// Get implements dlq.Store.
+func (s *Store) Get(ctx context.Context, dlqName, id string) (dlq.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return dlq.Record{}, err
+	}
+	if err := s.lock(); err != nil {
+		return dlq.Record{}, err
+	}
+	defer s.mu.Unlock()
+	n, ok := s.byID[key{dlqName, id}]
+	if !ok {
+		return dlq.Record{}, fmt.Errorf("memstore: get %s: %w", dlq.ReplayedFrom(dlqName, id), dlq.ErrNotFound)
+	}
+	return clone(n.r), nil
+}
+
+// matches reports whether r is selected by q, cursor aside.
+func matches(r *dlq.Record, q *dlq.Query) bool {
+	switch {
+	case q.DLQ != "" && r.DLQ != q.DLQ:
+		return false
+	case q.Status == "" && r.Status == dlq.StatusArchived:
+		return false
+	case q.Status != "" && r.Status != q.Status:
+		return false
+	case q.ErrorClass != "" && r.Entry.ErrorClass != dlq.CleanText(q.ErrorClass):
+		return false
+	case !q.Since.IsZero() && r.ReceivedAt.Before(q.Since):
+		return false
+	case !q.Until.IsZero() && !r.ReceivedAt.Before(q.Until):
+		return false
+	case q.Text != "" && !strings.Contains(strings.ToLower(r.Entry.ErrorMessage), strings.ToLower(dlq.CleanText(q.Text))):
+		return false
+	}
+	return true
+}
+
+// List implements dlq.Store.
+func (s *Store) List(ctx context.Context, q dlq.Query) (dlq.Page, error) {
+	if err := ctx.Err(); err != nil {
+		return dlq.Page{}, err
+	}
+	if err := q.Validate(); err != nil {
+		return dlq.Page{}, fmt.Errorf("memstore: list: %w", err)
+	}
+	var after int64 = -1
+	if q.Cursor != "" {
+		c, _ := dlq.DecodeCursor(q.Cursor) // validated
+		after = c.After
+	}
+	limit := q.PageLimit()
+	if err := s.lock(); err != nil {
+		return dlq.Page{}, err
+	}
+	defer s.mu.Unlock()
+	var page dlq.Page
+	var last int64
+	take := func(n *rec) bool {
+		if !matches(&n.r, &q) {
+			return true
+		}
+		if len(page.Records) == limit {
+			page.Next = dlq.Cursor{After: last, NewestFirst: q.NewestFirst}.Encode()
+			return false
+		}
+		page.Records = append(page.Records, clone(n.r))
+		last = n.seq
+		return true
+	}
+	i, _ := slices.BinarySearchFunc(s.recs, after, func(r *rec, seq int64) int { return cmp.Compare(r.seq, seq) })
+	if q.NewestFirst {
+		if after < 0 {
+			i = len(s.recs)
+		}
+		for j := i - 1; j >= 0 && take(s.recs[j]); j-- {
+		}
+	} else {
+		if i < len(s.recs) && s.recs[i].seq == after {
+			i++
+		}
+		for j := i; j < len(s.recs) && take(s.recs[j]); j++ {
+		}
+	}
+	return page, nil
+}
+
+// Count implements dlq.Store.
+func (s *Store) Count(ctx context.Context, q dlq.Query) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	q.Cursor = ""
+	if err := q.Validate(); err != nil {
+		return 0, fmt.Errorf("memstore: count: %w", err)
+	}
+	if err := s.lock(); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	var n int64
+	for _, r := range s.recs {
+		if matches(&r.r, &q) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Summaries implements dlq.Store.
+func (s *Store) Summaries(ctx context.Context) ([]dlq.Summary, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	sums := map[string]*dlq.Summary{}
+	live := map[string]bool{}
+	for _, n := range s.recs { // ascending: the last record seen is the newest
+		r := &n.r
+		sum := sums[r.DLQ]
+		if sum == nil {
+			sum = &dlq.Summary{DLQ: r.DLQ}
+			sums[r.DLQ] = sum
+		}
+		// Broker and severity of the newest live record, else of the
+		// newest archived one.
+		if r.Status != dlq.StatusArchived {
+			live[r.DLQ] = true
+			sum.Broker, sum.Severity = r.Broker, r.Severity
+		} else if !live[r.DLQ] {
+			sum.Broker, sum.Severity = r.Broker, r.Severity
+		}
+		if r.ReceivedAt.After(sum.LastReceived) {
+			sum.LastReceived = r.ReceivedAt
+		}
+		switch r.Status {
+		case dlq.StatusPending:
+			sum.Pending++
+			if sum.OldestPending.IsZero() || r.ReceivedAt.Before(sum.OldestPending) {
+				sum.OldestPending = r.ReceivedAt
+			}
+		case dlq.StatusReplaying:
+			sum.Replaying++
+		case dlq.StatusReplayed:
+			sum.Replayed++
+		case dlq.StatusDiscarded:
+			sum.Discarded++
+		case dlq.StatusArchived:
+			sum.Archived++
+		}
+	}
+	out := make([]dlq.Summary, 0, len(sums))
+	for _, name := range slices.Sorted(maps.Keys(sums)) {
+		out = append(out, *sums[name])
+	}
+	return out, nil
+}
+
+// Transition implements dlq.Store.
+func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return dlq.Record{}, err
+	}
+	name := dlq.ReplayedFrom(t.DLQ, t.ID)
+	if !t.To.Valid() || t.To == dlq.StatusArchived {
+		return dlq.Record{}, fmt.Errorf("memstore: transition %s: invalid target status %q", name, t.To)
+	}
+	at := t.At
+	if at.IsZero() {
+		at = s.opts.Now()
+	}
+	at = dlq.StoreTime(at)
+	if err := s.lock(); err != nil {
+		return dlq.Record{}, err
+	}
+	defer s.mu.Unlock()
+	n, ok := s.byID[key{t.DLQ, t.ID}]
+	if !ok {
+		return dlq.Record{}, fmt.Errorf("memstore: transition %s: %w", name, dlq.ErrNotFound)
+	}
+	from := n.r.Status
+	if from == dlq.StatusArchived || !slices.Contains(t.From, from) {
+		return clone(n.r), fmt.Errorf("memstore: transition %s to %s: %w: it is %s", name, t.To, dlq.ErrNotPending, from)
+	}
+	if t.IfVersion > 0 && n.r.Version != t.IfVersion {
+		return clone(n.r), fmt.Errorf("memstore: transition %s to %s: %w: it changed meanwhile (version %d, not %d)",
+			name, t.To, dlq.ErrNotPending, n.r.Version, t.IfVersion)
+	}
+	next := &rec{seq: n.seq, r: n.r}
+	next.r.Status, next.r.StatusChangedAt, next.r.StatusBy = t.To, at, t.Actor
+	next.r.Version++
+	var a *dlq.AuditEntry
+	if t.Action != "" {
+		a = &dlq.AuditEntry{
+			Seq: s.auditSeq + 1, At: at, Actor: t.Actor, Action: t.Action,
+			DLQ: t.DLQ, EntryID: t.ID, From: from, To: t.To, Reason: t.Reason,
+		}
+	}
+	if err := s.write(next, a); err != nil {
+		return dlq.Record{}, fmt.Errorf("memstore: transition %s: %w", name, err)
+	}
+	n.r = next.r
+	if a != nil {
+		s.auditSeq = a.Seq
+		s.audit[key{t.DLQ, t.ID}] = append(s.audit[key{t.DLQ, t.ID}], *a)
+	}
+	return clone(n.r), nil
+}
+
+// Audit implements dlq.Store.
+func (s *Store) Audit(ctx context.Context, dlqName, id string) ([]dlq.AuditEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	return slices.Clone(s.audit[key{dlqName, id}]), nil
+}
+
+// Archive implements dlq.Store.
+func (s *Store) Archive(ctx context.Context, dlqName string, before time.Time, limit int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if limit <= 0 {
+		return 0, nil
+	}
+	now := dlq.StoreTime(s.opts.Now())
+	if err := s.lock(); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	moved := 0
+	for _, n := range s.recs {
+		if moved == limit {
+			break
+		}
+		r := &n.r
+		if r.DLQ != dlqName || !r.ReceivedAt.Before(before) ||
+			r.Status == dlq.StatusArchived || r.Status == dlq.StatusReplaying {
+			continue
+		}
+		next := &rec{seq: n.seq, r: n.r}
+		next.r.Status, next.r.StatusChangedAt, next.r.StatusBy = dlq.StatusArchived, now, dlq.ArchiverActor
+		next.r.Version++
+		if err := s.write(next, nil); err != nil {
+			return moved, fmt.Errorf("memstore: archive %s: %w", r.Key(), err)
+		}
+		n.r = next.r
+		moved++
+	}
+	return moved, nil
+}
+
+// clone returns a deep copy of r, so that callers never share the store's
+// byte slices and maps.
+func clone(r dlq.Record) dlq.Record {
+	e := &r.Entry
+	e.OriginalKey = cloneBytes(e.OriginalKey)
+	e.OriginalValue = cloneBytes(e.OriginalValue)
+	if e.OriginalHeaders != nil {
+		e.OriginalHeaders = maps.Clone(e.OriginalHeaders)
+	}
+	return r
+}
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}

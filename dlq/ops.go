@@ -1,0 +1,260 @@
+package dlq
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/broker"
+)
+
+// Republisher puts a dead letter back on its source, byte for byte, with
+// the x-redrive-replayed-from header set to replayedFrom ("<dlq>/<id>"). It
+// returns once the broker confirmed. *rabbit.Broker implements it; so does
+// the Kafka backend.
+type Republisher interface {
+	Republish(ctx context.Context, e Entry, replayedFrom string) error
+}
+
+// ErrReasonRequired is returned by Discard without a reason (HTTP 400).
+var ErrReasonRequired = errors.New("a reason is required")
+
+// ErrReplayFailed is wrapped (with the broker's error) when the
+// Republisher refused a replay or did not confirm it in time (HTTP 502).
+// The entry is pending again.
+var ErrReplayFailed = errors.New("the broker did not take the replay")
+
+// ErrNoRepublisher is returned by Replay, ReplayAll and Reconcile of an Ops
+// built without a Republisher (a read-only Ops, e.g. a CLI without broker).
+var ErrNoRepublisher = errors.New("dlq: no republisher configured: replay needs a broker")
+
+// DefaultRetention is the retention of a DLQ without one configured.
+const DefaultRetention = 30 * 24 * time.Hour
+
+// Policy is a DLQ's settings, from the workers' dlq configuration.
+type Policy struct {
+	// Severity: SeverityCritical, SeverityWarning (default) or
+	// SeverityInfo. Critical DLQs are never archived automatically.
+	Severity string
+	// Retention is how long records are kept before the archiver moves
+	// them to the archive: 0 = DefaultRetention; broker.Forever (-1) =
+	// never.
+	Retention time.Duration
+}
+
+// OpsConfig configures Ops.
+type OpsConfig struct {
+	// Store is required.
+	Store Store
+	// Republisher replays entries; nil makes a read-only Ops whose replays
+	// fail with ErrNoRepublisher.
+	Republisher Republisher
+	// Policies maps DLQ names to their settings. DLQs without one use
+	// Policy{} (warning, DefaultRetention), with the severity of their
+	// newest record. Several workers sharing one Kafka "<topic>.dlq"
+	// should be merged by the caller (highest severity, longest
+	// retention).
+	Policies map[string]Policy
+	// Registerer, when set, gets worker_dlq_replayed_total{dlq} and
+	// redrive_dlq_pending{dlq}. Never the global default unless passed.
+	Registerer prometheus.Registerer
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// ReplayTimeout bounds one Republish call; default 30 s.
+	ReplayTimeout time.Duration
+	// ReconcileAfter is how long an entry must have been replaying before
+	// Reconcile takes it for abandoned by a crash; default 2 min. It must
+	// exceed ReplayTimeout, so that a replay in progress in another
+	// instance is not replayed twice.
+	ReconcileAfter time.Duration
+	// Intervals of Run: reconcile (default 1 min), archive (default 1 h),
+	// pending gauge refresh (default 15 s).
+	ReconcileInterval time.Duration
+	ArchiveInterval   time.Duration
+	MetricsInterval   time.Duration
+	// Now is the clock; default time.Now. For tests.
+	Now func() time.Time
+}
+
+// Ops are the dead-letter operations of the admin API, the CLI and the
+// daemon: list, show, replay, replay-all, discard, reconcile, archive. Every
+// replay and discard changes the status and writes an audit row in one
+// transaction. Ops is safe for concurrent use.
+type Ops struct {
+	store    Store
+	pub      Republisher
+	policies map[string]Policy
+	log      *slog.Logger
+	metrics  *metrics
+	now      func() time.Time
+
+	replayTimeout     time.Duration
+	reconcileAfter    time.Duration
+	reconcileInterval time.Duration
+	archiveInterval   time.Duration
+	metricsInterval   time.Duration
+}
+
+// NewOps checks cfg and returns its Ops, with its metrics registered on
+// cfg.Registerer.
+func NewOps(cfg OpsConfig) (*Ops, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("dlq: new ops: no store")
+	}
+	o := &Ops{
+		store:             cfg.Store,
+		pub:               cfg.Republisher,
+		policies:          make(map[string]Policy, len(cfg.Policies)),
+		log:               cfg.Logger,
+		now:               cfg.Now,
+		replayTimeout:     orDefault(cfg.ReplayTimeout, 30*time.Second),
+		reconcileAfter:    orDefault(cfg.ReconcileAfter, 2*time.Minute),
+		reconcileInterval: orDefault(cfg.ReconcileInterval, time.Minute),
+		archiveInterval:   orDefault(cfg.ArchiveInterval, time.Hour),
+		metricsInterval:   orDefault(cfg.MetricsInterval, 15*time.Second),
+	}
+	if o.log == nil {
+		o.log = slog.Default()
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	if o.reconcileAfter <= o.replayTimeout {
+		return nil, fmt.Errorf("dlq: new ops: reconcile after (%s) must exceed the replay timeout (%s)", o.reconcileAfter, o.replayTimeout)
+	}
+	for name, p := range cfg.Policies {
+		switch p.Severity {
+		case "":
+			p.Severity = SeverityWarning
+		case SeverityCritical, SeverityWarning, SeverityInfo:
+		default:
+			return nil, fmt.Errorf("dlq: new ops: policy of %q: severity %q is not critical, warning or info", name, p.Severity)
+		}
+		if p.Retention < 0 && p.Retention != broker.Forever {
+			return nil, fmt.Errorf("dlq: new ops: policy of %q: negative retention %s", name, p.Retention)
+		}
+		o.policies[name] = p
+	}
+	if cfg.Registerer != nil {
+		m, err := newMetrics(cfg.Registerer)
+		if err != nil {
+			return nil, fmt.Errorf("dlq: new ops: %w", err)
+		}
+		o.metrics = m
+	}
+	return o, nil
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// Store returns the store Ops works on.
+func (o *Ops) Store() Store { return o.store }
+
+// Policy returns the settings of dlq: its configured Policy with defaults
+// filled in (severity warning, retention DefaultRetention), and whether
+// it is configured.
+func (o *Ops) Policy(dlq string) (Policy, bool) {
+	p, ok := o.policies[dlq]
+	if p.Severity == "" {
+		p.Severity = SeverityWarning
+	}
+	if p.Retention == 0 {
+		p.Retention = DefaultRetention
+	}
+	return p, ok
+}
+
+// DLQInfo is a DLQ as the admin API lists it: the store's summary and the
+// configured policy.
+type DLQInfo struct {
+	Summary
+	// Retention is the effective retention (broker.Forever = never
+	// archived).
+	Retention time.Duration
+	// Configured tells a DLQ of the configuration from one only known by
+	// its records.
+	Configured bool
+}
+
+// DLQs lists every DLQ that is configured or holds records, sorted by
+// name, with counts by status. A configured severity wins over the
+// records'.
+func (o *Ops) DLQs(ctx context.Context) ([]DLQInfo, error) {
+	sums, err := o.store.Summaries(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("dlq: list dlqs: %w", err)
+	}
+	seen := make(map[string]bool, len(sums))
+	out := make([]DLQInfo, 0, len(sums)+len(o.policies))
+	for _, s := range sums {
+		seen[s.DLQ] = true
+		p, ok := o.Policy(s.DLQ)
+		if ok || s.Severity == "" {
+			s.Severity = p.Severity
+		}
+		out = append(out, DLQInfo{Summary: s, Retention: p.Retention, Configured: ok})
+	}
+	for name := range o.policies {
+		if seen[name] {
+			continue
+		}
+		p, _ := o.Policy(name)
+		out = append(out, DLQInfo{Summary: Summary{DLQ: name, Severity: p.Severity}, Retention: p.Retention, Configured: true})
+	}
+	slices.SortFunc(out, func(a, b DLQInfo) int { return cmp.Compare(a.DLQ, b.DLQ) })
+	return out, nil
+}
+
+// Known reports whether dlq is configured or holds records (live or
+// archived).
+func (o *Ops) Known(ctx context.Context, dlq string) (bool, error) {
+	if _, ok := o.policies[dlq]; ok {
+		return true, nil
+	}
+	for _, st := range []Status{"", StatusArchived} {
+		n, err := o.store.Count(ctx, Query{DLQ: dlq, Status: st})
+		if err != nil {
+			return false, fmt.Errorf("dlq: look up dlq %q: %w", dlq, err)
+		}
+		if n > 0 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// List returns one page of the records q selects (see Query).
+func (o *Ops) List(ctx context.Context, q Query) (Page, error) {
+	if err := q.Validate(); err != nil {
+		return Page{}, err
+	}
+	p, err := o.store.List(ctx, q)
+	if err != nil {
+		return Page{}, fmt.Errorf("dlq: list %q: %w", q.DLQ, err)
+	}
+	return p, nil
+}
+
+// Show returns entry id of dlq with its audit trail, oldest first.
+func (o *Ops) Show(ctx context.Context, dlq, id string) (Record, []AuditEntry, error) {
+	r, err := o.store.Get(ctx, dlq, id)
+	if err != nil {
+		return Record{}, nil, fmt.Errorf("dlq: show %s: %w", ReplayedFrom(dlq, id), err)
+	}
+	trail, err := o.store.Audit(ctx, dlq, id)
+	if err != nil {
+		return Record{}, nil, fmt.Errorf("dlq: show %s: audit: %w", ReplayedFrom(dlq, id), err)
+	}
+	return r, trail, nil
+}

@@ -1,0 +1,219 @@
+package dlq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ReconcileActor is the actor of the audit rows Reconcile writes.
+const ReconcileActor = "redrive-reconciler"
+
+// MaxReasonLen bounds a discard reason and the error text of a
+// replay_failed audit row.
+const MaxReasonLen = 1024
+
+// settleTimeout bounds recording the outcome of a replay once the broker
+// answered, even when the caller's context has ended.
+const settleTimeout = 15 * time.Second
+
+// Replay republishes entry id of dlq to its source and marks it replayed,
+// with an audit row by actor, in three steps: the entry is marked replaying
+// (the intent, in a transaction), the Republisher is called, then the entry
+// is marked replayed with its audit row (in a transaction). When the broker
+// refuses or does not confirm, the entry goes back to pending with a
+// replay_failed audit row (the unconfirmed message may still have arrived).
+// A crash between the steps leaves the entry replaying, for Reconcile.
+//
+// An entry that is not pending is ErrNotPending; an unknown one
+// ErrNotFound.
+func (o *Ops) Replay(ctx context.Context, dlq, id, actor string) (Record, error) {
+	if o.pub == nil {
+		return Record{}, ErrNoRepublisher
+	}
+	actor = cleanActor(actor)
+	r, err := o.store.Transition(ctx, Transition{
+		DLQ: dlq, ID: id, From: []Status{StatusPending}, To: StatusReplaying,
+		Actor: actor, At: o.now(),
+	})
+	if err != nil {
+		return Record{}, fmt.Errorf("dlq: replay %s: %w", ReplayedFrom(dlq, id), err)
+	}
+	return o.republish(ctx, r, actor)
+}
+
+// republish calls the Republisher for r, which is replaying, and records
+// the outcome.
+func (o *Ops) republish(ctx context.Context, r Record, actor string) (Record, error) {
+	key := r.Key()
+	pctx, cancel := context.WithTimeout(ctx, o.replayTimeout)
+	err := o.pub.Republish(pctx, r.Entry, key)
+	cancel()
+
+	// The broker has answered: record the outcome even if ctx just ended.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	if err != nil {
+		_, terr := o.store.Transition(sctx, Transition{
+			DLQ: r.DLQ, ID: r.ID, From: []Status{StatusReplaying}, To: StatusPending, IfVersion: r.Version,
+			Actor: actor, Action: ActionReplayFailed, Reason: clip(err.Error()), At: o.now(),
+		})
+		if terr != nil {
+			o.log.Error("dlq: replay failed and the entry could not be set back to pending; the reconciler will replay it",
+				"entry", key, "error", err, "store_error", terr)
+		}
+		return Record{}, fmt.Errorf("dlq: replay %s: %w: %w", key, ErrReplayFailed, err)
+	}
+	done, err := o.store.Transition(sctx, Transition{
+		DLQ: r.DLQ, ID: r.ID, From: []Status{StatusReplaying}, To: StatusReplayed, IfVersion: r.Version,
+		Actor: actor, Action: ActionReplay, At: o.now(),
+	})
+	if err != nil {
+		o.log.Error("dlq: entry republished but not marked replayed; the reconciler will replay it again",
+			"entry", key, "error", err)
+		return Record{}, fmt.Errorf("dlq: replay %s: republished, but recording it failed (the reconciler will replay it again): %w", key, err)
+	}
+	o.metrics.replayed(r.DLQ)
+	o.log.Info("dlq: replayed", "entry", key, "actor", actor, "source", r.Entry.Source)
+	return done, nil
+}
+
+// Discard gives up on entry id of dlq: it becomes discarded, with an audit
+// row by actor giving reason, in one transaction. An empty reason is
+// ErrReasonRequired; an entry that is not pending ErrNotPending; an unknown
+// one ErrNotFound.
+func (o *Ops) Discard(ctx context.Context, dlq, id, actor, reason string) (Record, error) {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return Record{}, fmt.Errorf("dlq: discard %s: %w", ReplayedFrom(dlq, id), ErrReasonRequired)
+	}
+	actor = cleanActor(actor)
+	r, err := o.store.Transition(ctx, Transition{
+		DLQ: dlq, ID: id, From: []Status{StatusPending}, To: StatusDiscarded,
+		Actor: actor, Action: ActionDiscard, Reason: clip(reason), At: o.now(),
+	})
+	if err != nil {
+		return Record{}, fmt.Errorf("dlq: discard %s: %w", ReplayedFrom(dlq, id), err)
+	}
+	o.log.Info("dlq: discarded", "entry", r.Key(), "actor", actor, "reason", reason)
+	return r, nil
+}
+
+// Reconcile finishes replays interrupted by a crash: every entry that has
+// been replaying for longer than ReconcileAfter is claimed (so that two
+// instances never take the same one), republished, and marked replayed
+// with an audit row of action reconcile saying that the message may have
+// been delivered twice. Delivery stays at least once: an entry is never
+// lost, and never replayed twice without an audit row saying so. Entries
+// whose replay fails again stay replaying for the next pass. Call it at
+// start (Run does, then periodically). It returns how many entries it
+// replayed.
+func (o *Ops) Reconcile(ctx context.Context) (int, error) {
+	if o.pub == nil {
+		return 0, ErrNoRepublisher
+	}
+	cutoff := o.now().Add(-o.reconcileAfter)
+	q := Query{Status: StatusReplaying, Limit: 100}
+	var (
+		n    int
+		errs []error
+	)
+	for {
+		page, err := o.store.List(ctx, q)
+		if err != nil {
+			return n, fmt.Errorf("dlq: reconcile: %w", err)
+		}
+		for _, r := range page.Records {
+			if r.StatusChangedAt.After(cutoff) {
+				continue // a replay in progress, maybe in another instance
+			}
+			ok, err := o.reconcileOne(ctx, r)
+			if err != nil {
+				errs = append(errs, err)
+				if ctx.Err() != nil {
+					return n, fmt.Errorf("dlq: reconcile: %w", errors.Join(errs...))
+				}
+				continue
+			}
+			if ok {
+				n++
+			}
+		}
+		if page.Next == "" {
+			break
+		}
+		q.Cursor = page.Next
+	}
+	if len(errs) > 0 {
+		return n, fmt.Errorf("dlq: reconcile: %d entries still replaying: %w", len(errs), errors.Join(errs...))
+	}
+	return n, nil
+}
+
+// reconcileOne claims r and replays it; false when another instance
+// claimed it first.
+func (o *Ops) reconcileOne(ctx context.Context, r Record) (bool, error) {
+	claimed, err := o.store.Transition(ctx, Transition{
+		DLQ: r.DLQ, ID: r.ID, From: []Status{StatusReplaying}, To: StatusReplaying, IfVersion: r.Version,
+		Actor: ReconcileActor, At: o.now(),
+	})
+	if errors.Is(err, ErrNotPending) || errors.Is(err, ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("claim %s: %w", r.Key(), err)
+	}
+	key := r.Key()
+	pctx, cancel := context.WithTimeout(ctx, o.replayTimeout)
+	err = o.pub.Republish(pctx, r.Entry, key)
+	cancel()
+	if err != nil {
+		o.log.Warn("dlq: reconcile: replay failed again; the entry stays replaying", "entry", key, "error", err)
+		return false, fmt.Errorf("replay %s: %w: %w", key, ErrReplayFailed, err)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	reason := fmt.Sprintf("replay by %s at %s was interrupted before it was recorded; replayed again: the message may have been delivered twice",
+		orUnknown(r.StatusBy), r.StatusChangedAt.UTC().Format(time.RFC3339))
+	if _, err := o.store.Transition(sctx, Transition{
+		DLQ: r.DLQ, ID: r.ID, From: []Status{StatusReplaying}, To: StatusReplayed, IfVersion: claimed.Version,
+		Actor: ReconcileActor, Action: ActionReconcile, Reason: reason, At: o.now(),
+	}); err != nil {
+		return false, fmt.Errorf("record replay of %s: %w", key, err)
+	}
+	o.metrics.replayed(r.DLQ)
+	o.log.Warn("dlq: reconciled an interrupted replay (possible duplicate)", "entry", key, "requested_by", r.StatusBy)
+	return true, nil
+}
+
+// cleanActor makes actor storable; "unknown" when empty.
+func cleanActor(actor string) string {
+	actor = strings.TrimSpace(CleanText(actor))
+	if len(actor) > 128 {
+		actor = truncateBytes(actor, 128)
+	}
+	return orUnknown(actor)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// clip makes s a storable reason of at most MaxReasonLen bytes.
+func clip(s string) string { return truncateBytes(CleanText(s), MaxReasonLen) }
+
+// truncateBytes cuts s to at most n bytes on a rune boundary.
+func truncateBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}

@@ -1,0 +1,85 @@
+package dlq_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/memstore"
+)
+
+func TestNewOpsChecksConfig(t *testing.T) {
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+	tests := []struct {
+		name string
+		cfg  dlq.OpsConfig
+		want string
+	}{
+		{"no store", dlq.OpsConfig{}, "no store"},
+		{"bad severity", dlq.OpsConfig{Store: s, Policies: map[string]dlq.Policy{"a.dlq": {Severity: "urgent"}}}, "severity"},
+		{"bad retention", dlq.OpsConfig{Store: s, Policies: map[string]dlq.Policy{"a.dlq": {Retention: -2}}}, "retention"},
+		{"reconcile before timeout", dlq.OpsConfig{Store: s, ReplayTimeout: time.Minute, ReconcileAfter: time.Second}, "reconcile"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := dlq.NewOps(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("NewOps = %v, want an error about %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// Run reconciles at start, then stops when its context ends.
+func TestRunReconcilesAtStart(t *testing.T) {
+	ctx := context.Background()
+	s := memstore.New(memstore.Options{})
+	defer s.Close()
+	r, _, err := s.Insert(ctx, dlq.Record{Broker: dlq.BrokerKafka, DLQ: "run.dlq", ID: "0-1", Entry: dlq.Entry{Source: "run"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Transition(ctx, dlq.Transition{DLQ: r.DLQ, ID: r.ID, From: []dlq.Status{dlq.StatusPending}, To: dlq.StatusReplaying, Actor: "x", At: time.Now().Add(-time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	pub := republisherFunc(func(context.Context, dlq.Entry, string) error { return nil })
+	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: pub, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- ops.Run(rctx) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, err := s.Get(ctx, r.DLQ, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status == dlq.StatusReplayed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Run did not reconcile: entry is %s", got.Status)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Run = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+type republisherFunc func(ctx context.Context, e dlq.Entry, from string) error
+
+func (f republisherFunc) Republish(ctx context.Context, e dlq.Entry, from string) error {
+	return f(ctx, e, from)
+}

@@ -1,0 +1,129 @@
+// Package pgstore is the production dlq.Store, on PostgreSQL through
+// github.com/jackc/pgx/v5 (pgxpool).
+//
+// Open applies the schema migrations embedded in the binary
+// (migrations/NNNN_name.sql, recorded in a schema_migrations table) in one
+// transaction under an advisory lock, so several instances may start at
+// once. Tables: dlq_entries (live records), dlq_entries_archive (records
+// past retention) and audit_log (every replay and discard, written in the
+// transaction of the status change). Every statement is parameterised.
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/redrive/redrive/dlq"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Schema, when set, holds the tables: it is created when missing and
+	// is the search_path of every connection. Lower-case letters, digits
+	// and underscores, starting with a letter or underscore. Empty = the
+	// URL's search_path (normally "public").
+	Schema string
+	// MaxConns bounds the pool; 0 = pgxpool's default (or the URL's
+	// pool_max_conns).
+	MaxConns int32
+	// ConnectTimeout bounds Open's first connection when ctx has no
+	// deadline; default 10 s.
+	ConnectTimeout time.Duration
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+	// Now is the clock of received and status-change times; default
+	// time.Now.
+	Now func() time.Time
+}
+
+// Store is a dlq.Store on PostgreSQL.
+type Store struct {
+	pool *pgxpool.Pool
+	log  *slog.Logger
+	now  func() time.Time
+}
+
+var _ dlq.Store = (*Store)(nil)
+
+var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+// Open connects to the database at databaseURL (a postgres:// URL or a
+// key=value DSN), applies the migrations and returns the store. An
+// unreachable database is an error naming the URL with its password
+// masked.
+func Open(ctx context.Context, databaseURL string, opts Options) (*Store, error) {
+	if opts.Schema != "" && !schemaName.MatchString(opts.Schema) {
+		return nil, fmt.Errorf("pgstore: schema %q is not a lower-case identifier", opts.Schema)
+	}
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: database url %s: %w", MaskURL(databaseURL), errors.Unwrap(err))
+	}
+	if opts.Schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	s := &Store{log: opts.Logger, now: opts.Now}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		timeout := opts.ConnectTimeout
+		if timeout <= 0 {
+			timeout = 10 * time.Second
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: connect to %s: %w", MaskURL(databaseURL), err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pgstore: connect to %s: %w", MaskURL(databaseURL), err)
+	}
+	if err := s.migrate(ctx, pool, opts.Schema); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.pool = pool
+	return s, nil
+}
+
+// Pool returns the store's connection pool (for health checks).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Close closes the pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+var dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
+
+// MaskURL hides the password of a database URL or DSN for logs and errors.
+func MaskURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "***")
+			u.RawQuery = q.Encode()
+		}
+		return u.Redacted()
+	}
+	return dsnPassword.ReplaceAllString(raw, "${1}***")
+}

@@ -1,0 +1,110 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/dlq"
+)
+
+// Transition implements dlq.Store: in one transaction, the record is locked
+// (SELECT … FOR UPDATE), checked, updated, and the audit row inserted.
+func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, error) {
+	name := dlq.ReplayedFrom(t.DLQ, t.ID)
+	if !t.To.Valid() || t.To == dlq.StatusArchived {
+		return dlq.Record{}, fmt.Errorf("pgstore: transition entry %q: invalid target status %q", name, t.To)
+	}
+	at := t.At
+	if at.IsZero() {
+		at = s.now()
+	}
+	at = dlq.StoreTime(at)
+
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return dlq.Record{}, fmt.Errorf("pgstore: transition entry %q: begin: %w", name, err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	cur, err := get(ctx, tx, t.DLQ, t.ID, true)
+	if err != nil {
+		return dlq.Record{}, fmt.Errorf("pgstore: transition entry %q: %w", name, err)
+	}
+	from := cur.Status
+	if from == dlq.StatusArchived || !slices.Contains(t.From, from) {
+		return cur, fmt.Errorf("pgstore: transition entry %q to %s: %w: it is %s", name, t.To, dlq.ErrNotPending, from)
+	}
+	if t.IfVersion > 0 && cur.Version != t.IfVersion {
+		return cur, fmt.Errorf("pgstore: transition entry %q to %s: %w: it changed meanwhile (version %d, not %d)",
+			name, t.To, dlq.ErrNotPending, cur.Version, t.IfVersion)
+	}
+	_, r, err := scanRecord(tx.QueryRow(ctx, `UPDATE dlq_entries
+		SET status = $3, status_changed_at = $4, status_by = $5, version = version + 1
+		WHERE dlq = $1 AND id = $2
+		RETURNING `+liveCols, t.DLQ, t.ID, string(t.To), at, t.Actor))
+	if err != nil {
+		return dlq.Record{}, fmt.Errorf("pgstore: transition entry %q: update: %w", name, err)
+	}
+	if t.Action != "" {
+		if _, err := tx.Exec(ctx, `INSERT INTO audit_log (at, actor, action, dlq, entry_id, from_status, to_status, reason)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			at, t.Actor, t.Action, t.DLQ, t.ID, string(from), string(t.To), t.Reason); err != nil {
+			return dlq.Record{}, fmt.Errorf("pgstore: transition entry %q: audit: %w", name, err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return dlq.Record{}, fmt.Errorf("pgstore: transition entry %q: commit: %w", name, err)
+	}
+	return r, nil
+}
+
+// Audit implements dlq.Store.
+func (s *Store) Audit(ctx context.Context, dlqName, id string) ([]dlq.AuditEntry, error) {
+	rows, err := s.pool.Query(ctx, `SELECT seq, at, actor, action, dlq, entry_id, from_status, to_status, reason
+		FROM audit_log WHERE dlq = $1 AND entry_id = $2 ORDER BY seq`, dlqName, id)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: audit of %q: %w", dlq.ReplayedFrom(dlqName, id), err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (dlq.AuditEntry, error) {
+		var a dlq.AuditEntry
+		var from, to string
+		err := row.Scan(&a.Seq, &a.At, &a.Actor, &a.Action, &a.DLQ, &a.EntryID, &from, &to, &a.Reason)
+		a.At, a.From, a.To = a.At.UTC(), dlq.Status(from), dlq.Status(to)
+		return a, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: audit of %q: %w", dlq.ReplayedFrom(dlqName, id), err)
+	}
+	return out, nil
+}
+
+// movedCols are the columns copied to the archive; the version counts the
+// move.
+var movedCols = strings.ReplaceAll(liveCols, "version,", "version + 1,")
+
+// Archive implements dlq.Store in one statement: the rows are picked
+// (skipping any locked by a transition in progress), deleted and inserted
+// into the archive atomically.
+func (s *Store) Archive(ctx context.Context, dlqName string, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	tag, err := s.pool.Exec(ctx, `WITH moved AS (
+			DELETE FROM dlq_entries WHERE seq IN (
+				SELECT seq FROM dlq_entries
+				WHERE dlq = $1 AND received_at < $2 AND status <> 'replaying'
+				ORDER BY seq LIMIT $3
+				FOR UPDATE SKIP LOCKED)
+			RETURNING `+liveCols+`)
+		INSERT INTO dlq_entries_archive (`+liveCols+`, archived_at)
+		SELECT `+movedCols+`, $4 FROM moved`,
+		dlqName, dlq.StoreTime(before), limit, dlq.StoreTime(s.now()))
+	if err != nil {
+		return 0, fmt.Errorf("pgstore: archive %q: %w", dlqName, err)
+	}
+	return int(tag.RowsAffected()), nil
+}

@@ -1,0 +1,313 @@
+// Package storetest is the conformance suite of dlq.Store implementations:
+// idempotent and concurrent inserts, paging and filters, status
+// transitions with their audit rows, and the operations of dlq.Ops on top
+// (replay, replay-all, discard, reconcile, archive). Each store's tests run
+// it:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) dlq.Store { return newStore(t) })
+//	}
+//
+// newStore must return an empty store and arrange its cleanup.
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/dlq"
+)
+
+// Run runs every conformance test, each on a store of its own from
+// newStore. The subtests run in parallel.
+func Run(t *testing.T, newStore func(t *testing.T) dlq.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, s dlq.Store)
+	}{
+		{"InsertRoundTrip", testInsertRoundTrip},
+		{"InsertIdempotent", testInsertIdempotent},
+		{"InsertConcurrent", testInsertConcurrent},
+		{"InsertIDs", testInsertIDs},
+		{"InsertInvalid", testInsertInvalid},
+		{"InsertCleansText", testInsertCleansText},
+		{"ListPaging", testListPaging},
+		{"ListFilters", testListFilters},
+		{"ListInvalid", testListInvalid},
+		{"Summaries", testSummaries},
+		{"Transition", testTransition},
+		{"Replay", testReplay},
+		{"ReplayFailure", testReplayFailure},
+		{"ReplayConcurrent", testReplayConcurrent},
+		{"Discard", testDiscard},
+		{"Reconcile", testReconcile},
+		{"ReconcileFailure", testReconcileFailure},
+		{"ReplayAll", testReplayAll},
+		{"ReplayAllRate", testReplayAllRate},
+		{"ReplayAllStopsOnFailure", testReplayAllStopsOnFailure},
+		{"Archive", testArchive},
+		{"ArchiveExpired", testArchiveExpired},
+		{"Metrics", testMetrics},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			s := newStore(t)
+			tt.fn(t, s)
+		})
+	}
+}
+
+// base is the reference time of the records the suite inserts.
+var base = time.Date(2025, 1, 15, 10, 30, 0, 0, time.UTC)
+
+// entry returns a dead letter with a binary key, a binary value and
+// headers with a binary value.
+func entry(i int) dlq.Entry {
+	return dlq.Entry{
+		MessageID:         fmt.Sprintf("msg-%d", i),
+		OriginalTopic:     "orders",
+		OriginalPartition: -1,
+		OriginalOffset:    -1,
+		OriginalKey:       []byte{'k', 0x00, 0xff, byte(i)},
+		OriginalValue:     []byte(fmt.Sprintf("{\n  \"n\": %d,\n  \"bin\": \"\xfe\"\n}", i)),
+		OriginalHeaders:   map[string]string{"content-type": "application/json", "bin": "\x00\xff", "empty": ""},
+		ErrorClass:        "payout.BankError",
+		ErrorMessage:      fmt.Sprintf("bank rejected transfer %d", i),
+		StackTrace:        "goroutine 1 [running]:\nmain.main()",
+		Reason:            "max_retries",
+		RetryCount:        5,
+		Worker:            "billing",
+		WorkerInstance:    "billing-1",
+		Source:            "orders.billing",
+		FirstFailureAt:    base.Add(-time.Hour),
+		LastFailureAt:     base.Add(-time.Minute),
+	}
+}
+
+// record returns a RabbitMQ record of dlqName whose identity is identity,
+// received at base + i seconds.
+func record(dlqName, identity string, i int) dlq.Record {
+	return dlq.Record{
+		Broker:     dlq.BrokerRabbitMQ,
+		DLQ:        dlqName,
+		Identity:   identity,
+		Entry:      entry(i),
+		ReceivedAt: base.Add(time.Duration(i) * time.Second),
+	}
+}
+
+// mustInsert inserts r and fails unless it is new.
+func mustInsert(t *testing.T, s dlq.Store, r dlq.Record) dlq.Record {
+	t.Helper()
+	got, inserted, err := s.Insert(context.Background(), r)
+	if err != nil {
+		t.Fatalf("Insert(%s/%s): %v", r.DLQ, r.Identity, err)
+	}
+	if !inserted {
+		t.Fatalf("Insert(%s/%s): inserted = false for a new identity", r.DLQ, r.Identity)
+	}
+	return got
+}
+
+// fill inserts n records of dlqName with identities prefix-0…prefix-(n-1),
+// and returns them in insertion order.
+func fill(t *testing.T, s dlq.Store, dlqName, prefix string, n int, mod func(i int, r *dlq.Record)) []dlq.Record {
+	t.Helper()
+	out := make([]dlq.Record, 0, n)
+	for i := range n {
+		r := record(dlqName, fmt.Sprintf("%s-%d", prefix, i), i)
+		if mod != nil {
+			mod(i, &r)
+		}
+		out = append(out, mustInsert(t, s, r))
+	}
+	return out
+}
+
+// get reads a record or fails.
+func get(t *testing.T, s dlq.Store, dlqName, id string) dlq.Record {
+	t.Helper()
+	r, err := s.Get(context.Background(), dlqName, id)
+	if err != nil {
+		t.Fatalf("Get(%s, %s): %v", dlqName, id, err)
+	}
+	return r
+}
+
+// listAll pages through q and returns every record, checking that pages
+// are at most the limit and that only the last has no cursor.
+func listAll(t *testing.T, s dlq.Store, q dlq.Query) []dlq.Record {
+	t.Helper()
+	var out []dlq.Record
+	for pages := 0; ; pages++ {
+		if pages > 1000 {
+			t.Fatal("listing does not end")
+		}
+		p, err := s.List(context.Background(), q)
+		if err != nil {
+			t.Fatalf("List(%+v): %v", q, err)
+		}
+		if len(p.Records) > q.PageLimit() {
+			t.Fatalf("page of %d records, limit %d", len(p.Records), q.PageLimit())
+		}
+		out = append(out, p.Records...)
+		if p.Next == "" {
+			return out
+		}
+		if len(p.Records) == 0 {
+			t.Fatal("empty page with a next cursor")
+		}
+		q.Cursor = p.Next
+	}
+}
+
+// ids returns the identities of recs.
+func ids(recs []dlq.Record) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = r.Identity
+	}
+	return out
+}
+
+// checkEntry compares two entries field by field, byte for byte, nil apart
+// from empty.
+func checkEntry(t *testing.T, got, want dlq.Entry) {
+	t.Helper()
+	sameBytes := func(name string, g, w []byte) {
+		if !bytes.Equal(g, w) || (g == nil) != (w == nil) {
+			t.Errorf("%s = %q (nil %v), want %q (nil %v)", name, g, g == nil, w, w == nil)
+		}
+	}
+	sameBytes("OriginalKey", got.OriginalKey, want.OriginalKey)
+	sameBytes("OriginalValue", got.OriginalValue, want.OriginalValue)
+	if !maps.Equal(got.OriginalHeaders, want.OriginalHeaders) || (got.OriginalHeaders == nil) != (want.OriginalHeaders == nil) {
+		t.Errorf("OriginalHeaders = %q, want %q", got.OriginalHeaders, want.OriginalHeaders)
+	}
+	got.OriginalKey, got.OriginalValue, got.OriginalHeaders = nil, nil, nil
+	want.OriginalKey, want.OriginalValue, want.OriginalHeaders = nil, nil, nil
+	if !got.FirstFailureAt.Equal(want.FirstFailureAt) || !got.LastFailureAt.Equal(want.LastFailureAt) {
+		t.Errorf("failure times = %v, %v; want %v, %v", got.FirstFailureAt, got.LastFailureAt, want.FirstFailureAt, want.LastFailureAt)
+	}
+	got.FirstFailureAt, got.LastFailureAt, want.FirstFailureAt, want.LastFailureAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	if g, w := fmt.Sprintf("%#v", got), fmt.Sprintf("%#v", want); g != w {
+		t.Errorf("entry =\n%s\nwant\n%s", g, w)
+	}
+}
+
+// auditActions returns the actions of the audit trail of dlqName/id.
+func auditActions(t *testing.T, s dlq.Store, dlqName, id string) []string {
+	t.Helper()
+	trail, err := s.Audit(context.Background(), dlqName, id)
+	if err != nil {
+		t.Fatalf("Audit(%s, %s): %v", dlqName, id, err)
+	}
+	out := make([]string, len(trail))
+	for i, a := range trail {
+		out[i] = a.Action
+	}
+	return out
+}
+
+// publisher is a Republisher that records what it is asked to publish and
+// fails while fail is set.
+type publisher struct {
+	mu     sync.Mutex
+	calls  []published
+	fail   error
+	during func(e dlq.Entry, from string) // called inside Republish
+}
+
+type published struct {
+	entry dlq.Entry
+	from  string
+}
+
+func (p *publisher) Republish(ctx context.Context, e dlq.Entry, from string) error {
+	p.mu.Lock()
+	during := p.during
+	p.mu.Unlock()
+	if during != nil {
+		during(e, from)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.fail != nil {
+		return p.fail
+	}
+	p.calls = append(p.calls, published{entry: e, from: from})
+	return nil
+}
+
+func (p *publisher) setFail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.fail = err
+}
+
+func (p *publisher) published() []published {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.calls)
+}
+
+// opsConfig is the base configuration of the suite's Ops.
+func opsConfig(s dlq.Store, p dlq.Republisher) dlq.OpsConfig {
+	return dlq.OpsConfig{
+		Store:       s,
+		Republisher: p,
+		Logger:      slog.New(slog.DiscardHandler),
+	}
+}
+
+// newOps returns Ops over s with p, or fails.
+func newOps(t *testing.T, cfg dlq.OpsConfig) *dlq.Ops {
+	t.Helper()
+	o, err := dlq.NewOps(cfg)
+	if err != nil {
+		t.Fatalf("NewOps: %v", err)
+	}
+	return o
+}
+
+// gather returns the value of metric name with label dlq=dlqName in reg.
+func gather(t *testing.T, reg *prometheus.Registry, name, dlqName string) (float64, bool) {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "dlq" && l.GetValue() == dlqName {
+					if c := m.GetCounter(); c != nil {
+						return c.GetValue(), true
+					}
+					return m.GetGauge().GetValue(), true
+				}
+			}
+		}
+	}
+	return 0, false
+}
+
+// errBroker is the failure of the suite's failing publisher.
+var errBroker = errors.New("broker unavailable")

@@ -1,0 +1,37 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/dlq"
+)
+
+// Env is what a backend gives the suite.
+type Env struct {
+	// Name of the backend, "rabbitmq" or "kafka".
+	Name string
+	// New returns a broker connected to the backend under test. The suite
+	// closes it at the end of the test.
+	New func(t testing.TB) broker.Broker
+	// DeadLetters is a probe: it waits until want dead letters of
+	// (topic, group) have arrived (failing the test when ctx ends first),
+	// keeps reading for quiet so that extra entries show, and returns all it
+	// read.
+	DeadLetters func(ctx context.Context, t testing.TB, topic, group string, want int, quiet time.Duration) []dlq.Entry
+	// Resolution is the delay accuracy the backend promises: a delayed
+	// message is never early and at most Resolution (plus scheduling
+	// slack) late. The suite's back-offs are multiples of it.
+	Resolution time.Duration
+	// TierPasses, when set, returns how many delay tiers a delivered
+	// message passed through during its last wait, and MaxTierPasses the
+	// bound the backend promises for a delay (RabbitMQ: (factor-1) × levels).
+	// Nil for backends without tiers.
+	TierPasses    func(d *broker.Delivery) int
+	MaxTierPasses func(delay time.Duration) int
+	// DLQName names the dead-letter queue of (topic, group) as the keeper
+	// stores it: RabbitMQ "<topic>.<group>.dlq", Kafka "<topic>.dlq".
+	DLQName func(topic, group string) string
+}

@@ -1,0 +1,17 @@
+//go:build faults
+
+// Package faults is redrive's fault-injection suite (make faults, build tag
+// faults). Each case runs real traffic through a broker, injects a fault
+// (a SIGKILLed worker process, connections closed by the server, a broker
+// stopped, a Kafka broker removed, Redis or PostgreSQL unreachable, a
+// poison pill), heals it, and then accounts for every message it published:
+// each must have been handled or dead-lettered (lost = 0); duplicates are
+// counted and reported. The suite prints a table of the counts at the end.
+//
+// It needs the services of make test: RabbitMQ (RABBITMQ_URL, with
+// rabbitmqctl on PATH), Redis (REDIS_ADDR), PostgreSQL (DATABASE_URL); Kafka
+// is an in-process kfake cluster. It stops and starts the RabbitMQ
+// application and closes its connections, so do not run it against a
+// shared broker. Redis and PostgreSQL are only ever made unreachable
+// through a TCP proxy, never stopped.
+package faults

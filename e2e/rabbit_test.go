@@ -1,0 +1,170 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/dlq"
+)
+
+func rabbitURL() string {
+	if u := os.Getenv("RABBITMQ_URL"); u != "" {
+		return u
+	}
+	return rabbit.DefaultURL
+}
+
+func rabbitConfig(prefix, mode string) rabbit.Config {
+	return rabbit.Config{
+		URL:    rabbitURL(),
+		Prefix: prefix,
+		Delay:  rabbit.DelayConfig{Mode: mode, Resolution: 100 * time.Millisecond, Factor: 4, Levels: 4},
+		Logger: quietLogger(),
+	}
+}
+
+// TestRabbitMQ runs the suite and the dead-letter operations suite with
+// the default delay mode, hops.
+func TestRabbitMQ(t *testing.T) {
+	env := rabbitEnv(t, rabbit.DelayHops)
+	t.Run("Broker", func(t *testing.T) { Run(t, env) })
+	t.Run("DLQ", func(t *testing.T) { RunDLQ(t, env) })
+}
+
+// TestRabbitMQRouteDelays runs the suite (its retry and delay scenarios
+// among them) with route-mode delays: zero consumer hops.
+func TestRabbitMQRouteDelays(t *testing.T) {
+	Run(t, rabbitEnv(t, rabbit.DelayRoute))
+}
+
+// rabbitEnv is the suite's environment on the local RabbitMQ with a prefix
+// of its own, built through the configuration entry point; what the tests
+// declared is deleted when t ends.
+func rabbitEnv(t *testing.T, mode string) Env {
+	cfg := rabbitConfig("e2e-"+broker.NewMessageID()[:6], mode)
+	probe, err := rabbit.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("RabbitMQ is required for this suite (set RABBITMQ_URL; default %s): %v", rabbit.DefaultURL, err)
+	}
+	t.Cleanup(func() { _ = probe.Close() })
+	var mu sync.Mutex
+	var declared []broker.Subscription
+	t.Cleanup(func() { deleteTopology(t, probe.Plan(declared...)) })
+	maxPasses := (cfg.Delay.Factor - 1) * cfg.Delay.Levels
+	if mode == rabbit.DelayRoute {
+		maxPasses = cfg.Delay.Levels // at most one queue per level
+	}
+	return Env{
+		Name: "rabbitmq",
+		New: func(t testing.TB) broker.Broker {
+			b := Open(t, fmt.Sprintf(`
+broker: rabbitmq
+rabbitmq: {url: %q, prefix: %s, delay: {mode: %s, resolution: 100ms, factor: 4, levels: 4}}
+`, cfg.URL, cfg.Prefix, mode)).(*rabbit.Broker)
+			return &recordingBroker{Broker: b, record: func(subs []broker.Subscription) {
+				mu.Lock()
+				declared = append(declared, subs...)
+				mu.Unlock()
+			}}
+		},
+		DeadLetters: func(ctx context.Context, t testing.TB, topic, group string, want int, quiet time.Duration) []dlq.Entry {
+			return rabbitDeadLetters(ctx, t, rabbit.DLQ(rabbit.Queue(topic, group)), want, quiet)
+		},
+		Resolution: cfg.Delay.Resolution,
+		TierPasses: func(d *broker.Delivery) int {
+			n := 0
+			for _, c := range d.Headers[rabbit.HeaderTierPasses] {
+				n = n*10 + int(c-'0')
+			}
+			return n
+		},
+		MaxTierPasses: func(time.Duration) int { return maxPasses },
+		DLQName:       func(topic, group string) string { return rabbit.DLQ(rabbit.Queue(topic, group)) },
+	}
+}
+
+// recordingBroker remembers what was declared, so the test can delete it.
+type recordingBroker struct {
+	*rabbit.Broker
+	record func([]broker.Subscription)
+}
+
+func (b *recordingBroker) Declare(ctx context.Context, subs ...broker.Subscription) error {
+	b.record(subs)
+	return b.Broker.Declare(ctx, subs...)
+}
+
+// deleteTopology removes the queues and exchanges of a test run.
+func deleteTopology(t testing.TB, plan []rabbit.Declaration) {
+	conn, err := amqp.Dial(rabbitURL())
+	if err != nil {
+		t.Logf("cleanup: %v", err)
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Logf("cleanup: %v", err)
+		return
+	}
+	for _, d := range plan {
+		switch d.Kind {
+		case "queue":
+			_, err = ch.QueueDelete(d.Name, false, false, false)
+		case "exchange":
+			err = ch.ExchangeDelete(d.Name, false, false)
+		}
+		if err != nil {
+			t.Logf("cleanup %s %s: %v", d.Kind, d.Name, err)
+			return
+		}
+	}
+}
+
+// rabbitDeadLetters consumes a DLQ queue until want entries arrived, then
+// for quiet more.
+func rabbitDeadLetters(ctx context.Context, t testing.TB, queue string, want int, quiet time.Duration) []dlq.Entry {
+	t.Helper()
+	conn, err := amqp.Dial(rabbitURL())
+	if err != nil {
+		t.Fatalf("dial RabbitMQ for DLQ probe: %v", err)
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatalf("open DLQ probe channel: %v", err)
+	}
+	msgs, err := ch.Consume(queue, "", true, true, false, false, nil)
+	if err != nil {
+		t.Fatalf("consume %s: %v", queue, err)
+	}
+	var out []dlq.Entry
+	deadline := time.After(60 * time.Second)
+	for len(out) < want {
+		select {
+		case m := <-msgs:
+			out = append(out, rabbit.EntryFromDelivery(m))
+		case <-deadline:
+			t.Fatalf("DLQ %s: got %d dead letters, want %d", queue, len(out), want)
+		case <-ctx.Done():
+			t.Fatalf("DLQ %s: %v", queue, ctx.Err())
+		}
+	}
+	q := time.After(quiet)
+	for {
+		select {
+		case m := <-msgs:
+			out = append(out, rabbit.EntryFromDelivery(m))
+		case <-q:
+			return out
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package heartbeat
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Status is what a worker says about itself in its heartbeat, or what the
+// monitor concludes when it says nothing.
+type Status string
+
+// Statuses. RUNNING and SHUTTING_DOWN are written by publishers; the others
+// are the monitor's.
+const (
+	StatusRunning      Status = "RUNNING"
+	StatusShuttingDown Status = "SHUTTING_DOWN"
+	// StatusLate: the key expired but the last beat is more recent than
+	// MissingAfter.
+	StatusLate Status = "LATE"
+	// StatusMissing: no beat for more than MissingAfter.
+	StatusMissing Status = "MISSING"
+	// StatusUnknown: Redis could not be read.
+	StatusUnknown Status = "UNKNOWN"
+)
+
+// timeLayout is RFC 3339 in UTC with milliseconds: short thresholds (tests,
+// sub-second intervals) need more than whole seconds.
+const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// Heartbeat is the JSON value of a worker:{type}:{instance} key.
+type Heartbeat struct {
+	// Timestamp is when the beat was written.
+	Timestamp time.Time
+	// Status is RUNNING or SHUTTING_DOWN.
+	Status Status
+	// LastMessageAt is when the worker last handled a message; zero (JSON
+	// null) until it handled one.
+	LastMessageAt time.Time
+	// ConsumerLag is the lag the worker's consumer last reported.
+	ConsumerLag int64
+	// StartedAt is when the publisher was created; zero when absent.
+	StartedAt time.Time
+}
+
+type heartbeatJSON struct {
+	Timestamp     string  `json:"timestamp"`
+	Status        Status  `json:"status"`
+	LastMessageAt *string `json:"last_message_at"`
+	ConsumerLag   int64   `json:"consumer_lag"`
+	StartedAt     string  `json:"started_at,omitempty"`
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// MarshalJSON writes the wire form: RFC 3339 UTC timestamps, null
+// last_message_at before the first message.
+func (h Heartbeat) MarshalJSON() ([]byte, error) {
+	w := heartbeatJSON{
+		Timestamp:   formatTime(h.Timestamp),
+		Status:      h.Status,
+		ConsumerLag: h.ConsumerLag,
+	}
+	if !h.LastMessageAt.IsZero() {
+		s := formatTime(h.LastMessageAt)
+		w.LastMessageAt = &s
+	}
+	if !h.StartedAt.IsZero() {
+		w.StartedAt = formatTime(h.StartedAt)
+	}
+	return json.Marshal(w)
+}
+
+// UnmarshalJSON reads the wire form; timestamps may be any RFC 3339 time.
+func (h *Heartbeat) UnmarshalJSON(data []byte) error {
+	var w heartbeatJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	ts, err := time.Parse(time.RFC3339Nano, w.Timestamp)
+	if err != nil {
+		return fmt.Errorf("timestamp: %w", err)
+	}
+	out := Heartbeat{Timestamp: ts, Status: w.Status, ConsumerLag: w.ConsumerLag}
+	if w.LastMessageAt != nil {
+		if out.LastMessageAt, err = time.Parse(time.RFC3339Nano, *w.LastMessageAt); err != nil {
+			return fmt.Errorf("last_message_at: %w", err)
+		}
+	}
+	if w.StartedAt != "" {
+		if out.StartedAt, err = time.Parse(time.RFC3339Nano, w.StartedAt); err != nil {
+			return fmt.Errorf("started_at: %w", err)
+		}
+	}
+	*h = out
+	return nil
+}

@@ -1,0 +1,145 @@
+package heartbeat
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// DefaultSampleInterval is the SamplerConfig.Interval default.
+const DefaultSampleInterval = 15 * time.Second
+
+// Metric names a Sampler exports.
+const (
+	MetricHeartbeatTimestamp = "worker_heartbeat_timestamp_seconds"
+	MetricWorkerStatus       = "redrive_worker_status"
+)
+
+// SamplerConfig configures a Sampler.
+type SamplerConfig struct {
+	// Interval between checks; default 15 s.
+	Interval time.Duration
+	// Logger receives failed checks, once per outage; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Sampler runs a Monitor on an interval and keeps the last table, which it
+// serves to Prometheus as a prometheus.Collector: a scrape reads the cache
+// and costs no Redis round trip. Register it on the registry of your
+// exporter (never the global one is needed):
+//
+//	s := heartbeat.NewSampler(mon, heartbeat.SamplerConfig{})
+//	reg.MustRegister(s)
+//	go s.Run(ctx)
+type Sampler struct {
+	mon *Monitor
+	cfg SamplerConfig
+
+	mu   sync.RWMutex
+	rows []WorkerStatus
+	at   time.Time
+	err  error
+
+	tsDesc     *prometheus.Desc
+	statusDesc *prometheus.Desc
+}
+
+// NewSampler returns a sampler of mon; it samples nothing until Sample or
+// Run is called.
+func NewSampler(mon *Monitor, cfg SamplerConfig) *Sampler {
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultSampleInterval
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Sampler{
+		mon: mon,
+		cfg: cfg,
+		tsDesc: prometheus.NewDesc(MetricHeartbeatTimestamp,
+			"Unix time of the last heartbeat of a worker instance (kept after its key expired, until forgotten).",
+			[]string{"type", "instance"}, nil),
+		statusDesc: prometheus.NewDesc(MetricWorkerStatus,
+			"1 for each condition a worker instance meets (ok, late, missing, stuck, lag_warning, lag_critical, shutting_down, shutdown_stuck, malformed, unknown), labelled with the condition's severity.",
+			[]string{"type", "instance", "condition", "severity"}, nil),
+	}
+}
+
+// Sample runs one check now and caches its rows (UNKNOWN rows when Redis
+// cannot be read, see Monitor.Check). It returns the check's error.
+func (s *Sampler) Sample(ctx context.Context) error {
+	rows, err := s.mon.Check(ctx)
+	s.mu.Lock()
+	s.rows, s.at, s.err = rows, time.Now(), err
+	s.mu.Unlock()
+	return err
+}
+
+// Run samples now and then every Interval until ctx ends, and returns nil
+// then. Failed checks are logged once per outage.
+func (s *Sampler) Run(ctx context.Context) error {
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	failing := false
+	for {
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.Interval)
+		err := s.Sample(cctx)
+		cancel()
+		switch {
+		case err != nil && !failing && !errors.Is(err, context.Canceled):
+			failing = true
+			s.cfg.Logger.Warn("heartbeat: monitor cannot read redis; workers read UNKNOWN", "err", err)
+		case err == nil && failing:
+			failing = false
+			s.cfg.Logger.Info("heartbeat: monitor reads redis again")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Last returns the rows of the last sample, when it was taken and its
+// error; zero values before the first sample.
+func (s *Sampler) Last() ([]WorkerStatus, time.Time, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.rows, s.at, s.err
+}
+
+// Describe implements prometheus.Collector.
+func (s *Sampler) Describe(ch chan<- *prometheus.Desc) {
+	ch <- s.tsDesc
+	ch <- s.statusDesc
+}
+
+// Collect implements prometheus.Collector from the cached sample.
+// worker_heartbeat_timestamp_seconds is left out for rows of severity
+// UNKNOWN, so a Redis outage does not read as missing workers.
+func (s *Sampler) Collect(ch chan<- prometheus.Metric) {
+	s.mu.RLock()
+	rows := s.rows
+	s.mu.RUnlock()
+	for _, r := range rows {
+		if r.Severity != SeverityUnknown && !r.LastSeen.IsZero() {
+			ch <- constMetric(s.tsDesc, prometheus.GaugeValue, float64(r.LastSeen.UnixMilli())/1e3, r.Type, r.Instance)
+		}
+		for _, c := range r.Conditions {
+			ch <- constMetric(s.statusDesc, prometheus.GaugeValue, 1, r.Type, r.Instance, string(c), c.Severity().Label())
+		}
+	}
+}
+
+func constMetric(d *prometheus.Desc, t prometheus.ValueType, v float64, labels ...string) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(d, t, v, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
+}

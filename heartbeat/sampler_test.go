@@ -1,0 +1,156 @@
+package heartbeat
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/redrive/redrive/internal/tcpproxy"
+)
+
+// scrape serves reg through promhttp and parses what a scrape returns.
+func scrape(t testing.TB, reg *prometheus.Registry) map[string]*dto.MetricFamily {
+	t.Helper()
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("scrape: HTTP %d", resp.StatusCode)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse scrape: %v", err)
+	}
+	return fams
+}
+
+// series returns the value of name with exactly labels, and whether it is
+// there.
+func series(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+	f := fams[name]
+	if f == nil {
+		return 0, false
+	}
+next:
+	for _, m := range f.GetMetric() {
+		if len(m.GetLabel()) != len(labels) {
+			continue
+		}
+		for _, l := range m.GetLabel() {
+			if labels[l.GetName()] != l.GetValue() {
+				continue next
+			}
+		}
+		return m.GetGauge().GetValue(), true
+	}
+	return 0, false
+}
+
+func TestSamplerScrape(t *testing.T) {
+	rdb, prefix := newRedis(t)
+	ctx := t.Context()
+	live := newPublisher(t, rdb, PublisherConfig{Type: "payout-executor", Instance: "live", Prefix: prefix})
+	live.SetLag(4)
+	live.MessageHandled(time.Now().Add(-time.Hour))
+	if err := live.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gone := time.Now().Add(-10 * time.Minute).Truncate(time.Millisecond)
+	keys := Keys{Prefix: prefix}
+	rdb.ZAdd(ctx, keys.Registry("refund-executor"), redisZ(gone, "gone"))
+	rdb.SAdd(ctx, keys.Types(), "refund-executor")
+
+	px := tcpproxy.New(t, redisAddr())
+	m := newMonitor(t, client(t, px.Addr()), MonitorConfig{Prefix: prefix, IdleAfter: time.Minute})
+	s := NewSampler(m, SamplerConfig{})
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(s); err != nil {
+		t.Fatalf("Register: %v", err)
+	}
+	if fams := scrape(t, reg); len(fams) != 0 {
+		t.Fatalf("before the first sample the scrape holds %d families, want none", len(fams))
+	}
+	if err := s.Sample(ctx); err != nil {
+		t.Fatalf("Sample: %v", err)
+	}
+	fams := scrape(t, reg)
+
+	v, ok := series(fams, MetricHeartbeatTimestamp, map[string]string{"type": "refund-executor", "instance": "gone"})
+	if !ok || v != float64(gone.UnixMilli())/1e3 {
+		t.Errorf("timestamp of the expired worker = %v (present %v), want %v", v, ok, float64(gone.UnixMilli())/1e3)
+	}
+	v, ok = series(fams, MetricHeartbeatTimestamp, map[string]string{"type": "payout-executor", "instance": "live"})
+	if !ok || time.Since(time.UnixMilli(int64(v*1e3))) > 5*time.Second {
+		t.Errorf("timestamp of the live worker = %v (present %v), want about now", v, ok)
+	}
+	for _, want := range []map[string]string{
+		{"type": "refund-executor", "instance": "gone", "condition": "missing", "severity": "critical"},
+		{"type": "payout-executor", "instance": "live", "condition": "stuck", "severity": "warning"},
+	} {
+		if v, ok := series(fams, MetricWorkerStatus, want); !ok || v != 1 {
+			t.Errorf("%s%v = %v (present %v), want 1", MetricWorkerStatus, want, v, ok)
+		}
+	}
+	if n := len(fams[MetricWorkerStatus].GetMetric()); n != 2 {
+		t.Errorf("%d %s series, want one per condition met (2)", n, MetricWorkerStatus)
+	}
+
+	// Redis unreachable: no timestamps (no false "missing"), UNKNOWN status.
+	px.SetUp(false)
+	if err := s.Sample(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Sample during an outage: %v, want ErrUnavailable", err)
+	}
+	fams = scrape(t, reg)
+	if f := fams[MetricHeartbeatTimestamp]; f != nil {
+		t.Errorf("timestamps exported while Redis is unreachable: %v", f)
+	}
+	for _, inst := range []string{"gone", "live"} {
+		typ := map[string]string{"gone": "refund-executor", "live": "payout-executor"}[inst]
+		if v, ok := series(fams, MetricWorkerStatus, map[string]string{"type": typ, "instance": inst, "condition": "unknown", "severity": "unknown"}); !ok || v != 1 {
+			t.Errorf("%s/%s not UNKNOWN during the outage", typ, inst)
+		}
+	}
+	rows, at, err := s.Last()
+	if len(rows) != 2 || at.IsZero() || !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Last() = %d rows, %s, %v", len(rows), at, err)
+	}
+}
+
+func TestSamplerRunSamplesUntilCancelled(t *testing.T) {
+	rdb, prefix := newRedis(t)
+	p := newPublisher(t, rdb, PublisherConfig{Type: "w", Instance: "i", Prefix: prefix})
+	if err := p.Beat(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	s := NewSampler(newMonitor(t, rdb, MonitorConfig{Prefix: prefix}), SamplerConfig{Interval: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	eventually(t, 5*time.Second, "a first sample", func() bool {
+		rows, _, _ := s.Last()
+		return len(rows) == 1
+	})
+	_, first, _ := s.Last()
+	eventually(t, 5*time.Second, "a second sample", func() bool {
+		_, at, _ := s.Last()
+		return at.After(first)
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v, want nil", err)
+	}
+}

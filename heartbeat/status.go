@@ -1,0 +1,105 @@
+package heartbeat
+
+import (
+	"strings"
+	"time"
+)
+
+// Severity grades a worker's health.
+type Severity string
+
+// Severities, from best to worst (see [Severity.Rank]).
+const (
+	SeverityOK       Severity = "OK"
+	SeverityWarning  Severity = "WARNING"
+	SeverityUnknown  Severity = "UNKNOWN"
+	SeverityCritical Severity = "CRITICAL"
+)
+
+// Rank orders severities: OK 0, WARNING 1, UNKNOWN 2, CRITICAL 3.
+func (s Severity) Rank() int {
+	switch s {
+	case SeverityOK:
+		return 0
+	case SeverityWarning:
+		return 1
+	case SeverityUnknown:
+		return 2
+	default:
+		return 3
+	}
+}
+
+// Label is the lower-case form used as a Prometheus label value.
+func (s Severity) Label() string { return strings.ToLower(string(s)) }
+
+// Worst returns the worst severity of rows, OK for none.
+func Worst(rows []WorkerStatus) Severity {
+	w := SeverityOK
+	for _, r := range rows {
+		if r.Severity.Rank() > w.Rank() {
+			w = r.Severity
+		}
+	}
+	return w
+}
+
+// Condition is one finding of the monitor about a worker; its fixed
+// vocabulary is the condition label of redrive_worker_status.
+type Condition string
+
+// Conditions, each with the severity it implies (see [Condition.Severity]).
+const (
+	ConditionOK            Condition = "ok"             // RUNNING and healthy
+	ConditionShuttingDown  Condition = "shutting_down"  // SHUTTING_DOWN within its limit
+	ConditionLate          Condition = "late"           // key expired, last beat within MissingAfter
+	ConditionMissing       Condition = "missing"        // no beat for more than MissingAfter
+	ConditionStuck         Condition = "stuck"          // lag > 0 and no message for IdleAfter
+	ConditionLagWarning    Condition = "lag_warning"    // lag above the warning threshold
+	ConditionLagCritical   Condition = "lag_critical"   // lag above the critical threshold
+	ConditionShutdownStuck Condition = "shutdown_stuck" // SHUTTING_DOWN for more than ShutdownStuckAfter
+	ConditionMalformed     Condition = "malformed"      // heartbeat JSON that cannot be read
+	ConditionUnknown       Condition = "unknown"        // Redis could not be read
+)
+
+// Severity is the severity the condition implies.
+func (c Condition) Severity() Severity {
+	switch c {
+	case ConditionMissing, ConditionLagCritical:
+		return SeverityCritical
+	case ConditionStuck, ConditionLagWarning, ConditionShutdownStuck, ConditionMalformed:
+		return SeverityWarning
+	case ConditionUnknown:
+		return SeverityUnknown
+	default:
+		return SeverityOK
+	}
+}
+
+// WorkerStatus is one row of the health table: one instance of one worker
+// type.
+type WorkerStatus struct {
+	// Type is the worker name; Instance identifies the process. Both are
+	// "*" on the one row Check returns when Redis is unreachable and no
+	// worker was seen before.
+	Type     string
+	Instance string
+	// Status is RUNNING or SHUTTING_DOWN as the worker said, or LATE,
+	// MISSING or UNKNOWN as the monitor concluded.
+	Status Status
+	// Severity is the worst severity of Conditions.
+	Severity Severity
+	// Conditions met, worst first; never empty.
+	Conditions []Condition
+	// LastSeen is the time of the last beat (zero when unknown).
+	LastSeen time.Time
+	// LastMessageAt is when the worker last handled a message (zero when
+	// never or unknown).
+	LastMessageAt time.Time
+	// Lag is the consumer lag the worker last reported.
+	Lag int64
+	// Reason explains the severity in words.
+	Reason string
+	// CheckedAt is when the row was evaluated.
+	CheckedAt time.Time
+}

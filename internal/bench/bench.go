@@ -1,0 +1,330 @@
+// Package bench measures redrive against the raw broker clients doing the
+// same work, in one process and one run: publishing with confirms,
+// draining a queue or topic with a no-op handler, the retry and dead-letter
+// paths, and RabbitMQ delayed delivery. Run returns one Row per scenario,
+// broker and client; Report.Markdown renders them as the table
+// `redrive bench` prints and BENCHMARKS.md records.
+//
+// Figures are measurements of one machine at one moment; nothing here
+// asserts a target. Targets are reported as met or missed per row.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/redrive/redrive/broker"
+)
+
+// Scenario names accepted by Config.Scenarios.
+const (
+	ScenarioPublish = "publish" // publish with confirms / acks=all
+	ScenarioConsume = "consume" // drain a pre-filled queue/topic, no-op handler
+	ScenarioRetry   = "retry"   // as consume, 10 % of messages fail once
+	ScenarioDLQ     = "dlq"     // as consume, 1 % of messages go to the DLQ
+	ScenarioDelay   = "delay"   // RabbitMQ delayed delivery: lateness, early count, tier passes
+	ScenarioReplay  = "replay"  // RabbitMQ DLQ replay-all from an in-memory store vs raw publish
+)
+
+// Broker names accepted by Config.Brokers.
+const (
+	RabbitMQ = "rabbitmq"
+	Kafka    = "kafka"
+)
+
+// Client names of a Row.
+const (
+	ClientRedrive = "redrive"
+	ClientRaw     = "raw"
+)
+
+// AllScenarios lists every scenario in the order Run runs them.
+var AllScenarios = []string{ScenarioPublish, ScenarioConsume, ScenarioRetry, ScenarioDLQ, ScenarioDelay, ScenarioReplay}
+
+// AllBrokers lists every broker in the order Run runs them.
+var AllBrokers = []string{RabbitMQ, Kafka}
+
+// Defaults of Config.
+const (
+	DefaultMessages       = 100_000
+	DefaultDelayMessages  = 10_000
+	DefaultReplayMessages = 10_000
+	DefaultSize           = 1024
+	DefaultBatch          = 100
+	DefaultConcurrency    = 8
+	DefaultResolution     = 100 * time.Millisecond
+	DefaultRabbitURL      = "amqp://guest:guest@127.0.0.1:5672/"
+)
+
+// ErrInvalidConfig is wrapped by Config.Validate errors.
+var ErrInvalidConfig = errors.New("bench: invalid config")
+
+// Config configures Run. The zero value runs every scenario on both
+// brokers with the defaults.
+type Config struct {
+	// Brokers to run: RabbitMQ, Kafka; default both.
+	Brokers []string
+	// Scenarios to run; default AllScenarios.
+	Scenarios []string
+	// Messages per publish, consume, retry and dlq run; default 100,000.
+	Messages int
+	// DelayMessages of the delay scenario; default 10,000.
+	DelayMessages int
+	// ReplayMessages of the replay scenario; default 10,000.
+	ReplayMessages int
+	// Size of each message body in bytes; default 1024.
+	Size int
+	// Batch is how many messages one Publish call (and one raw batch of
+	// pipelined confirms / ProduceSync) carries; default 100.
+	Batch int
+	// Concurrency is the handler goroutines (RabbitMQ) on both sides;
+	// prefetch is 8 × Concurrency on both sides. Kafka consumers run one
+	// worker per partition (3) on both sides. Default 8.
+	Concurrency int
+	// RabbitURL is the RabbitMQ broker; default DefaultRabbitURL.
+	RabbitURL string
+	// KafkaBrokers are seed brokers of a running cluster; when empty Run
+	// starts an in-process three-broker kfake cluster.
+	KafkaBrokers []string
+	// Resolution of the RabbitMQ delay tiers; default 100 ms. The delay
+	// scenario draws delays in [0, 30 × Resolution].
+	Resolution time.Duration
+	// DelayMode is the RabbitMQ delay mode measured: rabbit.DelayHops
+	// (default) or rabbit.DelayRoute.
+	DelayMode string
+	// Timeout bounds each scenario; default 10 minutes.
+	Timeout time.Duration
+	// Logger receives the brokers' logs and progress; default discards.
+	Logger *slog.Logger
+	// Progress, when set, is told when each measurement starts.
+	Progress func(scenario, brokerName, client string)
+}
+
+// WithDefaults returns c with zero fields set to the defaults.
+func (c Config) WithDefaults() Config {
+	if len(c.Brokers) == 0 {
+		c.Brokers = AllBrokers
+	}
+	if len(c.Scenarios) == 0 {
+		c.Scenarios = AllScenarios
+	}
+	if c.Messages == 0 {
+		c.Messages = DefaultMessages
+	}
+	if c.DelayMessages == 0 {
+		c.DelayMessages = DefaultDelayMessages
+	}
+	if c.ReplayMessages == 0 {
+		c.ReplayMessages = DefaultReplayMessages
+	}
+	if c.Size == 0 {
+		c.Size = DefaultSize
+	}
+	if c.Batch == 0 {
+		c.Batch = DefaultBatch
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = DefaultConcurrency
+	}
+	if c.RabbitURL == "" {
+		c.RabbitURL = DefaultRabbitURL
+	}
+	if c.Resolution == 0 {
+		c.Resolution = DefaultResolution
+	}
+	if c.Timeout == 0 {
+		c.Timeout = 10 * time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports the first problem, naming the field.
+func (c Config) Validate() error {
+	for _, b := range c.Brokers {
+		if !slices.Contains(AllBrokers, b) {
+			return fmt.Errorf("%w: broker %q is not %s", ErrInvalidConfig, b, strings.Join(AllBrokers, " or "))
+		}
+	}
+	for _, s := range c.Scenarios {
+		if !slices.Contains(AllScenarios, s) {
+			return fmt.Errorf("%w: scenario %q is not one of %s", ErrInvalidConfig, s, strings.Join(AllScenarios, ", "))
+		}
+	}
+	switch {
+	case c.Messages < 0:
+		return fmt.Errorf("%w: messages %d is negative", ErrInvalidConfig, c.Messages)
+	case c.DelayMessages < 0:
+		return fmt.Errorf("%w: delay messages %d is negative", ErrInvalidConfig, c.DelayMessages)
+	case c.ReplayMessages < 0:
+		return fmt.Errorf("%w: replay messages %d is negative", ErrInvalidConfig, c.ReplayMessages)
+	case c.Size < 0:
+		return fmt.Errorf("%w: size %d is negative", ErrInvalidConfig, c.Size)
+	case c.Batch < 0:
+		return fmt.Errorf("%w: batch %d is negative", ErrInvalidConfig, c.Batch)
+	case c.Concurrency < 0:
+		return fmt.Errorf("%w: concurrency %d is negative", ErrInvalidConfig, c.Concurrency)
+	case c.Resolution < 0 || c.Resolution%time.Millisecond != 0:
+		return fmt.Errorf("%w: resolution %s must be whole positive milliseconds", ErrInvalidConfig, c.Resolution)
+	}
+	return nil
+}
+
+func (c Config) runs(scenario string) bool { return slices.Contains(c.Scenarios, scenario) }
+
+// Row is one measurement: a scenario on one broker through one client.
+type Row struct {
+	Scenario string
+	Broker   string
+	Client   string // ClientRedrive or ClientRaw
+	// Messages is how many messages the measurement covered.
+	Messages int
+	// Elapsed is the measured time (see Rate).
+	Elapsed time.Duration
+	// Rate is messages per second over Elapsed.
+	Rate float64
+	// P50, P99 and Max are latencies: per Publish call / raw batch for
+	// publish, lateness past the due time for delay; zero when the
+	// scenario has none (draining a pre-filled queue).
+	P50, P99, Max time.Duration
+	// AllocsPerMsg is runtime.MemStats.Mallocs over the measurement
+	// divided by Messages: every allocation of the process, including the
+	// client library's (and kfake's, when it runs in-process).
+	AllocsPerMsg float64
+	// Ratio is this row's Rate over its baseline's (the raw client, or the
+	// no-failure redrive figure for retry and dlq); 0 when it has none.
+	Ratio float64
+	// Baseline names what Ratio compares with.
+	Baseline string
+	// Target is the issue's target for this row ("" when none) and Met
+	// whether it was reached.
+	Target string
+	Met    bool
+	// Note carries scenario-specific figures (early deliveries, tier
+	// passes).
+	Note string
+	// Early counts deliveries before their due time (delay scenario).
+	Early int
+}
+
+// Report is the result of Run.
+type Report struct {
+	// Config is the configuration Run used, defaults filled in.
+	Config Config
+	// Rows in the order measured.
+	Rows []Row
+	// Started and Took time the whole run.
+	Started time.Time
+	Took    time.Duration
+}
+
+// Run runs the configured scenarios on the configured brokers, redrive
+// and raw client side by side, and returns the rows. A broker that cannot
+// be reached fails the run.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	rep := &Report{Config: cfg, Started: time.Now()}
+	runID := broker.NewMessageID()[:8]
+	for _, b := range cfg.Brokers {
+		var rows []Row
+		var err error
+		switch b {
+		case RabbitMQ:
+			rows, err = runRabbit(ctx, cfg, "bench-"+runID)
+		case Kafka:
+			rows, err = runKafka(ctx, cfg, "bench-"+runID)
+		}
+		rep.Rows = append(rep.Rows, rows...)
+		if err != nil {
+			rep.Took = time.Since(rep.Started)
+			return rep, fmt.Errorf("bench %s: %w", b, err)
+		}
+	}
+	rep.Took = time.Since(rep.Started)
+	return rep, nil
+}
+
+// meter measures the time and allocations of one measurement.
+type meter struct {
+	start   time.Time
+	mallocs uint64
+}
+
+func startMeter() meter {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return meter{start: time.Now(), mallocs: ms.Mallocs}
+}
+
+// stop returns the elapsed time and the allocations since start.
+func (m meter) stop() (time.Duration, uint64) {
+	el := time.Since(m.start)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return el, ms.Mallocs - m.mallocs
+}
+
+// row fills a Row's rate and allocation figures.
+func row(scenario, brokerName, client string, n int, elapsed time.Duration, mallocs uint64) Row {
+	r := Row{Scenario: scenario, Broker: brokerName, Client: client, Messages: n, Elapsed: elapsed}
+	if elapsed > 0 {
+		r.Rate = float64(n) / elapsed.Seconds()
+	}
+	if n > 0 {
+		r.AllocsPerMsg = float64(mallocs) / float64(n)
+	}
+	return r
+}
+
+// withLatencies sets P50, P99 and Max from ds (sorted in place).
+func (r Row) withLatencies(ds []time.Duration) Row {
+	if len(ds) == 0 {
+		return r
+	}
+	slices.Sort(ds)
+	r.P50 = percentile(ds, 0.50)
+	r.P99 = percentile(ds, 0.99)
+	r.Max = ds[len(ds)-1]
+	return r
+}
+
+// percentile returns the p-quantile of sorted ds (nearest rank).
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*p+0.5) - 1
+	i = max(0, min(i, len(sorted)-1))
+	return sorted[i]
+}
+
+// compare sets r's ratio against base and grades it against min.
+func compare(r *Row, base Row, baseline string, target float64) {
+	if base.Rate <= 0 {
+		return
+	}
+	r.Ratio = r.Rate / base.Rate
+	r.Baseline = baseline
+	r.Target = fmt.Sprintf("≥ %.2f × %s", target, baseline)
+	r.Met = r.Ratio >= target
+}
+
+// body returns a message body of size bytes.
+func body(size int) []byte {
+	b := make([]byte, size)
+	for i := range b {
+		b[i] = byte('a' + i%26)
+	}
+	return b
+}

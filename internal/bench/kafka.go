@@ -1,0 +1,327 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/kafka"
+)
+
+// kafkaPartitions is the partition count of every topic of the run; the
+// consumers of both sides run one worker per partition.
+const kafkaPartitions = 3
+
+// kafkaEnv is one run's Kafka set-up: the cluster, a redrive broker, a raw
+// producer and the topics to delete at the end.
+type kafkaEnv struct {
+	cfg     Config
+	prefix  string
+	brokers []string
+	b       *kafka.Broker
+	prod    *kgo.Client
+	adm     *kadm.Client
+	topics  []string
+}
+
+func runKafka(ctx context.Context, cfg Config, prefix string) (rows []Row, err error) {
+	e := &kafkaEnv{cfg: cfg, prefix: prefix, brokers: cfg.KafkaBrokers}
+	if len(e.brokers) == 0 {
+		c, err := kfake.NewCluster(kfake.NumBrokers(3))
+		if err != nil {
+			return nil, fmt.Errorf("start kfake: %w", err)
+		}
+		defer c.Close()
+		e.brokers = c.ListenAddrs()
+	}
+	e.b, err = kafka.New(ctx, kafka.Config{
+		Brokers:    e.brokers,
+		Partitions: kafkaPartitions,
+		ClientID:   "redrive-bench",
+		Logger:     cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer e.b.Close()
+	e.prod, err = kgo.NewClient(
+		kgo.SeedBrokers(e.brokers...),
+		kgo.ClientID("raw-bench"),
+		kgo.RequiredAcks(kgo.AllISRAcks()), // idempotent by default
+		kgo.ProducerLinger(0),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("raw producer: %w", err)
+	}
+	defer e.prod.Close()
+	e.adm = kadm.NewClient(e.prod)
+	defer func() {
+		if len(e.topics) == 0 {
+			return
+		}
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, derr := e.adm.DeleteTopics(dctx, e.topics...); derr != nil && err == nil {
+			err = fmt.Errorf("cleanup: delete topics: %w", derr)
+		}
+	}()
+
+	steps := []struct {
+		scenario string
+		run      func(context.Context) ([]Row, error)
+	}{
+		{ScenarioPublish, e.publish},
+		{ScenarioConsume, e.consume},
+		{ScenarioRetry, func(ctx context.Context) ([]Row, error) { return e.failing(ctx, failRetry, rows) }},
+		{ScenarioDLQ, func(ctx context.Context) ([]Row, error) { return e.failing(ctx, failDLQ, rows) }},
+	}
+	for _, s := range steps {
+		if !cfg.runs(s.scenario) {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		rs, err := s.run(sctx)
+		cancel()
+		rows = append(rows, rs...)
+		if err != nil {
+			return rows, fmt.Errorf("%s: %w", s.scenario, err)
+		}
+	}
+	return rows, nil
+}
+
+func (e *kafkaEnv) progress(scenario, client string) {
+	if e.cfg.Progress != nil {
+		e.cfg.Progress(scenario, Kafka, client)
+	}
+	e.cfg.Logger.Info("bench: measuring", "scenario", scenario, "broker", Kafka, "client", client)
+}
+
+// sub declares a subscription (its topic, retry and dead-letter topics)
+// and remembers the topics for cleanup.
+func (e *kafkaEnv) sub(ctx context.Context, name string) (broker.Subscription, error) {
+	s := broker.Subscription{
+		Topic:           e.prefix + "." + name,
+		Group:           name,
+		Policy:          benchPolicy,
+		Concurrency:     kafkaPartitions,
+		ShutdownTimeout: 5 * time.Second,
+	}
+	e.topics = append(e.topics, s.Topic, kafka.DLQTopic(s.Topic), kafka.RetryTopic(s.Topic, s.Group))
+	return s, e.b.Declare(ctx, s)
+}
+
+// rawTopic creates a topic for the raw client.
+func (e *kafkaEnv) rawTopic(ctx context.Context, name string) (string, error) {
+	topic := e.prefix + ".raw." + name
+	e.topics = append(e.topics, topic)
+	resp, err := e.adm.CreateTopics(ctx, kafkaPartitions, -1, nil, topic)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return "", fmt.Errorf("raw: create topic %s: %w", topic, err)
+	}
+	return topic, nil
+}
+
+// records turns a batch of messages into raw records.
+func records(topic string, batch []broker.Message) []*kgo.Record {
+	recs := make([]*kgo.Record, len(batch))
+	for i, m := range batch {
+		recs[i] = &kgo.Record{Topic: topic, Value: m.Value,
+			Headers: []kgo.RecordHeader{{Key: headerSeq, Value: []byte(m.Headers[headerSeq])}}}
+	}
+	return recs
+}
+
+// produce writes recs and waits for every acknowledgement.
+func (e *kafkaEnv) produce(ctx context.Context, recs []*kgo.Record) error {
+	if err := e.prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		return fmt.Errorf("raw: produce: %w", err)
+	}
+	return nil
+}
+
+// publish: redrive Publish in batches vs raw ProduceSync with the same
+// batches (idempotent, acks=all, no linger).
+func (e *kafkaEnv) publish(ctx context.Context) ([]Row, error) {
+	n := e.cfg.Messages
+	batches := messages(n, e.cfg.Batch, body(e.cfg.Size))
+
+	e.progress(ScenarioPublish, ClientRaw)
+	topic, err := e.rawTopic(ctx, "publish")
+	if err != nil {
+		return nil, err
+	}
+	if err := e.produce(ctx, records(topic, batches[0][:1])); err != nil { // warm-up
+		return nil, err
+	}
+	lat := make([]time.Duration, 0, len(batches))
+	m := startMeter()
+	for _, batch := range batches {
+		t0 := time.Now()
+		if err := e.produce(ctx, records(topic, batch)); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	el, allocs := m.stop()
+	raw := row(ScenarioPublish, Kafka, ClientRaw, n, el, allocs).withLatencies(lat)
+
+	e.progress(ScenarioPublish, ClientRedrive)
+	s, err := e.sub(ctx, "publish")
+	if err != nil {
+		return []Row{raw}, err
+	}
+	if err := e.b.Publish(ctx, s.Topic, batches[0][0]); err != nil { // warm-up
+		return []Row{raw}, err
+	}
+	lat = lat[:0]
+	m = startMeter()
+	for _, batch := range batches {
+		t0 := time.Now()
+		if err := e.b.Publish(ctx, s.Topic, batch...); err != nil {
+			return []Row{raw}, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	el, allocs = m.stop()
+	rd := row(ScenarioPublish, Kafka, ClientRedrive, n, el, allocs).withLatencies(lat)
+	compare(&rd, raw, ClientRaw, 0.95)
+	return []Row{raw, rd}, nil
+}
+
+// fill writes n sequence-numbered records to topic (not measured).
+func (e *kafkaEnv) fill(ctx context.Context, topic string, n int) error {
+	for _, batch := range messages(n, 1000, body(e.cfg.Size)) {
+		if err := e.produce(ctx, records(topic, batch)); err != nil {
+			return fmt.Errorf("pre-fill %s: %w", topic, err)
+		}
+	}
+	return nil
+}
+
+// consume: drain a pre-filled topic with a no-op handler and commit,
+// redrive Consume (one worker per partition) vs a raw group consumer with
+// one goroutine per partition marking records for franz-go's periodic
+// commit (every second, as redrive's default CommitInterval).
+func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
+	n := e.cfg.Messages
+	e.progress(ScenarioConsume, ClientRaw)
+	topic, err := e.rawTopic(ctx, "consume")
+	if err != nil {
+		return nil, err
+	}
+	if err := e.fill(ctx, topic, n); err != nil {
+		return nil, err
+	}
+	m := startMeter()
+	dr := newDrain(n)
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(e.brokers...),
+		kgo.ClientID("raw-bench"),
+		kgo.ConsumerGroup(e.prefix+".raw.consume"),
+		kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.AutoCommitMarks(),
+		kgo.AutoCommitInterval(time.Second),
+		kgo.FetchMaxWait(kafka.DefaultFetchMaxWait),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("raw consumer: %w", err)
+	}
+	workers := map[int32]chan []*kgo.Record{}
+	var wg sync.WaitGroup
+	pctx, stop := context.WithCancel(ctx)
+	go func() {
+		<-dr.done
+		stop()
+	}()
+	for pctx.Err() == nil {
+		fs := cl.PollRecords(pctx, 1000)
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) == 0 {
+				return
+			}
+			w, ok := workers[p.Partition]
+			if !ok {
+				w = make(chan []*kgo.Record, 1)
+				workers[p.Partition] = w
+				wg.Go(func() {
+					for recs := range w {
+						for range recs {
+							dr.hit()
+						}
+						cl.MarkCommitRecords(recs...)
+					}
+				})
+			}
+			select {
+			case w <- p.Records:
+			case <-pctx.Done():
+			}
+		})
+	}
+	werr := dr.wait(ctx, e.cfg.Timeout)
+	_, allocs := m.stop()
+	stop()
+	for _, w := range workers {
+		close(w)
+	}
+	wg.Wait()
+	cl.Close() // commits what is marked
+	if werr != nil {
+		return nil, fmt.Errorf("raw: %w", werr)
+	}
+	raw := dr.row(ScenarioConsume, Kafka, ClientRaw, allocs)
+
+	rd, err := e.redriveDrain(ctx, ScenarioConsume, failNone)
+	if err != nil {
+		return []Row{raw}, err
+	}
+	compare(&rd, raw, ClientRaw, 0.95)
+	return []Row{raw, rd}, nil
+}
+
+// redriveDrain pre-fills a new subscription's topic and times Consume
+// draining it with the handler of mode.
+func (e *kafkaEnv) redriveDrain(ctx context.Context, scenario, mode string) (Row, error) {
+	n := e.cfg.Messages
+	e.progress(scenario, ClientRedrive)
+	s, err := e.sub(ctx, scenario)
+	if err != nil {
+		return Row{}, err
+	}
+	if err := e.fill(ctx, s.Topic, n); err != nil {
+		return Row{}, err
+	}
+	return consumeThrough(ctx, e.b, s, n, scenario, Kafka, mode, e.cfg.Timeout)
+}
+
+// failing runs the retry or dlq scenario and compares it with the
+// no-failure redrive consume row of prior, when there is one.
+func (e *kafkaEnv) failing(ctx context.Context, mode string, prior []Row) ([]Row, error) {
+	r, err := e.redriveDrain(ctx, mode, mode)
+	if err != nil {
+		return nil, err
+	}
+	switch mode {
+	case failRetry:
+		r.Note = "10 % fail once, blocking retry at once; " + r.Note
+	case failDLQ:
+		r.Note = "1 % permanent → <topic>.dlq; " + r.Note
+	}
+	for _, p := range prior {
+		if p.Scenario == ScenarioConsume && p.Client == ClientRedrive && p.Broker == Kafka {
+			compare(&r, p, "consume", 0.8)
+		}
+	}
+	return []Row{r}, nil
+}

@@ -1,0 +1,50 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Markdown writes the rows as a markdown table, one line per row.
+func (r *Report) Markdown(w io.Writer) error {
+	var sb strings.Builder
+	sb.WriteString("| scenario | broker | client | messages | msg/s | p50 | p99 | allocs/msg | ratio | target | met | notes |\n")
+	sb.WriteString("|---|---|---|--:|--:|--:|--:|--:|--:|---|---|---|\n")
+	for _, row := range r.Rows {
+		ratio, met := "", ""
+		if row.Ratio > 0 {
+			ratio = fmt.Sprintf("%.2f (vs %s)", row.Ratio, row.Baseline)
+		}
+		if row.Target != "" {
+			met = "missed"
+			if row.Met {
+				met = "met"
+			}
+		}
+		rate := ""
+		if row.Rate > 0 {
+			rate = fmt.Sprintf("%.0f", row.Rate)
+		}
+		fmt.Fprintf(&sb, "| %s | %s | %s | %d | %s | %s | %s | %.1f | %s | %s | %s | %s |\n",
+			row.Scenario, row.Broker, row.Client, row.Messages, rate,
+			dur(row.P50), dur(row.P99), row.AllocsPerMsg, ratio, row.Target, met, row.Note)
+	}
+	_, err := io.WriteString(w, sb.String())
+	return err
+}
+
+// dur renders a latency with a precision that suits its size; "" for 0.
+func dur(d time.Duration) string {
+	switch {
+	case d == 0:
+		return ""
+	case d < time.Millisecond:
+		return fmt.Sprintf("%.0fµs", float64(d)/float64(time.Microsecond))
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	default:
+		return fmt.Sprintf("%.0fms", float64(d)/float64(time.Millisecond))
+	}
+}

@@ -1,0 +1,141 @@
+package config
+
+import (
+	"strings"
+	"time"
+
+	"github.com/redrive/redrive/broker"
+)
+
+// Defaults filled in by ApplyDefaults and Worker.WithDefaults.
+const (
+	DefaultRabbitMQURL     = "amqp://guest:guest@127.0.0.1:5672/"
+	DefaultPrefix          = "redrive"
+	DefaultQueueType       = "classic"
+	DefaultDelayMode       = "hops"
+	DefaultDelayResolution = time.Second
+	DefaultDelayFactor     = 4
+	DefaultDelayLevels     = 8
+
+	DefaultKafkaPartitions        = 3
+	DefaultKafkaReplicationFactor = -1
+
+	DefaultRedisAddr      = "127.0.0.1:6379"
+	DefaultAdminListen    = "127.0.0.1:8080"
+	DefaultExporterListen = "127.0.0.1:9477"
+
+	DefaultHeartbeatInterval      = 10 * time.Second
+	DefaultHeartbeatTTL           = 30 * time.Second
+	DefaultHeartbeatMissingAfter  = 60 * time.Second
+	DefaultHeartbeatIdleAfter     = 5 * time.Minute
+	DefaultHeartbeatShutdownStuck = 2 * time.Minute
+
+	DefaultQueueTTL     = 5 * time.Minute
+	DefaultConcurrency  = 1
+	DefaultMaxRetries   = 5
+	DefaultBackoff      = "1s -> 5s -> 30s -> 5m -> 30m"
+	DefaultRetryMode    = string(broker.Blocking)
+	DefaultSeverity     = "warning"
+	DefaultDLQRetention = 30 * 24 * time.Hour
+)
+
+// defaultDelays is DefaultBackoff parsed.
+var defaultDelays = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 5 * time.Minute, 30 * time.Minute}
+
+// ApplyDefaults fills every unset field of c with its documented default.
+// Zero values count as unset, except where the field comment gives 0 a
+// meaning (queue_ttl: 0 = none). Kafka broker entries are split on commas.
+func (c *Config) ApplyDefaults() {
+	r := &c.RabbitMQ
+	setDefault(&r.URL, DefaultRabbitMQURL)
+	setDefault(&r.Prefix, DefaultPrefix)
+	setDefault(&r.QueueType, DefaultQueueType)
+	setDefault(&r.Delay.Mode, DefaultDelayMode)
+	setDefault(&r.Delay.Resolution, Duration(DefaultDelayResolution))
+	setDefault(&r.Delay.Factor, DefaultDelayFactor)
+	setDefault(&r.Delay.Levels, DefaultDelayLevels)
+
+	c.Kafka.Brokers = splitBrokers(c.Kafka.Brokers)
+	setDefault(&c.Kafka.Partitions, DefaultKafkaPartitions)
+	setDefault(&c.Kafka.ReplicationFactor, DefaultKafkaReplicationFactor)
+
+	setDefault(&c.Redis.Addr, DefaultRedisAddr)
+	setDefault(&c.Admin.Listen, DefaultAdminListen)
+	setDefault(&c.Exporter.Listen, DefaultExporterListen)
+
+	h := &c.Heartbeat
+	setDefault(&h.Interval, Duration(DefaultHeartbeatInterval))
+	setDefault(&h.TTL, Duration(DefaultHeartbeatTTL))
+	setDefault(&h.MissingAfter, Duration(DefaultHeartbeatMissingAfter))
+	setDefault(&h.IdleAfter, Duration(DefaultHeartbeatIdleAfter))
+	setDefault(&h.ShutdownStuckAfter, Duration(DefaultHeartbeatShutdownStuck))
+
+	for i := range c.Workers {
+		c.Workers[i] = c.Workers[i].WithDefaults()
+	}
+}
+
+// WithDefaults returns w with every unset field set to its documented
+// default: queue_ttl 5m, concurrency 1, prefetch 2 × concurrency, retry
+// max_retries 5 (unless unlimited), backoff "1s -> 5s -> 30s -> 5m -> 30m",
+// repeat_last true, mode blocking, an exponential back-off's initial 1s and
+// multiplier 2, dlq severity warning and retention 30d.
+func (w Worker) WithDefaults() Worker {
+	if w.QueueTTL == nil {
+		ttl := Duration(DefaultQueueTTL)
+		w.QueueTTL = &ttl
+	}
+	setDefault(&w.Concurrency, DefaultConcurrency)
+	if w.MaxClaims == nil {
+		n := broker.DefaultMaxClaims
+		w.MaxClaims = &n
+	}
+	if w.Prefetch == 0 && w.Concurrency > 0 {
+		w.Prefetch = 2 * w.Concurrency
+	}
+	r := &w.Retry
+	if r.MaxRetries == nil && !r.Unlimited {
+		n := DefaultMaxRetries
+		r.MaxRetries = &n
+	}
+	if r.Backoff.IsZero() {
+		r.Backoff = Backoff{Delays: append([]time.Duration(nil), defaultDelays...)}
+	}
+	if e := r.Backoff.Exponential; e != nil && (e.Initial == 0 || e.Multiplier == 0) {
+		ee := *e
+		setDefault(&ee.Initial, time.Second)
+		setDefault(&ee.Multiplier, 2)
+		r.Backoff.Exponential = &ee
+	}
+	if r.RepeatLast == nil {
+		t := true
+		r.RepeatLast = &t
+	}
+	setDefault(&r.Mode, DefaultRetryMode)
+	setDefault(&w.DLQ.Severity, DefaultSeverity)
+	if w.DLQ.Retention.IsZero() {
+		w.DLQ.Retention = RetainFor(DefaultDLQRetention)
+	}
+	return w
+}
+
+// setDefault sets *p to def when it is the zero value.
+func setDefault[T comparable](p *T, def T) {
+	var zero T
+	if *p == zero {
+		*p = def
+	}
+}
+
+// splitBrokers splits comma-separated entries and drops empty ones.
+func splitBrokers(in []string) []string {
+	var out []string
+	for _, e := range in {
+		for _, b := range strings.Split(e, ",") {
+			if b = strings.TrimSpace(b); b != "" {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}

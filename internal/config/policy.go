@@ -1,0 +1,141 @@
+package config
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/retrypolicy"
+)
+
+// Policy returns the worker's retry policy, defaults applied.
+func (w Worker) Policy() retrypolicy.Policy {
+	r := w.WithDefaults().Retry
+	p := retrypolicy.Policy{
+		Unlimited:    r.Unlimited,
+		Backoff:      r.Backoff.Build(*r.RepeatLast),
+		NonRetriable: slices.Clone(r.NonRetriable),
+		MaxElapsed:   time.Duration(r.MaxElapsed),
+	}
+	if r.MaxRetries != nil {
+		p.MaxRetries = *r.MaxRetries
+	}
+	return p
+}
+
+// Subscription returns the broker subscription of the worker, defaults
+// applied: group = name, the retry policy and mode, concurrency, prefetch,
+// max age = queue_ttl, and the DLQ severity and retention ("forever" is
+// broker.Forever).
+func (w Worker) Subscription() broker.Subscription {
+	w = w.WithDefaults()
+	return broker.Subscription{
+		Topic:       w.Topic,
+		Group:       w.Name,
+		Policy:      w.Policy(),
+		RetryMode:   broker.RetryMode(w.Retry.Mode),
+		Concurrency: w.Concurrency,
+		Prefetch:    w.Prefetch,
+		MaxAge:      time.Duration(*w.QueueTTL),
+		MaxClaims:   *w.MaxClaims,
+		DLQ: broker.DLQOptions{
+			Severity:  w.DLQ.Severity,
+			Retention: w.DLQ.Retention.Value(),
+		},
+	}
+}
+
+// Subscriptions returns the subscription of every worker, in order.
+func (c *Config) Subscriptions() []broker.Subscription {
+	subs := make([]broker.Subscription, len(c.Workers))
+	for i, w := range c.Workers {
+		subs[i] = w.Subscription()
+	}
+	return subs
+}
+
+// PolicyTable returns the retry policy of every worker by name, with the
+// default policy (5 retries, "1s -> 5s -> 30s -> 5m -> 30m") for others.
+func (c *Config) PolicyTable() retrypolicy.Table {
+	t := retrypolicy.Table{
+		Default: Worker{}.Policy(),
+		Workers: make(map[string]retrypolicy.Policy, len(c.Workers)),
+	}
+	for _, w := range c.Workers {
+		t.Workers[w.Name] = w.Policy()
+	}
+	return t
+}
+
+// Tiers returns the delay tiers, resolution × factor^k for
+// k = 0..levels-1; nil when d is invalid (defaults not applied).
+func (d Delay) Tiers() []time.Duration {
+	if !d.valid() {
+		return nil
+	}
+	tiers := make([]time.Duration, 0, d.Levels)
+	t := time.Duration(d.Resolution)
+	for range d.Levels {
+		tiers = append(tiers, t)
+		next, ok := mulDuration(t, int64(d.Factor))
+		if !ok {
+			break
+		}
+		t = next
+	}
+	return tiers
+}
+
+// MaxDelay returns the longest delay the tiers express with at most
+// factor-1 passes per tier: resolution × (factor^levels − 1), saturating at
+// the largest time.Duration; 0 when d is invalid (defaults not applied).
+func (d Delay) MaxDelay() time.Duration {
+	if !d.valid() {
+		return 0
+	}
+	pow := int64(1)
+	for range d.Levels {
+		next, ok := mulInt(pow, int64(d.Factor))
+		if !ok {
+			return math.MaxInt64
+		}
+		pow = next
+	}
+	m, ok := mulDuration(time.Duration(d.Resolution), pow-1)
+	if !ok {
+		return math.MaxInt64
+	}
+	return m
+}
+
+// valid reports whether the tier parameters are usable.
+func (d Delay) valid() bool { return d.Resolution > 0 && d.Factor >= 2 && d.Levels >= 1 }
+
+// largestTier returns resolution × factor^(levels-1), saturating.
+func (d Delay) largestTier() time.Duration {
+	t := time.Duration(d.Resolution)
+	for range d.Levels - 1 {
+		next, ok := mulDuration(t, int64(d.Factor))
+		if !ok {
+			return math.MaxInt64
+		}
+		t = next
+	}
+	return t
+}
+
+// mulInt returns a × b for non-negative operands and false on overflow.
+func mulInt(a, b int64) (int64, bool) {
+	if a != 0 && b > math.MaxInt64/a {
+		return 0, false
+	}
+	return a * b, true
+}
+
+// mulDuration returns d × n for non-negative operands and false on
+// overflow.
+func mulDuration(d time.Duration, n int64) (time.Duration, bool) {
+	m, ok := mulInt(int64(d), n)
+	return time.Duration(m), ok
+}

@@ -1,0 +1,119 @@
+package config
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestRedactURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"", ""},
+		{"amqp://guest:guest@127.0.0.1:5672/", "amqp://guest:***@127.0.0.1:5672/"},
+		{"amqps://user:p%40ss%2Fword@rabbit.example:5671/vhost", "amqps://user:***@rabbit.example:5671/vhost"},
+		{"amqp://user@h/", "amqp://user@h/"},
+		{"amqp://h:5672/", "amqp://h:5672/"},
+		{"postgres://u:pw@db:5432/redrive?sslmode=disable&password=other", "postgres://u:***@db:5432/redrive?password=***&sslmode=disable"},
+		{"postgres://db/redrive?sslpassword=x", "postgres://db/redrive?sslpassword=***"},
+		{"host=db user=u password=hunter2 dbname=d", "host=db user=u password=*** dbname=d"},
+		{"host=db password='hunter 2' dbname=d", "host=db password=*** dbname=d"},
+		{"amqp://u:pw@h:port/", "amqp://***@h:port/"},
+		{"amqp://u:p/w@h/", "amqp://***@h/"},
+		{"amqp://u:p#w@h/", "amqp://***@h/"},
+		{"user:secret@kafka:9092", "***@kafka:9092"},
+		{"kafka:9092", "kafka:9092"},
+	}
+	for _, tt := range tests {
+		if got := redactURL(tt.in); got != tt.want {
+			t.Errorf("redactURL(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestRedactedNeverLeaks(t *testing.T) {
+	secrets := []string{"rabbit-S3CRET", "pg-S3CRET", "dsn-S3CRET", "token-S3CRET", "redis-S3CRET", "query-S3CRET", "kafka-S3CRET"}
+	docs := []string{
+		`
+broker: rabbitmq
+rabbitmq: {url: "amqp://redrive:rabbit-S3CRET@rabbit:5672/prod"}
+postgres: {url: "postgres://redrive:pg-S3CRET@db:5432/redrive?password=query-S3CRET"}
+redis: {addr: "redis:6379", password: "redis-S3CRET"}
+admin: {listen: "0.0.0.0:8080", token: "token-S3CRET"}
+kafka: {brokers: ["u:kafka-S3CRET@k:9092"]}
+workers: [{name: w, topic: t}]
+`,
+		`
+broker: rabbitmq
+postgres: {url: "host=db user=u password=dsn-S3CRET"}
+workers: [{name: w, topic: t}]
+`,
+	}
+	for _, doc := range docs {
+		c := mustParse(t, doc, nil)
+		r := c.Redacted()
+		var out bytes.Buffer
+		if err := r.WriteYAML(&out); err != nil {
+			t.Fatal(err)
+		}
+		printed := out.String() + fmt.Sprintf("%+v %v", *r, r.Workers)
+		for _, s := range secrets {
+			if strings.Contains(printed, s) {
+				t.Errorf("redacted output contains %q:\n%s", s, printed)
+			}
+		}
+		if !strings.Contains(out.String(), Mask) {
+			t.Errorf("no mask in output:\n%s", out.String())
+		}
+	}
+	// Redacted is a copy: the original keeps its secrets.
+	c := mustParse(t, docs[0], nil)
+	_ = c.Redacted()
+	if c.Admin.Token != "token-S3CRET" || !strings.Contains(c.RabbitMQ.URL, "rabbit-S3CRET") {
+		t.Error("Redacted changed the original")
+	}
+	// Empty secrets stay empty (nothing to hide, nothing invented).
+	r := mustParse(t, minimal, nil).Redacted()
+	if r.Admin.Token != "" || r.Redis.Password != "" {
+		t.Errorf("empty secrets masked: %q %q", r.Admin.Token, r.Redis.Password)
+	}
+}
+
+func TestValidationErrorsNeverLeak(t *testing.T) {
+	_, err := parse([]byte(`
+broker: rabbitmq
+rabbitmq: {url: "amqp://u:hunter2-S3CRET@host:notaport/"}
+postgres: {url: "postgres://u:pg-S3CRET@db:bad/x"}
+`), noEnv)
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, s := range []string{"hunter2-S3CRET", "pg-S3CRET"} {
+		if strings.Contains(err.Error(), s) {
+			t.Errorf("error contains %q: %v", s, err)
+		}
+	}
+}
+
+func TestCloneIsDeep(t *testing.T) {
+	c := mustParse(t, `
+broker: kafka
+kafka: {brokers: [a:1]}
+lag: {thresholds: {t: {warning: 1, critical: 2}}}
+workers: [{name: w, topic: t, retry: {non_retriable: [x], backoff: {exponential: {initial: 1s}}}}]
+`, nil)
+	d := c.Clone()
+	d.Kafka.Brokers[0] = "changed"
+	d.Lag.Thresholds["t"] = Threshold{}
+	d.Workers[0].Name = "changed"
+	*d.Workers[0].QueueTTL = 0
+	*d.Workers[0].Retry.MaxRetries = 0
+	*d.Workers[0].Retry.RepeatLast = false
+	d.Workers[0].Retry.NonRetriable[0] = "changed"
+	d.Workers[0].Retry.Backoff.Exponential.Initial = 0
+	w := c.Workers[0]
+	if c.Kafka.Brokers[0] != "a:1" || c.Lag.Thresholds["t"].Critical != 2 || w.Name != "w" || *w.QueueTTL == 0 ||
+		*w.Retry.MaxRetries == 0 || !*w.Retry.RepeatLast || w.Retry.NonRetriable[0] != "x" || w.Retry.Backoff.Exponential.Initial == 0 {
+		t.Errorf("Clone shares state: %+v", c)
+	}
+}

@@ -1,0 +1,415 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redrive/redrive/broker"
+)
+
+// Limits of the brokers that names and tiers must respect.
+const (
+	maxTopicLen   = 249                                       // Kafka topic names
+	maxQueueLen   = 255                                       // AMQP short strings
+	maxMessageTTL = time.Duration(1<<32-1) * time.Millisecond // RabbitMQ x-message-ttl
+)
+
+// Validate checks c with its defaults applied (c itself is not changed) and
+// reports every problem, joined with errors.Join; each is a *FieldError
+// naming the field path, e.g.
+//
+//	workers[0].retry.max_retries: -1 is negative (unlimited retries must be explicit: set unlimited: true)
+//
+// It returns nil when c is valid.
+func (c *Config) Validate() error {
+	v := c.Clone()
+	v.ApplyDefaults()
+	var p problems
+	v.validate(&p)
+	return p.err()
+}
+
+// validate checks a config whose defaults are applied.
+func (c *Config) validate(p *problems) {
+	switch c.Broker {
+	case "":
+		p.add("broker", "required (rabbitmq or kafka)")
+	case BrokerRabbitMQ:
+		c.RabbitMQ.validate(p)
+	case BrokerKafka:
+		c.Kafka.validate(p)
+	default:
+		p.add("broker", fmt.Sprintf("%q is not rabbitmq or kafka", c.Broker))
+	}
+	c.Redis.validate(p)
+	c.Postgres.validate(p)
+	c.Heartbeat.validate(p)
+	validateWorkers(p, c.Workers, c.Broker)
+	if c.Broker == BrokerRabbitMQ {
+		c.validateDelays(p)
+	}
+	c.Lag.validate(p)
+	checkListen(p, "admin.listen", c.Admin.Listen)
+	if c.Admin.Token == "" && validListen(c.Admin.Listen) && !isLoopback(c.Admin.Listen) {
+		p.add("admin.token", fmt.Sprintf("required when admin.listen (%s) is not a loopback address", c.Admin.Listen))
+	}
+	checkListen(p, "exporter.listen", c.Exporter.Listen)
+}
+
+func (r RabbitMQ) validate(p *problems) {
+	if u, err := url.Parse(r.URL); err != nil {
+		p.add("rabbitmq.url", fmt.Sprintf("%q is not a valid URL", redactURL(r.URL)))
+	} else if u.Scheme != "amqp" && u.Scheme != "amqps" {
+		p.add("rabbitmq.url", fmt.Sprintf("scheme %q is not amqp or amqps", u.Scheme))
+	} else if u.Host == "" {
+		p.add("rabbitmq.url", fmt.Sprintf("%q has no host", redactURL(r.URL)))
+	}
+	if !legalName(r.Prefix, maxQueueLen-64, ":") {
+		p.add("rabbitmq.prefix", fmt.Sprintf("%q is not a legal name (1-191 of a-z A-Z 0-9 . _ - :)", r.Prefix))
+	}
+	if r.QueueType != "classic" && r.QueueType != "quorum" {
+		p.add("rabbitmq.queue_type", fmt.Sprintf("%q is not classic or quorum", r.QueueType))
+	}
+	if r.MaxLength < 0 {
+		p.add("rabbitmq.max_length", fmt.Sprintf("%d is negative", r.MaxLength))
+	}
+	if r.TLS != nil {
+		if u, err := url.Parse(r.URL); err == nil && u.Scheme != "amqps" {
+			p.add("rabbitmq.tls", "set, but rabbitmq.url is not amqps://")
+		}
+		r.TLS.validate(p, "rabbitmq.tls")
+	}
+	d := r.Delay
+	if d.Mode != "hops" && d.Mode != "route" {
+		p.add("rabbitmq.delay.mode", fmt.Sprintf("%q is not hops or route", d.Mode))
+	}
+	res := time.Duration(d.Resolution)
+	switch {
+	case res <= 0:
+		p.add("rabbitmq.delay.resolution", fmt.Sprintf("%s is not positive", d.Resolution))
+	case res%time.Millisecond != 0:
+		p.add("rabbitmq.delay.resolution", fmt.Sprintf("%s is not a whole number of milliseconds", d.Resolution))
+	}
+	if d.Factor < 2 {
+		p.add("rabbitmq.delay.factor", fmt.Sprintf("%d is below 2", d.Factor))
+	}
+	if d.Levels < 1 {
+		p.add("rabbitmq.delay.levels", fmt.Sprintf("%d is below 1", d.Levels))
+	}
+	if d.valid() {
+		if top := d.largestTier(); top > maxMessageTTL {
+			p.add("rabbitmq.delay.levels", fmt.Sprintf("the largest tier, %s × %d^%d, exceeds RabbitMQ's x-message-ttl limit (%s)",
+				d.Resolution, d.Factor, d.Levels-1, formatDuration(maxMessageTTL)))
+		}
+	}
+}
+
+func (k Kafka) validate(p *problems) {
+	if len(k.Brokers) == 0 {
+		p.add("kafka.brokers", "required when broker is kafka")
+	}
+	k.TLS.validate(p, "kafka.tls")
+	k.SASL.validate(p)
+	switch {
+	case k.Partitions < 1:
+		p.add("kafka.partitions", fmt.Sprintf("%d is not positive", k.Partitions))
+	case k.Partitions > math.MaxInt32:
+		p.add("kafka.partitions", fmt.Sprintf("%d is out of range", k.Partitions))
+	}
+	switch {
+	case k.ReplicationFactor < -1 || k.ReplicationFactor == 0:
+		p.add("kafka.replication_factor", fmt.Sprintf("%d is not -1 (the broker's default) or positive", k.ReplicationFactor))
+	case k.ReplicationFactor > math.MaxInt16:
+		p.add("kafka.replication_factor", fmt.Sprintf("%d is out of range", k.ReplicationFactor))
+	}
+	for _, d := range []struct {
+		key string
+		v   Duration
+	}{{"commit_interval", k.CommitInterval}, {"fetch_max_wait", k.FetchMaxWait}, {"heartbeat_interval", k.HeartbeatInterval},
+		{"session_timeout", k.SessionTimeout}, {"rebalance_timeout", k.RebalanceTimeout}} {
+		if d.v < 0 {
+			p.add("kafka."+d.key, fmt.Sprintf("%s is negative", d.v))
+		}
+	}
+	if k.HeartbeatInterval > 0 && k.SessionTimeout > 0 && k.HeartbeatInterval >= k.SessionTimeout {
+		p.add("kafka.heartbeat_interval", fmt.Sprintf("%s must be shorter than session_timeout (%s)", k.HeartbeatInterval, k.SessionTimeout))
+	}
+}
+
+func (r Redis) validate(p *problems) {
+	if !validHostPort(r.Addr) {
+		p.add("redis.addr", fmt.Sprintf("%q is not host:port", r.Addr))
+	}
+	if r.DB < 0 {
+		p.add("redis.db", fmt.Sprintf("%d is negative", r.DB))
+	}
+}
+
+func (pg Postgres) validate(p *problems) {
+	if !strings.Contains(pg.URL, "://") {
+		return // empty, or a key=value DSN
+	}
+	u, err := url.Parse(pg.URL)
+	switch {
+	case err != nil:
+		p.add("postgres.url", fmt.Sprintf("%q is not a valid URL", redactURL(pg.URL)))
+	case u.Scheme != "postgres" && u.Scheme != "postgresql":
+		p.add("postgres.url", fmt.Sprintf("scheme %q is not postgres or postgresql", u.Scheme))
+	}
+}
+
+func (h Heartbeat) validate(p *problems) {
+	for _, f := range []struct {
+		path string
+		d    Duration
+	}{
+		{"heartbeat.interval", h.Interval},
+		{"heartbeat.ttl", h.TTL},
+		{"heartbeat.missing_after", h.MissingAfter},
+		{"heartbeat.idle_after", h.IdleAfter},
+		{"heartbeat.shutdown_stuck_after", h.ShutdownStuckAfter},
+	} {
+		if f.d <= 0 {
+			p.add(f.path, fmt.Sprintf("%s is not positive", f.d))
+		}
+	}
+	if h.Interval > 0 && h.TTL > 0 && h.TTL <= h.Interval {
+		p.add("heartbeat.ttl", fmt.Sprintf("%s must be longer than heartbeat.interval (%s)", h.TTL, h.Interval))
+	}
+}
+
+// validateWorkers checks workers whose defaults are applied. brokerName
+// ("" when unknown) enables the checks of names the backend derives.
+func validateWorkers(p *problems, workers []Worker, brokerName string) {
+	names := map[string]int{}
+	for i, w := range workers {
+		path := fmt.Sprintf("workers[%d]", i)
+		nameOK := checkName(p, path+".name", w.Name)
+		if nameOK {
+			if j, dup := names[w.Name]; dup {
+				p.add(path+".name", fmt.Sprintf("%q is already the name of workers[%d]", w.Name, j))
+			} else {
+				names[w.Name] = i
+			}
+		}
+		topicOK := checkName(p, path+".topic", w.Topic)
+		if nameOK && topicOK {
+			checkDerivedNames(p, path, w, brokerName)
+		}
+		if w.QueueTTL != nil && *w.QueueTTL < 0 {
+			p.add(path+".queue_ttl", fmt.Sprintf("%s is negative", *w.QueueTTL))
+		}
+		if w.MaxClaims != nil && *w.MaxClaims < 0 {
+			p.add(path+".max_claims", fmt.Sprintf("%d is negative", *w.MaxClaims))
+		}
+		if w.Concurrency < 0 {
+			p.add(path+".concurrency", fmt.Sprintf("%d is negative", w.Concurrency))
+		}
+		if w.Prefetch < 0 {
+			p.add(path+".prefetch", fmt.Sprintf("%d is negative", w.Prefetch))
+		}
+		w.Retry.validate(p, path+".retry")
+		switch w.DLQ.Severity {
+		case "critical", "warning", "info":
+		default:
+			p.add(path+".dlq.severity", fmt.Sprintf("%q is not critical, warning or info", w.DLQ.Severity))
+		}
+		if !w.DLQ.Retention.Forever && w.DLQ.Retention.Duration < 0 {
+			p.add(path+".dlq.retention", fmt.Sprintf("%s is negative", w.DLQ.Retention))
+		}
+	}
+}
+
+// checkName checks a worker name or topic; it reports whether it is legal.
+func checkName(p *problems, path, s string) bool {
+	switch {
+	case s == "":
+		p.add(path, "required")
+	case !legalName(s, maxTopicLen, ""):
+		p.add(path, fmt.Sprintf("%q is not a legal topic name (1-249 of a-z A-Z 0-9 . _ -, not \".\" or \"..\")", abbreviate(s)))
+	default:
+		return true
+	}
+	return false
+}
+
+// checkDerivedNames checks the length of the queue and topic names the
+// backend derives from a worker's topic and name.
+func checkDerivedNames(p *problems, path string, w Worker, brokerName string) {
+	switch brokerName {
+	case BrokerRabbitMQ:
+		if q := w.Topic + "." + w.Name + ".dlq"; len(q) > maxQueueLen {
+			p.add(path+".name", fmt.Sprintf("its dead-letter queue name <topic>.<name>.dlq is %d bytes, over RabbitMQ's %d", len(q), maxQueueLen))
+		}
+	case BrokerKafka:
+		if t := w.Topic + ".dlq"; len(t) > maxTopicLen {
+			p.add(path+".topic", fmt.Sprintf("its dead-letter topic <topic>.dlq is %d characters, over Kafka's %d", len(t), maxTopicLen))
+		}
+		if t := w.Topic + ".retry." + w.Name; w.Retry.Mode == string(broker.NonBlocking) && len(t) > maxTopicLen {
+			p.add(path+".name", fmt.Sprintf("its retry topic <topic>.retry.<name> is %d characters, over Kafka's %d", len(t), maxTopicLen))
+		}
+	}
+}
+
+func (r Retry) validate(p *problems, path string) {
+	if r.MaxRetries != nil && *r.MaxRetries < 0 {
+		p.add(path+".max_retries", fmt.Sprintf("%d is negative (unlimited retries must be explicit: set unlimited: true)", *r.MaxRetries))
+	} else if r.MaxRetries != nil && r.Unlimited {
+		p.add(path+".unlimited", fmt.Sprintf("true conflicts with max_retries: %d (set one of them)", *r.MaxRetries))
+	}
+	r.Backoff.validate(p, path+".backoff")
+	for i, c := range r.NonRetriable {
+		if strings.TrimSpace(c) == "" {
+			p.add(fmt.Sprintf("%s.non_retriable[%d]", path, i), "empty error class")
+		}
+	}
+	if r.MaxElapsed < 0 {
+		p.add(path+".max_elapsed", fmt.Sprintf("%s is negative", r.MaxElapsed))
+	}
+	if r.Mode != string(broker.Blocking) && r.Mode != string(broker.NonBlocking) {
+		p.add(path+".mode", fmt.Sprintf("%q is not blocking or non_blocking", r.Mode))
+	}
+}
+
+func (b Backoff) validate(p *problems, path string) {
+	if b.Exponential != nil && len(b.Delays) > 0 {
+		p.add(path, "both a schedule and an exponential back-off are set")
+	}
+	for i, d := range b.Delays {
+		if d < 0 {
+			p.add(fmt.Sprintf("%s[%d]", path, i), fmt.Sprintf("%s is negative", formatDuration(d)))
+		}
+	}
+	e := b.Exponential
+	if e == nil {
+		return
+	}
+	path += ".exponential"
+	if e.Initial < 0 {
+		p.add(path+".initial", fmt.Sprintf("%s is negative", formatDuration(e.Initial)))
+	}
+	if !(e.Multiplier >= 1) || math.IsInf(e.Multiplier, 0) {
+		p.add(path+".multiplier", fmt.Sprintf("%g is not a finite number >= 1", e.Multiplier))
+	}
+	if e.Max < 0 {
+		p.add(path+".max", fmt.Sprintf("%s is negative", formatDuration(e.Max)))
+	}
+	if !(e.Jitter >= 0 && e.Jitter <= 1) {
+		p.add(path+".jitter", fmt.Sprintf("%g is outside [0, 1]", e.Jitter))
+	}
+}
+
+// validateDelays checks that every worker's longest back-off fits in the
+// RabbitMQ delay tiers.
+func (c *Config) validateDelays(p *problems) {
+	d := c.RabbitMQ.Delay
+	if !d.valid() {
+		return
+	}
+	limit := d.MaxDelay()
+	for i, w := range c.Workers {
+		if !w.Retry.valid() {
+			continue
+		}
+		if longest := w.Policy().LongestDelay(); longest > limit {
+			p.add(fmt.Sprintf("workers[%d].retry.backoff", i), fmt.Sprintf(
+				"worker %q: longest delay %s exceeds %s, the longest the delay tiers express (rabbitmq.delay: %s × (%d^%d − 1))",
+				w.Name, formatDuration(longest), formatDuration(limit), d.Resolution, d.Factor, d.Levels))
+		}
+	}
+}
+
+// valid reports whether r passes validation (quietly).
+func (r Retry) valid() bool {
+	var p problems
+	r.validate(&p, "")
+	return len(p.errs) == 0
+}
+
+func (l Lag) validate(p *problems) {
+	topics := make([]string, 0, len(l.Thresholds))
+	for t := range l.Thresholds {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	for _, topic := range topics {
+		th := l.Thresholds[topic]
+		path := "lag.thresholds[" + strconv.Quote(topic) + "]"
+		if !legalName(topic, maxTopicLen, "") {
+			p.add(path, fmt.Sprintf("%q is not a legal topic name", abbreviate(topic)))
+		}
+		if th.Warning < 0 {
+			p.add(path+".warning", fmt.Sprintf("%d is negative", th.Warning))
+		}
+		if th.Critical < 0 {
+			p.add(path+".critical", fmt.Sprintf("%d is negative", th.Critical))
+		}
+		if th.Warning >= 0 && th.Critical >= 0 && th.Warning > th.Critical {
+			p.add(path+".warning", fmt.Sprintf("%d is above critical (%d)", th.Warning, th.Critical))
+		}
+	}
+}
+
+// legalName reports whether s is 1..max characters of [a-zA-Z0-9._-] plus
+// the extra characters, and not "." or "..".
+func legalName(s string, max int, extra string) bool {
+	if s == "" || len(s) > max || s == "." || s == ".." {
+		return false
+	}
+	for _, c := range s {
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '.', c == '_', c == '-':
+		case strings.ContainsRune(extra, c):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// checkListen checks a listen address.
+func checkListen(p *problems, path, addr string) {
+	if !validListen(addr) {
+		p.add(path, fmt.Sprintf("%q is not host:port", addr))
+	}
+}
+
+// validListen reports whether addr is host:port (host may be empty, port 0
+// picks a free port).
+func validListen(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && n <= math.MaxUint16
+}
+
+// validHostPort reports whether addr is host:port to dial.
+func validHostPort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	return err == nil && n > 0
+}
+
+// isLoopback reports whether the listen address binds only to loopback.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,234 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidateRules(t *testing.T) {
+	long := strings.Repeat("a", 246) // <topic>.dlq is 250 characters
+	tests := []struct {
+		name string
+		doc  string
+		want []string
+	}{
+		// broker
+		{"broker missing", "workers: []", []string{"broker: required (rabbitmq or kafka)"}},
+		{"broker unknown", "broker: rabit", []string{`broker: "rabit" is not rabbitmq or kafka`}},
+		{"broker kafka without brokers", "broker: kafka", []string{"kafka.brokers: required when broker is kafka"}},
+		{"broker kafka with empty brokers", "broker: kafka\nkafka: {brokers: [\"\", \" , \"]}", []string{"kafka.brokers: required when broker is kafka"}},
+
+		// rabbitmq
+		{"rabbitmq url scheme", "broker: rabbitmq\nrabbitmq: {url: \"http://h:5672/\"}", []string{`rabbitmq.url: scheme "http" is not amqp or amqps`}},
+		{"rabbitmq url without host", "broker: rabbitmq\nrabbitmq: {url: \"amqp:///vhost\"}", []string{`rabbitmq.url: "amqp:///vhost" has no host`}},
+		{"rabbitmq url not a URL", "broker: rabbitmq\nrabbitmq: {url: \"amqp://u:pw@h:port/\"}", []string{`rabbitmq.url: "amqp://***@h:port/" is not a valid URL`}},
+		{"rabbitmq url unchecked for kafka", "broker: kafka\nkafka: {brokers: [k:9092]}\nrabbitmq: {url: \"http://h/\"}", nil},
+		{"rabbitmq prefix", "broker: rabbitmq\nrabbitmq: {prefix: \"my prefix\"}", []string{`rabbitmq.prefix: "my prefix" is not a legal name (1-191 of a-z A-Z 0-9 . _ - :)`}},
+		{"rabbitmq queue_type", "broker: rabbitmq\nrabbitmq: {queue_type: mirrored}", []string{`rabbitmq.queue_type: "mirrored" is not classic or quorum`}},
+		{"rabbitmq quorum", "broker: rabbitmq\nrabbitmq: {queue_type: quorum}", nil},
+		{"rabbitmq max_length", "broker: rabbitmq\nrabbitmq: {max_length: -1}", []string{"rabbitmq.max_length: -1 is negative"}},
+		{"delay mode", "broker: rabbitmq\nrabbitmq: {delay: {mode: teleport}}", []string{`rabbitmq.delay.mode: "teleport" is not hops or route`}},
+		{"delay resolution negative", "broker: rabbitmq\nrabbitmq: {delay: {resolution: -1s}}", []string{"rabbitmq.delay.resolution: -1s is not positive"}},
+		{"delay resolution fraction of ms", "broker: rabbitmq\nrabbitmq: {delay: {resolution: 1500us}}", []string{"rabbitmq.delay.resolution: 1.5ms is not a whole number of milliseconds"}},
+		{"delay factor", "broker: rabbitmq\nrabbitmq: {delay: {factor: 1}}", []string{"rabbitmq.delay.factor: 1 is below 2"}},
+		{"delay levels", "broker: rabbitmq\nrabbitmq: {delay: {levels: -1}}", []string{"rabbitmq.delay.levels: -1 is below 1"}},
+		{"delay largest tier over the TTL limit", "broker: rabbitmq\nrabbitmq: {delay: {levels: 30}}",
+			[]string{"rabbitmq.delay.levels: the largest tier, 1s × 4^29, exceeds RabbitMQ's x-message-ttl limit (49d17h2m47.295s)"}},
+		{"delay tiers too short for a back-off", "broker: rabbitmq\nrabbitmq: {delay: {levels: 2}}\nworkers:\n  - {name: w, topic: t}\n  - {name: v, topic: t, retry: {backoff: \"1s -> 15s\"}}",
+			[]string{`workers[0].retry.backoff: worker "w": longest delay 30m exceeds 15s, the longest the delay tiers express (rabbitmq.delay: 1s × (4^2 − 1))`}},
+		{"delay tiers fit when retries stop early", "broker: rabbitmq\nrabbitmq: {delay: {levels: 2}}\nworkers: [{name: w, topic: t, retry: {max_retries: 2, backoff: \"1s -> 15s -> 1h\"}}]", nil},
+		{"delay tiers and an exponential back-off with jitter", "broker: rabbitmq\nrabbitmq: {delay: {resolution: 1s, factor: 2, levels: 4}}\nworkers: [{name: w, topic: t, retry: {backoff: {exponential: {initial: 1s, max: 10s, jitter: 0.6}}}}]",
+			[]string{`workers[0].retry.backoff: worker "w": longest delay 16s exceeds 15s, the longest the delay tiers express (rabbitmq.delay: 1s × (2^4 − 1))`}},
+		{"delay tiers ignored on kafka", "broker: kafka\nkafka: {brokers: [k:9092]}\nrabbitmq: {delay: {levels: 1}}\nworkers: [{name: w, topic: t}]", nil},
+
+		// kafka
+		{"kafka partitions", "broker: kafka\nkafka: {brokers: [k:9092], partitions: -1}", []string{"kafka.partitions: -1 is not positive"}},
+		{"kafka replication_factor", "broker: kafka\nkafka: {brokers: [k:9092], replication_factor: -2}", []string{"kafka.replication_factor: -2 is not -1 (the broker's default) or positive"}},
+		{"kafka negative tuning", "broker: kafka\nkafka: {brokers: [k:9092], commit_interval: -1s}", []string{"kafka.commit_interval: -1s is negative"}},
+		{"kafka heartbeat vs session", "broker: kafka\nkafka: {brokers: [k:9092], heartbeat_interval: 10s, session_timeout: 5s}", []string{"kafka.heartbeat_interval: 10s must be shorter than session_timeout (5s)"}},
+		{"kafka dlq topic too long", "broker: kafka\nkafka: {brokers: [k:9092]}\nworkers: [{name: w, topic: " + long + "}]",
+			[]string{"workers[0].topic: its dead-letter topic <topic>.dlq is 250 characters, over Kafka's 249"}},
+		{"kafka retry topic too long", "broker: kafka\nkafka: {brokers: [k:9092]}\nworkers: [{name: " + long[:200] + ", topic: " + long[:40] + ", retry: {mode: non_blocking}}]",
+			nil}, // 247 characters fit
+		{"kafka retry topic over the limit", "broker: kafka\nkafka: {brokers: [k:9092]}\nworkers: [{name: " + long[:200] + ", topic: " + long[:43] + ", retry: {mode: non_blocking}}]",
+			[]string{"workers[0].name: its retry topic <topic>.retry.<name> is 250 characters, over Kafka's 249"}},
+		{"rabbitmq dlq queue too long", "broker: rabbitmq\nworkers: [{name: " + long[:200] + ", topic: " + long[:51] + "}]",
+			[]string{"workers[0].name: its dead-letter queue name <topic>.<name>.dlq is 256 bytes, over RabbitMQ's 255"}},
+
+		// redis, postgres
+		{"redis addr", "broker: rabbitmq\nredis: {addr: localhost}", []string{`redis.addr: "localhost" is not host:port`}},
+		{"redis addr port", "broker: rabbitmq\nredis: {addr: \"h:0\"}", []string{`redis.addr: "h:0" is not host:port`}},
+		{"redis db", "broker: rabbitmq\nredis: {db: -1}", []string{"redis.db: -1 is negative"}},
+		{"postgres scheme", "broker: rabbitmq\npostgres: {url: \"mysql://u:p@h/db\"}", []string{`postgres.url: scheme "mysql" is not postgres or postgresql`}},
+		{"postgres DSN", "broker: rabbitmq\npostgres: {url: \"host=h user=u password=p dbname=d\"}", nil},
+
+		// heartbeat
+		{"heartbeat negative", "broker: rabbitmq\nheartbeat: {interval: -1s, missing_after: -1m}",
+			[]string{"heartbeat.interval: -1s is not positive", "heartbeat.missing_after: -1m is not positive"}},
+		{"heartbeat ttl not longer than interval", "broker: rabbitmq\nheartbeat: {interval: 30s, ttl: 30s}",
+			[]string{"heartbeat.ttl: 30s must be longer than heartbeat.interval (30s)"}},
+		{"heartbeat ttl against the default interval", "broker: rabbitmq\nheartbeat: {ttl: 5s}",
+			[]string{"heartbeat.ttl: 5s must be longer than heartbeat.interval (10s)"}},
+
+		// workers
+		{"worker name and topic required", "broker: rabbitmq\nworkers: [{concurrency: 1}]", []string{"workers[0].name: required", "workers[0].topic: required"}},
+		{"worker name illegal", "broker: rabbitmq\nworkers: [{name: \"pay out\", topic: t}]",
+			[]string{`workers[0].name: "pay out" is not a legal topic name (1-249 of a-z A-Z 0-9 . _ -, not "." or "..")`}},
+		{"worker topic dot", "broker: rabbitmq\nworkers: [{name: w, topic: \".\"}]",
+			[]string{`workers[0].topic: "." is not a legal topic name (1-249 of a-z A-Z 0-9 . _ -, not "." or "..")`}},
+		{"worker topic dotdot", "broker: rabbitmq\nworkers: [{name: w, topic: \"..\"}]",
+			[]string{`workers[0].topic: ".." is not a legal topic name (1-249 of a-z A-Z 0-9 . _ -, not "." or "..")`}},
+		{"worker topic slash", "broker: rabbitmq\nworkers: [{name: w, topic: a/b}]",
+			[]string{`workers[0].topic: "a/b" is not a legal topic name (1-249 of a-z A-Z 0-9 . _ -, not "." or "..")`}},
+		{"worker topic non-ASCII", "broker: rabbitmq\nworkers: [{name: w, topic: événements}]",
+			[]string{`workers[0].topic: "événements" is not a legal topic name (1-249 of a-z A-Z 0-9 . _ -, not "." or "..")`}},
+		{"worker topic too long", "broker: rabbitmq\nworkers: [{name: w, topic: " + strings.Repeat("t", 250) + "}]",
+			[]string{`workers[0].topic: "` + strings.Repeat("t", 40) + `..." is not a legal topic name (1-249 of a-z A-Z 0-9 . _ -, not "." or "..")`}},
+		{"worker topic 249 characters", "broker: rabbitmq\nworkers: [{name: w, topic: " + strings.Repeat("t", 249) + "}]", nil},
+		{"worker names unique", "broker: rabbitmq\nworkers: [{name: w, topic: t}, {name: v, topic: t}, {name: w, topic: u}]",
+			[]string{`workers[2].name: "w" is already the name of workers[0]`}},
+		{"worker queue_ttl", "broker: rabbitmq\nworkers: [{name: w, topic: t, queue_ttl: -5m}]", []string{"workers[0].queue_ttl: -5m is negative"}},
+		{"worker concurrency and prefetch", "broker: rabbitmq\nworkers: [{name: w, topic: t, concurrency: -1, prefetch: -2}]",
+			[]string{"workers[0].concurrency: -1 is negative", "workers[0].prefetch: -2 is negative"}},
+		{"worker max_claims negative", "broker: rabbitmq\nworkers: [{name: w, topic: t, max_claims: -1}]",
+			[]string{"workers[0].max_claims: -1 is negative"}},
+		{"max_retries negative", "broker: rabbitmq\nworkers: [{name: w, topic: t, retry: {max_retries: -1}}]",
+			[]string{"workers[0].retry.max_retries: -1 is negative (unlimited retries must be explicit: set unlimited: true)"}},
+		{"unlimited with max_retries", "broker: rabbitmq\nworkers: [{name: w, topic: t, retry: {max_retries: 3, unlimited: true}}]",
+			[]string{"workers[0].retry.unlimited: true conflicts with max_retries: 3 (set one of them)"}},
+		{"unlimited alone", "broker: kafka\nkafka: {brokers: [k:9092]}\nworkers: [{name: w, topic: t, retry: {unlimited: true}}]", nil},
+		{"backoff negative step", "broker: rabbitmq\nworkers: [{name: w, topic: t, retry: {backoff: \"1s -> -5s\"}}]",
+			[]string{`workers[0].retry.backoff: step 2: "-5s" is negative`}},
+		{"backoff negative list item", "broker: rabbitmq\nworkers: [{name: w, topic: t, retry: {backoff: [1s, -5s]}}]",
+			[]string{"workers[0].retry.backoff[1]: -5s is negative"}},
+		{"exponential fields", "broker: kafka\nkafka: {brokers: [k:9092]}\nworkers: [{name: w, topic: t, retry: {backoff: {exponential: {initial: -1s, multiplier: 0.5, max: -1m, jitter: 1.5}}}}]",
+			[]string{
+				"workers[0].retry.backoff.exponential.initial: -1s is negative",
+				"workers[0].retry.backoff.exponential.multiplier: 0.5 is not a finite number >= 1",
+				"workers[0].retry.backoff.exponential.max: -1m is negative",
+				"workers[0].retry.backoff.exponential.jitter: 1.5 is outside [0, 1]",
+			}},
+		{"exponential NaN and Inf", "broker: kafka\nkafka: {brokers: [k:9092]}\nworkers: [{name: w, topic: t, retry: {backoff: {exponential: {multiplier: .inf, jitter: .nan}}}}]",
+			[]string{
+				"workers[0].retry.backoff.exponential.multiplier: +Inf is not a finite number >= 1",
+				"workers[0].retry.backoff.exponential.jitter: NaN is outside [0, 1]",
+			}},
+		{"non_retriable empty class", "broker: rabbitmq\nworkers: [{name: w, topic: t, retry: {non_retriable: [validation, \" \"]}}]",
+			[]string{"workers[0].retry.non_retriable[1]: empty error class"}},
+		{"max_elapsed", "broker: rabbitmq\nworkers: [{name: w, topic: t, retry: {max_elapsed: -1h}}]", []string{"workers[0].retry.max_elapsed: -1h is negative"}},
+		{"retry mode", "broker: rabbitmq\nworkers: [{name: w, topic: t, retry: {mode: blockin}}]",
+			[]string{`workers[0].retry.mode: "blockin" is not blocking or non_blocking`}},
+		{"dlq severity", "broker: rabbitmq\nworkers: [{name: w, topic: t, dlq: {severity: high}}]",
+			[]string{`workers[0].dlq.severity: "high" is not critical, warning or info`}},
+		{"dlq retention", "broker: rabbitmq\nworkers: [{name: w, topic: t, dlq: {retention: -24h}}]", []string{"workers[0].dlq.retention: -24h is negative"}},
+
+		// lag
+		{"lag thresholds", "broker: rabbitmq\nlag:\n  thresholds:\n    a: {warning: -1, critical: -2}\n    b: {warning: 600, critical: 500}\n    c d: {warning: 1, critical: 1}",
+			[]string{
+				`lag.thresholds["a"].warning: -1 is negative`,
+				`lag.thresholds["a"].critical: -2 is negative`,
+				`lag.thresholds["b"].warning: 600 is above critical (500)`,
+				`lag.thresholds["c d"]: "c d" is not a legal topic name`,
+			}},
+
+		// admin, exporter
+		{"admin listen", "broker: rabbitmq\nadmin: {listen: \"127.0.0.1\"}", []string{`admin.listen: "127.0.0.1" is not host:port`}},
+		{"admin token on a public address", "broker: rabbitmq\nadmin: {listen: \"0.0.0.0:8080\"}",
+			[]string{"admin.token: required when admin.listen (0.0.0.0:8080) is not a loopback address"}},
+		{"admin token on all interfaces", "broker: rabbitmq\nadmin: {listen: \":8080\"}",
+			[]string{"admin.token: required when admin.listen (:8080) is not a loopback address"}},
+		{"admin public with token", "broker: rabbitmq\nadmin: {listen: \"0.0.0.0:8080\", token: t}", nil},
+		{"admin localhost", "broker: rabbitmq\nadmin: {listen: \"localhost:8080\"}", nil},
+		{"admin IPv6 loopback", "broker: rabbitmq\nadmin: {listen: \"[::1]:8080\"}", nil},
+		{"exporter listen", "broker: rabbitmq\nexporter: {listen: \"h:99999\"}", []string{`exporter.listen: "h:99999" is not host:port`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parse([]byte(tt.doc), noEnv)
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatalf("unexpected problems:\n%v", err)
+				}
+				if err := c.Validate(); err != nil {
+					t.Fatalf("Validate after Parse: %v", err)
+				}
+				return
+			}
+			assertLines(t, err, tt.want...)
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("error is not ErrInvalid")
+			}
+		})
+	}
+}
+
+func TestValidateCollectsEverything(t *testing.T) {
+	c := &Config{
+		Broker: "rabit",
+		Workers: []Worker{
+			{Name: "w", Topic: "t", Retry: Retry{MaxRetries: ptr(-1)}},
+			{Name: "w", Topic: "t", Retry: Retry{Mode: "eventually"}},
+		},
+		Lag: Lag{Thresholds: map[string]Threshold{"t": {Warning: 5, Critical: 1}}},
+	}
+	assertLines(t, c.Validate(),
+		`broker: "rabit" is not rabbitmq or kafka`,
+		"workers[0].retry.max_retries: -1 is negative (unlimited retries must be explicit: set unlimited: true)",
+		`workers[1].name: "w" is already the name of workers[0]`,
+		`workers[1].retry.mode: "eventually" is not blocking or non_blocking`,
+		`lag.thresholds["t"].warning: 5 is above critical (1)`,
+	)
+	if c.RabbitMQ.URL != "" || c.Workers[0].QueueTTL != nil {
+		t.Error("Validate changed the config (it must validate a copy with defaults)")
+	}
+}
+
+func TestValidateHandBuiltConfig(t *testing.T) {
+	c := &Config{Broker: BrokerRabbitMQ, Workers: []Worker{{Name: "w", Topic: "t"}}}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("a config without defaults applied: %v", err)
+	}
+}
+
+func TestParseSuppressesProblemsOfUndecodedFields(t *testing.T) {
+	// broker could not be decoded: no second "broker: required" line.
+	_, err := parse([]byte("broker: {name: rabbitmq}\nworkers: [{name: w, topic: t, concurrency: x}]"), noEnv)
+	assertLines(t, err, "broker: expected a string, found a mapping", `workers[0].concurrency: "x" is not an integer`)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestDelayTiers(t *testing.T) {
+	tests := []struct {
+		d     Delay
+		tiers []time.Duration
+		max   time.Duration
+	}{
+		{Delay{Resolution: Duration(time.Second), Factor: 4, Levels: 8},
+			[]time.Duration{time.Second, 4 * time.Second, 16 * time.Second, 64 * time.Second, 256 * time.Second, 1024 * time.Second, 4096 * time.Second, 16384 * time.Second},
+			65535 * time.Second},
+		{Delay{Resolution: Duration(100 * time.Millisecond), Factor: 2, Levels: 3},
+			[]time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond}, 700 * time.Millisecond},
+		{Delay{Resolution: Duration(time.Second), Factor: 1000, Levels: 20}, nil, 1<<63 - 1},
+		{Delay{}, nil, 0},
+	}
+	for _, tt := range tests {
+		if got := tt.d.MaxDelay(); got != tt.max {
+			t.Errorf("%+v.MaxDelay() = %s, want %s", tt.d, got, tt.max)
+		}
+		if tt.tiers == nil {
+			continue
+		}
+		got := tt.d.Tiers()
+		if len(got) != len(tt.tiers) {
+			t.Fatalf("%+v.Tiers() = %v, want %v", tt.d, got, tt.tiers)
+		}
+		for i := range got {
+			if got[i] != tt.tiers[i] {
+				t.Errorf("%+v.Tiers()[%d] = %s, want %s", tt.d, i, got[i], tt.tiers[i])
+			}
+		}
+	}
+}

@@ -1,0 +1,211 @@
+package exporter_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/dlq/pgstore"
+	"github.com/redrive/redrive/internal/exporter"
+)
+
+// The services the tests need; unreachable fails the test.
+func rabbitURL() string { return env("RABBITMQ_URL", rabbit.DefaultURL) }
+func redisAddr() string { return env("REDIS_ADDR", "127.0.0.1:6379") }
+func databaseURL() string {
+	return env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+}
+
+func env(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// newRedis connects to the test Redis and deletes the keys under prefix
+// when the test ends.
+func newRedis(t *testing.T, prefix string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: redisAddr()})
+	if err := c.Ping(t.Context()).Err(); err != nil {
+		t.Fatalf("Redis is required at %s (set REDIS_ADDR): %v", redisAddr(), err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		keys, _ := c.Keys(ctx, prefix+"*").Result()
+		if len(keys) > 0 {
+			c.Del(ctx, keys...)
+		}
+		_ = c.Close()
+	})
+	return c
+}
+
+// newStore opens a pgstore in a schema of its own, dropped when the test
+// ends.
+func newStore(t *testing.T, schema string) *pgstore.Store {
+	t.Helper()
+	st, err := pgstore.Open(t.Context(), databaseURL(), pgstore.Options{Schema: schema, MaxConns: 4, Logger: quiet()})
+	if err != nil {
+		t.Fatalf("PostgreSQL is required (DATABASE_URL, default %s): %v", databaseURL(), err)
+	}
+	t.Cleanup(func() {
+		_ = st.Close()
+		ctx := context.Background()
+		conn, err := pgx.Connect(ctx, databaseURL())
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return st
+}
+
+// closedAddr returns an address on which nothing listens.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	return addr
+}
+
+// get fetches url and returns the status and body.
+func get(t *testing.T, url string) (int, []byte) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return resp.StatusCode, body
+}
+
+// health fetches /healthz.
+func health(t *testing.T, base string) (int, exporter.Health) {
+	t.Helper()
+	code, body := get(t, base+"/healthz")
+	var h exporter.Health
+	if err := json.Unmarshal(body, &h); err != nil {
+		t.Fatalf("/healthz is not a health report: %v\n%s", err, body)
+	}
+	return code, h
+}
+
+// scrape fetches /metrics and parses it.
+func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
+	t.Helper()
+	code, body := get(t, base+"/metrics")
+	if code != http.StatusOK {
+		t.Fatalf("/metrics: %d\n%s", code, body)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatalf("/metrics does not parse: %v\n%s", err, body)
+	}
+	return fams
+}
+
+// value returns the value of the series of name with exactly the given
+// labels (a subset match: every given label must match) and whether it
+// exists.
+func value(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+	f, ok := fams[name]
+	if !ok {
+		return 0, false
+	}
+next:
+	for _, m := range f.GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		for k, v := range labels {
+			if got[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Untyped != nil:
+			return m.GetUntyped().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+// wantValue fails unless the series exists with value want.
+func wantValue(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels map[string]string, want float64) {
+	t.Helper()
+	got, ok := value(fams, name, labels)
+	if !ok {
+		t.Errorf("no series %s%v", name, labels)
+		return
+	}
+	if got != want {
+		t.Errorf("%s%v = %v, want %v", name, labels, got, want)
+	}
+}
+
+func hasReason(h exporter.Health, sub string) bool {
+	for _, r := range h.Reasons {
+		if strings.Contains(r, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// listen binds a free loopback port.
+func listen(t *testing.T) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ln
+}
+
+// waitFor polls cond until it holds; the test fails after 30 s.
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 30s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

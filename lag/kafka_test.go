@@ -1,0 +1,300 @@
+package lag
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+const topic = "orders"
+
+// kafkaEnv is a one-broker kfake cluster with a 3-partition topic, a
+// client and an admin.
+type kafkaEnv struct {
+	addrs []string
+	cl    *kgo.Client
+	adm   *kadm.Client
+}
+
+func newKafka(t testing.TB) *kafkaEnv {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	t.Cleanup(c.Close)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return &kafkaEnv{addrs: c.ListenAddrs(), cl: cl, adm: kadm.NewClient(cl)}
+}
+
+// produce writes n records to partition p, timestamped ts.
+func (e *kafkaEnv) produce(t testing.TB, p int32, n int, ts time.Time) {
+	t.Helper()
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprint(i)), Timestamp: ts}
+	}
+	if err := e.cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+// commit sets group's committed offsets with kadm (for a group without
+// members).
+func (e *kafkaEnv) commit(t testing.TB, group string, offsets map[int32]int64) {
+	t.Helper()
+	var os kadm.Offsets
+	for p, o := range offsets {
+		os.AddOffset(topic, p, o, -1)
+	}
+	if err := e.adm.CommitAllOffsets(context.Background(), group, os); err != nil {
+		t.Fatalf("commit %v: %v", offsets, err)
+	}
+}
+
+func (e *kafkaEnv) measurer(t testing.TB, cfg KafkaConfig) *Kafka {
+	t.Helper()
+	k, err := NewKafka(e.cl, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func measure(t testing.TB, k *Kafka) KafkaSample {
+	t.Helper()
+	s, err := k.Measure(context.Background())
+	if err != nil {
+		t.Fatalf("Measure: %v", err)
+	}
+	return s
+}
+
+// lags returns the lag of each partition of group in s.
+func lags(s KafkaSample, group string) map[int32]int64 {
+	out := map[int32]int64{}
+	for _, p := range s.Partitions {
+		if p.Group == group {
+			out[p.Partition] = p.Lag
+		}
+	}
+	return out
+}
+
+func topicLag(t testing.TB, r KafkaReport, group string) TopicLag {
+	t.Helper()
+	for _, tl := range r.Topics {
+		if tl.Group == group && tl.Topic == topic {
+			return tl
+		}
+	}
+	t.Fatalf("no row for %s/%s in %+v", group, topic, r.Topics)
+	return TopicLag{}
+}
+
+func wantLags(t testing.TB, got, want map[int32]int64) {
+	t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("partition lags = %v, want %v", got, want)
+	}
+}
+
+// Produce N, commit M: lag N−M per partition and summed per topic; it
+// rises while the group is stopped and falls when it commits again.
+func TestKafkaLagRecords(t *testing.T) {
+	e := newKafka(t)
+	for p, n := range map[int32]int{0: 10, 1: 20, 2: 5} {
+		e.produce(t, p, n, time.Time{})
+	}
+	e.commit(t, "g", map[int32]int64{0: 4, 1: 20, 2: 0})
+	k := e.measurer(t, KafkaConfig{Groups: []string{"g"}})
+	tr, _ := NewTracker(TrackerConfig{Thresholds: Thresholds{topic: {Warning: 10, Critical: 20}}})
+
+	s := measure(t, k)
+	wantLags(t, lags(s, "g"), map[int32]int64{0: 6, 1: 0, 2: 5})
+	for _, p := range s.Partitions {
+		if p.End != map[int32]int64{0: 10, 1: 20, 2: 5}[p.Partition] || p.Committed != map[int32]int64{0: 4, 1: 20, 2: 0}[p.Partition] || p.Assigned() {
+			t.Errorf("partition %d: committed %d end %d member %q", p.Partition, p.Committed, p.End, p.Member)
+		}
+	}
+	tl := topicLag(t, tr.Observe(s), "g")
+	if tl.Lag != 11 || tl.Level != LevelWarning || tl.Partitions != 3 || tl.Members != 0 {
+		t.Fatalf("topic row = %+v, want lag 11 WARNING over 3 partitions", tl)
+	}
+
+	// Stopped group, traffic goes on: lag rises.
+	e.produce(t, 1, 15, time.Time{})
+	s = measure(t, k)
+	wantLags(t, lags(s, "g"), map[int32]int64{0: 6, 1: 15, 2: 5})
+	tl = topicLag(t, tr.Observe(s), "g")
+	if tl.Lag != 26 || tl.Level != LevelCritical || tl.Status != StatusStop {
+		t.Fatalf("topic row = %+v, want lag 26 CRITICAL STOP (no member, offsets still)", tl)
+	}
+
+	// The group resumes and commits: lag falls.
+	e.commit(t, "g", map[int32]int64{0: 10, 1: 30, 2: 5})
+	s = measure(t, k)
+	wantLags(t, lags(s, "g"), map[int32]int64{0: 0, 1: 5, 2: 0})
+	tl = topicLag(t, tr.Observe(s), "g")
+	if tl.Lag != 5 || tl.Level != LevelOK || tl.Status != StatusOK {
+		t.Fatalf("topic row = %+v, want lag 5 OK OK", tl)
+	}
+}
+
+// A group member that holds partitions: STALL while it does not commit,
+// OK when it commits forward, REWIND when it commits backwards, STOP once
+// it left. Every step is an explicit sample; nothing sleeps.
+func TestKafkaStatusWithMember(t *testing.T) {
+	e := newKafka(t)
+	for p := range int32(3) {
+		e.produce(t, p, 10, time.Time{})
+	}
+	member, err := kgo.NewClient(kgo.SeedBrokers(e.addrs...), kgo.ConsumerGroup("workers"), kgo.ConsumeTopics(topic),
+		kgo.DisableAutoCommit(), kgo.ClientID("worker-1"), kgo.FetchMaxWait(50*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer member.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// Poll until the member joined and was assigned every partition.
+	for len(member.PollFetches(ctx).Records()) == 0 {
+		if ctx.Err() != nil {
+			t.Fatal("the member received nothing within 20s")
+		}
+	}
+	commit := func(offsets map[int32]int64) {
+		t.Helper()
+		m := map[string]map[int32]kgo.EpochOffset{topic: {}}
+		for p, o := range offsets {
+			m[topic][p] = kgo.EpochOffset{Epoch: -1, Offset: o}
+		}
+		done := make(chan error, 1)
+		member.CommitOffsetsSync(ctx, m, func(_ *kgo.Client, _ *kmsgReq, resp *kmsgResp, err error) {
+			if err == nil {
+				err = commitErr(resp)
+			}
+			done <- err
+		})
+		if err := <-done; err != nil {
+			t.Fatalf("member commit %v: %v", offsets, err)
+		}
+	}
+	commit(map[int32]int64{0: 2, 1: 2, 2: 2})
+
+	k := e.measurer(t, KafkaConfig{Groups: []string{"workers"}})
+	tr, _ := NewTracker(TrackerConfig{Window: 3})
+	step := func(want Status) TopicLag {
+		t.Helper()
+		s := measure(t, k)
+		tl := topicLag(t, tr.Observe(s), "workers")
+		if tl.Status != want {
+			t.Fatalf("status = %s (%q), want %s; partitions %+v", tl.Status, tl.Reason, want, s.Partitions)
+		}
+		return tl
+	}
+
+	tl := step(StatusOK) // one sample: nothing to compare yet
+	if tl.Members != 1 || tl.Lag != 24 {
+		t.Fatalf("topic row = %+v, want 1 member, lag 24", tl)
+	}
+	step(StatusStall) // two samples, offsets still, member assigned
+	commit(map[int32]int64{0: 6, 1: 6, 2: 6})
+	step(StatusOK) // moving and catching up
+	commit(map[int32]int64{0: 1, 1: 6, 2: 6})
+	tl = step(StatusRewind)
+	if tl.Reason != "partition 0: committed offset went back from 6 to 1" {
+		t.Errorf("rewind reason = %q", tl.Reason)
+	}
+	// One more sample would read STALL (partitions 1 and 2 sit at 6 with a
+	// member, which outranks REWIND); the member leaves instead.
+	member.Close()
+	// Partitions 1 and 2 lag with still offsets and no member: STOP, which
+	// outranks partition 0's REWIND.
+	tl = step(StatusStop)
+	if tl.Members != 0 {
+		t.Errorf("members = %d after the member left", tl.Members)
+	}
+}
+
+// Lag in seconds: the age of the record at the committed offset.
+func TestKafkaTimeLag(t *testing.T) {
+	e := newKafka(t)
+	old := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
+	recent := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
+	e.produce(t, 0, 3, old)    // offsets 0..2
+	e.produce(t, 0, 3, recent) // offsets 3..5
+	e.produce(t, 1, 5, old)
+	e.produce(t, 2, 2, recent)
+	e.commit(t, "g", map[int32]int64{0: 3, 1: 1, 2: 2})
+
+	s := measure(t, e.measurer(t, KafkaConfig{Groups: []string{"g"}}))
+	want := map[int32]time.Duration{0: s.At.Sub(recent), 1: s.At.Sub(old), 2: 0}
+	for _, p := range s.Partitions {
+		if !p.TimeLagKnown {
+			t.Fatalf("partition %d: no lag in seconds", p.Partition)
+		}
+		if d := p.TimeLag - want[p.Partition]; d < -time.Millisecond || d > time.Millisecond {
+			t.Errorf("partition %d: time lag %s, want %s", p.Partition, p.TimeLag, want[p.Partition])
+		}
+	}
+	tr, _ := NewTracker(TrackerConfig{})
+	if tl := topicLag(t, tr.Observe(s), "g"); tl.TimeLag != want[1] {
+		t.Errorf("topic time lag %s, want the oldest partition's %s", tl.TimeLag, want[1])
+	}
+
+	// Bounded work: with one fetch allowed, only the most lagging partition
+	// (partition 1, lag 4) gets an age.
+	s = measure(t, e.measurer(t, KafkaConfig{Groups: []string{"g"}, TimeLagPartitions: 1}))
+	for _, p := range s.Partitions {
+		known := p.Partition == 1 || p.Lag == 0
+		if p.TimeLagKnown != known {
+			t.Errorf("partition %d (lag %d): TimeLagKnown %v, want %v", p.Partition, p.Lag, p.TimeLagKnown, known)
+		}
+	}
+	s = measure(t, e.measurer(t, KafkaConfig{Groups: []string{"g"}, TimeLagPartitions: -1}))
+	for _, p := range s.Partitions {
+		if p.TimeLagKnown {
+			t.Errorf("partition %d has an age with time lag disabled", p.Partition)
+		}
+	}
+}
+
+func TestKafkaAllGroupsAndUnknownGroup(t *testing.T) {
+	e := newKafka(t)
+	e.produce(t, 0, 3, time.Time{})
+	e.commit(t, "a", map[int32]int64{0: 1})
+	e.commit(t, "b", map[int32]int64{0: 2})
+	s := measure(t, e.measurer(t, KafkaConfig{}))
+	if got := lags(s, "a")[0] + 10*lags(s, "b")[0]; got != 2+10*1 {
+		t.Errorf("lags of all groups: a %v b %v", lags(s, "a"), lags(s, "b"))
+	}
+	s = measure(t, e.measurer(t, KafkaConfig{Groups: []string{"never-seen"}}))
+	if len(s.Partitions) != 0 {
+		t.Errorf("a group that never committed has partitions %+v", s.Partitions)
+	}
+}
+
+func TestKafkaUnreachable(t *testing.T) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(closedAddr(t)), kgo.RequestRetries(0), kgo.RetryTimeout(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	k, _ := NewKafka(cl, KafkaConfig{Groups: []string{"g"}})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if _, err := k.Measure(ctx); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Measure against a closed port = %v, want ErrUnavailable", err)
+	}
+}

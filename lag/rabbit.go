@@ -1,0 +1,189 @@
+package lag
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/broker/rabbit"
+)
+
+// DefaultDialTimeout is the RabbitConfig.DialTimeout default.
+const DefaultDialTimeout = 5 * time.Second
+
+// RabbitConfig configures RabbitMQ depth measurement.
+type RabbitConfig struct {
+	// URL of the broker; default rabbit.DefaultURL.
+	URL string
+	// DialTimeout bounds connecting; default 5 s.
+	DialTimeout time.Duration
+}
+
+// WithDefaults returns c with the documented defaults filled in.
+func (c RabbitConfig) WithDefaults() RabbitConfig {
+	if c.URL == "" {
+		c.URL = rabbit.DefaultURL
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	return c
+}
+
+// Validate reports the first problem, naming the field.
+func (c RabbitConfig) Validate() error {
+	if c.URL != "" {
+		if _, err := amqp.ParseURI(c.URL); err != nil {
+			return fmt.Errorf("%w: url %q: %v", ErrInvalidConfig, rabbit.MaskURL(c.URL), err)
+		}
+	}
+	if c.DialTimeout < 0 {
+		return fmt.Errorf("%w: dial timeout %s is negative", ErrInvalidConfig, c.DialTimeout)
+	}
+	return nil
+}
+
+// Rabbit measures RabbitMQ queue depth over one AMQP connection, opened on
+// first use and reopened after a failure. It is safe for concurrent use.
+type Rabbit struct {
+	cfg RabbitConfig
+
+	mu   sync.Mutex
+	conn *amqp.Connection
+}
+
+// NewRabbit returns a measurer for cfg (validated, then defaults filled
+// in). It does not connect.
+func NewRabbit(cfg RabbitConfig) (*Rabbit, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Rabbit{cfg: cfg.WithDefaults()}, nil
+}
+
+// QueueDepth is one queue's depth.
+type QueueDepth struct {
+	Queue string
+	// Exists is false when the queue is not declared; the counts are then 0.
+	Exists bool
+	// Messages is the number of messages ready for delivery (messages
+	// delivered but not acknowledged are not counted; see the package
+	// documentation).
+	Messages int
+	// Consumers is the number of consumers.
+	Consumers int
+}
+
+// Measure returns the depth of each queue, in order. A queue that does not
+// exist reads Exists false. It fails (wrapping ErrUnavailable) when
+// RabbitMQ cannot be reached or ctx ends.
+func (r *Rabbit) Measure(ctx context.Context, queues ...string) ([]QueueDepth, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]QueueDepth, 0, len(queues))
+	var ch *amqp.Channel
+	defer func() {
+		if ch != nil {
+			_ = ch.Close()
+		}
+	}()
+	for _, q := range queues {
+		if err := ctx.Err(); err != nil {
+			return out, fmt.Errorf("lag: rabbitmq depth of %s: %w", q, err)
+		}
+		if ch == nil {
+			var err error
+			if ch, err = r.channel(); err != nil {
+				return out, err
+			}
+		}
+		info, err := ch.QueueDeclarePassive(q, false, false, false, false, nil)
+		var aerr *amqp.Error
+		switch {
+		case err == nil:
+			out = append(out, QueueDepth{Queue: q, Exists: true, Messages: info.Messages, Consumers: info.Consumers})
+		case errors.As(err, &aerr) && aerr.Code == amqp.NotFound:
+			// The server closed the channel; the next queue opens another.
+			ch = nil
+			out = append(out, QueueDepth{Queue: q})
+		default:
+			r.drop()
+			ch = nil
+			return out, fmt.Errorf("%w: rabbitmq depth of %s: %w", ErrUnavailable, q, err)
+		}
+	}
+	return out, nil
+}
+
+// channel opens a channel, connecting first when needed.
+func (r *Rabbit) channel() (*amqp.Channel, error) {
+	if r.conn == nil || r.conn.IsClosed() {
+		conn, err := amqp.DialConfig(r.cfg.URL, amqp.Config{
+			Dial:       amqp.DefaultDial(r.cfg.DialTimeout),
+			Properties: amqp.Table{"connection_name": "redrive lag"},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("%w: rabbitmq dial %s: %w", ErrUnavailable, rabbit.MaskURL(r.cfg.URL), err)
+		}
+		r.conn = conn
+	}
+	ch, err := r.conn.Channel()
+	if err != nil {
+		r.drop()
+		return nil, fmt.Errorf("%w: rabbitmq channel: %w", ErrUnavailable, err)
+	}
+	return ch, nil
+}
+
+func (r *Rabbit) drop() {
+	if r.conn != nil {
+		_ = r.conn.Close()
+		r.conn = nil
+	}
+}
+
+// Close closes the connection.
+func (r *Rabbit) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.conn == nil {
+		return nil
+	}
+	err := r.conn.Close()
+	r.conn = nil
+	if err != nil && !errors.Is(err, amqp.ErrClosed) {
+		return fmt.Errorf("lag: close rabbitmq connection: %w", err)
+	}
+	return nil
+}
+
+// RabbitQueues lists the queues of a RabbitMQ deployment to measure: each
+// group queue and its DLQ (pass rabbit.Queue(topic, group) for each
+// worker), each delay tier of tierMillis (see DelayTiers) and the
+// unroutable parking queue.
+func RabbitQueues(n rabbit.Names, tierMillis []int64, groupQueues ...string) []string {
+	out := make([]string, 0, 2*len(groupQueues)+len(tierMillis)+1)
+	for _, q := range groupQueues {
+		out = append(out, q, rabbit.DLQ(q))
+	}
+	for _, ms := range tierMillis {
+		out = append(out, n.Tier(ms))
+	}
+	return append(out, n.Unroutable())
+}
+
+// DelayTiers returns the delay tiers resolution × factor^k, k = 0..levels-1,
+// in milliseconds, as the RabbitMQ backend declares them.
+func DelayTiers(resolution time.Duration, factor, levels int) []int64 {
+	out := make([]int64, 0, max(levels, 0))
+	v := resolution.Milliseconds()
+	for range levels {
+		out = append(out, v)
+		v *= int64(factor)
+	}
+	return out
+}

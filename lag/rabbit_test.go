@@ -1,0 +1,163 @@
+package lag
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/rabbit"
+)
+
+func rabbitURL() string {
+	if u := os.Getenv("RABBITMQ_URL"); u != "" {
+		return u
+	}
+	return rabbit.DefaultURL
+}
+
+// rabbitChannel connects to the test RabbitMQ (failing the test when it is
+// unreachable) with publisher confirms on.
+func rabbitChannel(t testing.TB) *amqp.Channel {
+	t.Helper()
+	conn, err := amqp.Dial(rabbitURL())
+	if err != nil {
+		t.Fatalf("RabbitMQ is required at %s (set RABBITMQ_URL): %v", rabbit.MaskURL(rabbitURL()), err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	return ch
+}
+
+// declareQueue declares a queue of the test's own, deleted at the end, and
+// publishes n messages to it, confirmed.
+func declareQueue(t testing.TB, ch *amqp.Channel, n int) string {
+	t.Helper()
+	name := "lag-test." + broker.NewMessageID()[:8]
+	if _, err := ch.QueueDeclare(name, false, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if ch, err := amqpChannel(); err == nil {
+			_, _ = ch.QueueDelete(name, false, false, false)
+			_ = ch.Close()
+		}
+	})
+	ctx := context.Background()
+	for i := range n {
+		conf, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", name, true, false, amqp.Publishing{Body: []byte{byte(i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := conf.WaitContext(ctx); err != nil || !ok {
+			t.Fatalf("publish %d not confirmed: %v", i, err)
+		}
+	}
+	return name
+}
+
+func amqpChannel() (*amqp.Channel, error) {
+	conn, err := amqp.Dial(rabbitURL())
+	if err != nil {
+		return nil, err
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	go func() { <-ch.NotifyClose(make(chan *amqp.Error, 1)); _ = conn.Close() }()
+	return ch, nil
+}
+
+func newRabbit(t testing.TB, url string) *Rabbit {
+	t.Helper()
+	r, err := NewRabbit(RabbitConfig{URL: url, DialTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+func TestRabbitDepth(t *testing.T) {
+	ch := rabbitChannel(t)
+	full := declareQueue(t, ch, 7)
+	empty := declareQueue(t, ch, 0)
+	missing := "lag-test.missing." + broker.NewMessageID()[:8]
+	r := newRabbit(t, rabbitURL())
+
+	got, err := r.Measure(t.Context(), full, missing, empty)
+	if err != nil {
+		t.Fatalf("Measure: %v", err)
+	}
+	want := []QueueDepth{
+		{Queue: full, Exists: true, Messages: 7},
+		{Queue: missing},
+		{Queue: empty, Exists: true}, // measured on a new channel after the 404
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Measure = %+v, want %+v", got, want)
+	}
+
+	// A consumer with prefetch 1 takes one message unacknowledged: ready
+	// drops to 6 (unacked messages are not counted) and consumers reads 1.
+	cch := rabbitChannel(t)
+	if err := cch.Qos(1, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	deliveries, err := cch.Consume(full, "", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-deliveries:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no delivery within 5s")
+	}
+	got, err = r.Measure(t.Context(), full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (QueueDepth{Queue: full, Exists: true, Messages: 6, Consumers: 1}); got[0] != want {
+		t.Fatalf("with a consumer: %+v, want %+v", got[0], want)
+	}
+}
+
+func TestRabbitUnreachable(t *testing.T) {
+	r := newRabbit(t, "amqp://guest:secret@"+closedAddr(t)+"/")
+	_, err := r.Measure(t.Context(), "q")
+	if !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("Measure against a closed port = %v, want ErrUnavailable", err)
+	}
+	if contains(err.Error(), "secret") {
+		t.Errorf("error leaks the password: %v", err)
+	}
+	if _, err := NewRabbit(RabbitConfig{URL: "http://nope"}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("NewRabbit(bad url) = %v, want ErrInvalidConfig", err)
+	}
+}
+
+func TestRabbitQueues(t *testing.T) {
+	n := rabbit.Names{Prefix: "redrive"}
+	got := RabbitQueues(n, DelayTiers(time.Second, 4, 3), rabbit.Queue("escrow.commands", "payout-executor"))
+	want := []string{
+		"escrow.commands.payout-executor", "escrow.commands.payout-executor.dlq",
+		"redrive.delay.1000", "redrive.delay.4000", "redrive.delay.16000",
+		"redrive.unroutable",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("RabbitQueues = %v, want %v", got, want)
+	}
+}

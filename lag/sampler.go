@@ -1,0 +1,253 @@
+package lag
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// DefaultSampleInterval is the SamplerConfig.Interval default.
+const DefaultSampleInterval = 30 * time.Second
+
+// Metric names a Sampler exports.
+const (
+	MetricKafkaLag          = "kafka_consumer_lag"
+	MetricKafkaLagPartition = "kafka_consumer_lag_partition"
+	MetricKafkaLagSeconds   = "kafka_consumer_lag_seconds"
+	MetricConsumerStatus    = "redrive_consumer_status"
+	MetricQueueDepth        = "rabbitmq_queue_depth"
+	MetricQueueConsumers    = "rabbitmq_queue_consumers"
+	MetricUp                = "redrive_lag_up"
+)
+
+// Sources, the values of redrive_lag_up's source label.
+const (
+	SourceKafka    = "kafka"
+	SourceRabbitMQ = "rabbitmq"
+)
+
+// SamplerConfig configures a Sampler; at least one of Kafka and Rabbit is
+// required.
+type SamplerConfig struct {
+	// Interval between samples; default 30 s.
+	Interval time.Duration
+	// Kafka measures consumer groups; nil = no Kafka.
+	Kafka *Kafka
+	// Tracker grades Kafka samples; default a tracker with the default
+	// window and no thresholds.
+	Tracker *Tracker
+	// Rabbit measures RabbitQueues; nil = no RabbitMQ.
+	Rabbit       *Rabbit
+	RabbitQueues []string
+	// Logger receives failed samples, once per outage of each source;
+	// default slog.Default().
+	Logger *slog.Logger
+}
+
+// Sampler measures on an interval and keeps the last sample of each
+// source, which it serves to Prometheus as a prometheus.Collector: a scrape
+// reads the cache and costs no broker request. Register it on the registry
+// of your exporter:
+//
+//	s, err := lag.NewSampler(lag.SamplerConfig{Kafka: k, Tracker: tr})
+//	reg.MustRegister(s)
+//	go s.Run(ctx)
+type Sampler struct {
+	cfg SamplerConfig
+
+	mu          sync.RWMutex
+	kafka       KafkaReport
+	kafkaErr    error
+	kafkaOnce   bool
+	rabbit      []QueueDepth
+	rabbitAt    time.Time
+	rabbitErr   error
+	rabbitOnce  bool
+	failing     map[string]bool
+	lagDesc     *prometheus.Desc
+	partDesc    *prometheus.Desc
+	secondsDesc *prometheus.Desc
+	statusDesc  *prometheus.Desc
+	depthDesc   *prometheus.Desc
+	consDesc    *prometheus.Desc
+	upDesc      *prometheus.Desc
+}
+
+// NewSampler returns a sampler for cfg; it samples nothing until Sample or
+// Run is called.
+func NewSampler(cfg SamplerConfig) (*Sampler, error) {
+	if cfg.Kafka == nil && cfg.Rabbit == nil {
+		return nil, fmt.Errorf("%w: sampler needs kafka or rabbit", ErrInvalidConfig)
+	}
+	if cfg.Interval < 0 {
+		return nil, fmt.Errorf("%w: interval %s is negative", ErrInvalidConfig, cfg.Interval)
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = DefaultSampleInterval
+	}
+	if cfg.Kafka != nil && cfg.Tracker == nil {
+		cfg.Tracker, _ = NewTracker(TrackerConfig{})
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	gt := []string{"group", "topic"}
+	return &Sampler{
+		cfg:         cfg,
+		failing:     map[string]bool{},
+		lagDesc:     prometheus.NewDesc(MetricKafkaLag, "Records a consumer group is behind on a topic (sum over partitions).", gt, nil),
+		partDesc:    prometheus.NewDesc(MetricKafkaLagPartition, "Records a consumer group is behind on one partition.", []string{"group", "topic", "partition"}, nil),
+		secondsDesc: prometheus.NewDesc(MetricKafkaLagSeconds, "Age in seconds of the oldest record a consumer group has not consumed on a topic (max over partitions).", gt, nil),
+		statusDesc:  prometheus.NewDesc(MetricConsumerStatus, "1 for the state of a consumer group on a topic: status over the sample window (ok, warn = lag growing, stall = offset not moving, stop = consumer gone, rewind = offset went back) and level of its lag against the topic's thresholds (ok, warning, critical).", []string{"group", "topic", "status", "level"}, nil),
+		depthDesc:   prometheus.NewDesc(MetricQueueDepth, "Messages ready in a RabbitMQ queue (unacknowledged deliveries not included).", []string{"queue"}, nil),
+		consDesc:    prometheus.NewDesc(MetricQueueConsumers, "Consumers of a RabbitMQ queue.", []string{"queue"}, nil),
+		upDesc:      prometheus.NewDesc(MetricUp, "1 when the last lag sample of the source succeeded, 0 when it failed.", []string{"source"}, nil),
+	}, nil
+}
+
+// Sample measures every configured source now and caches the results. A
+// source that fails keeps no stale values: its series disappear and
+// redrive_lag_up reads 0. It returns the sources' errors joined.
+func (s *Sampler) Sample(ctx context.Context) error {
+	var errs []error
+	if s.cfg.Kafka != nil {
+		sample, err := s.cfg.Kafka.Measure(ctx)
+		var rep KafkaReport
+		if err == nil {
+			rep = s.cfg.Tracker.Observe(sample)
+		}
+		s.mu.Lock()
+		s.kafka, s.kafkaErr, s.kafkaOnce = rep, err, true
+		s.mu.Unlock()
+		errs = append(errs, err)
+	}
+	if s.cfg.Rabbit != nil {
+		depths, err := s.cfg.Rabbit.Measure(ctx, s.cfg.RabbitQueues...)
+		if err != nil {
+			depths = nil
+		}
+		s.mu.Lock()
+		s.rabbit, s.rabbitAt, s.rabbitErr, s.rabbitOnce = depths, time.Now(), err, true
+		s.mu.Unlock()
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Run samples now and then every Interval until ctx ends, and returns nil
+// then. Failures are logged once per outage of each source.
+func (s *Sampler) Run(ctx context.Context) error {
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, s.cfg.Interval)
+		_ = s.Sample(cctx)
+		cancel()
+		if ctx.Err() == nil {
+			s.logTransitions()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (s *Sampler) logTransitions() {
+	s.mu.RLock()
+	errs := map[string]error{}
+	if s.cfg.Kafka != nil {
+		errs[SourceKafka] = s.kafkaErr
+	}
+	if s.cfg.Rabbit != nil {
+		errs[SourceRabbitMQ] = s.rabbitErr
+	}
+	s.mu.RUnlock()
+	for src, err := range errs {
+		switch {
+		case err != nil && !s.failing[src]:
+			s.failing[src] = true
+			s.cfg.Logger.Warn("lag: sampling failed; its metrics are withheld until it recovers", "source", src, "err", err)
+		case err == nil && s.failing[src]:
+			s.failing[src] = false
+			s.cfg.Logger.Info("lag: sampling recovered", "source", src)
+		}
+	}
+}
+
+// LastKafka returns the last Kafka report and its error.
+func (s *Sampler) LastKafka() (KafkaReport, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.kafka, s.kafkaErr
+}
+
+// LastRabbit returns the last RabbitMQ depths, when they were taken and
+// the error.
+func (s *Sampler) LastRabbit() ([]QueueDepth, time.Time, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.rabbit, s.rabbitAt, s.rabbitErr
+}
+
+// Describe implements prometheus.Collector.
+func (s *Sampler) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{s.lagDesc, s.partDesc, s.secondsDesc, s.statusDesc, s.depthDesc, s.consDesc, s.upDesc} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector from the cached samples.
+func (s *Sampler) Collect(ch chan<- prometheus.Metric) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.cfg.Kafka != nil && s.kafkaOnce {
+		ch <- gauge(s.upDesc, boolFloat(s.kafkaErr == nil), SourceKafka)
+		for _, t := range s.kafka.Topics {
+			if t.Errors == t.Partitions {
+				continue
+			}
+			ch <- gauge(s.lagDesc, float64(t.Lag), t.Group, t.Topic)
+			if t.TimeLagKnown {
+				ch <- gauge(s.secondsDesc, t.TimeLag.Seconds(), t.Group, t.Topic)
+			}
+			ch <- gauge(s.statusDesc, 1, t.Group, t.Topic, t.Status.Label(), t.Level.Label())
+		}
+		for _, p := range s.kafka.Partitions {
+			if p.Err == nil {
+				ch <- gauge(s.partDesc, float64(p.Lag), p.Group, p.Topic, strconv.Itoa(int(p.Partition)))
+			}
+		}
+	}
+	if s.cfg.Rabbit != nil && s.rabbitOnce {
+		ch <- gauge(s.upDesc, boolFloat(s.rabbitErr == nil), SourceRabbitMQ)
+		for _, d := range s.rabbit {
+			if d.Exists {
+				ch <- gauge(s.depthDesc, float64(d.Messages), d.Queue)
+				ch <- gauge(s.consDesc, float64(d.Consumers), d.Queue)
+			}
+		}
+	}
+}
+
+func gauge(d *prometheus.Desc, v float64, labels ...string) prometheus.Metric {
+	m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	if err != nil {
+		return prometheus.NewInvalidMetric(d, err)
+	}
+	return m
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,83 @@
+package worker_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/worker"
+)
+
+// TestRuntimeCountsClaims: with WithClaims, a handler runs with its claim
+// counted in Redis (max_claims defaults to 5), the claim is released once
+// the message is done, and the unavailable-claims counter is registered.
+func TestRuntimeCountsClaims(t *testing.T) {
+	rdb := redisClient(t)
+	id := broker.NewMessageID()[:6]
+	name, topic := "claims-worker-"+id, "worker-test.claims."+id
+	reg := prometheus.NewRegistry()
+	rt, err := worker.Parse(t.Context(), []byte(fmt.Sprintf(`
+broker: rabbitmq
+rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test, delay: {resolution: 100ms, factor: 2, levels: 2}}
+workers:
+  - {name: %s, topic: %s, retry: {max_retries: 1, backoff: 100ms}}
+`, name, topic)), worker.WithoutSignals(), quiet(), worker.WithRegisterer(reg), worker.WithClaims(rdb))
+	if err != nil {
+		t.Fatalf("RabbitMQ is required: %v", err)
+	}
+	t.Cleanup(func() { deleteQueues(rabbit.Queue(topic, name), rabbit.DLQ(rabbit.Queue(topic, name))) })
+	if got := rt.Subscriptions()[0].MaxClaims; got != broker.DefaultMaxClaims {
+		t.Fatalf("max claims = %d, want the default %d", got, broker.DefaultMaxClaims)
+	}
+	key := broker.ClaimKey(name, "m1", strconv.Itoa(1))
+	counted := make(chan string, 1)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- rt.Run(ctx, worker.Handlers{name: func(ctx context.Context, d *broker.Delivery) error {
+			v, err := rdb.Get(ctx, key).Result()
+			if err != nil {
+				v = err.Error()
+			}
+			counted <- v
+			return nil
+		}})
+	}()
+	if err := rt.Broker().Declare(t.Context(), rt.Subscriptions()...); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Broker().Publish(t.Context(), topic, broker.Message{ID: "m1", Value: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case v := <-counted:
+		if v != "1" {
+			t.Errorf("claim count seen by the handler = %q, want 1", v)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("message not handled")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n, err := rdb.Exists(t.Context(), key).Result(); err != nil || n != 0 {
+		t.Errorf("claim %s after the message was done: exists %d, %v; want released", key, n, err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "redrive_claims_unavailable_total" {
+			return
+		}
+	}
+	t.Error("redrive_claims_unavailable_total not registered")
+}

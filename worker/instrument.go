@@ -1,0 +1,99 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/heartbeat"
+)
+
+// WithRegisterer exports the workers' handler metrics on reg:
+// worker_handler_duration_seconds{worker} and
+// worker_retry_total{worker,error_class}.
+func WithRegisterer(reg prometheus.Registerer) Option { return func(r *Runtime) { r.reg = reg } }
+
+// WithHeartbeat publishes a Redis heartbeat per worker
+// (worker:{name}:{instance}) while Run runs, SHUTTING_DOWN while it
+// drains, and removes it after a clean stop. Intervals come from the
+// configuration's heartbeat section (Load, Parse) or the heartbeat
+// package's defaults (New). Redis being down never stops the workers.
+// It also counts claims there, as WithClaims does.
+func WithHeartbeat(rdb redis.Cmdable) Option {
+	return func(r *Runtime) {
+		r.rdb = rdb
+		if r.claimsRDB == nil {
+			r.claimsRDB = rdb
+		}
+	}
+}
+
+// WithClaims counts claims in Redis for poison-pill protection
+// (workers[].max_claims) on Kafka and RabbitMQ classic queues: a message
+// delivered max_claims times without its handler finishing is
+// dead-lettered with reason max_claims. Redis being down never stops the
+// workers: messages are then handled without the protection.
+func WithClaims(rdb redis.Cmdable) Option { return func(r *Runtime) { r.claimsRDB = rdb } }
+
+// metrics are the runtime's collectors.
+type metrics struct {
+	duration *prometheus.HistogramVec
+	retries  *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "worker_handler_duration_seconds",
+			Help:    "Time handlers took, by worker.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 9), // 1 ms .. 65 s
+		}, []string{"worker"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "worker_retry_total",
+			Help: "Handler failures that were scheduled for a retry, by worker and error class.",
+		}, []string{"worker", "error_class"}),
+	}
+	for _, c := range []prometheus.Collector{m.duration, m.retries} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				return nil, fmt.Errorf("worker: register metrics: %w", err)
+			}
+		}
+	}
+	return m, nil
+}
+
+// instrument wraps h to time it, count retries and report activity to the
+// heartbeat publisher (either may be nil).
+func instrument(s broker.Subscription, h broker.Handler, m *metrics, pub *heartbeat.Publisher) broker.Handler {
+	if m == nil && pub == nil {
+		return h
+	}
+	var obs prometheus.Observer
+	if m != nil {
+		obs = m.duration.WithLabelValues(s.Group)
+	}
+	return func(ctx context.Context, d *broker.Delivery) error {
+		start := time.Now()
+		err := h(ctx, d)
+		end := time.Now()
+		if obs != nil {
+			obs.Observe(end.Sub(start).Seconds())
+		}
+		if pub != nil {
+			pub.MessageHandled(end)
+		}
+		if err != nil && m != nil {
+			if o := broker.Decide(s, d, err, end); o.Retry {
+				m.retries.WithLabelValues(s.Group, o.Class).Inc()
+			}
+		}
+		return err
+	}
+}

@@ -1,0 +1,152 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/worker"
+)
+
+func redisClient(t *testing.T) *redis.Client {
+	t.Helper()
+	addr := os.Getenv("REDIS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	if err := rdb.Ping(t.Context()).Err(); err != nil {
+		t.Fatalf("Redis is required (REDIS_ADDR, default 127.0.0.1:6379): %v", err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	return rdb
+}
+
+// TestRuntimeHeartbeatAndMetrics: while Run runs each worker beats in
+// Redis; handler latency and retries are exported; a clean stop removes
+// the heartbeat.
+func TestRuntimeHeartbeatAndMetrics(t *testing.T) {
+	rdb := redisClient(t)
+	id := broker.NewMessageID()[:6]
+	name, topic := "hb-worker-"+id, "worker-test.hb."+id
+	reg := prometheus.NewRegistry()
+	rt, err := worker.Parse(t.Context(), []byte(fmt.Sprintf(`
+broker: rabbitmq
+rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test, delay: {resolution: 100ms, factor: 2, levels: 2}}
+heartbeat: {interval: 1s, ttl: 3s}
+workers:
+  - {name: %s, topic: %s, retry: {max_retries: 2, backoff: 100ms}}
+`, name, topic)), worker.WithoutSignals(), quiet(), worker.WithRegisterer(reg), worker.WithHeartbeat(rdb))
+	if err != nil {
+		t.Fatalf("RabbitMQ is required: %v", err)
+	}
+	t.Cleanup(func() { deleteQueues(rabbit.Queue(topic, name), rabbit.DLQ(rabbit.Queue(topic, name))) })
+	handled := make(chan string, 10)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		done <- rt.Run(ctx, worker.Handlers{name: func(_ context.Context, d *broker.Delivery) error {
+			if d.Attempt == 1 {
+				return errors.New("first try fails")
+			}
+			handled <- d.ID
+			return nil
+		}})
+	}()
+	if err := rt.Broker().Declare(t.Context(), rt.Subscriptions()...); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Broker().Publish(t.Context(), topic, broker.Message{ID: "m1", Value: []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-handled:
+	case <-time.After(30 * time.Second):
+		t.Fatal("message not handled")
+	}
+	keys, err := rdb.Keys(t.Context(), "worker:"+name+":*").Result()
+	if err != nil || len(keys) != 1 {
+		t.Fatalf("heartbeat keys = %v, %v; want one", keys, err)
+	}
+	var hb struct {
+		Status        string `json:"status"`
+		LastMessageAt string `json:"last_message_at"`
+	}
+	raw, _ := rdb.Get(t.Context(), keys[0]).Result()
+	if err := json.Unmarshal([]byte(raw), &hb); err != nil || hb.Status != "RUNNING" {
+		t.Fatalf("heartbeat %s = %q, want status RUNNING", keys[0], raw)
+	}
+	if got := counter(t, reg, "worker_retry_total", name); got != 1 {
+		t.Errorf("worker_retry_total = %v, want 1", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n, _ := rdb.Exists(t.Context(), keys[0]).Result(); n != 0 {
+		t.Errorf("heartbeat %s still there after a clean stop", keys[0])
+	}
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == "worker_handler_duration_seconds" {
+			if c := mf.GetMetric()[0].GetHistogram().GetSampleCount(); c != 2 {
+				t.Errorf("handler duration samples = %d, want 2", c)
+			}
+			return
+		}
+	}
+	t.Error("worker_handler_duration_seconds not exported")
+}
+
+// deleteQueues removes queues a test declared.
+func deleteQueues(names ...string) {
+	url := os.Getenv("RABBITMQ_URL")
+	if url == "" {
+		url = rabbit.DefaultURL
+	}
+	conn, err := amqp.Dial(url)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		_, _ = ch.QueueDelete(n, false, false, false)
+	}
+}
+
+// counter reads the value of the counter of worker in the family name.
+func counter(t *testing.T, reg *prometheus.Registry, name, worker string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "worker" && l.GetValue() == worker {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("%s{worker=%q} not exported", name, worker)
+	return 0
+}

@@ -1,0 +1,247 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/claims"
+	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/config"
+)
+
+// Errors Run returns before it subscribes anything.
+var (
+	// ErrNoHandler: a configured worker has no handler.
+	ErrNoHandler = errors.New("worker: configured worker has no handler")
+	// ErrNoWorker: a handler was given for a worker the configuration does
+	// not define.
+	ErrNoWorker = errors.New("worker: handler has no configured worker")
+)
+
+// Handlers maps worker names (the `workers[].name` of the configuration) to
+// their handlers.
+type Handlers map[string]broker.Handler
+
+// Runtime runs handlers for the workers of one configuration.
+type Runtime struct {
+	b      broker.Broker
+	own    bool // Run closes b
+	subs   []broker.Subscription
+	log    *slog.Logger
+	signal bool
+	reg    prometheus.Registerer
+	rdb    redis.Cmdable
+	// claimsRDB counts claims (WithClaims, WithHeartbeat); nil = none.
+	claimsRDB redis.Cmdable
+	hb        config.Heartbeat // intervals, from the configuration when loaded
+}
+
+// Option configures a Runtime.
+type Option func(*Runtime)
+
+// WithLogger sets the runtime's and the backend's logger; default
+// slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(r *Runtime) { r.log = l } }
+
+// WithoutSignals stops Run from handling SIGINT and SIGTERM itself; the
+// caller's context alone ends it.
+func WithoutSignals() Option { return func(r *Runtime) { r.signal = false } }
+
+// Load reads the configuration file at path and connects to the broker it
+// names. The returned Runtime owns the connection: Run closes it.
+func Load(ctx context.Context, path string, opts ...Option) (*Runtime, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return fromConfig(ctx, cfg, opts)
+}
+
+// Parse is Load for configuration bytes.
+func Parse(ctx context.Context, yaml []byte, opts ...Option) (*Runtime, error) {
+	cfg, err := config.Parse(yaml)
+	if err != nil {
+		return nil, err
+	}
+	return fromConfig(ctx, cfg, opts)
+}
+
+func fromConfig(ctx context.Context, cfg *config.Config, opts []Option) (*Runtime, error) {
+	r := &Runtime{own: true, subs: cfg.Subscriptions(), log: slog.Default(), signal: true, hb: cfg.Heartbeat}
+	for _, o := range opts {
+		o(r)
+	}
+	b, err := backend.Open(ctx, cfg, r.log)
+	if err != nil {
+		return nil, err
+	}
+	r.b = b
+	return r, nil
+}
+
+// New runs subs on a broker the caller owns (and closes).
+func New(b broker.Broker, subs []broker.Subscription, opts ...Option) *Runtime {
+	r := &Runtime{b: b, subs: subs, log: slog.Default(), signal: true}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// Broker returns the runtime's broker, to publish with.
+func (r *Runtime) Broker() broker.Broker { return r.b }
+
+// Subscriptions returns the configured workers' subscriptions.
+func (r *Runtime) Subscriptions() []broker.Subscription { return slices.Clone(r.subs) }
+
+// Run checks that every configured worker has a handler and every handler
+// a worker, declares the topology, consumes with every worker until ctx
+// ends or the process gets SIGINT/SIGTERM, drains, and (for a runtime from
+// Load or Parse) closes the broker. A worker whose Consume fails stops the
+// others and its error is returned.
+func (r *Runtime) Run(ctx context.Context, handlers Handlers) error {
+	if err := r.check(handlers); err != nil {
+		if r.own {
+			_ = r.b.Close()
+		}
+		return err
+	}
+	if r.signal {
+		var stop context.CancelFunc
+		ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		defer stop()
+	}
+	err := r.run(ctx, handlers)
+	if r.own {
+		if cerr := r.b.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("worker: close broker: %w", cerr)
+		}
+	}
+	return err
+}
+
+func (r *Runtime) run(ctx context.Context, handlers Handlers) error {
+	if err := r.b.Declare(ctx, r.subs...); err != nil {
+		return fmt.Errorf("worker: declare topology: %w", err)
+	}
+	var m *metrics
+	if r.reg != nil {
+		var err error
+		if m, err = newMetrics(r.reg); err != nil {
+			return err
+		}
+	}
+	if err := r.wireClaims(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg, beats sync.WaitGroup
+	var pubs []*heartbeat.Publisher
+	for _, s := range r.subs {
+		pub, err := r.publisher(s.Group)
+		if err != nil {
+			return err
+		}
+		if pub != nil {
+			pubs = append(pubs, pub)
+			beats.Go(func() { _ = pub.Run(ctx) }) // writes SHUTTING_DOWN when ctx ends
+		}
+		h := instrument(s, handlers[s.Group], m, pub)
+		wg.Go(func() {
+			r.log.Info("worker: consuming", "worker", s.Group, "topic", s.Topic, "policy", s.Policy.String())
+			if err := r.b.Consume(ctx, s, h); err != nil {
+				cancel(fmt.Errorf("worker %s: %w", s.Group, err))
+			}
+		})
+	}
+	<-ctx.Done()
+	r.log.Info("worker: stopping; draining in-flight messages")
+	wg.Wait()
+	beats.Wait()
+	for _, p := range pubs {
+		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = p.Deregister(dctx) // drained cleanly: the worker leaves the table
+		dcancel()
+	}
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+// wireClaims gives every subscription that has max claims and no counter
+// of its own the runtime's Redis claim counter.
+func (r *Runtime) wireClaims() error {
+	if r.claimsRDB == nil {
+		return nil
+	}
+	c := claims.New(r.claimsRDB, claims.WithLogger(r.log))
+	if r.reg != nil {
+		if err := r.reg.Register(c.Collector()); err != nil {
+			return fmt.Errorf("worker: register claims metric: %w", err)
+		}
+	}
+	r.subs = slices.Clone(r.subs) // New's caller keeps its slice
+	for i := range r.subs {
+		if r.subs[i].MaxClaims > 0 && r.subs[i].Claims == nil {
+			r.subs[i].Claims = c
+		}
+	}
+	return nil
+}
+
+// publisher returns the heartbeat publisher of worker, nil without
+// WithHeartbeat.
+func (r *Runtime) publisher(worker string) (*heartbeat.Publisher, error) {
+	if r.rdb == nil {
+		return nil, nil
+	}
+	p, err := heartbeat.NewPublisher(r.rdb, heartbeat.PublisherConfig{
+		Type:     worker,
+		Interval: r.hb.Interval.Duration(),
+		TTL:      r.hb.TTL.Duration(),
+		Logger:   r.log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("worker %s: heartbeat: %w", worker, err)
+	}
+	return p, nil
+}
+
+func (r *Runtime) check(handlers Handlers) error {
+	var errs []error
+	known := map[string]bool{}
+	for _, s := range r.subs {
+		known[s.Group] = true
+		if handlers[s.Group] == nil {
+			errs = append(errs, fmt.Errorf("%w: %q", ErrNoHandler, s.Group))
+		}
+	}
+	var extra []string
+	for name := range handlers {
+		if !known[name] {
+			extra = append(extra, name)
+		}
+	}
+	slices.Sort(extra)
+	for _, name := range extra {
+		errs = append(errs, fmt.Errorf("%w: %q (configured: %s)", ErrNoWorker, name, strings.Join(slices.Sorted(maps.Keys(known)), ", ")))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,71 @@
+package worker_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/worker"
+)
+
+const twoWorkers = `
+broker: rabbitmq
+rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test}
+workers:
+  - {name: payout-executor, topic: worker-test.payouts}
+  - {name: refund-executor, topic: worker-test.payouts}
+`
+
+func quiet() worker.Option { return worker.WithLogger(slog.New(slog.DiscardHandler)) }
+
+func TestRunRefusesMismatchedHandlers(t *testing.T) {
+	noop := func(context.Context, *broker.Delivery) error { return nil }
+	tests := []struct {
+		name     string
+		handlers worker.Handlers
+		want     []error
+		mention  []string
+	}{
+		{"missing handler", worker.Handlers{"payout-executor": noop}, []error{worker.ErrNoHandler}, []string{`"refund-executor"`}},
+		{"unknown worker", worker.Handlers{"payout-executor": noop, "refund-executor": noop, "payout-exector": noop},
+			[]error{worker.ErrNoWorker}, []string{`"payout-exector"`, "payout-executor, refund-executor"}},
+		{"nil handler", worker.Handlers{"payout-executor": noop, "refund-executor": nil}, []error{worker.ErrNoHandler}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rt, err := worker.Parse(t.Context(), []byte(twoWorkers), worker.WithoutSignals(), quiet())
+			if err != nil {
+				t.Fatalf("RabbitMQ is required: %v", err)
+			}
+			err = rt.Run(t.Context(), tt.handlers)
+			for _, w := range tt.want {
+				if !errors.Is(err, w) {
+					t.Errorf("Run = %v, want %v", err, w)
+				}
+			}
+			for _, m := range tt.mention {
+				if err == nil || !strings.Contains(err.Error(), m) {
+					t.Errorf("error %v does not mention %s", err, m)
+				}
+			}
+		})
+	}
+}
+
+func TestParseRejectsUnlinkedBackend(t *testing.T) {
+	_, err := worker.Parse(t.Context(), []byte("broker: kafka\nkafka: {brokers: [127.0.0.1:9092]}\n"), quiet())
+	if !errors.Is(err, backend.ErrNotLinked) || !strings.Contains(err.Error(), "broker/kafka") {
+		t.Fatalf("Parse with kafka not imported = %v, want ErrNotLinked naming the package to import", err)
+	}
+}
+
+func TestParseRejectsBadConfig(t *testing.T) {
+	_, err := worker.Parse(t.Context(), []byte("broker: rabbitmq\nworkers:\n  - {name: w, topic: t, retry: {max_retries: -1}}\n"), quiet())
+	if err == nil || !strings.Contains(err.Error(), "workers[0].retry.max_retries") {
+		t.Fatalf("Parse = %v, want an error naming workers[0].retry.max_retries", err)
+	}
+}
