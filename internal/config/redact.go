@@ -74,6 +74,9 @@ func (c *Config) Redacted() *Config {
 	if out.Admin.Token != "" {
 		out.Admin.Token = Mask
 	}
+	if out.Admin.ViewerToken != "" {
+		out.Admin.ViewerToken = Mask
+	}
 	if out.Redis.Password != "" {
 		out.Redis.Password = Mask
 	}

@@ -32,14 +32,14 @@ func TestRedactURL(t *testing.T) {
 }
 
 func TestRedactedNeverLeaks(t *testing.T) {
-	secrets := []string{"rabbit-S3CRET", "pg-S3CRET", "dsn-S3CRET", "token-S3CRET", "redis-S3CRET", "query-S3CRET", "kafka-S3CRET"}
+	secrets := []string{"rabbit-S3CRET", "pg-S3CRET", "dsn-S3CRET", "token-S3CRET", "viewer-S3CRET", "redis-S3CRET", "query-S3CRET", "kafka-S3CRET"}
 	docs := []string{
 		`
 broker: rabbitmq
 rabbitmq: {url: "amqp://redrive:rabbit-S3CRET@rabbit:5672/prod"}
 postgres: {url: "postgres://redrive:pg-S3CRET@db:5432/redrive?password=query-S3CRET"}
 redis: {addr: "redis:6379", password: "redis-S3CRET"}
-admin: {listen: "0.0.0.0:8080", token: "token-S3CRET"}
+admin: {listen: "0.0.0.0:8080", token: "token-S3CRET", viewer_token: "viewer-S3CRET"}
 kafka: {brokers: ["u:kafka-S3CRET@k:9092"]}
 workers: [{name: w, topic: t}]
 `,

@@ -166,6 +166,10 @@ type Admin struct {
 	// Token is the bearer token of the API; required when Listen is not a
 	// loopback address. Secret: masked by Redacted.
 	Token string `yaml:"token"`
+	// ViewerToken, when set, logs a viewer into the console: read-only,
+	// no replay or discard (the API accepts only Token). Secret: masked
+	// by Redacted; must differ from Token.
+	ViewerToken string `yaml:"viewer_token"`
 }
 
 // Exporter configures the Prometheus exporter.

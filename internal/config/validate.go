@@ -59,6 +59,12 @@ func (c *Config) validate(p *problems) {
 	if c.Admin.Token == "" && validListen(c.Admin.Listen) && !isLoopback(c.Admin.Listen) {
 		p.add("admin.token", fmt.Sprintf("required when admin.listen (%s) is not a loopback address", c.Admin.Listen))
 	}
+	switch {
+	case c.Admin.ViewerToken != "" && c.Admin.ViewerToken == c.Admin.Token:
+		p.add("admin.viewer_token", "must differ from admin.token (a viewer would get the operator's rights)")
+	case c.Admin.ViewerToken != "" && c.Admin.Token == "":
+		p.add("admin.viewer_token", "needs admin.token: without it the console runs without login")
+	}
 	checkListen(p, "exporter.listen", c.Exporter.Listen)
 }
 
