@@ -71,6 +71,11 @@ type Config struct {
 	MaxJobs int
 	// Logger; default slog.Default().
 	Logger *slog.Logger
+	// UI, when set, serves every request whose path is not under
+	// /internal/ (e.g. the dead-letter console of dlq/console), outside
+	// the bearer-token check: it does its own authentication. The JSON
+	// API is unchanged.
+	UI http.Handler
 }
 
 // Server is the admin API.
@@ -141,10 +146,26 @@ func New(cfg Config) (*Server, error) {
 		s.mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })
 	}
 	s.handler = s.recoverPanics(s.limitBody(s.authenticate(s.route())))
+	if cfg.UI != nil {
+		s.handler = splitUI(s.handler, cfg.UI)
+	}
 	return s, nil
 }
 
-// Handler returns the API's handler (for tests and for mounting).
+// splitUI sends /internal and everything under /internal/ to api, the rest
+// to ui.
+func splitUI(api, ui http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; p == "/internal" || strings.HasPrefix(p, "/internal/") {
+			api.ServeHTTP(w, r)
+			return
+		}
+		ui.ServeHTTP(w, r)
+	})
+}
+
+// Handler returns the server's handler (for tests and for mounting): the
+// API, and Config.UI when set.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // IsLoopback reports whether the host of addr ("host:port" or a host) is a

@@ -84,18 +84,26 @@ func newJobs(max int) *jobs {
 	return &jobs{max: max, ctx: ctx, cancel: cancel, byID: map[string]*job{}, running: map[string]*job{}}
 }
 
-// errJobRunning is returned by start when the DLQ has a running job.
-var errJobRunning = errors.New("a replay-all job is already running for this DLQ")
+// ErrJobRunning is returned by StartReplayAll (with the running job) when
+// the DLQ already has a running replay-all job.
+var ErrJobRunning = errors.New("a replay-all job is already running for this DLQ")
+
+// ErrShuttingDown is returned by StartReplayAll once the server is closing.
+var ErrShuttingDown = errors.New("the server is shutting down")
+
+// ErrUnknownDLQ is returned by StartReplayAll for a DLQ that is neither
+// configured nor holds records.
+var ErrUnknownDLQ = errors.New("no such DLQ")
 
 // start runs fn as a new job of j.DLQ unless one is running.
 func (js *jobs) start(j *job, fn func(ctx context.Context, j *job)) (*job, error) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	if js.ctx.Err() != nil {
-		return nil, errors.New("the server is shutting down")
+		return nil, ErrShuttingDown
 	}
 	if cur := js.running[j.DLQ]; cur != nil {
-		return cur, errJobRunning
+		return cur, ErrJobRunning
 	}
 	js.byID[j.ID] = j
 	js.running[j.DLQ] = j
@@ -156,58 +164,107 @@ func (s *Server) replayAll(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, err)
 		return
 	}
-	known, err := s.ops.Known(r.Context(), q.DLQ)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	if !known {
+	j, err := s.StartReplayAll(r.Context(), q, actor(r), rate)
+	switch {
+	case errors.Is(err, ErrUnknownDLQ):
 		writeError(w, http.StatusNotFound, "", fmt.Sprintf("no DLQ named %q (see GET /internal/v1/dlq)", q.DLQ))
 		return
-	}
-	j := &job{Job: Job{
-		ID: dlq.NewID(time.Now()), DLQ: q.DLQ, Actor: actor(r), Rate: rate, State: JobRunning, StartedAt: time.Now().UTC(),
-		Filter: Filter{ErrorClass: q.ErrorClass, Text: q.Text, Since: timePtr(q.Since), Until: timePtr(q.Until)},
-	}}
-	got, err := s.jobs.start(j, func(ctx context.Context, j *job) {
-		p, err := s.ops.ReplayAll(ctx, q, dlq.ReplayAllOptions{
-			Actor: j.Actor, Rate: rate,
-			Progress: func(p dlq.Progress) {
-				j.mu.Lock()
-				j.Progress = Progress{Total: p.Total, Replayed: p.Replayed, Skipped: p.Skipped, Failed: p.Failed}
-				j.mu.Unlock()
-			},
-		})
-		now := time.Now().UTC()
-		j.mu.Lock()
-		defer j.mu.Unlock()
-		j.Progress = Progress{Total: p.Total, Replayed: p.Replayed, Skipped: p.Skipped, Failed: p.Failed}
-		j.FinishedAt = &now
-		switch {
-		case err == nil:
-			j.State = JobDone
-		case errors.Is(err, context.Canceled):
-			j.State, j.Error = JobCancelled, "the server shut down"
-		default:
-			j.State, j.Error = JobFailed, err.Error()
-		}
-		s.log.Info("admin: replay-all finished", "job", j.ID, "dlq", j.DLQ, "state", j.State, "replayed", p.Replayed, "error", err)
-	})
-	if errors.Is(err, errJobRunning) {
+	case errors.Is(err, ErrJobRunning):
 		writeJSON(w, http.StatusConflict, struct {
 			Error string `json:"error"`
 			Job   *Job   `json:"job"`
-		}{err.Error(), got.view()})
+		}{err.Error(), &j})
 		return
-	}
-	if err != nil {
+	case errors.Is(err, ErrShuttingDown):
 		writeError(w, http.StatusServiceUnavailable, "", err.Error())
+		return
+	case err != nil:
+		s.fail(w, r, err)
 		return
 	}
 	w.Header().Set("Location", "/internal/v1/dlq/jobs/"+j.ID)
 	writeJSON(w, http.StatusAccepted, struct {
 		Job *Job `json:"job"`
-	}{got.view()})
+	}{&j})
+}
+
+// StartReplayAll starts a background job replaying the pending entries of
+// q.DLQ that q's filter selects (ErrorClass, Text, Since, Until; the other
+// fields are ignored), at most rate per second (0 = unlimited, negative =
+// Config.DefaultRate), with actor in the audit rows. ctx bounds only the
+// start; the job runs until it is done or the server is closed. It
+// returns the new job; with ErrJobRunning, the job already running for
+// that DLQ; ErrUnknownDLQ for a DLQ neither configured nor holding
+// records; ErrShuttingDown once Close was called.
+func (s *Server) StartReplayAll(ctx context.Context, q dlq.Query, actor string, rate float64) (Job, error) {
+	if rate < 0 || math.IsNaN(rate) || math.IsInf(rate, 0) {
+		rate = s.cfg.DefaultRate
+	}
+	q = dlq.Query{DLQ: q.DLQ, Status: dlq.StatusPending, ErrorClass: q.ErrorClass, Text: q.Text, Since: q.Since, Until: q.Until}
+	if err := q.Validate(); err != nil {
+		return Job{}, err
+	}
+	if q.DLQ == "" {
+		return Job{}, fmt.Errorf("%w: dlq: required", dlq.ErrInvalidQuery)
+	}
+	if actor == "" {
+		actor = DefaultActor
+	}
+	known, err := s.ops.Known(ctx, q.DLQ)
+	if err != nil {
+		return Job{}, err
+	}
+	if !known {
+		return Job{}, fmt.Errorf("%w: %q", ErrUnknownDLQ, q.DLQ)
+	}
+	j := &job{Job: Job{
+		ID: dlq.NewID(time.Now()), DLQ: q.DLQ, Actor: actor, Rate: rate, State: JobRunning, StartedAt: time.Now().UTC(),
+		Filter: Filter{ErrorClass: q.ErrorClass, Text: q.Text, Since: timePtr(q.Since), Until: timePtr(q.Until)},
+	}}
+	got, err := s.jobs.start(j, func(ctx context.Context, j *job) { s.runReplayAll(ctx, j, q) })
+	if errors.Is(err, ErrJobRunning) {
+		return *got.view(), err
+	}
+	if err != nil {
+		return Job{}, err
+	}
+	return *got.view(), nil
+}
+
+// runReplayAll runs job j on q and records how it ended.
+func (s *Server) runReplayAll(ctx context.Context, j *job, q dlq.Query) {
+	p, err := s.ops.ReplayAll(ctx, q, dlq.ReplayAllOptions{
+		Actor: j.Actor, Rate: j.Rate,
+		Progress: func(p dlq.Progress) {
+			j.mu.Lock()
+			j.Progress = Progress{Total: p.Total, Replayed: p.Replayed, Skipped: p.Skipped, Failed: p.Failed}
+			j.mu.Unlock()
+		},
+	})
+	now := time.Now().UTC()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.Progress = Progress{Total: p.Total, Replayed: p.Replayed, Skipped: p.Skipped, Failed: p.Failed}
+	j.FinishedAt = &now
+	switch {
+	case err == nil:
+		j.State = JobDone
+	case errors.Is(err, context.Canceled):
+		j.State, j.Error = JobCancelled, "the server shut down"
+	default:
+		j.State, j.Error = JobFailed, err.Error()
+	}
+	s.log.Info("admin: replay-all finished", "job", j.ID, "dlq", j.DLQ, "state", j.State, "replayed", p.Replayed, "error", err)
+}
+
+// Job returns the replay-all job id (running, or among the last
+// Config.MaxJobs finished ones).
+func (s *Server) Job(id string) (Job, bool) {
+	j := s.jobs.get(id)
+	if j == nil {
+		return Job{}, false
+	}
+	return *j.view(), true
 }
 
 func timePtr(t time.Time) *time.Time {
@@ -227,12 +284,12 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, err)
 		return
 	}
-	j := s.jobs.get(id)
-	if j == nil {
+	j, ok := s.Job(id)
+	if !ok {
 		writeError(w, http.StatusNotFound, "", "no such job (jobs are kept in memory until the server restarts)")
 		return
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Job *Job `json:"job"`
-	}{j.view()})
+	}{&j})
 }
