@@ -58,15 +58,32 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Handler failures that were scheduled for a retry, by worker and error class.",
 		}, []string{"worker", "error_class"}),
 	}
-	for _, c := range []prometheus.Collector{m.duration, m.retries} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, fmt.Errorf("worker: register metrics: %w", err)
-			}
-		}
+	// Several runtimes may share one registry: they then share its
+	// collectors, so that no runtime's observations are lost.
+	var err error
+	if m.duration, err = register(reg, m.duration); err != nil {
+		return nil, err
+	}
+	if m.retries, err = register(reg, m.retries); err != nil {
+		return nil, err
 	}
 	return m, nil
+}
+
+// register registers c with reg and returns it, or the collector of the
+// same description registered before.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, fmt.Errorf("worker: register metrics: %w", err)
 }
 
 // instrument wraps h to time it, count retries and report activity to the

@@ -150,3 +150,72 @@ func counter(t *testing.T, reg *prometheus.Registry, name, worker string) float6
 	t.Fatalf("%s{worker=%q} not exported", name, worker)
 	return 0
 }
+
+// TestRuntimesShareRegistry: two runtimes exporting through one registry
+// (as `redrive dev` runs its sample workers) both start, and both
+// runtimes' retries are counted.
+func TestRuntimesShareRegistry(t *testing.T) {
+	rdb := redisClient(t)
+	reg := prometheus.NewRegistry()
+	id := broker.NewMessageID()[:6]
+	type run struct {
+		name, topic string
+		rt          *worker.Runtime
+		handled     chan struct{}
+	}
+	var runs []*run
+	for i := range 2 {
+		r := &run{name: fmt.Sprintf("share-%d-%s", i, id), topic: fmt.Sprintf("worker-test.share%d.%s", i, id), handled: make(chan struct{}, 1)}
+		var err error
+		r.rt, err = worker.Parse(t.Context(), []byte(fmt.Sprintf(`
+broker: rabbitmq
+rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test, delay: {resolution: 100ms, factor: 2, levels: 2}}
+workers:
+  - {name: %s, topic: %s, retry: {max_retries: 2, backoff: 100ms}}
+`, r.name, r.topic)), worker.WithoutSignals(), quiet(), worker.WithRegisterer(reg), worker.WithClaims(rdb))
+		if err != nil {
+			t.Fatalf("RabbitMQ is required: %v", err)
+		}
+		t.Cleanup(func() { deleteQueues(rabbit.Queue(r.topic, r.name), rabbit.DLQ(rabbit.Queue(r.topic, r.name))) })
+		runs = append(runs, r)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, len(runs))
+	for _, r := range runs {
+		go func() {
+			done <- r.rt.Run(ctx, worker.Handlers{r.name: func(_ context.Context, d *broker.Delivery) error {
+				if d.Attempt == 1 {
+					return errors.New("first try fails")
+				}
+				r.handled <- struct{}{}
+				return nil
+			}})
+		}()
+	}
+	for _, r := range runs {
+		if err := r.rt.Broker().Declare(t.Context(), r.rt.Subscriptions()...); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.rt.Broker().Publish(t.Context(), r.topic, broker.Message{Value: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range runs {
+		select {
+		case <-r.handled:
+		case err := <-done:
+			t.Fatalf("a runtime stopped early: %v", err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: message not handled", r.name)
+		}
+		if got := counter(t, reg, "worker_retry_total", r.name); got != 1 {
+			t.Errorf("worker_retry_total{worker=%q} = %v, want 1", r.name, got)
+		}
+	}
+	cancel()
+	for range runs {
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}
+}

@@ -146,14 +146,15 @@ func (r *Runtime) run(ctx context.Context, handlers Handlers) error {
 			return err
 		}
 	}
-	if err := r.wireClaims(); err != nil {
+	subs, err := r.wireClaims()
+	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg, beats sync.WaitGroup
 	var pubs []*heartbeat.Publisher
-	for _, s := range r.subs {
+	for _, s := range subs {
 		pub, err := r.publisher(s.Group)
 		if err != nil {
 			return err
@@ -185,25 +186,30 @@ func (r *Runtime) run(ctx context.Context, handlers Handlers) error {
 	return nil
 }
 
-// wireClaims gives every subscription that has max claims and no counter
-// of its own the runtime's Redis claim counter.
-func (r *Runtime) wireClaims() error {
+// wireClaims returns the subscriptions to consume with: a copy of the
+// runtime's (which Subscriptions may read meanwhile) in which every
+// subscription that has max claims and no counter of its own gets the
+// runtime's Redis claim counter.
+func (r *Runtime) wireClaims() ([]broker.Subscription, error) {
+	subs := slices.Clone(r.subs)
 	if r.claimsRDB == nil {
-		return nil
+		return subs, nil
 	}
-	c := claims.New(r.claimsRDB, claims.WithLogger(r.log))
+	opts := []claims.Option{claims.WithLogger(r.log)}
 	if r.reg != nil {
-		if err := r.reg.Register(c.Collector()); err != nil {
-			return fmt.Errorf("worker: register claims metric: %w", err)
+		unavailable, err := register(r.reg, claims.New(nil).Collector().(prometheus.Counter))
+		if err != nil {
+			return nil, fmt.Errorf("worker: register claims metric: %w", err)
+		}
+		opts = append(opts, claims.WithUnavailableCounter(unavailable))
+	}
+	c := claims.New(r.claimsRDB, opts...)
+	for i := range subs {
+		if subs[i].MaxClaims > 0 && subs[i].Claims == nil {
+			subs[i].Claims = c
 		}
 	}
-	r.subs = slices.Clone(r.subs) // New's caller keeps its slice
-	for i := range r.subs {
-		if r.subs[i].MaxClaims > 0 && r.subs[i].Claims == nil {
-			r.subs[i].Claims = c
-		}
-	}
-	return nil
+	return subs, nil
 }
 
 // publisher returns the heartbeat publisher of worker, nil without

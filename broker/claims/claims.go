@@ -58,6 +58,13 @@ func WithTimeout(d time.Duration) Option { return func(c *Counter) { c.timeout =
 // WithLogger sets the logger of outages; default slog.Default().
 func WithLogger(l *slog.Logger) Option { return func(c *Counter) { c.log = l } }
 
+// WithUnavailableCounter counts unavailable claims in c instead of a
+// counter of the Counter's own: for several Counters exported through one
+// registry, which holds one redrive_claims_unavailable_total.
+func WithUnavailableCounter(c prometheus.Counter) Option {
+	return func(cc *Counter) { cc.unavailable = c }
+}
+
 // New returns a Counter on rdb.
 func New(rdb redis.Cmdable, opts ...Option) *Counter {
 	c := &Counter{
