@@ -1,0 +1,130 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/admin"
+)
+
+// pathEntry reads {name} and {id}.
+func pathEntry(r *http.Request) (string, string, error) {
+	name, err := dlqName(r.PathValue("name"))
+	if err != nil {
+		return "", "", err
+	}
+	id, err := entryID("id", r.PathValue("id"))
+	return name, id, err
+}
+
+// entryURL is the page of entry id of name.
+func entryURL(name, id string) string {
+	return "/dlq/" + pathEscape(name) + "/" + pathEscape(id)
+}
+
+// replay serves POST /dlq/{name}/{id}/replay, then shows the entry.
+func (c *Console) replay(w http.ResponseWriter, r *http.Request, ss *session) {
+	name, id, err := pathEntry(r)
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	if _, err := c.ops.Replay(r.Context(), name, id, ss.user.Name); err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	c.log.Info("console: replayed", "dlq", name, "id", id, "user", ss.user.Name)
+	http.Redirect(w, r, entryURL(name, id), http.StatusSeeOther)
+}
+
+// discard serves POST /dlq/{name}/{id}/discard (field reason, required),
+// then shows the entry.
+func (c *Console) discard(w http.ResponseWriter, r *http.Request, ss *session) {
+	name, id, err := pathEntry(r)
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	switch {
+	case err != nil:
+	case reason == "":
+		err = bad("reason", "required: say why the entry is discarded")
+	case len(reason) > dlq.MaxReasonLen:
+		err = bad("reason", "longer than %d bytes", dlq.MaxReasonLen)
+	}
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	if _, err := c.ops.Discard(r.Context(), name, id, ss.user.Name, reason); err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	c.log.Info("console: discarded", "dlq", name, "id", id, "user", ss.user.Name)
+	http.Redirect(w, r, entryURL(name, id), http.StatusSeeOther)
+}
+
+// replayAll serves POST /dlq/{name}/replay-all (fields error_class, q,
+// since, until, rate): it starts a job and shows its progress page.
+func (c *Console) replayAll(w http.ResponseWriter, r *http.Request, ss *session) {
+	name, err := dlqName(r.PathValue("name"))
+	q := dlq.Query{DLQ: name, Status: dlq.StatusPending}
+	if err == nil {
+		_, err = readFilter(r.PostForm, &q, false)
+	}
+	rate := -1.0
+	if err == nil {
+		var s string
+		if s, err = one(r.PostForm, "rate"); err == nil {
+			rate, err = parseRate(s)
+		}
+	}
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	j, err := c.cfg.Jobs.StartReplayAll(r.Context(), q, ss.user.Name, rate)
+	switch {
+	case errors.Is(err, admin.ErrJobRunning):
+		c.log.Info("console: replay-all already running", "dlq", name, "job", j.ID)
+	case errors.Is(err, admin.ErrUnknownDLQ):
+		c.errorPage(w, r, ss, http.StatusNotFound, "dlq: no DLQ named "+clip(name, 120))
+		return
+	case errors.Is(err, admin.ErrShuttingDown):
+		c.errorPage(w, r, ss, http.StatusServiceUnavailable, "the server is shutting down")
+		return
+	case err != nil:
+		c.fail(w, r, ss, err)
+		return
+	default:
+		c.log.Info("console: replay-all started", "dlq", name, "job", j.ID, "user", ss.user.Name)
+	}
+	http.Redirect(w, r, "/jobs/"+pathEscape(j.ID), http.StatusSeeOther)
+}
+
+// job serves GET /jobs/{id}: a replay-all's progress, refreshed every 2 s
+// while it runs.
+func (c *Console) job(w http.ResponseWriter, r *http.Request, ss *session) {
+	id, err := entryID("job", r.PathValue("id"))
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	var j admin.Job
+	ok := false
+	if c.cfg.Jobs != nil {
+		j, ok = c.cfg.Jobs.Job(id)
+	}
+	if !ok {
+		c.errorPage(w, r, ss, http.StatusNotFound, "job: no such job (jobs are kept in memory until the server restarts)")
+		return
+	}
+	p := page{Title: "Replay-all " + j.DLQ, Nav: "dlqs", Data: j}
+	if j.State == admin.JobRunning {
+		p.Refresh = 2
+	}
+	c.renderPage(w, r, ss, http.StatusOK, "job", p)
+}
+
+// pathEscape escapes one path segment.
+func pathEscape(s string) string { return url.PathEscape(s) }

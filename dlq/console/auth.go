@@ -1,0 +1,139 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// guard wraps a page with what it needs: a session (viewer), and for
+// mutations also the same origin, the CSRF token and an operator.
+func (c *Console) guard(need access, h func(*Console, http.ResponseWriter, *http.Request, *session)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			r.Body = http.MaxBytesReader(w, r.Body, MaxFormBytes)
+			if err := r.ParseForm(); err != nil {
+				c.errorPage(w, r, nil, http.StatusBadRequest, "form: cannot be read (at most 64 KiB of URL-encoded fields)")
+				return
+			}
+			if !sameOrigin(r) {
+				c.log.Warn("console: cross-origin post refused", "path", r.URL.Path, "origin", r.Header.Get("Origin"), "referer", r.Header.Get("Referer"))
+				c.errorPage(w, r, nil, http.StatusForbidden, "origin: this form was not posted from the console's own pages")
+				return
+			}
+		}
+		if need == public {
+			h(c, w, r, c.current(r))
+			return
+		}
+		ss := c.current(r)
+		if ss == nil && c.cfg.InsecureNoAuth {
+			ss = c.sessions.create(User{Name: LocalUser})
+			c.setCookie(w, r, ss.id, int(SessionTTL.Seconds()))
+		}
+		if ss == nil {
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
+			c.errorPage(w, r, nil, http.StatusForbidden, "session: log in first")
+			return
+		}
+		if r.Method == http.MethodPost {
+			if !validCSRF(ss, r.PostFormValue("csrf")) {
+				c.log.Warn("console: post without a valid CSRF token refused", "path", r.URL.Path, "user", ss.user.Name)
+				c.errorPage(w, r, ss, http.StatusForbidden, "csrf: missing or wrong form token; reload the page and try again")
+				return
+			}
+			if need == operator && ss.user.ReadOnly {
+				c.errorPage(w, r, ss, http.StatusForbidden, "read-only: "+ss.user.Name+" may look but not change anything")
+				return
+			}
+		}
+		h(c, w, r, ss)
+	})
+}
+
+// current returns the request's live session, or nil.
+func (c *Console) current(r *http.Request) *session {
+	ck, err := r.Cookie(cookieName)
+	if err != nil {
+		return nil
+	}
+	return c.sessions.get(ck.Value)
+}
+
+// setCookie sets (maxAge > 0) or clears (maxAge < 0) the session cookie.
+func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
+	http.SetCookie(w, &http.Cookie{
+		Name: cookieName, Value: value, Path: "/", MaxAge: maxAge,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+	})
+}
+
+// sameOrigin reports whether a POST comes from the console's own host:
+// Origin when the browser sends it, else Referer; a request with neither
+// (not a browser) relies on the CSRF token alone.
+func sameOrigin(r *http.Request) bool {
+	src := r.Header.Get("Origin")
+	if src == "" {
+		src = r.Header.Get("Referer")
+	}
+	if src == "" {
+		return true
+	}
+	u, err := url.Parse(src)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
+}
+
+// loginPage serves GET /login.
+func (c *Console) loginPage(w http.ResponseWriter, r *http.Request, ss *session) {
+	if ss != nil || c.cfg.InsecureNoAuth {
+		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
+		return
+	}
+	c.render(w, r, nil, http.StatusOK, "login", "Log in", loginView{Next: safeNext(r.URL.Query().Get("next"))})
+}
+
+type loginView struct {
+	Next, Error string
+}
+
+// login serves POST /login: token → session cookie → the page asked for.
+func (c *Console) login(w http.ResponseWriter, r *http.Request, _ *session) {
+	next := safeNext(r.PostFormValue("next"))
+	if c.cfg.InsecureNoAuth {
+		http.Redirect(w, r, next, http.StatusSeeOther)
+		return
+	}
+	u, ok := c.checkToken(strings.TrimSpace(r.PostFormValue("token")))
+	if !ok {
+		c.log.Warn("console: login refused: wrong token", "remote", r.RemoteAddr)
+		c.render(w, r, nil, http.StatusUnauthorized, "login", "Log in", loginView{Next: next, Error: "token: not a valid token"})
+		return
+	}
+	if old := c.current(r); old != nil {
+		c.sessions.drop(old.id)
+	}
+	ss := c.sessions.create(u)
+	c.setCookie(w, r, ss.id, int(SessionTTL.Seconds()))
+	c.log.Info("console: login", "user", u.Name, "read_only", u.ReadOnly, "remote", r.RemoteAddr)
+	http.Redirect(w, r, next, http.StatusSeeOther)
+}
+
+// logout serves POST /logout.
+func (c *Console) logout(w http.ResponseWriter, r *http.Request, ss *session) {
+	c.sessions.drop(ss.id)
+	c.setCookie(w, r, "", -1)
+	c.log.Info("console: logout", "user", ss.user.Name)
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// safeNext keeps a redirect target on this site: a path, never "//host"
+// or a scheme.
+func safeNext(next string) string {
+	if next == "" || next[0] != '/' || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") || len(next) > 2048 {
+		return "/"
+	}
+	return next
+}

@@ -1,0 +1,141 @@
+package console
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/admin"
+	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/lag"
+)
+
+// Jobs runs replay-all jobs; *admin.Server implements it.
+type Jobs interface {
+	StartReplayAll(ctx context.Context, q dlq.Query, actor string, rate float64) (admin.Job, error)
+	Job(id string) (admin.Job, bool)
+}
+
+// WorkerSource gives the last worker health table; *heartbeat.Sampler
+// implements it.
+type WorkerSource interface {
+	Last() ([]heartbeat.WorkerStatus, time.Time, error)
+}
+
+// LagSource gives the last lag measurements; *lag.Sampler implements it.
+type LagSource interface {
+	LastKafka() (lag.KafkaReport, error)
+	LastRabbit() ([]lag.QueueDepth, time.Time, error)
+}
+
+// User is someone who may log in: Name is the audit log's actor, Token
+// the secret typed at login. A ReadOnly user (a viewer) sees everything
+// but may change nothing.
+type User struct {
+	Name, Token string
+	ReadOnly    bool
+}
+
+// Config configures a Console.
+type Config struct {
+	// Ops does the work. Required.
+	Ops *dlq.Ops
+	// Jobs runs replay-all; required unless every user is read-only.
+	Jobs Jobs
+	// Workers feeds the workers page; nil shows "not configured".
+	Workers WorkerSource
+	// Lag feeds the lag page; nil shows "not configured".
+	Lag LagSource
+	// Broker is "rabbitmq" or "kafka", shown in the header.
+	Broker string
+	// Users may log in with their token; at least one unless
+	// InsecureNoAuth.
+	Users []User
+	// InsecureNoAuth serves without login: everyone is the operator
+	// "local". For `redrive dev` on a loopback address only.
+	InsecureNoAuth bool
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// Defaults.
+const (
+	// SessionTTL is how long a session lasts after login.
+	SessionTTL = 12 * time.Hour
+	// LocalUser is the operator of an InsecureNoAuth console.
+	LocalUser = "local"
+	// MaxFormBytes bounds a form post.
+	MaxFormBytes = 64 << 10
+)
+
+// Console serves the dead-letter console.
+type Console struct {
+	cfg      Config
+	ops      *dlq.Ops
+	log      *slog.Logger
+	users    []hashedUser
+	sessions *sessions
+	pages    map[string]*template.Template
+	mux      *http.ServeMux
+	now      func() time.Time
+}
+
+type hashedUser struct {
+	User
+	sum [sha256.Size]byte
+}
+
+// New checks cfg and returns the console.
+func New(cfg Config) (*Console, error) {
+	if cfg.Ops == nil {
+		return nil, errors.New("console: no ops")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	c := &Console{cfg: cfg, ops: cfg.Ops, log: cfg.Logger, now: time.Now}
+	names := map[string]bool{}
+	operators := cfg.InsecureNoAuth
+	for i, u := range cfg.Users {
+		switch {
+		case u.Name == "":
+			return nil, fmt.Errorf("console: user %d has no name", i+1)
+		case u.Token == "":
+			return nil, fmt.Errorf("console: user %q has an empty token", u.Name)
+		case len(u.Token) < 8:
+			return nil, fmt.Errorf("console: the token of user %q is shorter than 8 characters", u.Name)
+		case names[u.Name]:
+			return nil, fmt.Errorf("console: two users named %q", u.Name)
+		}
+		names[u.Name] = true
+		operators = operators || !u.ReadOnly
+		c.users = append(c.users, hashedUser{User: u, sum: sha256.Sum256([]byte(u.Token))})
+	}
+	if len(c.users) == 0 && !cfg.InsecureNoAuth {
+		return nil, errors.New("console: no users: configure at least one, or InsecureNoAuth")
+	}
+	if operators && cfg.Jobs == nil {
+		return nil, errors.New("console: no Jobs: needed for replay-all unless every user is read-only")
+	}
+	pages, err := parsePages()
+	if err != nil {
+		return nil, err
+	}
+	c.pages = pages
+	c.sessions = newSessions(SessionTTL, c.now)
+	c.mux = http.NewServeMux()
+	c.routes()
+	return c, nil
+}
+
+// Handler returns the console's handler. It serves every path outside
+// /internal/ (mount it with admin.Config.UI).
+func (c *Console) Handler() http.Handler {
+	return c.recoverPanics(c.secure(http.HandlerFunc(c.dispatch)))
+}

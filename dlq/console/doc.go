@@ -1,0 +1,23 @@
+// Package console is the dead-letter console: server-rendered HTML pages
+// (html/template, assets embedded, no JavaScript needed, no CDN) over
+// dlq.Ops, for operators to see, replay and discard dead letters.
+//
+// Pages: the DLQs with pending counts, severity and arrival rate (GET /);
+// the entries of a DLQ, filterable by status, error class, time and text,
+// paged with a cursor (GET /dlq/{name}); an entry with its payload (pretty
+// JSON, text, or a hex dump for binary), headers, error and stack, retry
+// history and audit trail (GET /dlq/{name}/{id}); replay, discard (with a
+// reason) and replay-all with a progress page (GET /jobs/{id}); workers
+// with their heartbeat status (GET /workers); consumer lag and queue depth
+// (GET /lag).
+//
+// Users log in with a token (POST /login) and get a session cookie
+// (HttpOnly, SameSite=Strict, Secure over TLS); sessions live in memory.
+// Every POST needs the session's CSRF token (a hidden form field) and,
+// when the browser sends Origin or Referer, the same host. Read-only
+// users see no buttons and get 403 on every mutation. The audit log names
+// the user.
+//
+// The console serves every path outside /internal/; mount it with
+// admin.Config.UI next to the JSON API.
+package console

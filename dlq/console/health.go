@@ -1,0 +1,77 @@
+package console
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/lag"
+)
+
+// workersView is the workers page's data.
+type workersView struct {
+	Configured bool
+	Rows       []heartbeat.WorkerStatus
+	At         time.Time
+	Err        string
+}
+
+// workers serves GET /workers: the heartbeat table.
+func (c *Console) workers(w http.ResponseWriter, r *http.Request, ss *session) {
+	var v workersView
+	if c.cfg.Workers != nil {
+		v.Configured = true
+		var err error
+		v.Rows, v.At, err = c.cfg.Workers.Last()
+		if err != nil {
+			v.Err = err.Error()
+		}
+	}
+	c.render(w, r, ss, http.StatusOK, "workers", "Workers", v)
+}
+
+// lagView is the lag page's data.
+type lagView struct {
+	Configured bool
+	ShowKafka  bool
+	ShowRabbit bool
+	Kafka      lag.KafkaReport
+	KafkaErr   string
+	GroupErrs  map[string]string
+	Rabbit     []lag.QueueDepth
+	RabbitAt   time.Time
+	RabbitErr  string
+}
+
+// lagPage serves GET /lag: lag per group and topic with its status, or
+// queue depths.
+func (c *Console) lagPage(w http.ResponseWriter, r *http.Request, ss *session) {
+	var v lagView
+	if c.cfg.Lag != nil {
+		v.Configured = true
+		v.ShowKafka = c.cfg.Broker != dlq.BrokerRabbitMQ
+		v.ShowRabbit = c.cfg.Broker != dlq.BrokerKafka
+		if v.ShowKafka {
+			var err error
+			v.Kafka, err = c.cfg.Lag.LastKafka()
+			if err != nil {
+				v.KafkaErr = err.Error()
+			}
+			v.GroupErrs = make(map[string]string, len(v.Kafka.GroupErrors))
+			for g, e := range v.Kafka.GroupErrors {
+				if e != nil {
+					v.GroupErrs[g] = e.Error()
+				}
+			}
+		}
+		if v.ShowRabbit {
+			var err error
+			v.Rabbit, v.RabbitAt, err = c.cfg.Lag.LastRabbit()
+			if err != nil {
+				v.RabbitErr = err.Error()
+			}
+		}
+	}
+	c.render(w, r, ss, http.StatusOK, "lag", "Consumer lag", v)
+}

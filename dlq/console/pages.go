@@ -1,0 +1,174 @@
+package console
+
+import (
+	"errors"
+	"html/template"
+	"net/http"
+	"time"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/dlq"
+)
+
+// fail writes the page of an error: bad input 400 naming the field, the
+// dlq sentinels as their status, anything else a logged 500.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, ss *session, err error) {
+	var bi *badInput
+	switch {
+	case errors.As(err, &bi):
+		c.errorPage(w, r, ss, http.StatusBadRequest, bi.Error())
+	case errors.Is(err, dlq.ErrNotFound):
+		c.errorPage(w, r, ss, http.StatusNotFound, "entry: no such entry in this DLQ")
+	case errors.Is(err, dlq.ErrNotPending):
+		c.errorPage(w, r, ss, http.StatusConflict, "status: the entry is no longer pending (someone replayed or discarded it); reload it")
+	case errors.Is(err, dlq.ErrReasonRequired):
+		c.errorPage(w, r, ss, http.StatusBadRequest, "reason: required: say why the entry is discarded")
+	case errors.Is(err, dlq.ErrInvalidQuery):
+		c.errorPage(w, r, ss, http.StatusBadRequest, err.Error())
+	case errors.Is(err, dlq.ErrReplayFailed):
+		c.errorPage(w, r, ss, http.StatusBadGateway, "broker: the replay was not confirmed; the entry is pending again: "+clip(err.Error(), 300))
+	case errors.Is(err, dlq.ErrNoRepublisher):
+		c.errorPage(w, r, ss, http.StatusServiceUnavailable, "broker: this console cannot replay: no broker configured")
+	case r.Context().Err() != nil:
+		c.errorPage(w, r, ss, http.StatusServiceUnavailable, "request cancelled")
+	default:
+		c.log.Error("console: request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+		c.errorPage(w, r, ss, http.StatusInternalServerError, "internal error (logged)")
+	}
+}
+
+// dlqRow is one line of the DLQ list.
+type dlqRow struct {
+	dlq.DLQInfo
+	Retention string
+	// LastHour is how many entries arrived in the last hour.
+	LastHour int64
+}
+
+// dlqs serves GET /: the DLQs with pending counts, severity and arrival
+// rate.
+func (c *Console) dlqs(w http.ResponseWriter, r *http.Request, ss *session) {
+	infos, err := c.ops.DLQs(r.Context())
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	hourAgo := c.now().Add(-time.Hour)
+	rows := make([]dlqRow, 0, len(infos))
+	var pending int64
+	for _, in := range infos {
+		row := dlqRow{DLQInfo: in, Retention: in.Retention.String()}
+		if in.Retention == broker.Forever {
+			row.Retention = "forever"
+		}
+		if !in.LastReceived.IsZero() && in.LastReceived.After(hourAgo) {
+			if row.LastHour, err = c.ops.Store().Count(r.Context(), dlq.Query{DLQ: in.DLQ, Since: hourAgo}); err != nil {
+				c.fail(w, r, ss, err)
+				return
+			}
+		}
+		pending += in.Pending
+		rows = append(rows, row)
+	}
+	c.render(w, r, ss, http.StatusOK, "dlqs", "Dead-letter queues", struct {
+		Rows    []dlqRow
+		Pending int64
+	}{rows, pending})
+}
+
+// entriesView is the entries page's data.
+type entriesView struct {
+	DLQ      string
+	Filter   filter
+	Records  []dlq.Record
+	Next     template.URL // the next page, "" on the last
+	First    template.URL // the first page of this filter
+	Pending  int64
+	Statuses []dlq.Status
+	Paged    bool
+}
+
+// entries serves GET /dlq/{name}: one page of entries, filtered.
+func (c *Console) entries(w http.ResponseWriter, r *http.Request, ss *session) {
+	name, err := dlqName(r.PathValue("name"))
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	v := r.URL.Query()
+	q := dlq.Query{DLQ: name}
+	f, err := readFilter(v, &q, true)
+	if err == nil {
+		q.Cursor, err = one(v, "cursor")
+	}
+	if err == nil && q.Cursor != "" {
+		if cur, cerr := dlq.DecodeCursor(q.Cursor); cerr != nil || cur.NewestFirst != q.NewestFirst {
+			err = bad("cursor", "not a cursor of this listing (follow the Next link)")
+		}
+	}
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	pg, err := c.ops.List(r.Context(), q)
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	if len(pg.Records) == 0 && q.Cursor == "" {
+		known, err := c.ops.Known(r.Context(), name)
+		if err != nil {
+			c.fail(w, r, ss, err)
+			return
+		}
+		if !known {
+			c.errorPage(w, r, ss, http.StatusNotFound, "dlq: no DLQ named "+clip(name, 120))
+			return
+		}
+	}
+	pending, err := c.ops.Store().Count(r.Context(), dlq.Query{DLQ: name, Status: dlq.StatusPending})
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	view := entriesView{DLQ: name, Filter: f, Records: pg.Records, Pending: pending, Statuses: dlq.Statuses, Paged: q.Cursor != ""}
+	base := "/dlq/" + pathEscape(name) + "?"
+	view.First = template.URL(base + f.Query().Encode()) // #nosec: built from escaped parts
+	if pg.Next != "" {
+		nv := f.Query()
+		nv.Set("cursor", pg.Next)
+		view.Next = template.URL(base + nv.Encode())
+	}
+	c.renderPage(w, r, ss, http.StatusOK, "entries", page{Title: name, Nav: "dlqs", Data: view})
+}
+
+// entryView is the entry page's data.
+type entryView struct {
+	R       dlq.Record
+	Key     payload
+	Payload payload
+	Headers []header
+	Audit   []dlq.AuditEntry
+}
+
+// entry serves GET /dlq/{name}/{id}.
+func (c *Console) entry(w http.ResponseWriter, r *http.Request, ss *session) {
+	name, err := dlqName(r.PathValue("name"))
+	var id string
+	if err == nil {
+		id, err = entryID("id", r.PathValue("id"))
+	}
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	rec, trail, err := c.ops.Show(r.Context(), name, id)
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	e := rec.Entry
+	view := entryView{R: rec, Key: renderPayload(e.OriginalKey), Payload: renderPayload(e.OriginalValue),
+		Headers: sortedHeaders(e.OriginalHeaders), Audit: trail}
+	c.renderPage(w, r, ss, http.StatusOK, "entry", page{Title: name + " / " + id, Nav: "dlqs", Data: view})
+}

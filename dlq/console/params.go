@@ -1,0 +1,153 @@
+package console
+
+import (
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redrive/redrive/dlq"
+)
+
+// badInput is a 400 naming its field.
+type badInput struct{ field, msg string }
+
+func (e *badInput) Error() string { return e.field + ": " + e.msg }
+
+func bad(field, format string, args ...any) error {
+	return &badInput{field: field, msg: fmt.Sprintf(format, args...)}
+}
+
+// dlqName checks the {name} of a path.
+func dlqName(v string) (string, error) {
+	if !dlq.ValidName(v) {
+		return "", bad("dlq", "%.80q is not a DLQ name", v)
+	}
+	return v, nil
+}
+
+// entryID checks an {id} of a path.
+func entryID(field, v string) (string, error) {
+	if !dlq.ValidID(v) {
+		return "", bad(field, "%.80q is not an id ([A-Za-z0-9][A-Za-z0-9._-]{0,127})", v)
+	}
+	return v, nil
+}
+
+// filter is the entries page's filter, as given (for the form and links).
+type filter struct {
+	Status, ErrorClass, Text, Since, Until, Order string
+}
+
+// Query returns the filter's query string, without a cursor.
+func (f filter) Query() url.Values {
+	v := url.Values{}
+	for k, s := range map[string]string{"status": f.Status, "error_class": f.ErrorClass, "q": f.Text, "since": f.Since, "until": f.Until, "order": f.Order} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	return v
+}
+
+// Active reports whether the filter selects anything narrower than the
+// default listing.
+func (f filter) Active() bool {
+	return f.Status != "" || f.ErrorClass != "" || f.Text != "" || f.Since != "" || f.Until != ""
+}
+
+// one returns the single value of field in v; repeated is bad input.
+func one(v url.Values, field string) (string, error) {
+	vs := v[field]
+	switch len(vs) {
+	case 0:
+		return "", nil
+	case 1:
+		return strings.TrimSpace(vs[0]), nil
+	}
+	return "", bad(field, "given %d times", len(vs))
+}
+
+// readFilter reads the filter fields (error_class, q, since, until, and
+// with listing also status, order) of v into q.
+func readFilter(v url.Values, q *dlq.Query, listing bool) (filter, error) {
+	var f filter
+	var err error
+	fields := []struct {
+		name string
+		dst  *string
+	}{{"error_class", &f.ErrorClass}, {"q", &f.Text}, {"since", &f.Since}, {"until", &f.Until}}
+	if listing {
+		fields = append(fields, struct {
+			name string
+			dst  *string
+		}{"status", &f.Status}, struct {
+			name string
+			dst  *string
+		}{"order", &f.Order})
+	}
+	for _, fl := range fields {
+		if *fl.dst, err = one(v, fl.name); err != nil {
+			return f, err
+		}
+		if len(*fl.dst) > 1024 {
+			return f, bad(fl.name, "longer than 1024 bytes")
+		}
+	}
+	q.ErrorClass, q.Text = f.ErrorClass, f.Text
+	if q.Since, err = parseTime("since", f.Since); err != nil {
+		return f, err
+	}
+	if q.Until, err = parseTime("until", f.Until); err != nil {
+		return f, err
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until) {
+		return f, bad("since", "must be before until")
+	}
+	if !listing {
+		return f, nil
+	}
+	if f.Status != "" {
+		q.Status = dlq.Status(f.Status)
+		if !q.Status.Valid() {
+			return f, bad("status", "%.40q is not one of pending, replaying, replayed, discarded, archived", f.Status)
+		}
+	}
+	switch f.Order {
+	case "", "newest":
+		q.NewestFirst = true
+	case "oldest":
+	default:
+		return f, bad("order", "%.40q is not newest or oldest", f.Order)
+	}
+	return f, nil
+}
+
+// timeLayouts are the accepted time forms: RFC 3339, and what an HTML
+// datetime-local field sends (read as UTC).
+var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"}
+
+func parseTime(field, s string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	for _, l := range timeLayouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, bad(field, "%.40q is not a time such as 2025-01-15T10:30 (UTC) or 2025-01-15T10:30:00Z", s)
+}
+
+// parseRate reads the replay-all rate: empty = the server's default (-1).
+func parseRate(s string) (float64, error) {
+	if s == "" {
+		return -1, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 || f != f || f > 1e6 {
+		return 0, bad("rate", "%.40q is not a number of messages per second from 0 (unlimited) to 1000000", s)
+	}
+	return f, nil
+}

@@ -1,0 +1,155 @@
+package console
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// pageNames are the templates/<name>.html pages, each parsed with the
+// layout.
+var pageNames = []string{"dlqs", "entries", "entry", "job", "workers", "lag", "login", "error"}
+
+// funcs are the templates' helpers.
+var funcs = template.FuncMap{
+	"pe":    url.PathEscape,
+	"ts":    formatTime,
+	"ago":   ago,
+	"lower": strings.ToLower,
+	"clip":  clip,
+	"pct": func(part, total int64) int64 {
+		if total <= 0 {
+			return 100
+		}
+		return part * 100 / total
+	},
+	"add": func(a, b int64) int64 { return a + b },
+}
+
+// parsePages parses every page with the layout.
+func parsePages() (map[string]*template.Template, error) {
+	out := make(map[string]*template.Template, len(pageNames))
+	for _, name := range pageNames {
+		t, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html")
+		if err != nil {
+			return nil, fmt.Errorf("console: parse template %s: %w", name, err)
+		}
+		out[name] = t
+	}
+	return out, nil
+}
+
+// staticHandler serves the embedded CSS under /static/.
+func staticHandler() http.Handler {
+	sub, _ := fs.Sub(staticFS, "static") // a literal, known directory
+	fsrv := http.StripPrefix("/static/", http.FileServerFS(sub))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		fsrv.ServeHTTP(w, r)
+	})
+}
+
+// page is what the layout renders around a page's content.
+type page struct {
+	Title   string
+	Nav     string // "dlqs", "workers", "lag"
+	Broker  string
+	User    *User
+	NoAuth  bool
+	CSRF    string
+	Refresh int // seconds; 0 = none
+	Now     time.Time
+	Data    any
+}
+
+// CanChange reports whether the user may replay and discard.
+func (p page) CanChange() bool { return p.User != nil && !p.User.ReadOnly }
+
+// render writes page name with status.
+func (c *Console) render(w http.ResponseWriter, r *http.Request, ss *session, status int, name, title string, data any) {
+	c.renderPage(w, r, ss, status, name, page{Title: title, Data: data})
+}
+
+func (c *Console) renderPage(w http.ResponseWriter, r *http.Request, ss *session, status int, name string, p page) {
+	p.Broker, p.NoAuth, p.Now = c.cfg.Broker, c.cfg.InsecureNoAuth, c.now()
+	if p.Nav == "" {
+		p.Nav = name
+	}
+	if ss != nil {
+		u := ss.user
+		p.User, p.CSRF = &u, ss.csrf
+	}
+	var buf bytes.Buffer
+	if err := c.pages[name].Execute(&buf, p); err != nil {
+		c.log.Error("console: render", "page", name, "path", r.URL.Path, "error", err)
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString("<!doctype html><title>error</title><p>internal error: the page could not be rendered (logged)</p>")
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// errorView is the error page's data.
+type errorView struct {
+	Status  int
+	Text    string
+	Message string
+}
+
+// errorPage writes an error page: the status and one line saying what is
+// wrong (naming the field for bad input).
+func (c *Console) errorPage(w http.ResponseWriter, r *http.Request, ss *session, status int, msg string) {
+	if ss == nil {
+		ss = c.current(r)
+	}
+	c.render(w, r, ss, status, "error", http.StatusText(status), errorView{Status: status, Text: http.StatusText(status), Message: msg})
+}
+
+// formatTime renders t in UTC to the second; "—" for the zero time.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+// ago renders how long before now t was: "4s", "3m", "2h", "5d".
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	d := now.Sub(t)
+	neg := d < 0
+	if neg {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < time.Minute:
+		s = fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		s = fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		s = fmt.Sprintf("%dh", int(d.Hours()))
+	default:
+		s = fmt.Sprintf("%dd", int(d.Hours()/24))
+	}
+	if neg {
+		return "in " + s
+	}
+	return s + " ago"
+}
