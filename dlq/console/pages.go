@@ -57,7 +57,7 @@ func (c *Console) dlqs(w http.ResponseWriter, r *http.Request, ss *session) {
 	rows := make([]dlqRow, 0, len(infos))
 	var pending int64
 	for _, in := range infos {
-		row := dlqRow{DLQInfo: in, Retention: in.Retention.String()}
+		row := dlqRow{DLQInfo: in, Retention: duration(in.Retention)}
 		if in.Retention == broker.Forever {
 			row.Retention = "forever"
 		}

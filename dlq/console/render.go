@@ -36,6 +36,7 @@ var funcs = template.FuncMap{
 		return part * 100 / total
 	},
 	"add": func(a, b int64) int64 { return a + b },
+	"dur": duration,
 }
 
 // parsePages parses every page with the layout.
@@ -152,4 +153,19 @@ func ago(now, t time.Time) string {
 		return "in " + s
 	}
 	return s + " ago"
+}
+
+// duration renders d for a person: "30d", "5h", "2m30s", "1.4s", "405ms".
+func duration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "0s"
+	case d%(24*time.Hour) == 0:
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
 }

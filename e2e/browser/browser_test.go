@@ -143,7 +143,6 @@ func TestConsole(t *testing.T) {
 	if len(byDeal) != 4 {
 		t.Fatalf("stored %d distinct poison messages, want 4", len(byDeal))
 	}
-	s.samplers(context.Background())
 
 	ctx := browser(t, path)
 	dlqPath := "/dlq/" + s.dlq
@@ -271,7 +270,8 @@ func TestConsole(t *testing.T) {
 	}
 	screenshot(t, ctx, "replay-all")
 
-	// Workers and lag.
+	// Workers and lag, sampled now.
+	s.samplers(context.Background())
 	run(t, ctx, "open the workers page",
 		chromedp.Click(link("/workers")),
 		chromedp.WaitVisible(chromedp.ID("workers")))

@@ -2,7 +2,6 @@ package browser
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net"
 	"net/http"
@@ -144,7 +143,7 @@ func newStack(t *testing.T) *stack {
 				return nil
 			}
 			if strings.Contains(string(d.Value), "poison") {
-				return broker.Permanent(errors.New("payout: bank rejected transfer: account closed"))
+				return broker.Permanent(&BankError{Code: "AC04", Msg: "bank rejected transfer: account closed"})
 			}
 			return nil
 		})
@@ -190,6 +189,15 @@ func newStack(t *testing.T) *stack {
 	run("admin server", func(ctx context.Context) error { return s.srv.Serve(ctx, ln) })
 	return s
 }
+
+// BankError is the worker's failure, so that the entries show an error
+// class.
+type BankError struct{ Code, Msg string }
+
+func (e *BankError) Error() string { return "payout: " + e.Msg + " (" + e.Code + ")" }
+
+// ErrorClass names the class in the dead letter.
+func (e *BankError) ErrorClass() string { return "payout.BankError" }
 
 // publish sends messages to the worker's topic.
 func (s *stack) publish(t *testing.T, values ...string) {
