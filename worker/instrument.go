@@ -11,6 +11,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/internal/config"
 )
 
 // WithRegisterer exports the workers' handler metrics on reg:
@@ -29,6 +30,20 @@ func WithHeartbeat(rdb redis.Cmdable) Option {
 		r.rdb = rdb
 		if r.claimsRDB == nil {
 			r.claimsRDB = rdb
+		}
+	}
+}
+
+// WithHeartbeatTiming sets the heartbeat refresh interval and key TTL of
+// WithHeartbeat, overriding the configuration's heartbeat section (Load,
+// Parse) or the heartbeat package's defaults (New). Zero keeps a value.
+func WithHeartbeatTiming(interval, ttl time.Duration) Option {
+	return func(r *Runtime) {
+		if interval > 0 {
+			r.hb.Interval = config.Duration(interval)
+		}
+		if ttl > 0 {
+			r.hb.TTL = config.Duration(ttl)
 		}
 	}
 }

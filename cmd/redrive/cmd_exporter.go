@@ -122,8 +122,10 @@ func listenAddr(flagName, flagValue, configured string) (string, error) {
 // monitoring is what the exporter samples, built from the configuration:
 // the lag of the configured broker and the heartbeats in Redis.
 type monitoring struct {
-	cfg     exporter.Config
-	closers []func() error
+	cfg        exporter.Config
+	lag        *lag.Sampler       // also in cfg, for the console
+	heartbeats *heartbeat.Sampler // also in cfg, for the console
+	closers    []func() error
 }
 
 // newMonitoring builds the lag and heartbeat samplers of c; interval, when
@@ -173,6 +175,7 @@ func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (
 		return nil, err
 	}
 	m.cfg.Lag = s
+	m.lag = s
 
 	rdb := redisClient(c, log)
 	m.closers = append(m.closers, rdb.Close)
@@ -180,7 +183,8 @@ func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (
 	if err != nil {
 		return nil, badInput(err)
 	}
-	m.cfg.Heartbeats = heartbeat.NewSampler(mon, heartbeat.SamplerConfig{Interval: interval, Logger: log})
+	m.heartbeats = heartbeat.NewSampler(mon, heartbeat.SamplerConfig{Interval: interval, Logger: log})
+	m.cfg.Heartbeats = m.heartbeats
 	ok = true
 	return m, nil
 }

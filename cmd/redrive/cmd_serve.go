@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
+	"github.com/redrive/redrive/dlq/console"
 	"github.com/redrive/redrive/dlq/memstore"
 	"github.com/redrive/redrive/dlq/pgstore"
 	"github.com/redrive/redrive/internal/backend"
@@ -66,7 +68,7 @@ type serveFlags struct {
 	interval                    time.Duration
 }
 
-// daemon is one `redrive serve`.
+// daemon is one `redrive serve` (or the serving half of `redrive dev`).
 type daemon struct {
 	c        *config.Config
 	f        serveFlags
@@ -74,6 +76,7 @@ type daemon struct {
 	admin    string // listen address of the admin API
 	metrics  string // listen address of the exporter
 	policies map[string]dlq.Policy
+	mon      *monitoring
 	exp      *exporter.Server
 	pending  *exporter.DLQSampler    // the exporter's DLQ counts
 	ops      atomic.Pointer[dlq.Ops] // set once the store and broker are open
@@ -84,15 +87,25 @@ func serve(ctx context.Context, inv *invocation, f serveFlags) error {
 	if err != nil {
 		return err
 	}
-	d := &daemon{c: c, f: f, log: daemonLogger(inv.stderr), policies: keptDLQs(c)}
-	if err := d.check(); err != nil {
-		return err
-	}
-	m, err := newMonitoring(c, d.log, f.interval)
+	d, err := newDaemon(c, f, daemonLogger(inv.stderr))
 	if err != nil {
 		return err
 	}
-	defer m.close()
+	defer d.close()
+	return d.run(ctx)
+}
+
+// newDaemon checks the flags against c and builds the monitoring and the
+// exporter; nothing listens or connects yet. close releases it.
+func newDaemon(c *config.Config, f serveFlags, log *slog.Logger) (*daemon, error) {
+	d := &daemon{c: c, f: f, log: log, policies: keptDLQs(c)}
+	if err := d.check(); err != nil {
+		return nil, err
+	}
+	var err error
+	if d.mon, err = newMonitoring(c, d.log, f.interval); err != nil {
+		return nil, err
+	}
 	// The pending counts come from the Ops of the running keeper, once
 	// there is one; the Ops exports redrive_dlq_pending itself.
 	d.pending = exporter.NewDLQSampler(func(ctx context.Context) ([]dlq.DLQInfo, error) {
@@ -101,10 +114,20 @@ func serve(ctx context.Context, inv *invocation, f serveFlags) error {
 		}
 		return nil, exporter.ErrNotReady
 	}, exporter.DLQSamplerConfig{Interval: f.interval, Logger: d.log})
-	m.cfg.DLQ = d.pending
-	if d.exp, err = exporter.New(m.cfg); err != nil {
-		return err
+	d.mon.cfg.DLQ = d.pending
+	if d.exp, err = exporter.New(d.mon.cfg); err != nil {
+		d.mon.close()
+		return nil, err
 	}
+	return d, nil
+}
+
+// close releases the monitoring's connections.
+func (d *daemon) close() { d.mon.close() }
+
+// run serves the exporter and runs the keeper with the admin API and the
+// console until ctx ends.
+func (d *daemon) run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		ln, err := listenTCP(gctx, d.metrics)
@@ -185,11 +208,7 @@ func (d *daemon) keep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var tokens []admin.Token
-	if d.c.Admin.Token != "" {
-		tokens = []admin.Token{{Name: admin.DefaultActor, Secret: d.c.Admin.Token}}
-	}
-	api, err := admin.New(admin.Config{Ops: ops, Listen: d.admin, Tokens: tokens, InsecureNoAuth: d.f.insecure, Logger: d.log})
+	api, err := d.adminServer(ops)
 	if err != nil {
 		return badInput(err)
 	}
@@ -201,6 +220,36 @@ func (d *daemon) keep(ctx context.Context) error {
 	g.Go(func() error { return api.ListenAndServe(gctx) })
 	d.log.Info("serve: keeping dead letters", "broker", d.c.Broker, "dlqs", len(d.policies), "admin", d.admin)
 	return g.Wait()
+}
+
+// adminServer returns the admin API with the console on ops: the
+// operator logs in with admin.token (the API's bearer token), a viewer with
+// admin.viewer_token (read-only).
+func (d *daemon) adminServer(ops *dlq.Ops) (*admin.Server, error) {
+	var tokens []admin.Token
+	var users []console.User
+	if d.c.Admin.Token != "" {
+		tokens = []admin.Token{{Name: admin.DefaultActor, Secret: d.c.Admin.Token}}
+		users = append(users, console.User{Name: admin.DefaultActor, Token: d.c.Admin.Token})
+	}
+	if d.c.Admin.ViewerToken != "" {
+		users = append(users, console.User{Name: "viewer", Token: d.c.Admin.ViewerToken, ReadOnly: true})
+	}
+	// The console starts replay-all jobs through the API server, which
+	// serves the console: ui is filled in once both exist.
+	var ui http.Handler
+	api, err := admin.New(admin.Config{Ops: ops, Listen: d.admin, Tokens: tokens, InsecureNoAuth: d.f.insecure, Logger: d.log,
+		UI: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ui.ServeHTTP(w, r) })})
+	if err != nil {
+		return nil, err
+	}
+	cons, err := console.New(console.Config{Ops: ops, Jobs: api, Workers: d.mon.heartbeats, Lag: d.mon.lag,
+		Broker: d.c.Broker, Users: users, InsecureNoAuth: d.f.insecure, Logger: d.log})
+	if err != nil {
+		return nil, err
+	}
+	ui = cons.Handler()
+	return api, nil
 }
 
 // openStore opens the DLQ store: the --data journal, else PostgreSQL

@@ -1,0 +1,167 @@
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/worker"
+)
+
+// CrashingWorker is the sample worker that crashes now and then.
+const CrashingWorker = "reconciliation-worker"
+
+// Defaults of WorkersConfig.
+const (
+	DefaultCrashEvery = 45 * time.Second
+	DefaultCrashFor   = 10 * time.Second
+)
+
+// WorkersConfig configures RunWorkers.
+type WorkersConfig struct {
+	// Broker is shared by the sample workers; the caller closes it.
+	Broker broker.Broker
+	// Subscriptions are the sample workers' (Stack.Config.Subscriptions()).
+	Subscriptions []broker.Subscription
+	// Redis receives heartbeats and claim counts.
+	Redis redis.Cmdable
+	// Registerer exports the workers' metrics; may be nil.
+	Registerer prometheus.Registerer
+	// HeartbeatInterval and HeartbeatTTL time the heartbeats.
+	HeartbeatInterval, HeartbeatTTL time.Duration
+	// CrashingWorker (reconciliation-worker) stops without a goodbye every
+	// CrashEvery (default 45s), its heartbeat left to expire, and comes
+	// back CrashFor later (default 10s). Negative CrashEvery: never.
+	CrashEvery, CrashFor time.Duration
+	// Logger; default slog.Default().
+	Logger *slog.Logger
+}
+
+// RunWorkers runs the sample workers with Handler until ctx ends: the
+// CrashingWorker on its own, crashing now and then, the others in one
+// worker.Runtime. It returns the first error that stops a worker.
+func RunWorkers(ctx context.Context, cfg WorkersConfig) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.CrashEvery == 0 {
+		cfg.CrashEvery = DefaultCrashEvery
+	}
+	if cfg.CrashFor <= 0 {
+		cfg.CrashFor = DefaultCrashFor
+	}
+	opts := []worker.Option{worker.WithoutSignals(), worker.WithLogger(cfg.Logger), worker.WithClaims(cfg.Redis)}
+	if cfg.Registerer != nil {
+		opts = append(opts, worker.WithRegisterer(cfg.Registerer))
+	}
+	var steady, crashing []broker.Subscription
+	handlers := worker.Handlers{}
+	for _, s := range cfg.Subscriptions {
+		if s.Group == CrashingWorker && cfg.CrashEvery > 0 {
+			crashing = append(crashing, s)
+			continue
+		}
+		steady = append(steady, s)
+		handlers[s.Group] = Handler
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	if len(steady) > 0 {
+		rt := worker.New(cfg.Broker, steady, append(opts,
+			worker.WithHeartbeat(cfg.Redis), worker.WithHeartbeatTiming(cfg.HeartbeatInterval, cfg.HeartbeatTTL))...)
+		wg.Go(func() {
+			if err := rt.Run(ctx, handlers); err != nil {
+				cancel(err)
+			}
+		})
+	}
+	for _, s := range crashing {
+		wg.Go(func() {
+			if err := crashLoop(ctx, cfg, s, opts); err != nil {
+				cancel(err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// crashLoop runs the worker of sub, stopping it every cfg.CrashEvery as a
+// crashed process would look from outside (its heartbeat stops, no
+// SHUTTING_DOWN) and restarting it cfg.CrashFor later.
+func crashLoop(ctx context.Context, cfg WorkersConfig, sub broker.Subscription, opts []worker.Option) error {
+	pub, err := heartbeat.NewPublisher(cfg.Redis, heartbeat.PublisherConfig{
+		Type: sub.Group, Interval: cfg.HeartbeatInterval, TTL: cfg.HeartbeatTTL, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return fmt.Errorf("dev: heartbeat of %s: %w", sub.Group, err)
+	}
+	h := func(ctx context.Context, d *broker.Delivery) error {
+		err := Handler(ctx, d)
+		pub.MessageHandled(time.Now())
+		return err
+	}
+	for {
+		rctx, stop := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		wg.Go(func() { beat(rctx, pub, cfg.HeartbeatInterval) })
+		rt := worker.New(cfg.Broker, []broker.Subscription{sub}, opts...)
+		errc := make(chan error, 1)
+		wg.Go(func() { errc <- rt.Run(rctx, worker.Handlers{sub.Group: h}) })
+		var runErr error
+		select {
+		case <-ctx.Done():
+		case runErr = <-errc:
+		case <-time.After(cfg.CrashEvery):
+		}
+		stop()
+		wg.Wait()
+		if runErr != nil {
+			return runErr
+		}
+		if ctx.Err() != nil {
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			_ = pub.Deregister(dctx) // a clean exit leaves the table
+			cancel()
+			return nil
+		}
+		cfg.Logger.Warn("dev: "+sub.Group+" crashed (simulated): its heartbeat stops; restarting", "in", cfg.CrashFor)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(cfg.CrashFor):
+		}
+		cfg.Logger.Info("dev: " + sub.Group + " restarted")
+	}
+}
+
+// beat writes pub's heartbeat every interval until ctx ends, and nothing
+// when it ends: a crash says no goodbye.
+func beat(ctx context.Context, pub *heartbeat.Publisher, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		// Not cut short by ctx, so that a crash is not logged as a Redis
+		// outage; Redis trouble is logged by the publisher.
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), interval)
+		_ = pub.Beat(bctx)
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
