@@ -1,0 +1,66 @@
+package console_test
+
+import (
+	"fmt"
+	"log"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/admin"
+	"github.com/redrive/redrive/dlq/console"
+	"github.com/redrive/redrive/dlq/memstore"
+)
+
+// Example mounts the console next to the admin API, as redrive serve
+// does: the admin server runs the replay-all jobs and serves /internal/;
+// the console serves the rest, with its own login.
+func Example() {
+	store := memstore.New(memstore.Options{})
+	defer store.Close()
+	ops, err := dlq.NewOps(dlq.OpsConfig{Store: store, Logger: slog.New(slog.DiscardHandler)}) // add a Republisher (the broker) to replay
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// The console needs the server's jobs and the server the console's
+	// handler: a forwarding handler breaks the cycle.
+	var ui http.Handler
+	srv, err := admin.New(admin.Config{
+		Ops: ops, Listen: "127.0.0.1:8080", Tokens: []admin.Token{{Name: "ci", Secret: "api-secret-token"}},
+		UI: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ui.ServeHTTP(w, r) }),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	c, err := console.New(console.Config{
+		Ops: ops, Jobs: srv, Broker: dlq.BrokerKafka,
+		Users: []console.User{
+			{Name: "alice", Token: "operator-secret-token"},
+			{Name: "victor", Token: "viewer-secret-token", ReadOnly: true},
+		},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	ui = c.Handler()
+
+	// Without a session, pages send the browser to the login form.
+	w := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	fmt.Println(w.Code, w.Header().Get("Location"))
+
+	// Logging in sets the session cookie.
+	req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader("token=operator-secret-token"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	w = httptest.NewRecorder()
+	srv.Handler().ServeHTTP(w, req)
+	ck := w.Result().Cookies()[0]
+	fmt.Println(w.Code, w.Header().Get("Location"), ck.Name, ck.HttpOnly, ck.SameSite == http.SameSiteStrictMode)
+	// Output:
+	// 303 /login?next=%2F
+	// 303 / redrive_session true true
+}
