@@ -2,8 +2,6 @@ package broker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"time"
 )
 
@@ -90,10 +88,3 @@ const (
 	// keeps flowing; order is not kept.
 	NonBlocking RetryMode = "non_blocking"
 )
-
-// NewMessageID returns a random message id (32 hex characters).
-func NewMessageID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}

@@ -30,8 +30,12 @@ const (
 	DefaultRebalanceTimeout  = 60 * time.Second
 	DefaultWriteRetryBackoff = 100 * time.Millisecond
 	DefaultMaxWriteBackoff   = 5 * time.Second
-	DefaultMaxBuffered       = 500
-	DefaultKeeperGroup       = "redrive-dlq-keeper"
+	// DefaultMaxBuffered and DefaultMaxBufferedBytes bound the records a
+	// partition buffers for its worker: 4 fetches' worth at franz-go's
+	// default 1 MiB per partition, in records of 1 KiB.
+	DefaultMaxBuffered      = 4096
+	DefaultMaxBufferedBytes = 4 << 20
+	DefaultKeeperGroup      = "redrive-dlq-keeper"
 	// DefaultDLQRetention is how long <topic>.dlq keeps dead letters when the
 	// subscription does not say (DLQOptions.Retention = 0).
 	DefaultDLQRetention = 30 * 24 * time.Hour
@@ -87,9 +91,19 @@ type Config struct {
 	// write a retry or dead-letter copy the broker refused; it doubles up to
 	// 5 s. The source offset is not committed meanwhile. Default 100 ms.
 	WriteRetryBackoff time.Duration
-	// MaxBuffered is how many fetched records a partition may hold waiting
-	// for its worker before fetching from it pauses. Default 500.
-	MaxBuffered int
+	// MaxBuffered and MaxBufferedBytes bound what a partition buffers for
+	// its worker: once it holds MaxBuffered records or MaxBufferedBytes
+	// (keys, values and headers), no more is fetched for it until it
+	// drained to half. Meanwhile the poll loop waits for it (up to 50 ms),
+	// or, for a worker slower than that, fetching its partition pauses.
+	// One poll can overshoot the bound by the records of one fetch
+	// (franz-go's FetchMaxPartitionBytes, 1 MiB by default), so a
+	// partition holds at most about MaxBufferedBytes plus one fetch; on
+	// top of that franz-go buffers at most one fetch response per broker
+	// (FetchMaxBytes, 50 MiB by default). Defaults 4,096 records and
+	// 4 MiB.
+	MaxBuffered      int
+	MaxBufferedBytes int
 
 	// KeeperGroup is the consumer group ConsumeDeadLetters reads the DLQ
 	// topics as. Default "redrive-dlq-keeper".
@@ -113,6 +127,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max_message_bytes: %d is negative", ErrInvalidConfig, c.MaxMessageBytes)
 	case c.MaxBuffered < 0:
 		return fmt.Errorf("%w: max_buffered: %d is negative", ErrInvalidConfig, c.MaxBuffered)
+	case c.MaxBufferedBytes < 0:
+		return fmt.Errorf("%w: max_buffered_bytes: %d is negative", ErrInvalidConfig, c.MaxBufferedBytes)
 	}
 	for i, b := range c.Brokers {
 		if strings.TrimSpace(b) == "" {
@@ -193,6 +209,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxBuffered == 0 {
 		c.MaxBuffered = DefaultMaxBuffered
+	}
+	if c.MaxBufferedBytes == 0 {
+		c.MaxBufferedBytes = DefaultMaxBufferedBytes
 	}
 	if c.KeeperGroup == "" {
 		c.KeeperGroup = DefaultKeeperGroup

@@ -19,6 +19,11 @@ import (
 // maxPollRecords bounds the records one poll hands to the partition workers.
 const maxPollRecords = 1000
 
+// throttleWait is how long the poll loop waits for a worker whose buffer
+// is full to drain it to half before it pauses fetching the worker's
+// partition instead (consumer.waitForRoom).
+const throttleWait = 50 * time.Millisecond
+
 // drainGrace is how long a stopping consumer still waits for handlers whose
 // context it canceled once the shutdown timeout passed.
 const drainGrace = 500 * time.Millisecond
@@ -51,6 +56,10 @@ type consumer struct {
 	// halted (false): (*partition).process for Consume, the keeper's
 	// store-and-retry for ConsumeDeadLetters.
 	proc func(p *partition, r *kgo.Record) bool
+
+	// room is signaled when a worker the poll loop waits for has drained
+	// its buffer to half, or was halted.
+	room chan struct{}
 
 	// commitMu serializes commits with revocations, so that a periodic
 	// commit never carries the offset of a partition already handed on.
@@ -107,6 +116,7 @@ func newConsumer(b *Broker, sub broker.Subscription, log *slog.Logger) *consumer
 		sub:   sub,
 		log:   log,
 		sem:   make(chan struct{}, sub.Concurrency),
+		room:  make(chan struct{}, 1),
 		parts: make(map[tp]*partition),
 	}
 	c.proc = (*partition).process
@@ -154,6 +164,7 @@ func (c *consumer) run(ctx context.Context) {
 	}()
 
 	for {
+		c.waitForRoom(ctx)
 		fetches := c.cl.PollRecords(ctx, maxPollRecords)
 		if ctx.Err() != nil || fetches.IsClientClosed() {
 			c.cl.AllowRebalance()
@@ -176,6 +187,69 @@ func (c *consumer) run(ctx context.Context) {
 	stopCommitter()
 	<-committerDone
 	c.shutdown()
+}
+
+// waitForRoom holds the poll loop while a worker whose partition is
+// fetched has a full buffer (Config.MaxBuffered records or
+// Config.MaxBufferedBytes), until it drained to half. This is the usual
+// back-pressure: franz-go fetches a partition again only once the records
+// already fetched were polled, so nothing more is buffered meanwhile, and
+// fetching never stops, so that the partition is not left behind a long
+// poll (FetchMaxWait) on its broker when the worker catches up. A worker
+// that does not drain to half within throttleWait (a slow handler, a
+// back-off) is not waited for: fetching its partition pauses until it did,
+// and it is paused at once the next time it is full, so that one slow
+// partition does not hold the others back.
+func (c *consumer) waitForRoom(ctx context.Context) {
+	var timeout <-chan time.Time
+	for {
+		full := false
+		for _, p := range c.current() {
+			p.mu.Lock()
+			if !p.paused && !p.stopped && p.overLocked() {
+				p.full = true
+				full = true
+			}
+			p.mu.Unlock()
+		}
+		if !full {
+			return
+		}
+		if timeout == nil {
+			t := time.NewTimer(throttleWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-c.room:
+			continue
+		case <-ctx.Done():
+			return
+		case <-timeout:
+		}
+		for _, p := range c.current() {
+			p.mu.Lock()
+			if p.full && !p.halfLocked() {
+				if !p.slow {
+					p.log.Debug("worker slower than fetching: its partition pauses whenever its buffer is full",
+						"buffered", len(p.queue)+p.held, "buffered_bytes", p.bytes)
+				}
+				p.slow = true
+				p.pauseFullLocked()
+			}
+			p.full = false
+			p.mu.Unlock()
+		}
+		return
+	}
+}
+
+// signalRoom wakes a waitForRoom.
+func (c *consumer) signalRoom() {
+	select {
+	case c.room <- struct{}{}:
+	default:
+	}
 }
 
 // shutdown stops every worker (bounded by sub.ShutdownTimeout), commits

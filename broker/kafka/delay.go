@@ -47,7 +47,7 @@ func (p *partition) runByDue() {
 		clear(p.queue)
 		p.queue = p.queue[:0]
 		p.held = len(pending)
-		p.maybeResumeLocked()
+		p.tookLocked()
 		p.mu.Unlock()
 
 		next := earliestDue(pending)
@@ -75,6 +75,9 @@ func (p *partition) runByDue() {
 			return
 		}
 		next.done = true
+		p.mu.Lock()
+		p.bytes -= recordBytes(next.r)
+		p.mu.Unlock()
 		var last *slot
 		for len(pending) > 0 && pending[0].done {
 			last = pending[0]

@@ -38,12 +38,23 @@ type partition struct {
 	// handled when due, earliest first, not in offset order (see runByDue).
 	byDue bool
 
-	mu        sync.Mutex
-	queue     []*kgo.Record
-	held      int // records taken from queue, not yet done (runByDue)
-	stopped   bool
-	paused    bool // fetching this partition is paused
-	waiting   bool // the worker waits for a back-off or a due time
+	mu      sync.Mutex
+	queue   []*kgo.Record
+	held    int // records taken from queue, not yet done (runByDue)
+	bytes   int // size of the records in queue and held (recordBytes)
+	stopped bool
+	paused  bool // fetching this partition is paused
+	waiting bool // the worker waits for a back-off or a due time
+	// full is set by the poll loop while it waits for this worker to
+	// drain its buffer to half (consumer.waitForRoom); the worker then
+	// signals consumer.room.
+	full bool
+	// slow is set when the worker did not drain its full buffer to half
+	// within throttleWait: the next time it is full, fetching the
+	// partition pauses at once instead of holding up the poll loop. It is
+	// cleared when a paused buffer drains to half within throttleWait.
+	slow      bool
+	pausedAt  time.Time // when a full buffer paused fetching (zero otherwise)
 	done      kgo.EpochOffset
 	committed int64
 }
@@ -86,7 +97,19 @@ func (p *partition) run() {
 	}
 }
 
-// push queues fetched records; fetching pauses when the queue is full.
+// recordBytes is what r counts against Config.MaxBufferedBytes: its key,
+// value and headers.
+func recordBytes(r *kgo.Record) int {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// push queues fetched records. A partition known to be slow has its
+// fetching paused at once when its buffer is full; others are throttled by
+// the poll loop (consumer.waitForRoom).
 func (p *partition) push(recs []*kgo.Record) {
 	p.mu.Lock()
 	if p.stopped {
@@ -94,8 +117,11 @@ func (p *partition) push(recs []*kgo.Record) {
 		return
 	}
 	p.queue = append(p.queue, recs...)
-	if len(p.queue)+p.held >= p.c.b.cfg.MaxBuffered {
-		p.pauseLocked()
+	for _, r := range recs {
+		p.bytes += recordBytes(r)
+	}
+	if p.slow && p.overLocked() {
+		p.pauseFullLocked()
 	}
 	p.mu.Unlock()
 	select {
@@ -116,7 +142,8 @@ func (p *partition) next() (*kgo.Record, bool) {
 			r := p.queue[0]
 			p.queue[0] = nil
 			p.queue = p.queue[1:]
-			p.maybeResumeLocked()
+			p.bytes -= recordBytes(r)
+			p.tookLocked()
 			p.mu.Unlock()
 			return r, true
 		}
@@ -135,6 +162,7 @@ func (p *partition) halt() {
 	if !p.stopped {
 		p.stopped = true
 		close(p.halted)
+		p.c.signalRoom()
 	}
 }
 
@@ -147,6 +175,40 @@ func (p *partition) isHalted() bool {
 	}
 }
 
+// overLocked reports whether the buffer is full: Config.MaxBuffered
+// records or Config.MaxBufferedBytes bytes. p.mu is held.
+func (p *partition) overLocked() bool {
+	cfg := &p.c.b.cfg
+	return len(p.queue)+p.held >= cfg.MaxBuffered || p.bytes >= cfg.MaxBufferedBytes
+}
+
+// halfLocked reports whether the buffer is at most half full (both
+// bounds). p.mu is held.
+func (p *partition) halfLocked() bool {
+	cfg := &p.c.b.cfg
+	return len(p.queue)+p.held <= cfg.MaxBuffered/2 && p.bytes <= cfg.MaxBufferedBytes/2
+}
+
+// tookLocked runs after the worker took records off its buffer: it tells
+// a poll loop waiting for room, and resumes fetching when it can. p.mu is
+// held.
+func (p *partition) tookLocked() {
+	if p.full && p.halfLocked() {
+		p.full = false
+		p.c.signalRoom()
+	}
+	p.maybeResumeLocked()
+}
+
+// pauseFullLocked pauses fetching because the buffer is full. p.mu is held.
+func (p *partition) pauseFullLocked() {
+	if p.paused || p.stopped {
+		return
+	}
+	p.pauseLocked()
+	p.pausedAt = time.Now()
+}
+
 // pauseLocked pauses fetching this partition. p.mu is held.
 func (p *partition) pauseLocked() {
 	if p.paused || p.stopped {
@@ -157,10 +219,17 @@ func (p *partition) pauseLocked() {
 }
 
 // maybeResumeLocked resumes fetching when the worker neither waits nor
-// holds more than half of MaxBuffered. p.mu is held.
+// holds more than half of its buffer. p.mu is held.
 func (p *partition) maybeResumeLocked() {
-	if !p.paused || p.stopped || p.waiting || len(p.queue)+p.held > p.c.b.cfg.MaxBuffered/2 {
+	if !p.paused || p.stopped || p.waiting || !p.halfLocked() {
 		return
+	}
+	if !p.pausedAt.IsZero() {
+		// Drained from full to half quickly: not slow after all.
+		if time.Since(p.pausedAt) < throttleWait {
+			p.slow = false
+		}
+		p.pausedAt = time.Time{}
 	}
 	p.paused = false
 	p.c.cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.part}})
@@ -243,7 +312,10 @@ func (p *partition) process(r *kgo.Record) bool {
 			return p.deadLetter(d, o, nil, time.Now())
 		}
 	}
-	key := broker.ClaimKey(sub.Group, r.Topic, strconv.FormatInt(int64(r.Partition), 10), strconv.FormatInt(r.Offset, 10))
+	var key string // only built when claims are counted
+	if sub.Claims != nil && sub.MaxClaims > 0 {
+		key = broker.ClaimKey(sub.Group, r.Topic, strconv.FormatInt(int64(r.Partition), 10), strconv.FormatInt(r.Offset, 10))
+	}
 	if n, over := sub.Claim(p.ctx, key); over {
 		o := broker.MaxClaimsOutcome(n, sub.MaxClaims)
 		p.log.Warn("dead-lettering a poison pill", "offset", r.Offset, "message_id", d.ID, "claims", n, "reason", o.Reason)
@@ -254,7 +326,7 @@ func (p *partition) process(r *kgo.Record) bool {
 
 // released forgets the claim of key when its record is done.
 func (p *partition) released(key string, done bool) bool {
-	if done {
+	if done && key != "" {
 		p.c.sub.Release(context.WithoutCancel(p.ctx), key)
 	}
 	return done
@@ -262,8 +334,14 @@ func (p *partition) released(key string, done bool) bool {
 
 // handle calls the handler on d until d is done (true) or the worker is
 // halted before that (false).
+//
+// The handler gets d itself, not a copy (a copy of the delivery and of its
+// headers per call was a measurable part of consuming). A handler may
+// change it, so after a failure d is built again from r, as delivered:
+// with the headers of the last in-place retry when there was one.
 func (p *partition) handle(d *broker.Delivery, r *kgo.Record) bool {
 	sub := p.c.sub
+	var kept map[string]string // d.Headers as delivered, after a retry in place
 	for {
 		called, err := p.call(d)
 		if !called {
@@ -271,6 +349,11 @@ func (p *partition) handle(d *broker.Delivery, r *kgo.Record) bool {
 		}
 		if err == nil {
 			return true
+		}
+		d = p.c.delivery(r)
+		if kept != nil {
+			d.Headers = maps.Clone(kept)
+			broker.ReadStory(d)
 		}
 		now := time.Now()
 		o := broker.Decide(sub, d, err, now)
@@ -285,10 +368,11 @@ func (p *partition) handle(d *broker.Delivery, r *kgo.Record) bool {
 		if !p.retryInPlace(d, o, now) {
 			return false
 		}
+		kept = maps.Clone(d.Headers)
 	}
 }
 
-// call runs the handler on a copy of d when a concurrency slot is free. It
+// call runs the handler on d when a concurrency slot is free. It
 // returns false, without calling, when the worker is halted first.
 func (p *partition) call(d *broker.Delivery) (called bool, err error) {
 	select {
@@ -300,15 +384,13 @@ func (p *partition) call(d *broker.Delivery) (called bool, err error) {
 	if p.isHalted() {
 		return false, nil
 	}
-	dd := *d
-	dd.Headers = maps.Clone(d.Headers)
 	called = true
 	defer func() {
 		if v := recover(); v != nil {
 			err = &broker.PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
-	return called, p.c.h(p.ctx, &dd)
+	return called, p.c.h(p.ctx, d)
 }
 
 // write produces rec (a retry or dead-letter copy) until the broker

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -88,23 +89,66 @@ func (b *Broker) produce(ctx context.Context, recs ...*kgo.Record) error {
 
 // newRecord builds the record of m: key, headers plus the message id, the
 // due time when delayed, and the message's timestamp (now when zero).
+//
+// The headers are built directly as record headers, the application's
+// sorted by name (so that records are reproducible), then
+// x-redrive-message-id and x-redrive-due-at; all header values share one
+// allocation.
 func newRecord(topic string, m broker.Message, due time.Time) *kgo.Record {
-	h := make(map[string]string, len(m.Headers)+2)
-	maps.Copy(h, m.Headers)
-	switch {
-	case m.ID != "":
-		h[broker.HeaderMessageID] = m.ID
-	case h[broker.HeaderMessageID] == "":
-		h[broker.HeaderMessageID] = broker.NewMessageID()
-	}
+	id := m.ID
+	var dueAt string
 	if !due.IsZero() {
-		h[broker.HeaderDueAt] = broker.FormatTime(due)
+		dueAt = broker.FormatTime(due)
+	}
+	size := len(id) + len(dueAt)
+	if id == "" {
+		size += 32 // a new id (broker.AppendMessageID)
+	}
+	for k, v := range m.Headers {
+		size += len(v)
+		if k == broker.HeaderMessageID && id == "" {
+			size += len(v)
+		}
+	}
+	vals := make([]byte, 0, size)
+	value := func(s string) []byte {
+		start := len(vals)
+		vals = append(vals, s...)
+		return vals[start:len(vals):len(vals)]
+	}
+	hs := make([]kgo.RecordHeader, 0, len(m.Headers)+2)
+	for k, v := range m.Headers {
+		switch {
+		case k == broker.HeaderMessageID:
+			if id == "" {
+				id = v
+			}
+			continue
+		case k == broker.HeaderDueAt && dueAt != "":
+			continue
+		}
+		hs = append(hs, kgo.RecordHeader{Key: k, Value: value(v)})
+	}
+	if len(hs) > 1 {
+		slices.SortFunc(hs, func(a, b kgo.RecordHeader) int { return strings.Compare(a.Key, b.Key) })
+	}
+	var idv []byte
+	if id != "" {
+		idv = value(id)
+	} else {
+		start := len(vals)
+		vals = broker.AppendMessageID(vals)
+		idv = vals[start:len(vals):len(vals)]
+	}
+	hs = append(hs, kgo.RecordHeader{Key: broker.HeaderMessageID, Value: idv})
+	if dueAt != "" {
+		hs = append(hs, kgo.RecordHeader{Key: broker.HeaderDueAt, Value: value(dueAt)})
 	}
 	ts := m.Timestamp
 	if ts.IsZero() {
 		ts = time.Now()
 	}
-	return &kgo.Record{Topic: topic, Key: m.Key, Value: m.Value, Headers: toHeaders(h), Timestamp: ts}
+	return &kgo.Record{Topic: topic, Key: m.Key, Value: m.Value, Headers: hs, Timestamp: ts}
 }
 
 // toHeaders renders h as record headers, sorted by name so that records are
