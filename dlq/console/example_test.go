@@ -20,7 +20,8 @@ import (
 func Example() {
 	store := memstore.New(memstore.Options{})
 	defer store.Close()
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: store, Logger: slog.New(slog.DiscardHandler)}) // add a Republisher (the broker) to replay
+	quiet := slog.New(slog.DiscardHandler)
+	ops, err := dlq.NewOps(dlq.OpsConfig{Store: store, Logger: quiet}) // add a Republisher (the broker) to replay
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -29,7 +30,7 @@ func Example() {
 	// handler: a forwarding handler breaks the cycle.
 	var ui http.Handler
 	srv, err := admin.New(admin.Config{
-		Ops: ops, Listen: "127.0.0.1:8080", Tokens: []admin.Token{{Name: "ci", Secret: "api-secret-token"}},
+		Ops: ops, Listen: "127.0.0.1:8080", Logger: quiet, Tokens: []admin.Token{{Name: "ci", Secret: "api-secret-token"}},
 		UI: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ui.ServeHTTP(w, r) }),
 	})
 	if err != nil {
@@ -37,7 +38,7 @@ func Example() {
 	}
 	defer srv.Close()
 	c, err := console.New(console.Config{
-		Ops: ops, Jobs: srv, Broker: dlq.BrokerKafka,
+		Ops: ops, Jobs: srv, Broker: dlq.BrokerKafka, Logger: quiet,
 		Users: []console.User{
 			{Name: "alice", Token: "operator-secret-token"},
 			{Name: "victor", Token: "viewer-secret-token", ReadOnly: true},

@@ -74,18 +74,13 @@ func one(v url.Values, field string) (string, error) {
 func readFilter(v url.Values, q *dlq.Query, listing bool) (filter, error) {
 	var f filter
 	var err error
-	fields := []struct {
+	type field struct {
 		name string
 		dst  *string
-	}{{"error_class", &f.ErrorClass}, {"q", &f.Text}, {"since", &f.Since}, {"until", &f.Until}}
+	}
+	fields := []field{{"error_class", &f.ErrorClass}, {"q", &f.Text}, {"since", &f.Since}, {"until", &f.Until}}
 	if listing {
-		fields = append(fields, struct {
-			name string
-			dst  *string
-		}{"status", &f.Status}, struct {
-			name string
-			dst  *string
-		}{"order", &f.Order})
+		fields = append(fields, field{"status", &f.Status}, field{"order", &f.Order})
 	}
 	for _, fl := range fields {
 		if *fl.dst, err = one(v, fl.name); err != nil {

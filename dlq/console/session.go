@@ -12,6 +12,11 @@ import (
 // cookieName is the session cookie's name.
 const cookieName = "redrive_session"
 
+// maxSessions bounds the sessions kept; beyond it the one closest to
+// expiry is dropped (a client that throws its cookies away cannot grow
+// the map without end).
+const maxSessions = 10000
+
 // session is one login: who, its CSRF token, until when.
 type session struct {
 	id      string
@@ -24,6 +29,7 @@ type session struct {
 // out.
 type sessions struct {
 	ttl time.Duration
+	max int
 	now func() time.Time
 
 	mu   sync.Mutex
@@ -31,7 +37,7 @@ type sessions struct {
 }
 
 func newSessions(ttl time.Duration, now func() time.Time) *sessions {
-	return &sessions{ttl: ttl, now: now, byID: map[string]*session{}}
+	return &sessions{ttl: ttl, max: maxSessions, now: now, byID: map[string]*session{}}
 }
 
 // randomToken returns 32 random bytes, URL-safe base64.
@@ -47,10 +53,17 @@ func (s *sessions) create(u User) *session {
 	ss := &session{id: randomToken(), csrf: randomToken(), user: u, expires: now.Add(s.ttl)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var oldest *session
 	for id, old := range s.byID {
-		if now.After(old.expires) {
+		switch {
+		case now.After(old.expires):
 			delete(s.byID, id)
+		case oldest == nil || old.expires.Before(oldest.expires):
+			oldest = old
 		}
+	}
+	if oldest != nil && len(s.byID) >= s.max {
+		delete(s.byID, oldest.id)
 	}
 	s.byID[ss.id] = ss
 	return ss
