@@ -72,5 +72,10 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	$(GO) run ./cmd/redrive bench $(BENCH_FLAGS)
 
+## run: `redrive dev`: embedded Kafka and Redis, sample workers, the
+## keeper, the console (http://127.0.0.1:8080/), the exporter; Ctrl-C stops.
+## DEV_FLAGS passes flags (e.g. --broker rabbitmq, --token T).
+DEV_FLAGS ?=
+
 run: build
-	./bin/redrive config check --config configs/redrive.yaml
+	./bin/redrive dev $(DEV_FLAGS)

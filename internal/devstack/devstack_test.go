@@ -1,0 +1,86 @@
+package devstack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/redrive/redrive/broker"
+)
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Token: "t"}, ""},
+		{Config{Broker: BrokerRabbitMQ, Token: "t"}, ""},
+		{Config{Broker: "nats", Token: "t"}, `broker "nats" is not kafka or rabbitmq`},
+		{Config{}, "token: required"},
+	}
+	for _, tt := range tests {
+		err := tt.cfg.Validate()
+		if (err == nil) != (tt.want == "") || err != nil && !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%+v: Validate() = %v, want %q", tt.cfg, err, tt.want)
+		}
+	}
+}
+
+// Start brings up the embedded servers with a configuration that points
+// at them and passes validation.
+func TestStartKafka(t *testing.T) {
+	st, err := Start(Config{Token: "dev-token-1", AdminListen: "127.0.0.1:18081"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c := st.Config
+	if c.Broker != BrokerKafka || len(c.Kafka.Brokers) != 3 || c.Redis.Addr != st.RedisAddr() || c.Admin.Listen != "127.0.0.1:18081" {
+		t.Fatalf("config = broker %s, kafka %v, redis %s, admin %s", c.Broker, c.Kafka.Brokers, c.Redis.Addr, c.Admin.Listen)
+	}
+	var names []string
+	for _, s := range c.Subscriptions() {
+		names = append(names, s.Group)
+	}
+	if got := strings.Join(names, ","); got != "payout-executor,deal-timeout-worker,reconciliation-worker" {
+		t.Errorf("workers = %s", got)
+	}
+}
+
+// The sample handler does what a message's fate says.
+func TestHandlerFates(t *testing.T) {
+	tests := []struct {
+		fate      Fate
+		attempt   int
+		wantErr   bool
+		permanent bool
+		panics    bool
+	}{
+		{FateOK, 1, false, false, false},
+		{FateFlaky, 1, true, false, false},
+		{FateFlaky, 2, false, false, false},
+		{FateExhaust, 4, true, false, false},
+		{FatePermanent, 1, true, true, false},
+		{FatePanic, 1, false, false, true},
+		{FatePanic, 2, false, false, false},
+		{"surprise", 1, true, true, false},
+	}
+	for _, tt := range tests {
+		body, _ := json.Marshal(Sample{N: 1, Kind: "payout", Account: "acct-001", Fate: tt.fate})
+		d := &broker.Delivery{Message: broker.Message{Value: body}, Attempt: tt.attempt}
+		var err error
+		panicked := func() (p bool) {
+			defer func() { p = recover() != nil }()
+			err = Handler(context.Background(), d)
+			return false
+		}()
+		if panicked != tt.panics || (err != nil) != tt.wantErr || errors.Is(err, broker.ErrPermanent) != tt.permanent {
+			t.Errorf("%s attempt %d: err %v (permanent %v), panicked %v", tt.fate, tt.attempt, err, errors.Is(err, broker.ErrPermanent), panicked)
+		}
+	}
+	if err := Handler(context.Background(), &broker.Delivery{Message: broker.Message{Value: []byte("{")}}); !errors.Is(err, broker.ErrPermanent) {
+		t.Errorf("a payload that is not JSON: %v, want a permanent error", err)
+	}
+}
