@@ -37,6 +37,8 @@ func init() {
   - the admin API on admin.listen (--listen overrides it), with the bearer
     token admin.token; without a token it refuses to start unless
     --insecure-no-auth is given and the address is loopback;
+  - the console on the same address (http://ADDR/): log in with
+    admin.token, or read-only with admin.viewer_token;
   - the exporter on exporter.listen (--metrics-listen overrides it):
     /metrics, /healthz, /readyz, as 'redrive exporter' serves them;
   - the background work of the store: reconciling interrupted replays,
