@@ -37,9 +37,16 @@ Scenarios:
   replay   RabbitMQ only: DLQ replay-all of an in-memory store (status
            change and audit row per entry) vs a raw publish of the same
            messages, one confirm at a time
+  scrape   Kafka only: a full GET /metrics of the exporter (lag sampler as
+           'redrive exporter' builds it) after one lag sample, over
+           --scrape-groups groups x --scrape-partitions partitions;
+           p50/p99 per scrape (target 250 ms)
+  monitor  Redis: heartbeat monitor check over --monitor-workers workers;
+           p50/p99 per check (target 100 ms); runs whatever --broker says
 
 RabbitMQ is $RABBITMQ_URL (default amqp://guest:guest@127.0.0.1:5672/);
-every run uses its own prefix and deletes its queues and exchanges. Kafka
+Redis is $REDIS_ADDR (default 127.0.0.1:6379). Every run uses its own
+prefix and deletes its queues, exchanges, topics, groups and keys. Kafka
 is an in-process three-broker kfake cluster unless --kafka-brokers names
 one. --config is not read.`,
 		flags: func(fs *flag.FlagSet) action {
@@ -54,6 +61,10 @@ one. --config is not read.`,
 			fs.IntVar(&o.cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "RabbitMQ handler goroutines on both sides (`N`; prefetch 8×N)")
 			fs.DurationVar(&o.cfg.Resolution, "resolution", bench.DefaultResolution, "RabbitMQ delay tier `RESOLUTION`")
 			fs.StringVar(&o.cfg.DelayMode, "delay-mode", "hops", "RabbitMQ delay `MODE` of the delay scenario: hops or route")
+			fs.IntVar(&o.cfg.ScrapeGroups, "scrape-groups", bench.DefaultScrapeGroups, "`N` consumer groups of the scrape scenario")
+			fs.IntVar(&o.cfg.ScrapePartitions, "scrape-partitions", bench.DefaultScrapePartitions, "`N` partitions each scrape group committed on")
+			fs.IntVar(&o.cfg.MonitorWorkers, "monitor-workers", bench.DefaultMonitorWorkers, "`N` worker heartbeats of the monitor scenario")
+			fs.IntVar(&o.cfg.Scrapes, "scrapes", bench.DefaultScrapes, "`N` timed scrapes (scrape) and checks (monitor)")
 			fs.DurationVar(&o.cfg.Timeout, "timeout", 10*time.Minute, "give up on a scenario after `DURATION`")
 			fs.StringVar(&o.kafkaBrokers, "kafka-brokers", "", "comma-separated `HOST:PORT` list of a Kafka cluster (default: in-process kfake)")
 			fs.StringVar(&o.out, "out", "", "also write the table to `FILE`")
@@ -99,10 +110,14 @@ func (o *benchOptions) config(inv *invocation) (bench.Config, error) {
 	if cfg.Messages <= 0 || cfg.DelayMessages <= 0 || cfg.ReplayMessages <= 0 || cfg.Size < 0 || cfg.Batch <= 0 || cfg.Concurrency <= 0 {
 		return cfg, usageErrorf("--messages, --delay-messages, --replay-messages, --batch and --concurrency must be positive, --size not negative")
 	}
+	if cfg.ScrapeGroups <= 0 || cfg.ScrapePartitions <= 0 || cfg.MonitorWorkers <= 0 || cfg.Scrapes <= 0 {
+		return cfg, usageErrorf("--scrape-groups, --scrape-partitions, --monitor-workers and --scrapes must be positive")
+	}
 	if cfg.Resolution <= 0 {
 		return cfg, usageErrorf("--resolution must be positive")
 	}
 	cfg.RabbitURL = os.Getenv("RABBITMQ_URL")
+	cfg.RedisAddr = os.Getenv("REDIS_ADDR")
 	level := slog.LevelError
 	if o.verbose {
 		level = slog.LevelInfo

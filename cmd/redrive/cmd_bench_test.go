@@ -13,6 +13,8 @@ func TestBenchBadInput(t *testing.T) {
 		{"bench", "--scenarios", "publish,bogus"},
 		{"bench", "--messages", "0"},
 		{"bench", "--resolution", "1500us"},
+		{"bench", "--scrape-groups", "0"},
+		{"bench", "--monitor-workers", "-1"},
 	} {
 		code, out, errOut := cli(t, args...)
 		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, "redrive: bench: ") || strings.Count(errOut, "\n") != 1 {
@@ -29,12 +31,14 @@ func TestBenchTiny(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "bench.md")
 	code, stdout, errOut := cli(t, "bench", "--messages", "100", "--delay-messages", "50", "--batch", "10",
-		"--replay-messages", "50", "--resolution", "50ms", "--scenarios", "publish,consume,delay,replay", "--out", out)
+		"--replay-messages", "50", "--resolution", "50ms", "--scrape-groups", "2", "--scrape-partitions", "10",
+		"--monitor-workers", "50", "--scrapes", "2", "--scenarios", "publish,consume,delay,replay,scrape,monitor", "--out", out)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{"| scenario |", "| publish | rabbitmq | raw |", "| publish | rabbitmq | redrive |",
-		"| consume | kafka | redrive |", "| delay | rabbitmq | redrive |", "| replay | rabbitmq | redrive |"} {
+		"| consume | kafka | redrive |", "| delay | rabbitmq | redrive |", "| replay | rabbitmq | redrive |",
+		"| scrape | kafka | redrive |", "| monitor | redis | redrive |"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}

@@ -30,6 +30,8 @@ const (
 	ScenarioDLQ     = "dlq"     // as consume, 1 % of messages go to the DLQ
 	ScenarioDelay   = "delay"   // RabbitMQ delayed delivery: lateness, early count, tier passes
 	ScenarioReplay  = "replay"  // RabbitMQ DLQ replay-all from an in-memory store vs raw publish
+	ScenarioScrape  = "scrape"  // Kafka: a full /metrics scrape of the exporter over many groups × partitions
+	ScenarioMonitor = "monitor" // Redis: heartbeat.Monitor.Check over many workers
 )
 
 // Broker names accepted by Config.Brokers.
@@ -38,6 +40,10 @@ const (
 	Kafka    = "kafka"
 )
 
+// Redis is the Broker of the monitor scenario's row: it runs against Redis
+// whichever brokers are measured.
+const Redis = "redis"
+
 // Client names of a Row.
 const (
 	ClientRedrive = "redrive"
@@ -45,7 +51,7 @@ const (
 )
 
 // AllScenarios lists every scenario in the order Run runs them.
-var AllScenarios = []string{ScenarioPublish, ScenarioConsume, ScenarioRetry, ScenarioDLQ, ScenarioDelay, ScenarioReplay}
+var AllScenarios = []string{ScenarioPublish, ScenarioConsume, ScenarioRetry, ScenarioDLQ, ScenarioDelay, ScenarioReplay, ScenarioScrape, ScenarioMonitor}
 
 // AllBrokers lists every broker in the order Run runs them.
 var AllBrokers = []string{RabbitMQ, Kafka}
@@ -60,6 +66,14 @@ const (
 	DefaultConcurrency    = 8
 	DefaultResolution     = 100 * time.Millisecond
 	DefaultRabbitURL      = "amqp://guest:guest@127.0.0.1:5672/"
+	DefaultRedisAddr      = "127.0.0.1:6379"
+	// DefaultScrapeGroups × DefaultScrapePartitions are the partition lags
+	// of the scrape scenario; DefaultMonitorWorkers the heartbeats of the
+	// monitor scenario; each is measured DefaultScrapes times.
+	DefaultScrapeGroups     = 100
+	DefaultScrapePartitions = 1000
+	DefaultMonitorWorkers   = 10_000
+	DefaultScrapes          = 20
 )
 
 // ErrInvalidConfig is wrapped by Config.Validate errors.
@@ -98,6 +112,20 @@ type Config struct {
 	// DelayMode is the RabbitMQ delay mode measured: rabbit.DelayHops
 	// (default) or rabbit.DelayRoute.
 	DelayMode string
+	// RedisAddr is the Redis of the monitor scenario; default
+	// DefaultRedisAddr.
+	RedisAddr string
+	// ScrapeGroups and ScrapePartitions size the scrape scenario: that many
+	// consumer groups, each with a committed offset on every one of that
+	// many partitions; defaults 100 and 1,000.
+	ScrapeGroups     int
+	ScrapePartitions int
+	// MonitorWorkers is how many worker heartbeats the monitor scenario
+	// checks; default 10,000.
+	MonitorWorkers int
+	// Scrapes is how many scrapes (scrape) and checks (monitor) are timed;
+	// default 20.
+	Scrapes int
 	// Timeout bounds each scenario; default 10 minutes.
 	Timeout time.Duration
 	// Logger receives the brokers' logs and progress; default discards.
@@ -138,6 +166,21 @@ func (c Config) WithDefaults() Config {
 	if c.Resolution == 0 {
 		c.Resolution = DefaultResolution
 	}
+	if c.RedisAddr == "" {
+		c.RedisAddr = DefaultRedisAddr
+	}
+	if c.ScrapeGroups == 0 {
+		c.ScrapeGroups = DefaultScrapeGroups
+	}
+	if c.ScrapePartitions == 0 {
+		c.ScrapePartitions = DefaultScrapePartitions
+	}
+	if c.MonitorWorkers == 0 {
+		c.MonitorWorkers = DefaultMonitorWorkers
+	}
+	if c.Scrapes == 0 {
+		c.Scrapes = DefaultScrapes
+	}
 	if c.Timeout == 0 {
 		c.Timeout = 10 * time.Minute
 	}
@@ -172,6 +215,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: batch %d is negative", ErrInvalidConfig, c.Batch)
 	case c.Concurrency < 0:
 		return fmt.Errorf("%w: concurrency %d is negative", ErrInvalidConfig, c.Concurrency)
+	case c.ScrapeGroups < 0 || c.ScrapePartitions < 0 || c.MonitorWorkers < 0 || c.Scrapes < 0:
+		return fmt.Errorf("%w: scrape groups, scrape partitions, monitor workers and scrapes must not be negative", ErrInvalidConfig)
 	case c.Resolution < 0 || c.Resolution%time.Millisecond != 0:
 		return fmt.Errorf("%w: resolution %s must be whole positive milliseconds", ErrInvalidConfig, c.Resolution)
 	}
@@ -249,6 +294,16 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if err != nil {
 			rep.Took = time.Since(rep.Started)
 			return rep, fmt.Errorf("bench %s: %w", b, err)
+		}
+	}
+	if cfg.runs(ScenarioMonitor) {
+		mctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+		rows, err := runMonitor(mctx, cfg, "redrive-bench-"+runID)
+		cancel()
+		rep.Rows = append(rep.Rows, rows...)
+		if err != nil {
+			rep.Took = time.Since(rep.Started)
+			return rep, fmt.Errorf("bench %s: %s: %w", Redis, ScenarioMonitor, err)
 		}
 	}
 	rep.Took = time.Since(rep.Started)

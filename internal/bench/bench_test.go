@@ -27,7 +27,13 @@ func TestRunTiny(t *testing.T) {
 		Concurrency:    4,
 		RabbitURL:      os.Getenv("RABBITMQ_URL"),
 		Resolution:     50 * time.Millisecond,
-		Timeout:        time.Minute,
+		RedisAddr:      os.Getenv("REDIS_ADDR"),
+		// 3 groups on 150 partitions: two topics (100 + 50 partitions).
+		ScrapeGroups:     3,
+		ScrapePartitions: 150,
+		MonitorWorkers:   200,
+		Scrapes:          3,
+		Timeout:          time.Minute,
 	})
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -46,7 +52,9 @@ func TestRunTiny(t *testing.T) {
 		{ScenarioPublish, Kafka, ClientRaw}, {ScenarioPublish, Kafka, ClientRedrive},
 		{ScenarioConsume, Kafka, ClientRaw}, {ScenarioConsume, Kafka, ClientRedrive},
 		{ScenarioRetry, Kafka, ClientRedrive}, {ScenarioDLQ, Kafka, ClientRedrive},
+		{ScenarioScrape, Kafka, ClientRedrive}, {ScenarioMonitor, Redis, ClientRedrive},
 	}
+	wantMessages := map[string]int{ScenarioScrape: 3 * 150, ScenarioMonitor: 200}
 	if len(rep.Rows) != len(want) {
 		t.Errorf("%d rows, want %d", len(rep.Rows), len(want))
 	}
@@ -56,10 +64,19 @@ func TestRunTiny(t *testing.T) {
 		case !ok:
 			t.Errorf("no row %v", k)
 			continue
-		case r.Messages != 200:
+		case wantMessages[k.scenario] != 0 && r.Messages != wantMessages[k.scenario]:
+			t.Errorf("%v: %d messages, want %d", k, r.Messages, wantMessages[k.scenario])
+		case wantMessages[k.scenario] == 0 && r.Messages != 200:
 			t.Errorf("%v: %d messages, want 200", k, r.Messages)
 		case r.AllocsPerMsg <= 0:
 			t.Errorf("%v: %.1f allocs/msg", k, r.AllocsPerMsg)
+		}
+		if k.scenario == ScenarioScrape || k.scenario == ScenarioMonitor {
+			// Timed per scrape / check against an absolute target.
+			if r.P50 <= 0 || r.P99 < r.P50 || r.Target == "" || r.Note == "" {
+				t.Errorf("%v: no latency or target: %+v", k, r)
+			}
+			continue
 		}
 		if k.scenario == ScenarioDelay {
 			if r.Early != 0 {
@@ -93,6 +110,8 @@ func TestValidate(t *testing.T) {
 		{Brokers: []string{"nats"}},
 		{Scenarios: []string{"bogus"}},
 		{Messages: -1},
+		{ScrapeGroups: -1},
+		{MonitorWorkers: -1},
 		{Resolution: 1500 * time.Microsecond},
 	} {
 		if err := c.WithDefaults().Validate(); err == nil {

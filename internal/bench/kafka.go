@@ -80,6 +80,7 @@ func runKafka(ctx context.Context, cfg Config, prefix string) (rows []Row, err e
 		{ScenarioConsume, e.consume},
 		{ScenarioRetry, func(ctx context.Context) ([]Row, error) { return e.failing(ctx, failRetry, rows) }},
 		{ScenarioDLQ, func(ctx context.Context) ([]Row, error) { return e.failing(ctx, failDLQ, rows) }},
+		{ScenarioScrape, e.scrape},
 	}
 	for _, s := range steps {
 		if !cfg.runs(s.scenario) {
