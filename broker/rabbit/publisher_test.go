@@ -52,10 +52,33 @@ func TestPublishResendsUnconfirmedAfterLostConnection(t *testing.T) {
 	for i := range msgs {
 		msgs[i] = broker.Message{ID: fmt.Sprintf("m-%05d", i), Value: make([]byte, 512)}
 	}
+	probe, err := amqp.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer probe.Close()
+	pch, err := probe.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 1)
 	go func() { done <- b.Publish(context.Background(), s.Topic, msgs...) }()
-	// Cut the publishing connection while the batch is in flight.
-	time.Sleep(50 * time.Millisecond)
+	// Cut the publishing connection while the batch is in flight: once the
+	// first messages reached the queue (before, the cut would only make
+	// Publish open a new connection; a fixed wait races both ways).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		q, err := pch.QueueDeclarePassive(Queue(s.Topic, s.Group), true, false, false, false, nil)
+		if err != nil {
+			t.Fatalf("probe the queue: %v", err)
+		}
+		if q.Messages > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no message reached the queue within 30s")
+		}
+	}
 	b.pub.mu.Lock()
 	conn := b.pub.conn
 	b.pub.mu.Unlock()
