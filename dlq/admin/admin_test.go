@@ -9,62 +9,25 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/memstore"
-	"github.com/redrive/redrive/dlq/pgstore"
+	"github.com/redrive/redrive/dlq/storetest"
 )
 
 const secret = "s3cret-token-for-tests"
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// stores are the stores the API tests run on.
-var stores = []struct {
-	name string
-	open func(t *testing.T) dlq.Store
-}{
-	{"memstore", func(t *testing.T) dlq.Store {
-		s := memstore.New(memstore.Options{Logger: quiet})
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}},
-	{"pgstore", func(t *testing.T) dlq.Store {
-		ctx := context.Background()
-		url := os.Getenv("DATABASE_URL")
-		if url == "" {
-			url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-		}
-		schema := "redrive_test_" + broker.NewMessageID()[:12]
-		s, err := pgstore.Open(ctx, url, pgstore.Options{Schema: schema, MaxConns: 4, Logger: quiet})
-		if err != nil {
-			t.Fatalf("PostgreSQL is required (DATABASE_URL): %v", err)
-		}
-		t.Cleanup(func() {
-			_ = s.Close()
-			conn, err := pgx.Connect(ctx, url)
-			if err != nil {
-				t.Errorf("drop schema: %v", err)
-				return
-			}
-			defer conn.Close(ctx)
-			if _, err := conn.Exec(ctx, `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-				t.Errorf("drop schema: %v", err)
-			}
-		})
-		return s
-	}},
-}
+// stores are the stores the tests run on.
+var stores = storetest.Kinds()
 
 // publisher records replays; it fails while fail is set and waits on gate
 // when it is set.
@@ -316,7 +279,7 @@ func TestServe(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
-	f := newFixture(t, stores[0].open(t))
+	f := newFixture(t, stores[0].Open(t))
 	recs := f.insert("auth.dlq", 3, nil)
 	tests := []struct {
 		name   string

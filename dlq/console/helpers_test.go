@@ -8,14 +8,11 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/kafka"
@@ -23,8 +20,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/console"
-	"github.com/redrive/redrive/dlq/memstore"
-	"github.com/redrive/redrive/dlq/pgstore"
+	"github.com/redrive/redrive/dlq/storetest"
 )
 
 const (
@@ -36,43 +32,8 @@ const (
 
 var quiet = slog.New(slog.DiscardHandler)
 
-// stores are the stores the console tests run on, opened as the admin
-// tests open them.
-var stores = []struct {
-	name string
-	open func(t *testing.T) dlq.Store
-}{
-	{"memstore", func(t *testing.T) dlq.Store {
-		s := memstore.New(memstore.Options{Logger: quiet})
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}},
-	{"pgstore", func(t *testing.T) dlq.Store {
-		ctx := context.Background()
-		url := os.Getenv("DATABASE_URL")
-		if url == "" {
-			url = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-		}
-		schema := "redrive_console_" + broker.NewMessageID()[:12]
-		s, err := pgstore.Open(ctx, url, pgstore.Options{Schema: schema, MaxConns: 4, Logger: quiet})
-		if err != nil {
-			t.Fatalf("PostgreSQL is required (DATABASE_URL): %v", err)
-		}
-		t.Cleanup(func() {
-			_ = s.Close()
-			conn, err := pgx.Connect(ctx, url)
-			if err != nil {
-				t.Errorf("drop schema: %v", err)
-				return
-			}
-			defer conn.Close(ctx)
-			if _, err := conn.Exec(ctx, `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-				t.Errorf("drop schema: %v", err)
-			}
-		})
-		return s
-	}},
-}
+// stores are the stores the tests run on.
+var stores = storetest.Kinds()
 
 // fixture is a console on a real store, replaying to a real (in-process
 // kfake) Kafka cluster, mounted on the admin server as redrive serve
