@@ -39,8 +39,20 @@ func (c *consumer) delivery(r *kgo.Record) *broker.Delivery {
 	if t := broker.ParseTime(h[headerOriginTimestamp]); !t.IsZero() {
 		d.Timestamp = t
 	}
-	broker.ReadStory(d)
+	readStory(d)
 	return d
+}
+
+// readStory is broker.ReadStory, skipped for a record that never failed
+// (no story header): ReadStory's strconv.Atoi of a missing attempt header
+// allocates an error, two allocations per record on the consume path.
+func readStory(d *broker.Delivery) {
+	h := d.Headers
+	if h[broker.HeaderAttempt] == "" && h[broker.HeaderFirstFailureAt] == "" && h[broker.HeaderLastFailureAt] == "" && h[broker.HeaderError] == "" {
+		d.Attempt = 1 // what ReadStory gives without those headers
+		return
+	}
+	broker.ReadStory(d)
 }
 
 // origin returns the partition and offset d was first published at: its own

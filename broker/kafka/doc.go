@@ -26,7 +26,17 @@
 // record is copied to the group's retry topic with an x-redrive-due-at header
 // and its offset committed; the same consumer reads the retry topic and
 // handles its records when due, earliest first (within Config.MaxBuffered
-// records per partition). Order is not kept.
+// records or Config.MaxBufferedBytes per partition). Order is not kept.
+//
+// # Buffering
+//
+// A partition's worker buffers at most Config.MaxBuffered records (4,096)
+// or Config.MaxBufferedBytes (4 MiB), give or take one fetch. When a buffer
+// is full the poll loop waits, up to 50 ms, for the worker to drain it to
+// half, so that fetching never stops for a worker that keeps up; a worker
+// slower than that (a slow handler, a back-off, a retry partition full of
+// records not yet due) has fetching of its partition paused instead, so
+// that it holds no other partition back.
 //
 // # Delays
 //

@@ -100,15 +100,29 @@ func newRecord(topic string, m broker.Message, due time.Time) *kgo.Record {
 	if !due.IsZero() {
 		dueAt = broker.FormatTime(due)
 	}
+	// One pass over the map: names into hs, values aside until the
+	// buffer that holds them all is sized.
+	hs := make([]kgo.RecordHeader, 0, len(m.Headers)+2)
+	var small [8]string
+	vs := small[:0]
 	size := len(id) + len(dueAt)
+	for k, v := range m.Headers {
+		switch {
+		case k == broker.HeaderMessageID:
+			if id == "" {
+				id = v
+				size += len(v)
+			}
+			continue
+		case k == broker.HeaderDueAt && dueAt != "":
+			continue
+		}
+		hs = append(hs, kgo.RecordHeader{Key: k})
+		vs = append(vs, v)
+		size += len(v)
+	}
 	if id == "" {
 		size += 32 // a new id (broker.AppendMessageID)
-	}
-	for k, v := range m.Headers {
-		size += len(v)
-		if k == broker.HeaderMessageID && id == "" {
-			size += len(v)
-		}
 	}
 	vals := make([]byte, 0, size)
 	value := func(s string) []byte {
@@ -116,18 +130,8 @@ func newRecord(topic string, m broker.Message, due time.Time) *kgo.Record {
 		vals = append(vals, s...)
 		return vals[start:len(vals):len(vals)]
 	}
-	hs := make([]kgo.RecordHeader, 0, len(m.Headers)+2)
-	for k, v := range m.Headers {
-		switch {
-		case k == broker.HeaderMessageID:
-			if id == "" {
-				id = v
-			}
-			continue
-		case k == broker.HeaderDueAt && dueAt != "":
-			continue
-		}
-		hs = append(hs, kgo.RecordHeader{Key: k, Value: value(v)})
+	for i, v := range vs {
+		hs[i].Value = value(v)
 	}
 	if len(hs) > 1 {
 		slices.SortFunc(hs, func(a, b kgo.RecordHeader) int { return strings.Compare(a.Key, b.Key) })
