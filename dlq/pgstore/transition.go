@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,8 +13,15 @@ import (
 	"github.com/redrive/redrive/dlq"
 )
 
-// Transition implements dlq.Store: in one transaction, the record is locked
-// (SELECT … FOR UPDATE), checked, updated, and the audit row inserted.
+// Transition implements dlq.Store. A transition from one status (every
+// one Ops makes) is tried first in one statement, one round trip: an UPDATE
+// conditional on the status (and version), which PostgreSQL re-checks on
+// the row's newest version after waiting for its lock, with the audit row
+// inserted by the same statement. When it changes nothing (the record is
+// missing, archived, in another status or version), or the transition
+// allows several statuses, the transition is made in one transaction in
+// which the record is locked (SELECT … FOR UPDATE), checked, updated and
+// the audit row inserted, which also tells why it was refused.
 func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, error) {
 	name := dlq.ReplayedFrom(t.DLQ, t.ID)
 	if !t.To.Valid() || t.To == dlq.StatusArchived {
@@ -24,6 +32,27 @@ func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, e
 		at = s.now()
 	}
 	at = dlq.StoreTime(at)
+
+	if len(t.From) == 1 && t.From[0] != dlq.StatusArchived {
+		_, r, err := scanRecord(s.pool.QueryRow(ctx, `WITH moved AS (
+				UPDATE dlq_entries
+				SET status = $3, status_changed_at = $4, status_by = $5, version = version + 1
+				WHERE dlq = $1 AND id = $2 AND status = $6 AND ($7::bigint <= 0 OR version = $7::bigint)
+				RETURNING `+liveCols+`),
+			audit AS (
+				INSERT INTO audit_log (at, actor, action, dlq, entry_id, from_status, to_status, reason)
+				SELECT $4, $5, $8::text, dlq, id, $6, $3, $9 FROM moved WHERE $8::text <> '')
+			SELECT `+liveCols+` FROM moved`,
+			t.DLQ, t.ID, string(t.To), at, t.Actor, string(t.From[0]), t.IfVersion, t.Action, t.Reason))
+		switch {
+		case err == nil:
+			return r, nil
+		case !errors.Is(err, pgx.ErrNoRows):
+			return dlq.Record{}, fmt.Errorf("pgstore: transition entry %q: %w", name, err)
+		}
+		// Nothing changed: the transaction below finds out why (or makes
+		// the transition, if the record became eligible meanwhile).
+	}
 
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
