@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -66,16 +67,41 @@ const (
 	memGrowthBound = 48 << 20
 )
 
-// memReport is what the child tells the parent.
+// memReport is what a child tells the parent.
 type memReport struct {
-	Progress dlq.Progress
-	Err      string
-	// Peak RSS (VmHWM) before the replay, after memWarm entries, after
-	// half of them and at the end; RSS (VmRSS) at the end; bytes.
-	HWMStart, HWMWarm, HWMHalf, HWMEnd, RSSEnd int64
-	// The Go runtime's view at each reading.
-	Go      []goMem
-	Elapsed time.Duration
+	Err string
+	// Done counts the entries the child handled: replayed, or stored by
+	// the keeper; Redelivered, the dead letters the keeper was offered
+	// again after storing them.
+	Done, Redelivered int64
+	Progress          dlq.Progress // of ReplayAll
+	Elapsed           time.Duration
+	// Peak RSS (VmHWM) and the Go runtime's memory before the work, after
+	// memWarm entries, after half of them and at the end; RSS (VmRSS) at
+	// the end; bytes.
+	HWM    [4]int64
+	Go     [4]goMem
+	RSSEnd int64
+}
+
+// The readings of a memReport.
+const (
+	atStart = iota
+	atWarm
+	atHalf
+	atEnd
+)
+
+// read takes reading i, once.
+func (r *memReport) read(i int) {
+	if r.HWM[i] != 0 {
+		return
+	}
+	v, err := procStatus("VmHWM")
+	if err != nil && r.Err == "" {
+		r.Err = err.Error()
+	}
+	r.HWM[i], r.Go[i] = v, goMemory()
 }
 
 // goMem is the Go runtime's memory at one reading, in bytes.
@@ -109,13 +135,7 @@ func TestReplayAllMemory(t *testing.T) {
 		replayAllChild(t)
 		return
 	}
-	n := memEntries
-	if s := os.Getenv(envMemEntries); s != "" {
-		var err error
-		if n, err = strconv.Atoi(s); err != nil || n < 2*memWarm {
-			t.Fatalf("%s=%q: want a number of at least %d", envMemEntries, s, 2*memWarm)
-		}
-	}
+	n := entriesToHandle(t)
 	ctx := t.Context()
 	start := time.Now()
 
@@ -135,65 +155,11 @@ func TestReplayAllMemory(t *testing.T) {
 	}
 
 	// The replay, in a child process.
-	reportFile := filepath.Join(t.TempDir(), "report.json")
-	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestReplayAllMemory$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(),
-		envMemChild+"=1",
-		envBrokers+"="+strings.Join(brokers, ","),
-		envMemSchema+"="+schema,
-		envMemDLQ+"="+dlqName,
-		envMemReport+"="+reportFile,
-		"DATABASE_URL="+noSyncCommit(databaseURL()),
-	)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("replay child: %v\n%s", err, out.String())
-	}
-	raw, err := os.ReadFile(reportFile)
-	if err != nil {
-		t.Fatalf("replay child wrote no report: %v\n%s", err, out.String())
-	}
-	var r memReport
-	if err := json.Unmarshal(raw, &r); err != nil {
-		t.Fatalf("replay child report %q: %v", raw, err)
-	}
-	if r.Err != "" {
-		t.Errorf("ReplayAll: %s", r.Err)
-	}
-
-	// Flat memory.
-	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
+	r := runMemChild(t, "TestReplayAllMemory", envBrokers+"="+strings.Join(brokers, ","),
+		envMemSchema+"="+schema, envMemDLQ+"="+dlqName)
 	t.Logf("ReplayAll of %d entries of %d B in %v (%.0f entries/s): %+v", n, memPayload,
 		r.Elapsed.Round(time.Millisecond), float64(r.Progress.Replayed)/r.Elapsed.Seconds(), r.Progress)
-	if r.HWMWarm <= 0 || r.HWMHalf <= 0 || r.HWMEnd <= 0 || len(r.Go) != 4 {
-		t.Fatalf("the child did not take every reading: %+v", r)
-	}
-	growth := r.HWMEnd - r.HWMWarm
-	t.Logf("replaying process: peak RSS %.1f MiB before the replay, %.1f MiB after %d entries, %.1f MiB after %d, %.1f MiB at the end "+
-		"(growth %.1f MiB); RSS at the end %.1f MiB",
-		mib(r.HWMStart), mib(r.HWMWarm), memWarm, mib(r.HWMHalf), n/2, mib(r.HWMEnd), mib(growth), mib(r.RSSEnd))
-	goGrowth := int64(r.Go[3].Total) - int64(r.Go[1].Total)
-	t.Logf("its Go runtime: %.1f, %.1f, %.1f, %.1f MiB mapped (growth %.1f MiB), %.1f, %.1f, %.1f, %.1f MiB of heap objects, %d, %d, %d, %d goroutines",
-		mib(int64(r.Go[0].Total)), mib(int64(r.Go[1].Total)), mib(int64(r.Go[2].Total)), mib(int64(r.Go[3].Total)), mib(goGrowth),
-		mib(int64(r.Go[0].HeapObjects)), mib(int64(r.Go[1].HeapObjects)), mib(int64(r.Go[2].HeapObjects)), mib(int64(r.Go[3].HeapObjects)),
-		r.Go[0].Goroutines, r.Go[1].Goroutines, r.Go[2].Goroutines, r.Go[3].Goroutines)
-	what := "peak RSS"
-	if raceEnabled() {
-		// The race runtime's own metadata (outside Go's heap) grows with
-		// every synchronisation event, about 1 KiB per entry here: it is
-		// not the program's memory (golang/go#26813, #37233). With -race
-		// the bound applies to all the memory the Go runtime mapped
-		// (heap, stacks, runtime metadata), which holds whatever ReplayAll
-		// would keep; without it, to the peak RSS.
-		what, growth = "memory mapped by the Go runtime", goGrowth
-		t.Logf("race detector on: the bound applies to the memory the Go runtime mapped, not to the RSS")
-	}
-	if growth > memGrowthBound {
-		t.Errorf("%s grew by %.1f MiB while replaying entries %d to %d, over the %d MiB bound: ReplayAll does not stream",
-			what, mib(growth), memWarm, n, memGrowthBound>>20)
-	}
+	checkFlat(t, r, n, "ReplayAll")
 	if want := (dlq.Progress{Total: int64(n), Replayed: int64(n), Done: true}); r.Progress != want {
 		t.Errorf("progress = %+v, want %+v", r.Progress, want)
 	}
@@ -236,6 +202,233 @@ func TestReplayAllMemory(t *testing.T) {
 		records, len(arrived), audits, loaded.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	if row.dups != 0 || records != n {
 		t.Errorf("source topic: %d records for %d entries, %d duplicates: every entry must be replayed exactly once", records, n, row.dups)
+	}
+}
+
+// entriesToHandle is memEntries, or envMemEntries when set.
+func entriesToHandle(t *testing.T) int {
+	t.Helper()
+	s := os.Getenv(envMemEntries)
+	if s == "" {
+		return memEntries
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 2*memWarm {
+		t.Fatalf("%s=%q: want a number of at least %d", envMemEntries, s, 2*memWarm)
+	}
+	return n
+}
+
+// TestKeeperMemory (issue 7, bounded memory) is TestReplayAllMemory's
+// counterpart for the keeper: 100,000 dead letters of 1 KiB wait in a
+// Kafka DLQ topic; a keeper in a child process stores them all in
+// PostgreSQL, and its peak RSS stays flat: what it holds is bounded by its
+// source's prefetch (the Kafka consumer's per-partition buffer and
+// franz-go's fetches), not by the backlog. Every dead letter is stored
+// once (the store's count, the table's row).
+func TestKeeperMemory(t *testing.T) {
+	if os.Getenv(envMemChild) != "" {
+		keeperChild(t)
+		return
+	}
+	n := entriesToHandle(t)
+	ctx := t.Context()
+	start := time.Now()
+	schema := "faults_" + broker.NewMessageID()[:12]
+	st := openStore(t, databaseURL(), schema)
+	topic := "kmemory"
+	dlqName := kafka.DLQTopic(topic)
+
+	// The backlog: n envelopes in the DLQ topic of an in-process cluster.
+	_, brokers := kafkatest.Fake(t)
+	cl := newKgo(t, kgo.SeedBrokers(brokers...), kgo.ProducerLinger(5*time.Millisecond))
+	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 3, -1, nil, dlqName); err != nil {
+		t.Fatalf("create topic %s: %v", dlqName, err)
+	}
+	payload := bytes.Repeat([]byte("x"), memPayload)
+	ids := make([]string, n)
+	const batch = 1000
+	for i := 0; i < n; i += batch {
+		recs := make([]*kgo.Record, 0, batch)
+		for j := i; j < min(i+batch, n); j++ {
+			ids[j] = fmt.Sprintf("keeper-%06d", j)
+			v, err := dlq.EncodeEnvelope(dlq.Entry{MessageID: ids[j], OriginalTopic: topic, OriginalPartition: int32(j % 3), OriginalOffset: int64(j),
+				OriginalKey: []byte(ids[j]), OriginalValue: append(fmt.Appendf(nil, "%08d", j), payload[8:]...),
+				ErrorClass: "TimeoutError", ErrorMessage: "upstream timed out", Reason: broker.ReasonPermanent, RetryCount: 3,
+				Worker: "g", Source: topic, FirstFailureAt: start, LastFailureAt: start})
+			if err != nil {
+				t.Fatalf("envelope: %v", err)
+			}
+			recs = append(recs, &kgo.Record{Topic: dlqName, Key: []byte(ids[j]), Value: v})
+		}
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+			t.Fatalf("produce the backlog: %v", err)
+		}
+	}
+	produced := time.Since(start)
+
+	r := runMemChild(t, "TestKeeperMemory", envBrokers+"="+strings.Join(brokers, ","),
+		envMemSchema+"="+schema, envMemDLQ+"="+dlqName, envMemEntries+"="+strconv.Itoa(n))
+	t.Logf("keeper: %d dead letters of %d B stored in %v (%.0f/s), %d offered again after being stored",
+		r.Done, memPayload, r.Elapsed.Round(time.Millisecond), float64(r.Done)/r.Elapsed.Seconds(), r.Redelivered)
+	checkFlat(t, r, n, "keeper")
+
+	got := stored(t, st, dlqName)
+	row := account(t, ids, nil, got)
+	t.Logf("store: %d records of %d dead letters; backlog produced in %v, whole test %v",
+		len(got), n, produced.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	if row.dups != 0 || r.Done != int64(n) {
+		t.Errorf("the keeper stored %d of %d dead letters, %d duplicates", r.Done, n, row.dups)
+	}
+}
+
+// keeperChild is the keeping process: a keeper of the DLQ topic into the
+// store until it stored envMemEntries dead letters, with readings of its
+// memory, reported in a file.
+func keeperChild(t *testing.T) {
+	var rep memReport
+	defer writeReport(t, &rep)
+	n, err := strconv.ParseInt(os.Getenv(envMemEntries), 10, 64)
+	if err != nil {
+		rep.Err = err.Error()
+		return
+	}
+	// The keeper stops once every dead letter is stored, or fails after
+	// a generous while.
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
+	defer cancel()
+	quiet := slog.New(slog.DiscardHandler)
+	st, err := pgstore.Open(ctx, databaseURL(), pgstore.Options{Schema: os.Getenv(envMemSchema), MaxConns: 4, Logger: quiet})
+	if err != nil {
+		rep.Err = err.Error()
+		return
+	}
+	defer st.Close()
+	b, err := kafka.New(ctx, kafkatest.Config(strings.Split(os.Getenv(envBrokers), ",")))
+	if err != nil {
+		rep.Err = err.Error()
+		return
+	}
+	defer b.Close()
+	var mu sync.Mutex // guards rep while the keeper runs
+	counted := &insertCounter{Store: st, inserted: func(stored bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stored {
+			rep.Redelivered++
+			return
+		}
+		rep.Done++
+		if rep.Done == memWarm {
+			rep.read(atWarm)
+		}
+		if rep.Done == n/2 {
+			rep.read(atHalf)
+		}
+		if rep.Done == n {
+			rep.read(atEnd)
+			cancel()
+		}
+	}}
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: counted, Broker: dlq.BrokerKafka,
+		DLQs: map[string]string{os.Getenv(envMemDLQ): dlq.SeverityWarning}, Logger: quiet})
+	if err != nil {
+		rep.Err = err.Error()
+		return
+	}
+	rep.read(atStart)
+	start := time.Now()
+	err = k.Run(ctx)
+	mu.Lock()
+	defer mu.Unlock()
+	rep.Elapsed = time.Since(start)
+	if rep.Done < n {
+		rep.Err = fmt.Sprintf("the keeper stopped after storing %d of %d dead letters: %v (%v)", rep.Done, n, err, ctx.Err())
+	}
+}
+
+// insertCounter calls inserted after every successful Insert: true when the
+// record is new.
+type insertCounter struct {
+	dlq.Store
+	inserted func(stored bool)
+}
+
+// Insert implements dlq.Store.
+func (c *insertCounter) Insert(ctx context.Context, r dlq.Record) (dlq.Record, bool, error) {
+	stored, inserted, err := c.Store.Insert(ctx, r)
+	if err == nil {
+		c.inserted(inserted)
+	}
+	return stored, inserted, err
+}
+
+// runMemChild runs test in a child process (this test binary) with env
+// added and returns its report.
+func runMemChild(t *testing.T, test string, env ...string) memReport {
+	t.Helper()
+	reportFile := filepath.Join(t.TempDir(), "report.json")
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(append(os.Environ(),
+		envMemChild+"=1",
+		envMemReport+"="+reportFile,
+		"DATABASE_URL="+noSyncCommit(databaseURL()),
+	), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out.String())
+	}
+	raw, err := os.ReadFile(reportFile)
+	if err != nil {
+		t.Fatalf("the child wrote no report: %v\n%s", err, out.String())
+	}
+	var r memReport
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatalf("child report %q: %v", raw, err)
+	}
+	if r.Err != "" {
+		t.Errorf("child: %s", r.Err)
+	}
+	return r
+}
+
+// checkFlat logs the readings of a child that handled n entries with what
+// and fails t when its memory grew by more than memGrowthBound after the
+// first memWarm entries.
+func checkFlat(t *testing.T, r memReport, n int, what string) {
+	t.Helper()
+	mib := func(b int64) float64 { return float64(b) / (1 << 20) }
+	for i, v := range r.HWM {
+		if v <= 0 || r.Go[i].Total == 0 {
+			t.Fatalf("the child did not take reading %d: %+v", i, r)
+		}
+	}
+	growth := r.HWM[atEnd] - r.HWM[atWarm]
+	t.Logf("%s: peak RSS %.1f MiB before, %.1f MiB after %d entries, %.1f MiB after %d, %.1f MiB at the end "+
+		"(growth %.1f MiB); RSS at the end %.1f MiB", what,
+		mib(r.HWM[atStart]), mib(r.HWM[atWarm]), memWarm, mib(r.HWM[atHalf]), n/2, mib(r.HWM[atEnd]), mib(growth), mib(r.RSSEnd))
+	g := r.Go
+	goGrowth := int64(g[atEnd].Total) - int64(g[atWarm].Total)
+	t.Logf("%s: its Go runtime: %.1f, %.1f, %.1f, %.1f MiB mapped (growth %.1f MiB); %.1f, %.1f, %.1f, %.1f MiB of heap objects; %d, %d, %d, %d goroutines",
+		what, mib(int64(g[0].Total)), mib(int64(g[1].Total)), mib(int64(g[2].Total)), mib(int64(g[3].Total)), mib(goGrowth),
+		mib(int64(g[0].HeapObjects)), mib(int64(g[1].HeapObjects)), mib(int64(g[2].HeapObjects)), mib(int64(g[3].HeapObjects)),
+		g[0].Goroutines, g[1].Goroutines, g[2].Goroutines, g[3].Goroutines)
+	measure := "peak RSS"
+	if raceEnabled() {
+		// The race runtime's own metadata (outside Go's heap) grows with
+		// every synchronisation event, about 1 KiB per entry here: it is
+		// not the program's memory (golang/go#26813, #37233). With -race
+		// the bound applies to all the memory the Go runtime mapped
+		// (heap, stacks, runtime metadata), which holds whatever redrive
+		// would keep; without it, to the peak RSS.
+		measure, growth = "memory mapped by the Go runtime", goGrowth
+		t.Logf("race detector on: the bound applies to the memory the Go runtime mapped, not to the RSS")
+	}
+	if growth > memGrowthBound {
+		t.Errorf("%s: %s grew by %.1f MiB while handling entries %d to %d, over the %d MiB bound: it does not stream",
+			what, measure, mib(growth), memWarm, n, memGrowthBound>>20)
 	}
 }
 
@@ -353,65 +546,61 @@ func sourceRecords(t testing.TB, brokers []string, topic string) map[string]int 
 }
 
 // replayAllChild is the replaying process: ReplayAll of the DLQ from the
-// store to the Kafka cluster, with readings of its peak RSS, reported in a
+// store to the Kafka cluster, with readings of its memory, reported in a
 // file.
 func replayAllChild(t *testing.T) {
 	ctx := t.Context()
 	var rep memReport
-	defer func() {
-		b, _ := json.Marshal(rep)
-		if err := os.WriteFile(os.Getenv(envMemReport), b, 0o600); err != nil {
-			t.Errorf("write report: %v", err)
-		}
-	}()
-	fail := func(err error) { rep.Err = err.Error() }
+	defer writeReport(t, &rep)
 	quiet := slog.New(slog.DiscardHandler)
 	st, err := pgstore.Open(ctx, databaseURL(), pgstore.Options{Schema: os.Getenv(envMemSchema), MaxConns: 4, Logger: quiet})
 	if err != nil {
-		fail(err)
+		rep.Err = err.Error()
 		return
 	}
 	defer st.Close()
 	b, err := kafka.New(ctx, kafkatest.Config(strings.Split(os.Getenv(envBrokers), ",")))
 	if err != nil {
-		fail(err)
+		rep.Err = err.Error()
 		return
 	}
 	defer b.Close()
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: b, Logger: quiet})
 	if err != nil {
-		fail(err)
+		rep.Err = err.Error()
 		return
 	}
-	hwm := func(dst *int64) {
-		v, err := procStatus("VmHWM")
-		if err != nil {
-			fail(err)
-		}
-		*dst = v
-		rep.Go = append(rep.Go, goMemory())
-	}
-	hwm(&rep.HWMStart)
+	rep.read(atStart)
 	start := time.Now()
 	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: os.Getenv(envMemDLQ)}, dlq.ReplayAllOptions{
 		Actor: "faults-memory",
 		Progress: func(p dlq.Progress) {
-			if p.Replayed == memWarm && rep.HWMWarm == 0 {
-				hwm(&rep.HWMWarm)
+			if p.Replayed == memWarm {
+				rep.read(atWarm)
 			}
-			if p.Replayed == p.Total/2 && rep.HWMHalf == 0 {
-				hwm(&rep.HWMHalf)
+			if p.Replayed == p.Total/2 {
+				rep.read(atHalf)
 			}
 		},
 	})
-	rep.Elapsed, rep.Progress = time.Since(start), p
+	rep.Elapsed, rep.Progress, rep.Done = time.Since(start), p, p.Replayed
 	if err != nil {
-		fail(err)
+		rep.Err = err.Error()
 		return
 	}
-	hwm(&rep.HWMEnd)
-	if rep.RSSEnd, err = procStatus("VmRSS"); err != nil {
-		fail(err)
+	rep.read(atEnd)
+}
+
+// writeReport writes rep where the parent expects it, with the RSS at the
+// end.
+func writeReport(t *testing.T, rep *memReport) {
+	var err error
+	if rep.RSSEnd, err = procStatus("VmRSS"); err != nil && rep.Err == "" {
+		rep.Err = err.Error()
+	}
+	b, _ := json.Marshal(rep)
+	if err := os.WriteFile(os.Getenv(envMemReport), b, 0o600); err != nil {
+		t.Errorf("write report: %v", err)
 	}
 }
 
