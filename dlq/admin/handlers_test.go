@@ -16,7 +16,7 @@ import (
 // TestAPI runs every route over each store.
 func TestAPI(t *testing.T) {
 	for _, st := range stores {
-		t.Run(st.name, func(t *testing.T) {
+		t.Run(st.Name, func(t *testing.T) {
 			t.Parallel()
 			for _, tc := range []struct {
 				name string
@@ -32,7 +32,7 @@ func TestAPI(t *testing.T) {
 				{"Routing", testRouting},
 				{"HostileInput", testHostileInput},
 			} {
-				t.Run(tc.name, func(t *testing.T) { tc.fn(t, newFixture(t, st.open(t))) })
+				t.Run(tc.name, func(t *testing.T) { tc.fn(t, newFixture(t, st.Open(t))) })
 			}
 		})
 	}

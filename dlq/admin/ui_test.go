@@ -55,7 +55,7 @@ func TestUI(t *testing.T) {
 
 // TestStartReplayAll drives the exported job API the console uses.
 func TestStartReplayAll(t *testing.T) {
-	f := newFixture(t, stores[0].open(t))
+	f := newFixture(t, stores[0].Open(t))
 	recs := f.insert("sj.dlq", 3, nil)
 	ctx := context.Background()
 	if _, err := f.srv.StartReplayAll(ctx, dlq.Query{DLQ: "nope.dlq"}, "eve", 0); !errors.Is(err, admin.ErrUnknownDLQ) {

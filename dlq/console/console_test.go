@@ -17,7 +17,7 @@ import (
 )
 
 func TestNewChecksConfig(t *testing.T) {
-	s := stores[0].open(t)
+	s := stores[0].Open(t)
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -45,8 +45,8 @@ func TestNewChecksConfig(t *testing.T) {
 
 func TestConsole(t *testing.T) {
 	for _, st := range stores {
-		t.Run(st.name, func(t *testing.T) {
-			f := newFixture(t, st.open(t), nil)
+		t.Run(st.Name, func(t *testing.T) {
+			f := newFixture(t, st.Open(t), nil)
 			for _, tc := range []struct {
 				name string
 				fn   func(t *testing.T, f *fixture)
@@ -337,7 +337,7 @@ func testPages(t *testing.T, f *fixture) {
 }
 
 func TestPaging(t *testing.T) {
-	f := newFixture(t, stores[0].open(t), nil)
+	f := newFixture(t, stores[0].Open(t), nil)
 	recs := f.insert(60, nil)
 	c := f.client().login(opToken)
 	r := c.get("/dlq/" + f.dlq + "?order=oldest")
@@ -375,7 +375,7 @@ func (lagSource) LastKafka() (lag.KafkaReport, error) {
 func (lagSource) LastRabbit() ([]lag.QueueDepth, time.Time, error) { return nil, time.Time{}, nil }
 
 func TestHealthPages(t *testing.T) {
-	f := newFixture(t, stores[0].open(t), func(cfg *console.Config) {
+	f := newFixture(t, stores[0].Open(t), func(cfg *console.Config) {
 		cfg.Workers = workerSource{rows: []heartbeat.WorkerStatus{{Type: "billing", Instance: "billing-1", Status: heartbeat.StatusMissing,
 			Severity: heartbeat.SeverityCritical, LastSeen: time.Now().Add(-2 * time.Minute), Reason: "no heartbeat for 2m"}}}
 		cfg.Lag = lagSource{}
@@ -390,7 +390,7 @@ func TestHealthPages(t *testing.T) {
 }
 
 func TestInsecureNoAuth(t *testing.T) {
-	f := newFixture(t, stores[0].open(t), func(cfg *console.Config) { cfg.Users, cfg.InsecureNoAuth = nil, true })
+	f := newFixture(t, stores[0].Open(t), func(cfg *console.Config) { cfg.Users, cfg.InsecureNoAuth = nil, true })
 	rec := f.insert(1, nil)[0]
 	c := f.client()
 	expect(t, "DLQ list without login", c.get("/"), http.StatusOK, f.dlq, "local")
