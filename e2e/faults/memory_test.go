@@ -67,6 +67,21 @@ const (
 	memGrowthBound = 48 << 20
 )
 
+const (
+	// keeperPayload is the value size of TestKeeperMemory's dead letters:
+	// 100,000 of them make a backlog of 436 MiB of envelopes, far
+	// above what the keeper may hold.
+	keeperPayload = 4 << 10
+	// keeperBound bounds the growth of the keeper's peak RSS (with -race:
+	// of the memory its Go runtime mapped) from its start to its end. It
+	// holds what its source prefetches, whatever the backlog: per
+	// partition at most kafka.Config.MaxBufferedBytes (4 MiB) plus one
+	// fetch (1 MiB), franz-go's fetch responses, and twice that as GC
+	// headroom (the heap may reach twice the live heap before a
+	// collection); measured: 93 MiB (76 MiB with 1 KiB values).
+	keeperBound = 160 << 20
+)
+
 // memReport is what a child tells the parent.
 type memReport struct {
 	Err string
@@ -245,21 +260,26 @@ func TestKeeperMemory(t *testing.T) {
 	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 3, -1, nil, dlqName); err != nil {
 		t.Fatalf("create topic %s: %v", dlqName, err)
 	}
-	payload := bytes.Repeat([]byte("x"), memPayload)
+	// One envelope, encoded once (escaping 4 KiB is slow with -race), with
+	// a fixed-width id placeholder that each dead letter replaces.
+	const placeholder = "keeper-??????"
+	envelope, err := dlq.EncodeEnvelope(dlq.Entry{MessageID: placeholder, OriginalTopic: topic, OriginalPartition: 0, OriginalOffset: 0,
+		OriginalKey: []byte(placeholder), OriginalValue: bytes.Repeat([]byte("x"), keeperPayload),
+		ErrorClass: "TimeoutError", ErrorMessage: "upstream timed out", Reason: broker.ReasonPermanent, RetryCount: 3,
+		Worker: "g", Source: topic, FirstFailureAt: start, LastFailureAt: start})
+	if err != nil {
+		t.Fatalf("envelope: %v", err)
+	}
 	ids := make([]string, n)
+	var backlog int64
 	const batch = 1000
 	for i := 0; i < n; i += batch {
 		recs := make([]*kgo.Record, 0, batch)
 		for j := i; j < min(i+batch, n); j++ {
 			ids[j] = fmt.Sprintf("keeper-%06d", j)
-			v, err := dlq.EncodeEnvelope(dlq.Entry{MessageID: ids[j], OriginalTopic: topic, OriginalPartition: int32(j % 3), OriginalOffset: int64(j),
-				OriginalKey: []byte(ids[j]), OriginalValue: append(fmt.Appendf(nil, "%08d", j), payload[8:]...),
-				ErrorClass: "TimeoutError", ErrorMessage: "upstream timed out", Reason: broker.ReasonPermanent, RetryCount: 3,
-				Worker: "g", Source: topic, FirstFailureAt: start, LastFailureAt: start})
-			if err != nil {
-				t.Fatalf("envelope: %v", err)
-			}
+			v := bytes.ReplaceAll(envelope, []byte(placeholder), []byte(ids[j]))
 			recs = append(recs, &kgo.Record{Topic: dlqName, Key: []byte(ids[j]), Value: v})
+			backlog += int64(len(v))
 		}
 		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 			t.Fatalf("produce the backlog: %v", err)
@@ -269,9 +289,22 @@ func TestKeeperMemory(t *testing.T) {
 
 	r := runMemChild(t, "TestKeeperMemory", envBrokers+"="+strings.Join(brokers, ","),
 		envMemSchema+"="+schema, envMemDLQ+"="+dlqName, envMemEntries+"="+strconv.Itoa(n))
-	t.Logf("keeper: %d dead letters of %d B stored in %v (%.0f/s), %d offered again after being stored",
-		r.Done, memPayload, r.Elapsed.Round(time.Millisecond), float64(r.Done)/r.Elapsed.Seconds(), r.Redelivered)
+	t.Logf("keeper: %d dead letters of %d B (a backlog of %.0f MiB) stored in %v (%.0f/s), %d offered again after being stored",
+		r.Done, keeperPayload, float64(backlog)/(1<<20), r.Elapsed.Round(time.Millisecond), float64(r.Done)/r.Elapsed.Seconds(), r.Redelivered)
 	checkFlat(t, r, n, "keeper")
+	// The keeper reaches its plateau before the first reading (it fetches
+	// ahead at once), so flat after it says little about the backlog:
+	// what it uses in all must also stay far below the backlog.
+	used, measure := r.HWM[atEnd]-r.HWM[atStart], "peak RSS"
+	if raceEnabled() {
+		used, measure = int64(r.Go[atEnd].Total)-int64(r.Go[atStart].Total), "memory mapped by the Go runtime"
+	}
+	t.Logf("keeper: %s grew by %.1f MiB in all (bound %d MiB) for a backlog of %.0f MiB",
+		measure, float64(used)/(1<<20), keeperBound>>20, float64(backlog)/(1<<20))
+	if used > keeperBound {
+		t.Errorf("keeper: %s grew by %.1f MiB, over the %d MiB bound, for a backlog of %.0f MiB: it does not stream",
+			measure, float64(used)/(1<<20), keeperBound>>20, float64(backlog)/(1<<20))
+	}
 
 	got := stored(t, st, dlqName)
 	row := account(t, ids, nil, got)
