@@ -1,8 +1,10 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 )
 
@@ -106,12 +108,21 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request, _ *session) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
+	if left, blocked := c.throttle.blocked(r.RemoteAddr); blocked {
+		c.log.Warn("console: login refused: too many wrong tokens", "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", strconv.Itoa(int(left.Seconds())+1))
+		c.render(w, r, nil, http.StatusTooManyRequests, "login", "Log in",
+			loginView{Next: next, Error: fmt.Sprintf("token: %d wrong tokens in a row: try again in %ds", MaxLoginFailures, int(left.Seconds())+1)})
+		return
+	}
 	u, ok := c.checkToken(strings.TrimSpace(r.PostFormValue("token")))
 	if !ok {
+		c.throttle.fail(r.RemoteAddr)
 		c.log.Warn("console: login refused: wrong token", "remote", r.RemoteAddr)
 		c.render(w, r, nil, http.StatusUnauthorized, "login", "Log in", loginView{Next: next, Error: "token: not a valid token"})
 		return
 	}
+	c.throttle.succeed(r.RemoteAddr)
 	if old := c.current(r); old != nil {
 		c.sessions.drop(old.id)
 	}

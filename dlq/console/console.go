@@ -81,6 +81,7 @@ type Console struct {
 	log      *slog.Logger
 	users    []hashedUser
 	sessions *sessions
+	throttle *throttle
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
 	now      func() time.Time
@@ -129,6 +130,7 @@ func New(cfg Config) (*Console, error) {
 	}
 	c.pages = pages
 	c.sessions = newSessions(SessionTTL, c.now)
+	c.throttle = newThrottle(c.now)
 	c.mux = http.NewServeMux()
 	c.routes()
 	return c, nil

@@ -406,3 +406,19 @@ func TestInsecureNoAuth(t *testing.T) {
 		t.Errorf("audit = %+v, want a replay by local", trail)
 	}
 }
+
+// Wrong tokens in a row get a client refused for a while (429 with
+// Retry-After), even with the right token then (TestThrottle: per client
+// IP, for the rest of the window).
+func TestLoginThrottled(t *testing.T) {
+	f := newFixture(t, stores[0].Open(t), nil)
+	c := f.client()
+	for range console.MaxLoginFailures {
+		expect(t, "wrong token", c.post("/login", url.Values{"token": {"not-the-token"}}), http.StatusUnauthorized, "token: not a valid token")
+	}
+	r := c.post("/login", url.Values{"token": {opToken}})
+	expect(t, "right token after too many wrong ones", r, http.StatusTooManyRequests, "wrong tokens in a row")
+	if r.header.Get("Retry-After") == "" {
+		t.Error("429 without Retry-After")
+	}
+}

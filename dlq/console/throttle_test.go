@@ -1,0 +1,42 @@
+package console
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestThrottle(t *testing.T) {
+	now := time.Date(2025, 1, 15, 10, 0, 0, 0, time.UTC)
+	th := newThrottle(func() time.Time { return now })
+	const a, b = "10.0.0.1:5000", "10.0.0.2:5000"
+	for i := range MaxLoginFailures {
+		if _, blocked := th.blocked(a); blocked {
+			t.Fatalf("blocked after %d failures, want after %d", i, MaxLoginFailures)
+		}
+		th.fail(a)
+		now = now.Add(time.Second)
+	}
+	left, blocked := th.blocked("10.0.0.1:6000") // another port, the same client
+	if !blocked || left != LoginWindow-MaxLoginFailures*time.Second {
+		t.Fatalf("blocked = %v (%s left), want blocked for the rest of the window", blocked, left)
+	}
+	if _, blocked := th.blocked(b); blocked {
+		t.Error("another client is blocked")
+	}
+	now = now.Add(LoginWindow)
+	if _, blocked := th.blocked(a); blocked {
+		t.Error("still blocked after the window")
+	}
+	th.fail(a)
+	th.succeed(a)
+	if len(th.fails) != 0 {
+		t.Errorf("a success keeps %d failure records", len(th.fails))
+	}
+	for i := range maxThrottled + 10 {
+		th.fail(fmt.Sprintf("10.1.%d.%d:1", i/256, i%256))
+	}
+	if len(th.fails) > maxThrottled {
+		t.Errorf("%d clients remembered, want at most %d", len(th.fails), maxThrottled)
+	}
+}
