@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
 // DefaultSampleInterval is the SamplerConfig.Interval default.
@@ -25,6 +27,17 @@ const (
 	MetricQueueConsumers    = "rabbitmq_queue_consumers"
 	MetricUp                = "redrive_lag_up"
 )
+
+// metricHelp is the help of each metric.
+var metricHelp = map[string]string{
+	MetricKafkaLag:          "Records a consumer group is behind on a topic (sum over partitions).",
+	MetricKafkaLagPartition: "Records a consumer group is behind on one partition.",
+	MetricKafkaLagSeconds:   "Age in seconds of the oldest record a consumer group has not consumed on a topic (max over partitions).",
+	MetricConsumerStatus:    "1 for the state of a consumer group on a topic: status over the sample window (ok, warn = lag growing, stall = offset not moving, stop = consumer gone, rewind = offset went back) and level of its lag against the topic's thresholds (ok, warning, critical).",
+	MetricQueueDepth:        "Messages ready in a RabbitMQ queue (unacknowledged deliveries not included).",
+	MetricQueueConsumers:    "Consumers of a RabbitMQ queue.",
+	MetricUp:                "1 when the last lag sample of the source succeeded, 0 when it failed.",
+}
 
 // Sources, the values of redrive_lag_up's source label.
 const (
@@ -51,15 +64,26 @@ type SamplerConfig struct {
 }
 
 // Sampler measures on an interval and keeps the last sample of each
-// source, which it serves to Prometheus as a prometheus.Collector: a scrape
-// reads the cache and costs no broker request. Register it on the registry
-// of your exporter:
+// source. Each sample is turned once into its Prometheus metric families,
+// sorted as a registry sorts them; a scrape reads them and costs no broker
+// request and no per-series work. Serve them as a prometheus.Gatherer next
+// to your registry (the cheap way, for many series):
 //
 //	s, err := lag.NewSampler(lag.SamplerConfig{Kafka: k, Tracker: tr})
-//	reg.MustRegister(s)
+//	h := promhttp.HandlerFor(prometheus.Gatherers{reg, s}, promhttp.HandlerOpts{})
 //	go s.Run(ctx)
+//
+// or register it on the registry as a prometheus.Collector
+// (reg.MustRegister(s)), which copies the cached series into the registry
+// on each scrape. Encoded serves the families already encoded, once per
+// sample and exposition format, for an HTTP handler of one's own (see
+// internal/exporter).
 type Sampler struct {
 	cfg SamplerConfig
+
+	// buildMu serializes the building of pages; page is the last one.
+	buildMu sync.Mutex
+	page    atomic.Pointer[page]
 
 	mu          sync.RWMutex
 	kafka       KafkaReport
@@ -98,17 +122,19 @@ func NewSampler(cfg SamplerConfig) (*Sampler, error) {
 		cfg.Logger = slog.Default()
 	}
 	gt := []string{"group", "topic"}
-	return &Sampler{
+	s := &Sampler{
 		cfg:         cfg,
 		failing:     map[string]bool{},
-		lagDesc:     prometheus.NewDesc(MetricKafkaLag, "Records a consumer group is behind on a topic (sum over partitions).", gt, nil),
-		partDesc:    prometheus.NewDesc(MetricKafkaLagPartition, "Records a consumer group is behind on one partition.", []string{"group", "topic", "partition"}, nil),
-		secondsDesc: prometheus.NewDesc(MetricKafkaLagSeconds, "Age in seconds of the oldest record a consumer group has not consumed on a topic (max over partitions).", gt, nil),
-		statusDesc:  prometheus.NewDesc(MetricConsumerStatus, "1 for the state of a consumer group on a topic: status over the sample window (ok, warn = lag growing, stall = offset not moving, stop = consumer gone, rewind = offset went back) and level of its lag against the topic's thresholds (ok, warning, critical).", []string{"group", "topic", "status", "level"}, nil),
-		depthDesc:   prometheus.NewDesc(MetricQueueDepth, "Messages ready in a RabbitMQ queue (unacknowledged deliveries not included).", []string{"queue"}, nil),
-		consDesc:    prometheus.NewDesc(MetricQueueConsumers, "Consumers of a RabbitMQ queue.", []string{"queue"}, nil),
-		upDesc:      prometheus.NewDesc(MetricUp, "1 when the last lag sample of the source succeeded, 0 when it failed.", []string{"source"}, nil),
-	}, nil
+		lagDesc:     prometheus.NewDesc(MetricKafkaLag, metricHelp[MetricKafkaLag], gt, nil),
+		partDesc:    prometheus.NewDesc(MetricKafkaLagPartition, metricHelp[MetricKafkaLagPartition], []string{"group", "topic", "partition"}, nil),
+		secondsDesc: prometheus.NewDesc(MetricKafkaLagSeconds, metricHelp[MetricKafkaLagSeconds], gt, nil),
+		statusDesc:  prometheus.NewDesc(MetricConsumerStatus, metricHelp[MetricConsumerStatus], []string{"group", "topic", "status", "level"}, nil),
+		depthDesc:   prometheus.NewDesc(MetricQueueDepth, metricHelp[MetricQueueDepth], []string{"queue"}, nil),
+		consDesc:    prometheus.NewDesc(MetricQueueConsumers, metricHelp[MetricQueueConsumers], []string{"queue"}, nil),
+		upDesc:      prometheus.NewDesc(MetricUp, metricHelp[MetricUp], []string{"source"}, nil),
+	}
+	s.page.Store(&page{enc: map[expfmt.Format]*encoded{}})
+	return s, nil
 }
 
 // Sample measures every configured source now and caches the results. A
@@ -137,6 +163,7 @@ func (s *Sampler) Sample(ctx context.Context) error {
 		s.mu.Unlock()
 		errs = append(errs, err)
 	}
+	s.rebuild()
 	return errors.Join(errs...)
 }
 
@@ -204,45 +231,48 @@ func (s *Sampler) Describe(ch chan<- *prometheus.Desc) {
 	}
 }
 
-// Collect implements prometheus.Collector from the cached samples.
+// Collect implements prometheus.Collector: it sends the series of the
+// last page (see Gather), without rebuilding them.
 func (s *Sampler) Collect(ch chan<- prometheus.Metric) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.cfg.Kafka != nil && s.kafkaOnce {
-		ch <- gauge(s.upDesc, boolFloat(s.kafkaErr == nil), SourceKafka)
-		for _, t := range s.kafka.Topics {
-			if t.Errors == t.Partitions {
-				continue
-			}
-			ch <- gauge(s.lagDesc, float64(t.Lag), t.Group, t.Topic)
-			if t.TimeLagKnown {
-				ch <- gauge(s.secondsDesc, t.TimeLag.Seconds(), t.Group, t.Topic)
-			}
-			ch <- gauge(s.statusDesc, 1, t.Group, t.Topic, t.Status.Label(), t.Level.Label())
-		}
-		for _, p := range s.kafka.Partitions {
-			if p.Err == nil {
-				ch <- gauge(s.partDesc, float64(p.Lag), p.Group, p.Topic, strconv.Itoa(int(p.Partition)))
-			}
-		}
-	}
-	if s.cfg.Rabbit != nil && s.rabbitOnce {
-		ch <- gauge(s.upDesc, boolFloat(s.rabbitErr == nil), SourceRabbitMQ)
-		for _, d := range s.rabbit {
-			if d.Exists {
-				ch <- gauge(s.depthDesc, float64(d.Messages), d.Queue)
-				ch <- gauge(s.consDesc, float64(d.Consumers), d.Queue)
-			}
+	for _, f := range s.page.Load().fams {
+		d := s.desc(f.GetName())
+		for _, m := range f.Metric {
+			ch <- cachedMetric{d, m}
 		}
 	}
 }
 
-func gauge(d *prometheus.Desc, v float64, labels ...string) prometheus.Metric {
-	m, err := prometheus.NewConstMetric(d, prometheus.GaugeValue, v, labels...)
-	if err != nil {
-		return prometheus.NewInvalidMetric(d, err)
+func (s *Sampler) desc(name string) *prometheus.Desc {
+	switch name {
+	case MetricKafkaLag:
+		return s.lagDesc
+	case MetricKafkaLagPartition:
+		return s.partDesc
+	case MetricKafkaLagSeconds:
+		return s.secondsDesc
+	case MetricConsumerStatus:
+		return s.statusDesc
+	case MetricQueueDepth:
+		return s.depthDesc
+	case MetricQueueConsumers:
+		return s.consDesc
+	default:
+		return s.upDesc
 	}
-	return m
+}
+
+// cachedMetric is a series of a page as a prometheus.Metric; Write shares
+// the page's (read-only) labels and value.
+type cachedMetric struct {
+	desc *prometheus.Desc
+	m    *dto.Metric
+}
+
+func (c cachedMetric) Desc() *prometheus.Desc { return c.desc }
+
+func (c cachedMetric) Write(out *dto.Metric) error {
+	out.Label, out.Gauge = c.m.Label, c.m.Gauge
+	return nil
 }
 
 func boolFloat(b bool) float64 {

@@ -52,10 +52,11 @@ type Config struct {
 
 // Server serves /metrics, /healthz and /readyz from the samplers' caches.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	reg     *prometheus.Registry
-	handler http.Handler
+	cfg      Config
+	log      *slog.Logger
+	reg      *prometheus.Registry
+	gatherer prometheus.Gatherer // reg and the lag sampler
+	handler  http.Handler
 }
 
 // New checks cfg, registers the samplers (and Go and process metrics) on a
@@ -75,20 +76,28 @@ func New(cfg Config) (*Server, error) {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	}
-	if cfg.Lag != nil {
-		cs = append(cs, cfg.Lag)
-	}
 	if cfg.Heartbeats != nil {
 		cs = append(cs, cfg.Heartbeats)
 	}
-	cs = append(cs, cfg.Collectors...)
+	for _, c := range cfg.Collectors {
+		// The lag sampler is served as a Gatherer (below), not collected.
+		if l, ok := c.(*lag.Sampler); !ok || l != cfg.Lag {
+			cs = append(cs, c)
+		}
+	}
 	for _, c := range cs {
 		if err := s.reg.Register(c); err != nil {
 			return nil, fmt.Errorf("exporter: register metrics: %w", err)
 		}
 	}
+	s.gatherer = s.reg
+	if cfg.Lag != nil {
+		// The lag families are built once per sample (see lag.Sampler):
+		// served next to the registry, not registered on it.
+		s.gatherer = prometheus.Gatherers{s.reg, cfg.Lag}
+	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.InstrumentMetricHandler(s.reg, promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{
+	mux.Handle("GET /metrics", promhttp.InstrumentMetricHandler(s.reg, newMetricsHandler(s.reg, cfg.Lag, promhttp.HandlerOpts{
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		ErrorHandling:     promhttp.ContinueOnError,
 		Registry:          s.reg,
@@ -108,8 +117,9 @@ func New(cfg Config) (*Server, error) {
 // the process (the DLQ keeper, dlq.Ops).
 func (s *Server) Registerer() prometheus.Registerer { return s.reg }
 
-// Gatherer is the server's registry, as /metrics reads it.
-func (s *Server) Gatherer() prometheus.Gatherer { return s.reg }
+// Gatherer is what /metrics serves: the server's registry and the lag
+// sampler's families.
+func (s *Server) Gatherer() prometheus.Gatherer { return s.gatherer }
 
 // Handler serves /metrics, /healthz and /readyz.
 func (s *Server) Handler() http.Handler { return s.handler }

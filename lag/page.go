@@ -1,0 +1,237 @@
+package lag
+
+import (
+	"bytes"
+	"cmp"
+	"slices"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+)
+
+// maxWarmFormats bounds the exposition formats a new page is encoded in
+// as soon as it is built (the formats scraped from the page before it).
+const maxWarmFormats = 4
+
+// page is the metric families of one sample: built once by rebuild,
+// read-only afterwards, encoded lazily once per exposition format.
+type page struct {
+	gen  uint64
+	fams []*dto.MetricFamily
+
+	mu  sync.Mutex
+	enc map[expfmt.Format]*encoded
+}
+
+// encoded is a page in one exposition format.
+type encoded struct {
+	once sync.Once
+	fams []EncodedFamily
+	err  error
+}
+
+// EncodedFamily is one metric family encoded by itself in an exposition
+// format, as expfmt.Encoder.Encode writes it (for OpenMetrics, without the
+// final "# EOF" line, which the encoder's Close writes).
+type EncodedFamily struct {
+	Name string
+	Data []byte
+}
+
+// Gather implements prometheus.Gatherer: the metric families of the last
+// samples, built once per sample, sorted as prometheus.Registry.Gather
+// sorts them (families by name, series by label values) and without empty
+// families; nil before the first sample. They are shared by every caller
+// until the next sample and must not be modified.
+func (s *Sampler) Gather() ([]*dto.MetricFamily, error) {
+	return s.page.Load().fams, nil
+}
+
+// Encoded returns the families of Gather encoded in format, one
+// EncodedFamily each in the same order, and the generation of the sample
+// they come from, which changes with each sample. They are encoded once
+// per sample and format, and at once for the formats that were asked for
+// the sample before. The data is shared and must not be modified.
+func (s *Sampler) Encoded(format expfmt.Format) ([]EncodedFamily, uint64, error) {
+	p := s.page.Load()
+	e := p.encoding(format)
+	e.once.Do(func() { e.fams, e.err = encode(p.fams, format) })
+	return e.fams, p.gen, e.err
+}
+
+func (p *page) encoding(format expfmt.Format) *encoded {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.enc[format]
+	if e == nil {
+		e = &encoded{}
+		p.enc[format] = e
+	}
+	return e
+}
+
+func encode(fams []*dto.MetricFamily, format expfmt.Format) ([]EncodedFamily, error) {
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, format)
+	ends := make([]int, len(fams))
+	for i, f := range fams {
+		if err := enc.Encode(f); err != nil {
+			return nil, err
+		}
+		ends[i] = buf.Len()
+	}
+	data := buf.Bytes()
+	out := make([]EncodedFamily, len(fams))
+	start := 0
+	for i, f := range fams {
+		out[i] = EncodedFamily{Name: f.GetName(), Data: data[start:ends[i]:ends[i]]}
+		start = ends[i]
+	}
+	return out, nil
+}
+
+// rebuild turns the cached samples into a new page, encodes it in the
+// formats the previous page was scraped in, and publishes it.
+func (s *Sampler) rebuild() {
+	s.buildMu.Lock()
+	defer s.buildMu.Unlock()
+	s.mu.RLock()
+	fams := s.families()
+	s.mu.RUnlock()
+	prev := s.page.Load()
+	p := &page{gen: prev.gen + 1, fams: fams, enc: map[expfmt.Format]*encoded{}}
+	prev.mu.Lock()
+	var warm []expfmt.Format
+	for f := range prev.enc {
+		warm = append(warm, f)
+	}
+	prev.mu.Unlock()
+	slices.Sort(warm)
+	for _, f := range warm[:min(len(warm), maxWarmFormats)] {
+		e := p.encoding(f)
+		e.once.Do(func() { e.fams, e.err = encode(p.fams, f) })
+	}
+	s.page.Store(p)
+}
+
+// families builds the metric families of the cached samples; s.mu is held
+// for reading.
+func (s *Sampler) families() []*dto.MetricFamily {
+	b := familyBuilder{strs: map[string]*string{}}
+	lagF := b.family(MetricKafkaLag)
+	partF := b.family(MetricKafkaLagPartition)
+	secondsF := b.family(MetricKafkaLagSeconds)
+	statusF := b.family(MetricConsumerStatus)
+	depthF := b.family(MetricQueueDepth)
+	consF := b.family(MetricQueueConsumers)
+	upF := b.family(MetricUp)
+	if s.cfg.Kafka != nil && s.kafkaOnce {
+		b.add(upF, boolFloat(s.kafkaErr == nil), "source", SourceKafka)
+		for _, t := range s.kafka.Topics {
+			if t.Errors == t.Partitions {
+				continue
+			}
+			b.add(lagF, float64(t.Lag), "group", t.Group, "topic", t.Topic)
+			if t.TimeLagKnown {
+				b.add(secondsF, t.TimeLag.Seconds(), "group", t.Group, "topic", t.Topic)
+			}
+			b.add(statusF, 1, "group", t.Group, "level", t.Level.Label(), "status", t.Status.Label(), "topic", t.Topic)
+		}
+		partF.Metric = make([]*dto.Metric, 0, len(s.kafka.Partitions))
+		for _, p := range s.kafka.Partitions {
+			if p.Err == nil {
+				b.add(partF, float64(p.Lag), "group", p.Group, "partition", b.partition(p.Partition), "topic", p.Topic)
+			}
+		}
+	}
+	if s.cfg.Rabbit != nil && s.rabbitOnce {
+		b.add(upF, boolFloat(s.rabbitErr == nil), "source", SourceRabbitMQ)
+		for _, d := range s.rabbit {
+			if d.Exists {
+				b.add(depthF, float64(d.Messages), "queue", d.Queue)
+				b.add(consF, float64(d.Consumers), "queue", d.Queue)
+			}
+		}
+	}
+	var out []*dto.MetricFamily
+	for _, f := range []*dto.MetricFamily{lagF, partF, secondsF, statusF, depthF, consF, upF} {
+		if len(f.Metric) > 0 {
+			sortSeries(f)
+			out = append(out, f)
+		}
+	}
+	slices.SortFunc(out, func(a, b *dto.MetricFamily) int { return cmp.Compare(a.GetName(), b.GetName()) })
+	return out
+}
+
+// familyBuilder builds families whose series share their label strings.
+type familyBuilder struct {
+	strs  map[string]*string
+	parts []string // strconv.Itoa(i) at i
+	gauge dto.MetricType
+}
+
+func (b *familyBuilder) str(v string) *string {
+	p := b.strs[v]
+	if p == nil {
+		p = &v
+		b.strs[v] = p
+	}
+	return p
+}
+
+func (b *familyBuilder) partition(n int32) string {
+	if n < 0 || n > 1<<16 {
+		return strconv.Itoa(int(n))
+	}
+	for i := len(b.parts); i <= int(n); i++ {
+		b.parts = append(b.parts, strconv.Itoa(i))
+	}
+	return b.parts[n]
+}
+
+func (b *familyBuilder) family(name string) *dto.MetricFamily {
+	b.gauge = dto.MetricType_GAUGE
+	return &dto.MetricFamily{Name: b.str(name), Help: b.str(metricHelp[name]), Type: &b.gauge}
+}
+
+// add appends a gauge series to f; labels are name, value pairs sorted by
+// name, as prometheus.NewConstMetric sorts them. A series with a label
+// value that is not UTF-8 is left out, as a registry leaves it out.
+func (b *familyBuilder) add(f *dto.MetricFamily, v float64, labels ...string) {
+	for i := 1; i < len(labels); i += 2 {
+		if !utf8.ValidString(labels[i]) {
+			return
+		}
+	}
+	pairs := make([]dto.LabelPair, len(labels)/2)
+	m := &dto.Metric{Label: make([]*dto.LabelPair, len(pairs)), Gauge: &dto.Gauge{Value: &v}}
+	for i := range pairs {
+		pairs[i].Name, pairs[i].Value = b.str(labels[2*i]), b.str(labels[2*i+1])
+		m.Label[i] = &pairs[i]
+	}
+	f.Metric = append(f.Metric, m)
+}
+
+// sortSeries sorts f's series by label values as prometheus.Registry does
+// and drops the repeats of a label set (the registry reports a repeat as
+// an error and drops it), keeping the first.
+func sortSeries(f *dto.MetricFamily) {
+	slices.SortStableFunc(f.Metric, compareSeries)
+	f.Metric = slices.CompactFunc(f.Metric, func(a, b *dto.Metric) bool { return compareSeries(a, b) == 0 })
+}
+
+func compareSeries(a, b *dto.Metric) int {
+	if c := cmp.Compare(len(a.Label), len(b.Label)); c != 0 {
+		return c
+	}
+	for i, l := range a.Label {
+		if c := cmp.Compare(l.GetValue(), b.Label[i].GetValue()); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
