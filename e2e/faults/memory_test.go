@@ -34,15 +34,16 @@ import (
 	"github.com/redrive/redrive/dlq/pgstore"
 )
 
-// The child process of TestReplayAllMemory is this test binary run with
-// envMemChild set (and envChild unset, so that TestMain runs the test); the
-// other variables tell it what to replay and where to write its report.
+// The child process of TestReplayAllMemory and TestKeeperMemory is this
+// test binary run with envMemChild set (and envChild unset, so that
+// TestMain runs the test); the other variables tell it what to do and
+// where to write its report.
 const (
 	envMemChild   = "FAULTS_MEMORY_CHILD"
 	envMemSchema  = "FAULTS_MEMORY_SCHEMA"
 	envMemDLQ     = "FAULTS_MEMORY_DLQ"
 	envMemReport  = "FAULTS_MEMORY_REPORT"
-	envMemEntries = "FAULTS_MEMORY_ENTRIES" // overrides memEntries, to measure by hand
+	envMemEntries = "FAULTS_MEMORY_ENTRIES" // overrides memEntries or keeperEntries, to measure by hand
 )
 
 const (
@@ -81,7 +82,7 @@ const (
 	// fetch, franz-go's fetch responses, the records being decoded, and as
 	// much again as GC headroom (the heap may reach twice the live heap
 	// before a collection). Measured: 102 MiB (93 MiB with 100,000 dead
-	// letters of 4 KiB, 107 MiB with 20,000: the plateau does not follow
+	// letters of 4 KiB, 107 MiB with 20,000 of 4 KiB: the plateau does not follow
 	// the backlog), 78 MiB of Go-mapped memory with -race. A keeper that
 	// held half the backlog would exceed it.
 	keeperBound = 192 << 20
