@@ -48,9 +48,9 @@ func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, e
 		case err == nil:
 			return r, nil
 		case !errors.Is(err, pgx.ErrNoRows):
-			// A failed statement changed nothing. (Only headers that do
-			// not decode, which pgstore never writes, fail after the
-			// change: the entry changed, as the error says.)
+			// A failed statement changed nothing. (Only stored headers
+			// that do not decode, which pgstore never writes, fail after
+			// the change was made.)
 			return dlq.Record{}, fmt.Errorf("pgstore: transition entry %q: %w", name, err)
 		}
 		// Nothing changed: the transaction below finds out why (or makes
