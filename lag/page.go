@@ -83,7 +83,7 @@ func encode(fams []*dto.MetricFamily, format expfmt.Format) ([]EncodedFamily, er
 		}
 		ends[i] = buf.Len()
 	}
-	data := buf.Bytes()
+	data := bytes.Clone(buf.Bytes()) // no spare capacity kept for a sample's life
 	out := make([]EncodedFamily, len(fams))
 	start := 0
 	for i, f := range fams {
@@ -120,7 +120,7 @@ func (s *Sampler) rebuild() {
 // families builds the metric families of the cached samples; s.mu is held
 // for reading.
 func (s *Sampler) families() []*dto.MetricFamily {
-	b := familyBuilder{strs: map[string]*string{}}
+	b := newFamilyBuilder()
 	lagF := b.family(MetricKafkaLag)
 	partF := b.family(MetricKafkaLagPartition)
 	secondsF := b.family(MetricKafkaLagSeconds)
@@ -167,11 +167,19 @@ func (s *Sampler) families() []*dto.MetricFamily {
 	return out
 }
 
-// familyBuilder builds families whose series share their label strings.
+// familyBuilder builds families whose series share their label pairs
+// and values: a page of 100,000 partition series has a few thousand
+// distinct ones.
 type familyBuilder struct {
-	strs  map[string]*string
-	parts []string // strconv.Itoa(i) at i
-	gauge dto.MetricType
+	strs   map[string]*string
+	pairs  map[[2]string]*dto.LabelPair
+	gauges map[float64]*dto.Gauge
+	parts  []string // strconv.Itoa(i) at i
+	gauge  dto.MetricType
+}
+
+func newFamilyBuilder() *familyBuilder {
+	return &familyBuilder{strs: map[string]*string{}, pairs: map[[2]string]*dto.LabelPair{}, gauges: map[float64]*dto.Gauge{}, gauge: dto.MetricType_GAUGE}
 }
 
 func (b *familyBuilder) str(v string) *string {
@@ -181,6 +189,28 @@ func (b *familyBuilder) str(v string) *string {
 		b.strs[v] = p
 	}
 	return p
+}
+
+func (b *familyBuilder) pair(name, value string) *dto.LabelPair {
+	k := [2]string{name, value}
+	p := b.pairs[k]
+	if p == nil {
+		p = &dto.LabelPair{Name: b.str(name), Value: b.str(value)}
+		b.pairs[k] = p
+	}
+	return p
+}
+
+func (b *familyBuilder) value(v float64) *dto.Gauge {
+	if v != v { // NaN: no map key
+		return &dto.Gauge{Value: &v}
+	}
+	g := b.gauges[v]
+	if g == nil {
+		g = &dto.Gauge{Value: &v}
+		b.gauges[v] = g
+	}
+	return g
 }
 
 func (b *familyBuilder) partition(n int32) string {
@@ -194,7 +224,6 @@ func (b *familyBuilder) partition(n int32) string {
 }
 
 func (b *familyBuilder) family(name string) *dto.MetricFamily {
-	b.gauge = dto.MetricType_GAUGE
 	return &dto.MetricFamily{Name: b.str(name), Help: b.str(metricHelp[name]), Type: &b.gauge}
 }
 
@@ -207,11 +236,9 @@ func (b *familyBuilder) add(f *dto.MetricFamily, v float64, labels ...string) {
 			return
 		}
 	}
-	pairs := make([]dto.LabelPair, len(labels)/2)
-	m := &dto.Metric{Label: make([]*dto.LabelPair, len(pairs)), Gauge: &dto.Gauge{Value: &v}}
-	for i := range pairs {
-		pairs[i].Name, pairs[i].Value = b.str(labels[2*i]), b.str(labels[2*i+1])
-		m.Label[i] = &pairs[i]
+	m := &dto.Metric{Label: make([]*dto.LabelPair, len(labels)/2), Gauge: b.value(v)}
+	for i := range m.Label {
+		m.Label[i] = b.pair(labels[2*i], labels[2*i+1])
 	}
 	f.Metric = append(f.Metric, m)
 }
