@@ -6,15 +6,22 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 )
 
-// maxWarmFormats bounds the exposition formats a new page is encoded in
-// as soon as it is built (the formats scraped from the page before it).
-const maxWarmFormats = 4
+// A new page is encoded at once, before it is published, in the
+// exposition formats scraped within the last warmSamples samples, at most
+// maxWarmFormats of them (the most recently scraped first): in the steady
+// state a scrape finds its page encoded, and the encoding is done by the
+// sampler, not by the scrape.
+const (
+	maxWarmFormats = 4
+	warmSamples    = 10
+)
 
 // page is the metric families of one sample: built once by rebuild,
 // read-only afterwards, encoded lazily once per exposition format.
@@ -28,9 +35,10 @@ type page struct {
 
 // encoded is a page in one exposition format.
 type encoded struct {
-	once sync.Once
-	fams []EncodedFamily
-	err  error
+	once      sync.Once
+	fams      []EncodedFamily
+	err       error
+	requested atomic.Bool // by Encoded, not only encoded ahead
 }
 
 // EncodedFamily is one metric family encoded by itself in an exposition
@@ -58,6 +66,7 @@ func (s *Sampler) Gather() ([]*dto.MetricFamily, error) {
 func (s *Sampler) Encoded(format expfmt.Format) ([]EncodedFamily, uint64, error) {
 	p := s.page.Load()
 	e := p.encoding(format)
+	e.requested.Store(true)
 	e.once.Do(func() { e.fams, e.err = encode(p.fams, format) })
 	return e.fams, p.gen, e.err
 }
@@ -94,7 +103,7 @@ func encode(fams []*dto.MetricFamily, format expfmt.Format) ([]EncodedFamily, er
 }
 
 // rebuild turns the cached samples into a new page, encodes it in the
-// formats the previous page was scraped in, and publishes it.
+// formats recently scraped, and publishes it.
 func (s *Sampler) rebuild() {
 	s.buildMu.Lock()
 	defer s.buildMu.Unlock()
@@ -104,12 +113,23 @@ func (s *Sampler) rebuild() {
 	prev := s.page.Load()
 	p := &page{gen: prev.gen + 1, fams: fams, enc: map[expfmt.Format]*encoded{}}
 	prev.mu.Lock()
-	var warm []expfmt.Format
-	for f := range prev.enc {
-		warm = append(warm, f)
+	for f, e := range prev.enc {
+		if e.requested.Load() {
+			s.scraped[f] = prev.gen
+		}
 	}
 	prev.mu.Unlock()
-	slices.Sort(warm)
+	var warm []expfmt.Format
+	for f, gen := range s.scraped {
+		if gen+warmSamples <= prev.gen {
+			delete(s.scraped, f)
+			continue
+		}
+		warm = append(warm, f)
+	}
+	slices.SortFunc(warm, func(a, b expfmt.Format) int {
+		return cmp.Or(cmp.Compare(s.scraped[b], s.scraped[a]), cmp.Compare(a, b))
+	})
 	for _, f := range warm[:min(len(warm), maxWarmFormats)] {
 		e := p.encoding(f)
 		e.once.Do(func() { e.fams, e.err = encode(p.fams, f) })

@@ -3,7 +3,9 @@ package lag
 import (
 	"bytes"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -242,6 +244,10 @@ func TestSamplerPage(t *testing.T) {
 	if err := s.Sample(ctx); err != nil {
 		t.Fatalf("Sample: %v", err)
 	}
+	distinct := slices.Sorted(maps.Values(fmts))
+	if warm := encodedAhead(s); !slices.Equal(warm, slices.Compact(distinct)) {
+		t.Errorf("the sample encoded the page ahead in %v, want the formats scraped before, %v", warm, distinct)
+	}
 	second := check("second sample")
 	if _, gen2, _ := s.Encoded(fmts["text (no Accept)"]); gen2 == gen1 {
 		t.Errorf("generation %d did not change with a sample", gen2)
@@ -252,6 +258,67 @@ func TestSamplerPage(t *testing.T) {
 	} {
 		if !bytes.Contains([]byte(second), []byte(want)) {
 			t.Errorf("second sample: no %s in\n%s", want, second)
+		}
+	}
+}
+
+// encodedAhead lists the formats the last page was encoded in before any
+// scrape asked for them.
+func encodedAhead(s *Sampler) []expfmt.Format {
+	p := s.page.Load()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []expfmt.Format
+	for f, e := range p.enc {
+		if !e.requested.Load() && e.fams != nil {
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A sample encodes its page ahead in the formats scraped within the last
+// warmSamples samples, and in no other.
+func TestSamplerWarmFormats(t *testing.T) {
+	q := declareQueue(t, rabbitChannel(t), 1)
+	s, err := NewSampler(SamplerConfig{Rabbit: newRabbit(t, rabbitURL()), RabbitQueues: []string{q}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmts := formats()
+	text, om := fmts["text (no Accept)"], fmts["openmetrics (Prometheus 3)"]
+	steps := []struct {
+		name   string
+		scrape []expfmt.Format // after the sample
+		ahead  []expfmt.Format // encoded by the sample
+	}{
+		{name: "first sample", scrape: []expfmt.Format{text, om}},
+		{name: "second", scrape: []expfmt.Format{text}, ahead: []expfmt.Format{text, om}},
+	}
+	// om was last scraped from page 1: pages 2 to 1+warmSamples are
+	// encoded in it ahead, not the next.
+	for i := range warmSamples {
+		steps = append(steps, struct {
+			name   string
+			scrape []expfmt.Format
+			ahead  []expfmt.Format
+		}{name: "no openmetrics scrape " + strconv.Itoa(i+1), scrape: []expfmt.Format{text}, ahead: []expfmt.Format{text, om}})
+	}
+	steps[len(steps)-1].ahead = []expfmt.Format{text}
+	for _, st := range steps {
+		if err := s.Sample(t.Context()); err != nil {
+			t.Fatalf("%s: Sample: %v", st.name, err)
+		}
+		want := slices.Clone(st.ahead)
+		slices.Sort(want)
+		if got := encodedAhead(s); !slices.Equal(got, want) {
+			t.Errorf("%s: encoded ahead in %v, want %v", st.name, got, want)
+		}
+		for _, f := range st.scrape {
+			if _, _, err := s.Encoded(f); err != nil {
+				t.Fatalf("%s: Encoded(%s): %v", st.name, f, err)
+			}
 		}
 	}
 }

@@ -81,8 +81,11 @@ type SamplerConfig struct {
 type Sampler struct {
 	cfg SamplerConfig
 
-	// buildMu serializes the building of pages; page is the last one.
+	// buildMu serializes the building of pages and guards scraped, the
+	// generation of the last page each format was scraped from; page is
+	// the last one.
 	buildMu sync.Mutex
+	scraped map[expfmt.Format]uint64
 	page    atomic.Pointer[page]
 
 	mu          sync.RWMutex
@@ -125,6 +128,7 @@ func NewSampler(cfg SamplerConfig) (*Sampler, error) {
 	s := &Sampler{
 		cfg:         cfg,
 		failing:     map[string]bool{},
+		scraped:     map[expfmt.Format]uint64{},
 		lagDesc:     prometheus.NewDesc(MetricKafkaLag, metricHelp[MetricKafkaLag], gt, nil),
 		partDesc:    prometheus.NewDesc(MetricKafkaLagPartition, metricHelp[MetricKafkaLagPartition], []string{"group", "topic", "partition"}, nil),
 		secondsDesc: prometheus.NewDesc(MetricKafkaLagSeconds, metricHelp[MetricKafkaLagSeconds], gt, nil),

@@ -14,6 +14,14 @@
 // Redis) and a [DLQSampler] (dead letters pending per DLQ, one grouped
 // count per interval). A scrape or a health request reads those caches.
 //
+// The lag sampler's series (one per consumer group and partition: 100,000
+// for 100 groups on 1,000 partitions) are not on the registry: /metrics
+// merges the registry's families, encoded per scrape, with the lag page,
+// which the sampler encodes once per sample and format. The page is byte
+// for byte what promhttp serves over prometheus.Gatherers{registry,
+// sampler} ([Server.Gatherer]); only its compression is per scrape. The
+// lag series change when a sample is taken and only then.
+//
 // # The health report
 //
 // In the spirit of Spring Boot's actuator:
