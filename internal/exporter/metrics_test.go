@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -37,9 +38,17 @@ type page struct {
 // when empty), without the transport's own compression.
 func fetch(t *testing.T, u, accept, acceptEncoding string) page {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, nil)
+	p, err := fetchPage(t.Context(), u, accept, acceptEncoding)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	return p
+}
+
+func fetchPage(ctx context.Context, u, accept, acceptEncoding string) (page, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return page{}, err
 	}
 	if accept != "" {
 		req.Header.Set("Accept", accept)
@@ -49,23 +58,23 @@ func fetch(t *testing.T, u, accept, acceptEncoding string) page {
 	}
 	resp, err := (&http.Client{Transport: &http.Transport{DisableCompression: true}}).Do(req)
 	if err != nil {
-		t.Fatalf("GET %s: %v", u, err)
+		return page{}, err
 	}
 	defer resp.Body.Close()
 	var body io.Reader = resp.Body
 	if resp.Header.Get("Content-Encoding") == "gzip" {
 		gz, err := gzip.NewReader(resp.Body)
 		if err != nil {
-			t.Fatalf("GET %s: gzip: %v", u, err)
+			return page{}, err
 		}
 		body = gz
 	}
 	b, err := io.ReadAll(body)
 	if err != nil {
-		t.Fatalf("GET %s: %v", u, err)
+		return page{}, err
 	}
 	return page{resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"),
-		strings.Join(resp.Header.Values("Vary"), ", "), string(b)}
+		strings.Join(resp.Header.Values("Vary"), ", "), string(b)}, nil
 }
 
 // kafkaPageEnv is an exporter over a kfake cluster: group billing on
@@ -244,6 +253,32 @@ func TestMetricsPage(t *testing.T) {
 			t.Errorf("%s: families not sorted or repeated: %v", st.name, p.names)
 		}
 	}
+}
+
+// Scrapes in every format run while samples are taken (for the race
+// detector); each reads a whole page of one sample.
+func TestMetricsPageConcurrent(t *testing.T) {
+	e := newKafkaPageEnv(t)
+	var wg sync.WaitGroup
+	for _, a := range accepts {
+		wg.Go(func() {
+			for range 5 {
+				p, err := fetchPage(t.Context(), e.url, a.header, "gzip")
+				if err != nil || p.status != http.StatusOK || !strings.Contains(p.body, "go_goroutines") {
+					t.Errorf("Accept %s: %d %v, or a page without go_goroutines", a.name, p.status, err)
+				}
+			}
+		})
+	}
+	for at := range int64(3) {
+		e.commit(t, at+1)
+		if err := e.sampler.Sample(t.Context()); err != nil {
+			t.Errorf("sample: %v", err)
+		}
+	}
+	wg.Wait()
+	fams := scrape(t, strings.TrimSuffix(e.url, "/metrics"))
+	wantValue(t, fams, lag.MetricKafkaLag, map[string]string{"group": "billing", "topic": pageTopic}, 0)
 }
 
 // A registry family with a lag family's name is served as promhttp serves
