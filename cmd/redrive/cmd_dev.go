@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/devstack"
 )
 
@@ -68,8 +69,8 @@ func (f *devFlags) check() error {
 		return usageErrorf("--rate %v is not in (0, 10000] messages per second", f.rate)
 	case f.crashEvery < 0:
 		return usageErrorf("--crash-every %s is negative", f.crashEvery)
-	case f.token != "" && len(f.token) < 8:
-		return usageErrorf("--token is shorter than 8 characters")
+	case f.token != "" && len(f.token) < config.MinTokenLen:
+		return usageErrorf("--token is shorter than %d characters", config.MinTokenLen)
 	}
 	if _, err := listenAddr("--listen", f.listen, ""); err != nil {
 		return err
@@ -84,8 +85,8 @@ func dev(ctx context.Context, inv *invocation, f devFlags) error {
 	}
 	token := f.token
 	if token == "" {
-		if token = os.Getenv("REDRIVE_ADMIN_TOKEN"); token != "" && len(token) < 8 {
-			return usageErrorf("$REDRIVE_ADMIN_TOKEN is shorter than 8 characters")
+		if token = os.Getenv("REDRIVE_ADMIN_TOKEN"); token != "" && len(token) < config.MinTokenLen {
+			return usageErrorf("$REDRIVE_ADMIN_TOKEN is shorter than %d characters", config.MinTokenLen)
 		}
 	}
 	if token == "" {

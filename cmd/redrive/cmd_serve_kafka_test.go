@@ -35,7 +35,7 @@ redis: {addr: %q}
 workers:
   - {name: billing, topic: orders, dlq: {severity: critical}}
   - {name: audit, topic: orders, dlq: {severity: info}}
-admin: {listen: %q, token: tok}
+admin: {listen: %q, token: tok-kafka}
 exporter: {listen: %q}
 `, strings.Join(cluster.ListenAddrs(), ","), redisAddr(), adminAddr, metricsAddr))
 	if _, err := config.Load(path); err != nil {

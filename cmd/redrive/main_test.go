@@ -64,15 +64,9 @@ func TestHelp(t *testing.T) {
 			t.Fatalf("%v: %d %q", args, code, errOut)
 		}
 		for _, want := range []string{"Usage:", "config check", "version", "help", "--config FILE", "Exit status", "topology apply", "publish",
-			"serve", "exporter", "workers", "lag", "dlq ls", "dlq show", "dlq replay", "dlq replay-all", "dlq discard", "bench"} {
+			"serve", "exporter", "workers", "lag", "dlq ls", "dlq show", "dlq replay", "dlq replay-all", "dlq discard", "bench", "dev "} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%v: usage lacks %q:\n%s", args, want, out)
-			}
-		}
-		// Only working commands are listed.
-		for _, absent := range []string{"dev "} {
-			if strings.Contains(out, absent) {
-				t.Errorf("%v: usage lists %q, which is not a command yet", args, absent)
 			}
 		}
 	}

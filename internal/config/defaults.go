@@ -8,6 +8,9 @@ import (
 )
 
 // Defaults filled in by ApplyDefaults and Worker.WithDefaults.
+// MinTokenLen is the shortest admin.token and admin.viewer_token accepted.
+const MinTokenLen = 8
+
 const (
 	DefaultRabbitMQURL     = "amqp://guest:guest@127.0.0.1:5672/"
 	DefaultPrefix          = "redrive"

@@ -182,12 +182,12 @@ func TestExampleConfigs(t *testing.T) {
 func TestExampleConfigsTakeTheEnvironment(t *testing.T) {
 	clearExampleEnv(t)
 	t.Setenv("KAFKA_BROKERS", "k1:9092,k2:9092")
-	t.Setenv("REDRIVE_ADMIN_TOKEN", "tok")
+	t.Setenv("REDRIVE_ADMIN_TOKEN", "tok-from-env")
 	c, err := Load(exampleKafka)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(c.Kafka.Brokers, []string{"k1:9092", "k2:9092"}) || c.Admin.Token != "tok" {
+	if !slices.Equal(c.Kafka.Brokers, []string{"k1:9092", "k2:9092"}) || c.Admin.Token != "tok-from-env" {
 		t.Errorf("brokers %q token %q", c.Kafka.Brokers, c.Admin.Token)
 	}
 }
@@ -295,7 +295,7 @@ workers:
 
 func TestWriteYAMLRoundTrip(t *testing.T) {
 	clearExampleEnv(t)
-	docs := map[string]string{"minimal": minimal, "literal refs": minimal + "admin: {token: \"a$${B}c\"}\n"}
+	docs := map[string]string{"minimal": minimal, "literal refs": minimal + "admin: {token: \"token-a$${B}c\"}\n"}
 	for _, path := range []string{exampleRabbitMQ, exampleKafka} {
 		b, err := os.ReadFile(path)
 		if err != nil {

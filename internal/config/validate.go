@@ -59,6 +59,11 @@ func (c *Config) validate(p *problems) {
 	if c.Admin.Token == "" && validListen(c.Admin.Listen) && !isLoopback(c.Admin.Listen) {
 		p.add("admin.token", fmt.Sprintf("required when admin.listen (%s) is not a loopback address", c.Admin.Listen))
 	}
+	for _, t := range []struct{ path, tok string }{{"admin.token", c.Admin.Token}, {"admin.viewer_token", c.Admin.ViewerToken}} {
+		if t.tok != "" && len(t.tok) < MinTokenLen {
+			p.add(t.path, fmt.Sprintf("shorter than %d characters: too easy to guess", MinTokenLen))
+		}
+	}
 	switch {
 	case c.Admin.ViewerToken != "" && c.Admin.ViewerToken == c.Admin.Token:
 		p.add("admin.viewer_token", "must differ from admin.token (a viewer would get the operator's rights)")
