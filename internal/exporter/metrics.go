@@ -39,10 +39,17 @@ type metricsHandler struct {
 
 // newMetricsHandler returns the /metrics handler of reg and s (nil = only
 // reg), with promhttp's options opts; opts.Registry receives promhttp's
-// metrics, which the fast path counts too.
+// metrics, which the fast path counts too. The fast path knows the options
+// ErrorLog, ErrorHandling ContinueOnError, Registry and EnableOpenMetrics;
+// with any other, every scrape is promhttp's.
 func newMetricsHandler(reg prometheus.Gatherer, s *lag.Sampler, opts promhttp.HandlerOpts) http.Handler {
 	if s == nil {
 		return promhttp.HandlerFor(reg, opts)
+	}
+	if opts.ErrorHandling != promhttp.ContinueOnError || opts.DisableCompression || len(opts.OfferedCompressions) > 0 ||
+		len(opts.AcceptedFormats) > 0 || opts.MaxRequestsInFlight > 0 || opts.Timeout > 0 || !opts.ProcessStartTime.IsZero() ||
+		opts.EnableOpenMetricsTextCreatedSamples || opts.CoalesceGather {
+		return promhttp.HandlerFor(prometheus.Gatherers{reg, s}, opts)
 	}
 	h := &metricsHandler{
 		reg:      reg,
