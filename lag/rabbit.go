@@ -163,27 +163,13 @@ func (r *Rabbit) Close() error {
 
 // RabbitQueues lists the queues of a RabbitMQ deployment to measure: each
 // group queue and its DLQ (pass rabbit.Queue(topic, group) for each
-// worker), each delay tier of tierMillis (see DelayTiers) and the
-// unroutable parking queue.
-func RabbitQueues(n rabbit.Names, tierMillis []int64, groupQueues ...string) []string {
-	out := make([]string, 0, 2*len(groupQueues)+len(tierMillis)+1)
+// worker), the queues delayed messages wait in (rabbit.DelayQueues: tiers
+// in hops mode, levels in route mode) and the unroutable parking queue.
+func RabbitQueues(n rabbit.Names, delayQueues []string, groupQueues ...string) []string {
+	out := make([]string, 0, 2*len(groupQueues)+len(delayQueues)+1)
 	for _, q := range groupQueues {
 		out = append(out, q, rabbit.DLQ(q))
 	}
-	for _, ms := range tierMillis {
-		out = append(out, n.Tier(ms))
-	}
+	out = append(out, delayQueues...)
 	return append(out, n.Unroutable())
-}
-
-// DelayTiers returns the delay tiers resolution × factor^k, k = 0..levels-1,
-// in milliseconds, as the RabbitMQ backend declares them.
-func DelayTiers(resolution time.Duration, factor, levels int) []int64 {
-	out := make([]int64, 0, max(levels, 0))
-	v := resolution.Milliseconds()
-	for range levels {
-		out = append(out, v)
-		v *= int64(factor)
-	}
-	return out
 }

@@ -151,13 +151,29 @@ func TestRabbitUnreachable(t *testing.T) {
 
 func TestRabbitQueues(t *testing.T) {
 	n := rabbit.Names{Prefix: "redrive"}
-	got := RabbitQueues(n, DelayTiers(time.Second, 4, 3), rabbit.Queue("escrow.commands", "payout-executor"))
-	want := []string{
-		"escrow.commands.payout-executor", "escrow.commands.payout-executor.dlq",
-		"redrive.delay.1000", "redrive.delay.4000", "redrive.delay.16000",
-		"redrive.unroutable",
+	tests := []struct {
+		mode string
+		want []string
+	}{
+		{rabbit.DelayHops, []string{"redrive.delay.1000", "redrive.delay.4000", "redrive.delay.16000"}},
+		// Levels in declaration order: the last first, so that each level's
+		// dead-letter target exists when it is declared.
+		{rabbit.DelayRoute, []string{"redrive.route.2.1", "redrive.route.2.2", "redrive.route.2.3",
+			"redrive.route.1.1", "redrive.route.1.2", "redrive.route.1.3",
+			"redrive.route.0.1", "redrive.route.0.2", "redrive.route.0.3"}},
 	}
-	if !slices.Equal(got, want) {
-		t.Errorf("RabbitQueues = %v, want %v", got, want)
+	for _, tt := range tests {
+		delay, err := rabbit.DelayQueues(rabbit.Config{Prefix: "redrive", Delay: rabbit.DelayConfig{Mode: tt.mode, Resolution: time.Second, Factor: 4, Levels: 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(delay, tt.want) {
+			t.Errorf("%s: DelayQueues = %v, want %v", tt.mode, delay, tt.want)
+		}
+		got := RabbitQueues(n, delay, rabbit.Queue("escrow.commands", "payout-executor"))
+		want := append(append([]string{"escrow.commands.payout-executor", "escrow.commands.payout-executor.dlq"}, tt.want...), "redrive.unroutable")
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: RabbitQueues = %v, want %v", tt.mode, got, want)
+		}
 	}
 }

@@ -246,3 +246,22 @@ func Plan(cfg Config, subs ...broker.Subscription) ([]Declaration, error) {
 	}
 	return b.Plan(norm...), nil
 }
+
+// DelayQueues returns the names of the queues in which cfg's delayed
+// messages wait: the tier queues in hops mode, the level queues in route
+// mode. They are what queue-depth monitoring measures besides the group
+// queues, their DLQs and the unroutable queue.
+func DelayQueues(cfg Config) ([]string, error) {
+	plan, err := Plan(cfg)
+	if err != nil {
+		return nil, err
+	}
+	unroutable := Names{Prefix: cfg.WithDefaults().Prefix}.Unroutable()
+	var out []string
+	for _, d := range plan {
+		if d.Kind == "queue" && d.Name != unroutable {
+			out = append(out, d.Name)
+		}
+	}
+	return out, nil
+}

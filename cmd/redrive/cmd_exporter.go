@@ -160,14 +160,17 @@ func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (
 		m.closers = append(m.closers, r.Close)
 		lc.Rabbit = r
 		names := rabbit.Names{Prefix: c.RabbitMQ.Prefix}
-		d := c.RabbitMQ.Delay
 		queues := make([]string, 0, len(c.Workers))
 		for _, w := range c.Workers {
 			q := rabbit.Queue(w.Topic, w.Name)
 			queues = append(queues, q)
 			m.cfg.Groups = append(m.cfg.Groups, exporter.Group{Group: w.Name, Topic: w.Topic, Queue: q})
 		}
-		lc.RabbitQueues = lag.RabbitQueues(names, lag.DelayTiers(d.Resolution.Duration(), d.Factor, d.Levels), queues...)
+		delay, err := delayQueues(c)
+		if err != nil {
+			return nil, badInput(err)
+		}
+		lc.RabbitQueues = lag.RabbitQueues(names, delay, queues...)
 		m.cfg.Unroutable = names.Unroutable()
 	}
 	s, err := lag.NewSampler(lc)
@@ -187,6 +190,14 @@ func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (
 	m.cfg.Heartbeats = m.heartbeats
 	ok = true
 	return m, nil
+}
+
+// delayQueues returns the queues delayed messages wait in on the
+// configured RabbitMQ: tiers (hops mode) or levels (route mode).
+func delayQueues(c *config.Config) ([]string, error) {
+	d := c.RabbitMQ.Delay
+	return rabbit.DelayQueues(rabbit.Config{Prefix: c.RabbitMQ.Prefix, QueueType: c.RabbitMQ.QueueType, Delay: rabbit.DelayConfig{
+		Mode: d.Mode, Resolution: d.Resolution.Duration(), Factor: d.Factor, Levels: d.Levels}})
 }
 
 // close releases the connections, last opened first.

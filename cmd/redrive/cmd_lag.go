@@ -61,9 +61,11 @@ func printLag(ctx context.Context, inv *invocation, partitions bool, timeout tim
 	for _, w := range c.Workers {
 		queues = append(queues, rabbit.Queue(w.Topic, w.Name))
 	}
-	d := c.RabbitMQ.Delay
-	depths, err := r.Measure(ctx, lag.RabbitQueues(rabbit.Names{Prefix: c.RabbitMQ.Prefix},
-		lag.DelayTiers(d.Resolution.Duration(), d.Factor, d.Levels), queues...)...)
+	delay, err := delayQueues(c)
+	if err != nil {
+		return badInput(err)
+	}
+	depths, err := r.Measure(ctx, lag.RabbitQueues(rabbit.Names{Prefix: c.RabbitMQ.Prefix}, delay, queues...)...)
 	if err != nil {
 		return fmt.Errorf("measure rabbitmq queue depth: %w", err)
 	}

@@ -107,7 +107,7 @@ func rabbitSampler(t *testing.T, url string, names rabbit.Names, queue string) *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Close() })
-	s, err := lag.NewSampler(lag.SamplerConfig{Rabbit: r, RabbitQueues: lag.RabbitQueues(names, []int64{100, 200}, queue), Logger: quiet()})
+	s, err := lag.NewSampler(lag.SamplerConfig{Rabbit: r, RabbitQueues: lag.RabbitQueues(names, []string{names.Tier(100), names.Tier(200)}, queue), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
