@@ -14,7 +14,7 @@ import (
 
 const twoWorkers = `
 broker: rabbitmq
-rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test}
+rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test-defaults}
 workers:
   - {name: payout-executor, topic: worker-test.payouts}
   - {name: refund-executor, topic: worker-test.payouts}

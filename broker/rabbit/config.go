@@ -66,10 +66,10 @@ type Config struct {
 // DelayConfig configures the delay tiers: queues of
 // Resolution × Factor^k for k = 0..Levels-1.
 type DelayConfig struct {
-	// Mode is DelayHops (default): a consumer republishes a waiting
-	// message once per tier pass; or DelayRoute: the delay is written in
-	// the routing key and the broker routes the message through one queue
-	// per non-zero digit, with no consumer hop at all.
+	// Mode is DelayRoute (default): the delay is written in the routing
+	// key and the broker routes the message through one queue per
+	// non-zero digit, with no consumer hop at all; or DelayHops: a
+	// consumer republishes a waiting message once per tier pass.
 	Mode       string
 	Resolution time.Duration // default 1 s
 	Factor     int           // default 4, at least 2
@@ -88,7 +88,7 @@ func (c Config) WithDefaults() Config {
 		c.QueueType = Classic
 	}
 	if c.Delay.Mode == "" {
-		c.Delay.Mode = DelayHops
+		c.Delay.Mode = DelayRoute
 	}
 	if c.Delay.Resolution == 0 {
 		c.Delay.Resolution = DefaultResolution

@@ -60,7 +60,7 @@ one. --config is not read.`,
 			fs.IntVar(&o.cfg.Batch, "batch", bench.DefaultBatch, "messages per Publish call and raw batch (`N`)")
 			fs.IntVar(&o.cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "RabbitMQ handler goroutines on both sides (`N`; prefetch 8×N)")
 			fs.DurationVar(&o.cfg.Resolution, "resolution", bench.DefaultResolution, "RabbitMQ delay tier `RESOLUTION`")
-			fs.StringVar(&o.cfg.DelayMode, "delay-mode", "hops", "RabbitMQ delay `MODE` of the delay scenario: hops or route")
+			fs.StringVar(&o.cfg.DelayMode, "delay-mode", "route", "RabbitMQ delay `MODE` of the delay scenario: route or hops")
 			fs.IntVar(&o.cfg.ScrapeGroups, "scrape-groups", bench.DefaultScrapeGroups, "`N` consumer groups of the scrape scenario")
 			fs.IntVar(&o.cfg.ScrapePartitions, "scrape-partitions", bench.DefaultScrapePartitions, "`N` partitions each scrape group committed on")
 			fs.IntVar(&o.cfg.MonitorWorkers, "monitor-workers", bench.DefaultMonitorWorkers, "`N` worker heartbeats of the monitor scenario")

@@ -109,8 +109,8 @@ type Config struct {
 	// Resolution of the RabbitMQ delay tiers; default 100 ms. The delay
 	// scenario draws delays in [0, 30 × Resolution].
 	Resolution time.Duration
-	// DelayMode is the RabbitMQ delay mode measured: rabbit.DelayHops
-	// (default) or rabbit.DelayRoute.
+	// DelayMode is the RabbitMQ delay mode measured: rabbit.DelayRoute
+	// (default) or rabbit.DelayHops.
 	DelayMode string
 	// RedisAddr is the Redis of the monitor scenario; default
 	// DefaultRedisAddr.

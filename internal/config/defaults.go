@@ -15,7 +15,7 @@ const (
 	DefaultRabbitMQURL     = "amqp://guest:guest@127.0.0.1:5672/"
 	DefaultPrefix          = "redrive"
 	DefaultQueueType       = "classic"
-	DefaultDelayMode       = "hops"
+	DefaultDelayMode       = "route"
 	DefaultDelayResolution = time.Second
 	DefaultDelayFactor     = 4
 	DefaultDelayLevels     = 8
