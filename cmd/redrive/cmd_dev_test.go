@@ -119,3 +119,34 @@ func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
 }
+
+// `redrive dev --broker rabbitmq` runs the same on the RabbitMQ at
+// $RABBITMQ_URL: dead letters reach the API, and Ctrl-C stops cleanly.
+func TestDevRabbitMQ(t *testing.T) {
+	url := rabbitURL() // before clearEnv, which unsets RABBITMQ_URL
+	clearEnv(t)
+	t.Setenv("RABBITMQ_URL", url)
+	adminAddr, metricsAddr := freeAddr(t), freeAddr(t)
+	const token = "dev-test-token"
+	d := startDaemon(t, "dev", "--broker", "rabbitmq", "--listen", adminAddr, "--metrics-listen", metricsAddr,
+		"--token", token, "--rate", "40", "--crash-every", "0")
+	eventually(t, "dev prints its tour on RabbitMQ", func() bool {
+		if code, done := d.exited(); done {
+			t.Fatalf("dev exited with %d:\n%s", code, d.stderr)
+		}
+		return strings.Contains(d.stdout.String(), "broker      RabbitMQ at ")
+	}, func() string { return d.stdout.String() + d.stderr.String() })
+	var out, errOut string
+	eventually(t, "dead letters are pending", func() bool {
+		_, out, errOut = cli(t, "dlq", "ls", "--server", "http://"+adminAddr, "--token", token)
+		for _, q := range []string{"escrow.commands.payout-executor.dlq ", "deal.deadlines.deal-timeout-worker.dlq "} {
+			if row := fields(out, q); len(row) > 2 && row[2] != "0" {
+				return true
+			}
+		}
+		return false
+	}, func() string { return out + errOut + d.stderr.String() })
+	if code := d.stop(t); code != exitOK {
+		t.Fatalf("dev exit status %d after Ctrl-C, want 0:\n%s", code, d.stderr)
+	}
+}
