@@ -39,7 +39,7 @@ func init() {
 It prints where everything is and a short tour, and the token to log in
 with (--token, else $REDRIVE_ADMIN_TOKEN, else a random one). The
 configuration it runs with is written to a temporary file for the other
-commands (redrive --config FILE workers|lag|dlq ...) and removed at exit.
+commands (redrive workers|lag|dlq ... --config FILE) and removed at exit.
 --config is not read. Ctrl-C stops everything; nothing is kept.`,
 		flags: func(fs *flag.FlagSet) action {
 			var f devFlags
@@ -47,7 +47,7 @@ commands (redrive --config FILE workers|lag|dlq ...) and removed at exit.
 			fs.StringVar(&f.listen, "listen", devstack.DefaultAdminListen, "serve the console and admin API on `ADDR`")
 			fs.StringVar(&f.metricsListen, "metrics-listen", devstack.DefaultMetricsListen, "serve the exporter on `ADDR`")
 			fs.StringVar(&f.token, "token", "", "log in with `TOKEN` (default $REDRIVE_ADMIN_TOKEN, else random)")
-			fs.Float64Var(&f.rate, "rate", 5, "sample messages per `SECOND`")
+			fs.Float64Var(&f.rate, "rate", 5, "publish `N` sample messages per second")
 			f.crashEvery = devstack.DefaultCrashEvery
 			durationFlag(fs, &f.crashEvery, "crash-every", "crash reconciliation-worker every `DURATION`; 0 = never (default 45s)")
 			return func(ctx context.Context, inv *invocation) error { return dev(ctx, inv, f) }
