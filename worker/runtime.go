@@ -197,7 +197,7 @@ func (r *Runtime) wireClaims() ([]broker.Subscription, error) {
 	}
 	opts := []claims.Option{claims.WithLogger(r.log)}
 	if r.reg != nil {
-		unavailable, err := register(r.reg, claims.New(nil).Collector().(prometheus.Counter))
+		unavailable, err := register(r.reg, claims.NewUnavailableCounter())
 		if err != nil {
 			return nil, fmt.Errorf("worker: register claims metric: %w", err)
 		}

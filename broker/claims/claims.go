@@ -65,6 +65,15 @@ func WithUnavailableCounter(c prometheus.Counter) Option {
 	return func(cc *Counter) { cc.unavailable = c }
 }
 
+// NewUnavailableCounter returns a new redrive_claims_unavailable_total
+// counter, for WithUnavailableCounter.
+func NewUnavailableCounter() prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "redrive_claims_unavailable_total",
+		Help: "Claims that could not be counted because Redis was unavailable; the message was handled anyway.",
+	})
+}
+
 // New returns a Counter on rdb.
 func New(rdb redis.Cmdable, opts ...Option) *Counter {
 	c := &Counter{
@@ -72,10 +81,7 @@ func New(rdb redis.Cmdable, opts ...Option) *Counter {
 		ttl:     DefaultTTL,
 		timeout: DefaultTimeout,
 		log:     slog.Default(),
-		unavailable: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "redrive_claims_unavailable_total",
-			Help: "Claims that could not be counted because Redis was unavailable; the message was handled anyway.",
-		}),
+		unavailable: NewUnavailableCounter(),
 	}
 	for _, o := range opts {
 		o(c)

@@ -33,12 +33,18 @@ func ConfigFrom(c config.RabbitMQ, log *slog.Logger) (Config, error) {
 		Prefix:    c.Prefix,
 		QueueType: c.QueueType,
 		MaxLength: c.MaxLength,
-		Delay: DelayConfig{
-			Mode:       c.Delay.Mode,
-			Resolution: c.Delay.Resolution.Duration(),
-			Factor:     c.Delay.Factor,
-			Levels:     c.Delay.Levels,
-		},
-		Logger: log,
+		Delay:     delayFrom(c.Delay),
+		Logger:    log,
 	}, nil
+}
+
+// DelayQueuesFrom returns the queues delayed messages wait in under the
+// rabbitmq section of a redrive configuration (see DelayQueues), without
+// connecting or reading its TLS files.
+func DelayQueuesFrom(c config.RabbitMQ) ([]string, error) {
+	return DelayQueues(Config{Prefix: c.Prefix, QueueType: c.QueueType, Delay: delayFrom(c.Delay)})
+}
+
+func delayFrom(d config.Delay) DelayConfig {
+	return DelayConfig{Mode: d.Mode, Resolution: d.Resolution.Duration(), Factor: d.Factor, Levels: d.Levels}
 }

@@ -166,7 +166,7 @@ func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (
 			queues = append(queues, q)
 			m.cfg.Groups = append(m.cfg.Groups, exporter.Group{Group: w.Name, Topic: w.Topic, Queue: q})
 		}
-		delay, err := delayQueues(c)
+		delay, err := rabbit.DelayQueuesFrom(c.RabbitMQ)
 		if err != nil {
 			return nil, badInput(err)
 		}
@@ -190,14 +190,6 @@ func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (
 	m.cfg.Heartbeats = m.heartbeats
 	ok = true
 	return m, nil
-}
-
-// delayQueues returns the queues delayed messages wait in on the
-// configured RabbitMQ: tiers (hops mode) or levels (route mode).
-func delayQueues(c *config.Config) ([]string, error) {
-	d := c.RabbitMQ.Delay
-	return rabbit.DelayQueues(rabbit.Config{Prefix: c.RabbitMQ.Prefix, QueueType: c.RabbitMQ.QueueType, Delay: rabbit.DelayConfig{
-		Mode: d.Mode, Resolution: d.Resolution.Duration(), Factor: d.Factor, Levels: d.Levels}})
 }
 
 // close releases the connections, last opened first.

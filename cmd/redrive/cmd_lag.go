@@ -61,7 +61,7 @@ func printLag(ctx context.Context, inv *invocation, partitions bool, timeout tim
 	for _, w := range c.Workers {
 		queues = append(queues, rabbit.Queue(w.Topic, w.Name))
 	}
-	delay, err := delayQueues(c)
+	delay, err := rabbit.DelayQueuesFrom(c.RabbitMQ)
 	if err != nil {
 		return badInput(err)
 	}
