@@ -3,7 +3,7 @@ PKGS      ?= ./...
 FUZZTIME  ?= 5s
 STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/staticcheck)
 
-.PHONY: all build test test-containers faults lint vet staticcheck fuzz bench run tools promtool
+.PHONY: all build test test-containers faults lint fmt vet staticcheck fuzz bench run tools promtool
 
 all: lint test
 
@@ -33,7 +33,12 @@ vet:
 staticcheck: tools
 	$(STATICCHECK) $(PKGS)
 
-lint: vet staticcheck
+## fmt: fail when a tracked Go file is not gofmt-clean (fix: gofmt -w FILE)
+fmt:
+	@files=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$files" ]; then echo "gofmt: not formatted (run gofmt -w on them):"; echo "$$files"; exit 1; fi
+
+lint: fmt vet staticcheck
 
 PROMTOOL  ?= $(shell command -v promtool 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/promtool)
 

@@ -77,10 +77,10 @@ func NewUnavailableCounter() prometheus.Counter {
 // New returns a Counter on rdb.
 func New(rdb redis.Cmdable, opts ...Option) *Counter {
 	c := &Counter{
-		rdb:     rdb,
-		ttl:     DefaultTTL,
-		timeout: DefaultTimeout,
-		log:     slog.Default(),
+		rdb:         rdb,
+		ttl:         DefaultTTL,
+		timeout:     DefaultTimeout,
+		log:         slog.Default(),
 		unavailable: NewUnavailableCounter(),
 	}
 	for _, o := range opts {
