@@ -7,5 +7,5 @@
 // Chromium is required (Debian's chromium package; .ci/run installs it):
 // without it the test fails, unless REDRIVE_BROWSER=skip. With
 // REDRIVE_SCREENSHOTS=1 the test saves the console's main pages as PNG
-// files under docs/screenshots/ for the README.
+// files under docs/screenshots/ for docs/operations.md.
 package browser

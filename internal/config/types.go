@@ -39,7 +39,7 @@ type RabbitMQ struct {
 // Delay configures the RabbitMQ delay tiers: resolution × factor^k for
 // k = 0..levels-1. They express delays up to MaxDelay.
 type Delay struct {
-	Mode       string   `yaml:"mode"`       // route (default: zero consumer hops) | hops (see README)
+	Mode       string   `yaml:"mode"`       // route (default: zero consumer hops) | hops (see docs/rabbitmq.md)
 	Resolution Duration `yaml:"resolution"` // smallest tier; default 1s; whole milliseconds
 	Factor     int      `yaml:"factor"`     // ratio between tiers; default 4, >= 2
 	Levels     int      `yaml:"levels"`     // number of tiers; default 8, >= 1
