@@ -5,16 +5,17 @@ import "time"
 // Config is the whole redrive configuration file. Parse and Load fill in
 // the documented defaults (see the field comments) and validate it.
 type Config struct {
-	Broker    string    `yaml:"broker"` // "rabbitmq" or "kafka"; required
+	Broker    string    `yaml:"broker"` // `rabbitmq` or `kafka`; required
 	RabbitMQ  RabbitMQ  `yaml:"rabbitmq"`
 	Kafka     Kafka     `yaml:"kafka"`
 	Redis     Redis     `yaml:"redis"`
 	Postgres  Postgres  `yaml:"postgres"`
 	Heartbeat Heartbeat `yaml:"heartbeat"`
-	Workers   []Worker  `yaml:"workers"`
-	Lag       Lag       `yaml:"lag"`
-	Admin     Admin     `yaml:"admin"`
-	Exporter  Exporter  `yaml:"exporter"`
+	// Workers has one entry per worker (consumer group).
+	Workers  []Worker `yaml:"workers"`
+	Lag      Lag      `yaml:"lag"`
+	Admin    Admin    `yaml:"admin"`
+	Exporter Exporter `yaml:"exporter"`
 }
 
 // Broker names.
@@ -26,23 +27,37 @@ const (
 // RabbitMQ configures the RabbitMQ backend. Validated when broker is
 // rabbitmq.
 type RabbitMQ struct {
-	URL       string `yaml:"url"`        // amqp:// or amqps://; default amqp://guest:guest@127.0.0.1:5672/
-	Prefix    string `yaml:"prefix"`     // prefix of exchange and tier names; default "redrive"
-	QueueType string `yaml:"queue_type"` // classic (default) | quorum
-	MaxLength int    `yaml:"max_length"` // x-max-length of group queues; 0 = none
-	Delay     Delay  `yaml:"delay"`
-	// TLS configures TLS for amqps:// URLs; nil = the system roots and the
-	// URL's host.
+	// URL is an amqp:// or amqps:// URL with a host (checked when broker is
+	// rabbitmq). Its password is masked by Redacted.
+	URL string `yaml:"url"`
+	// Prefix is the prefix of exchange and delay queue names:
+	// [a-zA-Z0-9._:-], 1 to 191 characters.
+	Prefix    string `yaml:"prefix"`
+	QueueType string `yaml:"queue_type"` // `classic` or `quorum`
+	// MaxLength is the x-max-length of group queues; >= 0, 0 = none.
+	MaxLength int   `yaml:"max_length"`
+	Delay     Delay `yaml:"delay"`
+	// TLS configures TLS for amqps:// URLs (it requires one); absent = the
+	// system roots and the URL's host.
 	TLS *TLS `yaml:"tls"`
 }
 
 // Delay configures the RabbitMQ delay tiers: resolution × factor^k for
-// k = 0..levels-1. They express delays up to MaxDelay.
+// k = 0..levels-1. They express delays up to
+// resolution × (factor^levels − 1).
 type Delay struct {
-	Mode       string   `yaml:"mode"`       // route (default: zero consumer hops) | hops (see docs/rabbitmq.md)
-	Resolution Duration `yaml:"resolution"` // smallest tier; default 1s; whole milliseconds
-	Factor     int      `yaml:"factor"`     // ratio between tiers; default 4, >= 2
-	Levels     int      `yaml:"levels"`     // number of tiers; default 8, >= 1
+	// Mode is `route` (the broker routes a waiting message by the digits
+	// of its routing key; zero consumer hops) or `hops` (a consumer moves
+	// it tier by tier); see docs/rabbitmq.md.
+	Mode string `yaml:"mode"`
+	// Resolution is the smallest delay tier; > 0, whole milliseconds.
+	Resolution Duration `yaml:"resolution"`
+	// Factor is the ratio between tiers; >= 2.
+	Factor int `yaml:"factor"`
+	// Levels is the number of tiers; >= 1. The largest tier,
+	// resolution × factor^(levels−1), must fit RabbitMQ's x-message-ttl
+	// (2³²−1 ms).
+	Levels int `yaml:"levels"`
 }
 
 // Kafka configures the Kafka backend. Validated when broker is kafka.
@@ -51,30 +66,47 @@ type Kafka struct {
 	// comma-separated addresses (so that brokers: ["${KAFKA_BROKERS}"]
 	// works with a list in one variable); empty entries are dropped.
 	// Required when broker is kafka.
-	Brokers           []string `yaml:"brokers"`
-	Partitions        int      `yaml:"partitions"`         // for topics redrive creates; default 3
-	ReplicationFactor int      `yaml:"replication_factor"` // default -1 (the broker's default)
+	Brokers []string `yaml:"brokers"`
+	// Partitions is the partition count of the topics redrive creates;
+	// >= 1.
+	Partitions int `yaml:"partitions"`
+	// ReplicationFactor of the topics redrive creates: -1 = the broker's
+	// default, else >= 1.
+	ReplicationFactor int `yaml:"replication_factor"`
 
-	// Client tuning; 0 = the backend's default (see broker/kafka.Config).
-	ClientID          string   `yaml:"client_id"`          // default "redrive"
-	CommitInterval    Duration `yaml:"commit_interval"`    // how often done offsets are committed; default 1s
-	FetchMaxWait      Duration `yaml:"fetch_max_wait"`     // how long a fetch waits for data; default 500ms
-	HeartbeatInterval Duration `yaml:"heartbeat_interval"` // group heartbeats; default 3s
-	SessionTimeout    Duration `yaml:"session_timeout"`    // group session; default 45s
-	RebalanceTimeout  Duration `yaml:"rebalance_timeout"`  // default 60s
+	// Client tuning: unset = the Kafka backend's default (see
+	// broker/kafka.Config).
 
-	// TLS, when set, connects to the brokers over TLS.
+	// ClientID is the client id the brokers see; unset = `redrive`.
+	ClientID string `yaml:"client_id"`
+	// CommitInterval is how often the offsets of done records are
+	// committed (also on revoke and shutdown); >= 0; unset = 1s.
+	CommitInterval Duration `yaml:"commit_interval"`
+	// FetchMaxWait is how long a fetch waits on the broker for data; >= 0;
+	// unset = 500ms.
+	FetchMaxWait Duration `yaml:"fetch_max_wait"`
+	// HeartbeatInterval is the group heartbeat period; shorter than
+	// session_timeout; unset = 3s.
+	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
+	// SessionTimeout is the group session timeout; unset = 45s.
+	SessionTimeout Duration `yaml:"session_timeout"`
+	// RebalanceTimeout is how long a rebalance may take; unset = 60s.
+	RebalanceTimeout Duration `yaml:"rebalance_timeout"`
+
+	// TLS, when present, connects to the brokers over TLS ({} = the
+	// system roots).
 	TLS *TLS `yaml:"tls"`
-	// SASL, when set, authenticates to the brokers.
+	// SASL, when present, authenticates to the brokers.
 	SASL *SASL `yaml:"sasl"`
 }
 
-// TLS configures a TLS client. Files are PEM.
+// TLS configures a TLS client. Files are PEM; every file named must be
+// readable and load.
 type TLS struct {
-	CAFile             string `yaml:"ca_file"`              // CA bundle to verify the server; default the system roots
-	CertFile           string `yaml:"cert_file"`            // client certificate (mutual TLS); with key_file
+	CAFile             string `yaml:"ca_file"`              // CA bundle to verify the server; empty = the system roots
+	CertFile           string `yaml:"cert_file"`            // client certificate (mutual TLS); with key_file, and matching it
 	KeyFile            string `yaml:"key_file"`             // its private key; with cert_file
-	ServerName         string `yaml:"server_name"`          // name to verify; default the host dialed
+	ServerName         string `yaml:"server_name"`          // name to verify; empty = the host dialed
 	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"` // do not verify the server (tests only)
 }
 
@@ -87,41 +119,52 @@ const (
 
 // SASL configures Kafka SASL authentication.
 type SASL struct {
-	Mechanism string `yaml:"mechanism"` // PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512; required
+	Mechanism string `yaml:"mechanism"` // `PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512` (case-sensitive); required
 	Username  string `yaml:"username"`  // required
-	Password  string `yaml:"password"`  // required; secret: masked by Redacted
+	Password  string `yaml:"password"`  // required; secret: masked by Redacted (redrive config check)
 }
 
-// Redis configures heartbeats.
+// Redis configures the Redis of heartbeats and poison-pill claim counts.
 type Redis struct {
-	Addr     string `yaml:"addr"`     // host:port; default 127.0.0.1:6379
-	Password string `yaml:"password"` // secret: masked by Redacted
-	DB       int    `yaml:"db"`       // default 0
+	Addr     string `yaml:"addr"`     // host:port
+	Password string `yaml:"password"` // secret: masked by Redacted (redrive config check)
+	DB       int    `yaml:"db"`       // database number; >= 0
 }
 
 // Postgres configures the DLQ store.
 type Postgres struct {
-	// URL is a postgres:// URL or a key=value DSN; empty = no Postgres
-	// store. Its password is masked by Redacted.
+	// URL is a postgres:// or postgresql:// URL or a key=value DSN; empty =
+	// no PostgreSQL store (redrive serve then keeps dead letters in
+	// memory). Its password is masked by Redacted.
 	URL string `yaml:"url"`
 }
 
 // Heartbeat configures worker heartbeats and their monitor.
 type Heartbeat struct {
-	Interval           Duration `yaml:"interval"`             // refresh period; default 10s
-	TTL                Duration `yaml:"ttl"`                  // key TTL, > interval; default 30s
-	MissingAfter       Duration `yaml:"missing_after"`        // CRITICAL after this long without a heartbeat; default 60s
-	IdleAfter          Duration `yaml:"idle_after"`           // WARNING (stuck) after this long without a message while lag > 0; default 5m
-	ShutdownStuckAfter Duration `yaml:"shutdown_stuck_after"` // WARNING after this long in SHUTTING_DOWN; default 2m
+	Interval           Duration `yaml:"interval"`             // refresh period; > 0
+	TTL                Duration `yaml:"ttl"`                  // key TTL; > 0 and longer than interval
+	MissingAfter       Duration `yaml:"missing_after"`        // CRITICAL (missing) after this long without a heartbeat; > 0
+	IdleAfter          Duration `yaml:"idle_after"`           // WARNING (stuck) after this long without a message while lag > 0; > 0
+	ShutdownStuckAfter Duration `yaml:"shutdown_stuck_after"` // WARNING after this long in SHUTTING_DOWN; > 0
 }
 
 // Worker is one worker (consumer group) on one topic.
 type Worker struct {
-	Name        string    `yaml:"name"`        // group name; required, unique, a legal topic name
-	Topic       string    `yaml:"topic"`       // required, a legal topic name
-	QueueTTL    *Duration `yaml:"queue_ttl"`   // max age of a waiting message; default 5m; 0 = none
-	Concurrency int       `yaml:"concurrency"` // default 1
-	Prefetch    int       `yaml:"prefetch"`    // default 2 × concurrency
+	// Name is the group name; required, unique, a legal topic name
+	// ([a-zA-Z0-9._-], 1 to 249 characters, not . or ..) since it names
+	// queues and topics.
+	Name string `yaml:"name"`
+	// Topic is the topic the worker reads; required, a legal topic name.
+	Topic string `yaml:"topic"`
+	// QueueTTL is the longest a message may wait: older, it is
+	// dead-lettered with reason expired; an explicit 0 = never; >= 0.
+	QueueTTL *Duration `yaml:"queue_ttl"`
+	// Concurrency is the number of handler goroutines (RabbitMQ) or of
+	// partitions handled at once (Kafka); >= 0.
+	Concurrency int `yaml:"concurrency"`
+	// Prefetch is the number of unacknowledged messages per consumer
+	// (RabbitMQ); >= 0; default 2 × concurrency.
+	Prefetch int `yaml:"prefetch"`
 	// MaxClaims dead-letters a message with reason max_claims once it was
 	// delivered this many times without its handler finishing (a handler
 	// that kills the process). Default 5; 0 = off.
@@ -132,49 +175,74 @@ type Worker struct {
 
 // Retry is a worker's retry policy.
 type Retry struct {
-	MaxRetries   *int     `yaml:"max_retries"`   // default 5 (unset when unlimited); 0 = DLQ on first failure
-	Unlimited    bool     `yaml:"unlimited"`     // retry forever; must be explicit
-	Backoff      Backoff  `yaml:"backoff"`       // default "1s -> 5s -> 30s -> 5m -> 30m"
-	RepeatLast   *bool    `yaml:"repeat_last"`   // reuse the last delay past the schedule; default true
-	NonRetriable []string `yaml:"non_retriable"` // error classes sent straight to the DLQ
-	MaxElapsed   Duration `yaml:"max_elapsed"`   // give up this long after the first failure; 0 = no limit
-	Mode         string   `yaml:"mode"`          // blocking (default) | non_blocking
+	// MaxRetries is the number of retries before the DLQ; 0 = DLQ on the
+	// first failure; negative is an error (use unlimited). Unset when
+	// unlimited.
+	MaxRetries *int `yaml:"max_retries"`
+	// Unlimited retries forever; it must be explicit and cannot be
+	// combined with max_retries.
+	Unlimited bool `yaml:"unlimited"`
+	// Backoff is the delay before each retry: a schedule, a list or an
+	// exponential back-off (see the configuration guide). Steps >= 0;
+	// exponential: initial >= 0 (default 1s), multiplier finite >= 1
+	// (default 2), max >= 0 (0 = no cap), jitter in [0, 1]. On RabbitMQ
+	// the longest delay (jitter included) must fit the delay tiers:
+	// resolution × (factor^levels − 1), 18h12m15s with the defaults.
+	Backoff Backoff `yaml:"backoff"`
+	// RepeatLast reuses the last delay past the end of a schedule (else
+	// retries at once).
+	RepeatLast *bool `yaml:"repeat_last"`
+	// NonRetriable lists error classes sent straight to the DLQ (reason
+	// permanent); when given, not empty.
+	NonRetriable []string `yaml:"non_retriable"`
+	// MaxElapsed stops retrying this long after the first failure (reason
+	// max_retries); >= 0, 0 = no limit.
+	MaxElapsed Duration `yaml:"max_elapsed"`
+	// Mode is `blocking` or `non_blocking` (Kafka; RabbitMQ never
+	// blocks); see docs/kafka.md.
+	Mode string `yaml:"mode"`
 }
 
 // DLQ is a worker's dead-letter settings.
 type DLQ struct {
-	Severity  string    `yaml:"severity"`  // critical | warning (default) | info
-	Retention Retention `yaml:"retention"` // duration or "forever"; default 30d
+	// Severity is `critical`, `warning` or `info`: the label of the DLQ's
+	// metrics and alerts.
+	Severity string `yaml:"severity"`
+	// Retention is how long dead letters are kept live before they are
+	// archived: a duration >= 0 or `forever`.
+	Retention Retention `yaml:"retention"`
 }
 
 // Lag configures lag thresholds per topic.
 type Lag struct {
-	// Thresholds maps a topic to its thresholds.
+	// Thresholds maps a topic (a legal topic name) to its thresholds.
 	Thresholds map[string]Threshold `yaml:"thresholds"`
 }
 
 // Threshold is a topic's lag thresholds in records: WARNING above Warning,
 // CRITICAL above Critical.
 type Threshold struct {
-	Warning  int64 `yaml:"warning"`  // >= 0
-	Critical int64 `yaml:"critical"` // >= warning
+	Warning  int64 `yaml:"warning"`  // records behind; >= 0
+	Critical int64 `yaml:"critical"` // records behind; >= warning
 }
 
 // Admin configures the admin HTTP API.
 type Admin struct {
-	Listen string `yaml:"listen"` // host:port; default 127.0.0.1:8080
-	// Token is the bearer token of the API; required when Listen is not a
+	Listen string `yaml:"listen"` // host:port of the DLQ admin API and the console
+	// Token is the bearer token of the API and the console's operator
+	// login; at least 8 characters; required when listen is not a
 	// loopback address. Secret: masked by Redacted.
 	Token string `yaml:"token"`
 	// ViewerToken, when set, logs a viewer into the console: read-only,
-	// no replay or discard (the API accepts only Token). Secret: masked
-	// by Redacted; must differ from Token.
+	// no replay, discard or replay-all (the API accepts only Token). At
+	// least 8 characters; must differ from Token, and needs it. Secret:
+	// masked by Redacted.
 	ViewerToken string `yaml:"viewer_token"`
 }
 
 // Exporter configures the Prometheus exporter.
 type Exporter struct {
-	Listen string `yaml:"listen"` // host:port; default 127.0.0.1:9477
+	Listen string `yaml:"listen"` // host:port of Prometheus /metrics, /healthz and /readyz
 }
 
 // Duration is a time.Duration read from "1s", "5m", "1h30m" or whole days

@@ -1,0 +1,15 @@
+// Package docgen generates the reference parts of the documentation from
+// the code, so that they cannot drift: docs/configuration.md from the
+// configuration's Go types and their doc comments (internal/config), and
+// the metrics list of docs/monitoring.md from the registered Prometheus
+// collectors. Its tests fail when a generated file is stale, when a
+// configuration key has no doc comment, when a relative link or anchor in
+// README.md or docs/ does not resolve, or when docs/architecture.md names
+// a function that does not exist.
+//
+// Regenerate from the repository root with
+//
+//	go generate ./internal/docgen
+package docgen
+
+//go:generate go run ./gen -root ../..
