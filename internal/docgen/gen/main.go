@@ -1,13 +1,15 @@
 // Command gen regenerates the generated parts of the documentation:
-// docs/configuration.md. Run it
+// docs/configuration.md and the metrics list of docs/monitoring.md. Run it
 // through go generate ./internal/docgen.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/redrive/redrive/internal/docgen"
 )
@@ -16,7 +18,7 @@ func main() {
 	root := flag.String("root", ".", "the repository root")
 	flag.Parse()
 	if err := run(*root); err != nil {
-		fmt.Fprintln(os.Stderr, "docgen:", err)
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 }
@@ -29,5 +31,16 @@ func run(root string) error {
 	if err := os.WriteFile(filepath.Join(root, docgen.ConfigFile), cfg, 0o644); err != nil {
 		return err
 	}
-	return nil
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	page := filepath.Join(root, docgen.MetricsFile)
+	old, err := os.ReadFile(page)
+	if err != nil {
+		return err
+	}
+	updated, err := docgen.UpdateMetrics(ctx, old)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(page, updated, 0o644)
 }
