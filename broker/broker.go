@@ -60,6 +60,10 @@ type Delivery struct {
 	Topic string
 	// Group is the worker (consumer group) that received it.
 	Group string
+	// Instance is the worker process that received it (the backend's
+	// InstanceID: heartbeat.instance, else hostname-pid); dead letters it
+	// makes carry it as worker_instance.
+	Instance string
 	// Source is the queue (RabbitMQ) or topic (Kafka) it was read from.
 	Source string
 	// Partition and Offset locate a Kafka record; -1 on RabbitMQ.

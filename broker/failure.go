@@ -82,6 +82,9 @@ func FailureHeaders(d *Delivery, o Outcome, now time.Time) map[string]string {
 	h[HeaderError] = o.Error
 	h[HeaderErrorClass] = o.Class
 	h[HeaderWorker] = d.Group
+	if d.Instance != "" {
+		h[HeaderWorkerInstance] = d.Instance
+	}
 	if d.Source != "" {
 		h[HeaderSource] = d.Source
 	}

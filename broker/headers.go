@@ -9,6 +9,7 @@ const (
 	HeaderError          = "x-redrive-error"            // last error message
 	HeaderErrorClass     = "x-redrive-error-class"      // last error class
 	HeaderWorker         = "x-redrive-worker"           // group that failed
+	HeaderWorkerInstance = "x-redrive-worker-instance"  // worker process that failed
 	HeaderSource         = "x-redrive-source"           // original topic or queue
 	HeaderReason         = "x-redrive-reason"           // why it was dead-lettered
 	HeaderReplayedFrom   = "x-redrive-replayed-from"    // DLQ entry a replay came from

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redrive/redrive/broker"
 )
 
 // ErrInvalidConfig is wrapped by the Validate errors of this package.
@@ -90,14 +90,8 @@ func (c PublisherConfig) Validate() error {
 }
 
 // DefaultInstance returns "hostname-pid" ("unknown-pid" without a host
-// name).
-func DefaultInstance() string {
-	h, err := os.Hostname()
-	if err != nil || h == "" {
-		h = "unknown"
-	}
-	return h + "-" + strconv.Itoa(os.Getpid())
-}
+// name), as broker.DefaultInstance.
+func DefaultInstance() string { return broker.DefaultInstance() }
 
 // LagThreshold is the lag, in records, above which a worker reads WARNING
 // or CRITICAL. A zero level is off.

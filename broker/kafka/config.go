@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/broker"
 )
 
 // ErrInvalidConfig is wrapped by every Config.Validate error.
@@ -171,11 +171,7 @@ func (c Config) withDefaults() Config {
 		c.ClientID = DefaultClientID
 	}
 	if c.InstanceID == "" {
-		host, _ := os.Hostname()
-		if host == "" {
-			host = "unknown"
-		}
-		c.InstanceID = host + "-" + strconv.Itoa(os.Getpid())
+		c.InstanceID = broker.DefaultInstance()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

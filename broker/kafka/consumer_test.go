@@ -483,7 +483,7 @@ func headerOr(r *kgo.Record, name string) string {
 
 func TestHandlerPanicIsDeadLettered(t *testing.T) {
 	brokers := kafkatest.Cluster(t)
-	b := kafkatest.New(t, brokers, nil)
+	b := kafkatest.New(t, brokers, func(c *kafka.Config) { c.InstanceID = "pod-7" })
 	topic := topicName(t)
 	sub := broker.Subscription{Topic: topic, Group: "g"}
 	rec := newRecorder()
@@ -505,6 +505,9 @@ func TestHandlerPanicIsDeadLettered(t *testing.T) {
 	if e.ErrorClass != broker.ClassPanic || e.ErrorMessage != "handler panic: kaboom" || e.StackTrace == "" || e.Reason != broker.ReasonMaxRetries {
 		t.Errorf("entry = class %q message %q reason %q stack %d chars; want panic, handler panic: kaboom, max_retries, a stack",
 			e.ErrorClass, e.ErrorMessage, e.Reason, len(e.StackTrace))
+	}
+	if e.Worker != "g" || e.WorkerInstance != "pod-7" {
+		t.Errorf("entry worker %q instance %q, want g and the configured instance pod-7", e.Worker, e.WorkerInstance)
 	}
 }
 

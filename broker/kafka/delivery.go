@@ -32,6 +32,7 @@ func (c *consumer) delivery(r *kgo.Record) *broker.Delivery {
 		},
 		Topic:     c.sub.Topic,
 		Group:     c.sub.Group,
+		Instance:  c.b.cfg.InstanceID,
 		Source:    r.Topic,
 		Partition: r.Partition,
 		Offset:    r.Offset,

@@ -52,7 +52,7 @@ func (c *consumer) deadLetterRecord(d *broker.Delivery, o broker.Outcome, cause 
 		Reason:            o.Reason,
 		RetryCount:        max(d.Attempt, 1) - 1,
 		Worker:            d.Group,
-		WorkerInstance:    c.b.cfg.InstanceID,
+		WorkerInstance:    d.Instance,
 		Source:            d.Source,
 		FirstFailureAt:    first,
 		LastFailureAt:     last,

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/broker"
 )
 
 // ErrInvalidConfig is wrapped by Config.Validate errors.
@@ -59,6 +61,10 @@ type Config struct {
 	MaxMessageSize int
 	// DialTimeout bounds one connection attempt; default 10 s.
 	DialTimeout time.Duration
+	// InstanceID names this worker process on the dead letters it makes
+	// (x-redrive-worker-instance, the entry's worker_instance). Default
+	// broker.DefaultInstance(): "<hostname>-<pid>".
+	InstanceID string
 	// Logger receives operational logs; default slog.Default().
 	Logger *slog.Logger
 }
@@ -104,6 +110,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.DialTimeout == 0 {
 		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.InstanceID == "" {
+		c.InstanceID = broker.DefaultInstance()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

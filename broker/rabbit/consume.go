@@ -342,6 +342,7 @@ func (c *consumer) delivery(m amqp.Delivery) *broker.Delivery {
 		},
 		Topic:       h[broker.HeaderTopic],
 		Group:       c.sub.Group,
+		Instance:    c.b.cfg.InstanceID,
 		Source:      c.queue,
 		Partition:   -1,
 		Offset:      -1,

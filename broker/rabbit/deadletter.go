@@ -2,6 +2,7 @@ package rabbit
 
 import (
 	"strconv"
+	"strings"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -26,6 +27,7 @@ func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 		ErrorMessage:      h[broker.HeaderError],
 		Reason:            h[broker.HeaderReason],
 		Worker:            h[broker.HeaderWorker],
+		WorkerInstance:    h[broker.HeaderWorkerInstance],
 		Source:            h[broker.HeaderSource],
 		FirstFailureAt:    broker.ParseTime(h[broker.HeaderFirstFailureAt]),
 		LastFailureAt:     broker.ParseTime(h[broker.HeaderLastFailureAt]),
@@ -43,6 +45,9 @@ func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 			e.Reason = deathReason(d.Reason)
 			if e.Source == "" {
 				e.Source = d.Queue
+			}
+			if w, ok := strings.CutPrefix(d.Queue, h[broker.HeaderTopic]+"."); ok && e.Worker == "" && h[broker.HeaderTopic] != "" {
+				e.Worker = w // the group queue is "<topic>.<group>"
 			}
 			if e.ErrorClass == "" {
 				e.ErrorClass = e.Reason

@@ -219,7 +219,7 @@ func TestUnreachableNamesURLWithoutPassword(t *testing.T) {
 func TestHandlerPanicIsAFailure(t *testing.T) {
 	s := sub("panic." + broker.NewMessageID()[:6])
 	s.Policy = retrypolicy.Policy{MaxRetries: 1}
-	b := newBroker(t, nil, s)
+	b := newBroker(t, func(c *rabbit.Config) { c.InstanceID = "pod-7" }, s)
 	if err := b.Declare(t.Context(), s); err != nil {
 		t.Fatal(err)
 	}
@@ -243,6 +243,9 @@ func TestHandlerPanicIsAFailure(t *testing.T) {
 	e := rabbit.EntryFromDelivery(m)
 	if e.ErrorClass != "panic" || !strings.Contains(e.ErrorMessage, "handler bug") || e.RetryCount != 1 {
 		t.Fatalf("entry = class %q message %q retries %d, want panic / handler bug / 1", e.ErrorClass, e.ErrorMessage, e.RetryCount)
+	}
+	if e.Worker != s.Group || e.WorkerInstance != "pod-7" {
+		t.Errorf("entry worker %q instance %q, want %q and the configured instance pod-7", e.Worker, e.WorkerInstance, s.Group)
 	}
 	if len(calls) != 2 {
 		t.Fatalf("handler called %d times, want 2", len(calls))
@@ -294,6 +297,9 @@ func TestMaxLengthDeadLetters(t *testing.T) {
 	e := rabbit.EntryFromDelivery(m)
 	if e.Reason != broker.ReasonMaxLength || e.MessageID != "a" {
 		t.Fatalf("overflow entry = %q reason %q, want the oldest message (a) with reason max_length", e.MessageID, e.Reason)
+	}
+	if e.Worker != s.Group {
+		t.Errorf("broker-made dead letter: worker %q, want %q (from the group queue's name)", e.Worker, s.Group)
 	}
 }
 

@@ -16,6 +16,7 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
+		cfg.InstanceID = c.Heartbeat.Instance // empty: hostname-pid
 		return New(ctx, cfg)
 	})
 }

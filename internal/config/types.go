@@ -11,6 +11,7 @@ type Config struct {
 	Redis     Redis     `yaml:"redis"`
 	Postgres  Postgres  `yaml:"postgres"`
 	Heartbeat Heartbeat `yaml:"heartbeat"`
+	Health    Health    `yaml:"health"`
 	// Workers has one entry per worker (consumer group).
 	Workers  []Worker `yaml:"workers"`
 	Lag      Lag      `yaml:"lag"`
@@ -146,6 +147,24 @@ type Heartbeat struct {
 	MissingAfter       Duration `yaml:"missing_after"`        // CRITICAL (missing) after this long without a heartbeat; > 0
 	IdleAfter          Duration `yaml:"idle_after"`           // WARNING (stuck) after this long without a message while lag > 0; > 0
 	ShutdownStuckAfter Duration `yaml:"shutdown_stuck_after"` // WARNING after this long in SHUTTING_DOWN; > 0
+	// Instance identifies a worker process in its heartbeats, its dead
+	// letters and the worker_instance label, e.g. "${POD_NAME}" or
+	// "${HOSTNAME}". A name that survives a restart (a StatefulSet pod, a
+	// systemd unit instance) lets the restarted process take over its
+	// predecessor's heartbeat, so that the predecessor's missing alert
+	// resolves. Empty (also when it expands to empty): hostname-pid,
+	// which changes on every restart. At most 200 characters, no
+	// whitespace or control characters.
+	Instance string `yaml:"instance"`
+}
+
+// Health configures the health probes of a worker process run with the
+// worker package (worker.Run): GET /livez and GET /readyz.
+type Health struct {
+	// Listen is the host:port the probes are served on, e.g.
+	// "0.0.0.0:8081" for Kubernetes probes; empty serves none.
+	// worker.WithHealth overrides it.
+	Listen string `yaml:"listen"`
 }
 
 // Worker is one worker (consumer group) on one topic.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/redrive/redrive/broker"
 )
@@ -71,6 +73,9 @@ func (c *Config) validate(p *problems) {
 		p.add("admin.viewer_token", "needs admin.token: without it the console runs without login")
 	}
 	checkListen(p, "exporter.listen", c.Exporter.Listen)
+	if c.Health.Listen != "" {
+		checkListen(p, "health.listen", c.Health.Listen)
+	}
 }
 
 func (r RabbitMQ) validate(p *problems) {
@@ -193,7 +198,16 @@ func (h Heartbeat) validate(p *problems) {
 	if h.Interval > 0 && h.TTL > 0 && h.TTL <= h.Interval {
 		p.add("heartbeat.ttl", fmt.Sprintf("%s must be longer than heartbeat.interval (%s)", h.TTL, h.Interval))
 	}
+	switch {
+	case len(h.Instance) > maxInstanceLen:
+		p.add("heartbeat.instance", fmt.Sprintf("%d characters, more than %d", len(h.Instance), maxInstanceLen))
+	case strings.IndexFunc(h.Instance, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError }) >= 0:
+		p.add("heartbeat.instance", fmt.Sprintf("%q holds whitespace, a control character or invalid UTF-8", h.Instance))
+	}
 }
+
+// maxInstanceLen bounds heartbeat.instance.
+const maxInstanceLen = 200
 
 // validateWorkers checks workers whose defaults are applied. brokerName
 // ("" when unknown) enables the checks of names the backend derives.

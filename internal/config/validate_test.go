@@ -67,6 +67,11 @@ func TestValidateRules(t *testing.T) {
 		// heartbeat
 		{"heartbeat negative", "broker: rabbitmq\nheartbeat: {interval: -1s, missing_after: -1m}",
 			[]string{"heartbeat.interval: -1s is not positive", "heartbeat.missing_after: -1m is not positive"}},
+		{"heartbeat instance with a space", "broker: rabbitmq\nheartbeat: {instance: \"pod 1\"}",
+			[]string{`heartbeat.instance: "pod 1" holds whitespace, a control character or invalid UTF-8`}},
+		{"heartbeat instance too long", "broker: rabbitmq\nheartbeat: {instance: " + strings.Repeat("x", 201) + "}",
+			[]string{"heartbeat.instance: 201 characters, more than 200"}},
+		{"health listen", "broker: rabbitmq\nhealth: {listen: nowhere}", []string{`health.listen: "nowhere" is not host:port`}},
 		{"heartbeat ttl not longer than interval", "broker: rabbitmq\nheartbeat: {interval: 30s, ttl: 30s}",
 			[]string{"heartbeat.ttl: 30s must be longer than heartbeat.interval (30s)"}},
 		{"heartbeat ttl against the default interval", "broker: rabbitmq\nheartbeat: {ttl: 5s}",
