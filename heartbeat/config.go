@@ -1,6 +1,7 @@
 package heartbeat
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,6 +42,11 @@ type PublisherConfig struct {
 	ForgetAfter time.Duration
 	// Prefix goes in front of every key (see Keys); default "".
 	Prefix string
+	// Lag, when set, is asked for the consumer lag before every beat
+	// (bounded by the beat's deadline); the beat reports its answer, or
+	// the last one when it fails (logged once per failure streak).
+	// SetLag is the other way to report lag.
+	Lag func(ctx context.Context) (int64, error)
 	// Logger receives the outage messages; default slog.Default().
 	Logger *slog.Logger
 }

@@ -21,3 +21,7 @@ func (k Keys) Stopping(typ string) string { return k.Prefix + "workers:" + typ +
 
 // Types is the set of every worker type that ever beat: "workers".
 func (k Keys) Types() string { return k.Prefix + "workers" }
+
+// Audit is the stream of operator actions on the registry (Retire):
+// "workers::audit", a name no worker type can produce.
+func (k Keys) Audit() string { return k.Prefix + "workers::audit" }

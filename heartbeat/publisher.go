@@ -29,6 +29,7 @@ type Publisher struct {
 	lastMsg atomic.Int64 // unix nanoseconds of the last handled message; 0 = none
 	lag     atomic.Int64
 	down    atomic.Bool // Redis unreachable since the last logged failure
+	lagDown atomic.Bool // cfg.Lag failing since the last logged failure
 
 	now    func() time.Time
 	onBeat func(Status, error) // test hook, called after each beat of Run
@@ -98,6 +99,7 @@ func (p *Publisher) Snapshot(status Status) Heartbeat {
 // once per outage) when Redis cannot be reached; the next successful beat
 // logs the recovery.
 func (p *Publisher) Beat(ctx context.Context) error {
+	p.measureLag(ctx)
 	hb := p.Snapshot(StatusRunning)
 	data, err := json.Marshal(hb)
 	if err != nil {
@@ -170,6 +172,25 @@ func (p *Publisher) Run(ctx context.Context) error {
 			return err
 		case <-t.C:
 		}
+	}
+}
+
+// measureLag asks cfg.Lag, when set, for the lag the next snapshot
+// reports; a failure keeps the last value.
+func (p *Publisher) measureLag(ctx context.Context) {
+	if p.cfg.Lag == nil {
+		return
+	}
+	n, err := p.cfg.Lag(ctx)
+	switch {
+	case err == nil:
+		p.lag.Store(max(n, 0))
+		if p.lagDown.CompareAndSwap(true, false) {
+			p.cfg.Logger.Info("heartbeat: consumer lag measurable again", "type", p.cfg.Type, "instance", p.cfg.Instance)
+		}
+	case ctx.Err() == nil && p.lagDown.CompareAndSwap(false, true):
+		p.cfg.Logger.Warn("heartbeat: consumer lag cannot be measured; heartbeats report the last known lag",
+			"type", p.cfg.Type, "instance", p.cfg.Instance, "err", err)
 	}
 }
 

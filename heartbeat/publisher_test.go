@@ -293,3 +293,58 @@ func TestPublisherConfigValidate(t *testing.T) {
 		t.Errorf("default instance %q, want hostname-pid %q", d.Instance, DefaultInstance())
 	}
 }
+
+// TestPublisherAsksLagBeforeEachBeat: with PublisherConfig.Lag every beat
+// reports the lag it measures; a failed measurement keeps the last value
+// and is logged once per failure streak.
+func TestPublisherAsksLagBeforeEachBeat(t *testing.T) {
+	rdb, prefix := newRedis(t)
+	ctx := t.Context()
+	var (
+		mu   sync.Mutex
+		lag  int64 = 7
+		fail error
+	)
+	logs := &logRecorder{}
+	p := newPublisher(t, rdb, PublisherConfig{Type: "w", Instance: "i", Prefix: prefix, Logger: slog.New(logs),
+		Lag: func(context.Context) (int64, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return lag, fail
+		}})
+	beatLag := func() int64 {
+		t.Helper()
+		if err := p.Beat(ctx); err != nil {
+			t.Fatalf("Beat: %v", err)
+		}
+		raw, err := rdb.Get(ctx, p.Key()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var hb Heartbeat
+		if err := json.Unmarshal([]byte(raw), &hb); err != nil {
+			t.Fatal(err)
+		}
+		return hb.ConsumerLag
+	}
+	if got := beatLag(); got != 7 {
+		t.Fatalf("consumer_lag = %d, want 7", got)
+	}
+	mu.Lock()
+	lag, fail = 0, errors.New("broker gone")
+	mu.Unlock()
+	for range 3 {
+		if got := beatLag(); got != 7 {
+			t.Fatalf("consumer_lag while the measurement fails = %d, want the last value 7", got)
+		}
+	}
+	if n := logs.count(slog.LevelWarn, "heartbeat: consumer lag cannot be measured; heartbeats report the last known lag"); n != 1 {
+		t.Errorf("failure logged %d times, want once: %v", n, logs.all())
+	}
+	mu.Lock()
+	lag, fail = 3, nil
+	mu.Unlock()
+	if got := beatLag(); got != 3 {
+		t.Fatalf("consumer_lag after recovery = %d, want 3", got)
+	}
+}

@@ -17,7 +17,25 @@ const DefaultSampleInterval = 15 * time.Second
 const (
 	MetricHeartbeatTimestamp = "worker_heartbeat_timestamp_seconds"
 	MetricWorkerStatus       = "redrive_worker_status"
+	MetricRunningInstances   = "redrive_worker_running_instances"
 )
+
+// LabelInstance is the label of a worker instance on the sampler's series.
+// It is not "instance": Prometheus owns that label (the scrape target's
+// address) and would rename ours to exported_instance under a default
+// scrape config.
+const LabelInstance = "worker_instance"
+
+// Worker is a configured worker type: the sampler exports its number of
+// running instances even when it has none.
+type Worker struct {
+	// Type is the worker name (its consumer group).
+	Type string
+	// DLQSeverity is the severity of its dead letters (critical for
+	// money-moving workers), the dlq_severity label of
+	// redrive_worker_running_instances.
+	DLQSeverity string
+}
 
 // SamplerConfig configures a Sampler.
 type SamplerConfig struct {
@@ -25,6 +43,10 @@ type SamplerConfig struct {
 	Interval time.Duration
 	// Logger receives failed checks, once per outage; default slog.Default().
 	Logger *slog.Logger
+	// Workers are the configured worker types; each gets a
+	// redrive_worker_running_instances series, 0 when none of its
+	// instances runs. Types seen in Redis but not listed get none.
+	Workers []Worker
 }
 
 // Sampler runs a Monitor on an interval and keeps the last table, which it
@@ -44,8 +66,9 @@ type Sampler struct {
 	at   time.Time
 	err  error
 
-	tsDesc     *prometheus.Desc
-	statusDesc *prometheus.Desc
+	tsDesc      *prometheus.Desc
+	statusDesc  *prometheus.Desc
+	runningDesc *prometheus.Desc
 }
 
 // NewSampler returns a sampler of mon; it samples nothing until Sample or
@@ -62,10 +85,13 @@ func NewSampler(mon *Monitor, cfg SamplerConfig) *Sampler {
 		cfg: cfg,
 		tsDesc: prometheus.NewDesc(MetricHeartbeatTimestamp,
 			"Unix time of the last heartbeat of a worker instance (kept after its key expired, until forgotten).",
-			[]string{"type", "instance"}, nil),
+			[]string{"type", LabelInstance}, nil),
 		statusDesc: prometheus.NewDesc(MetricWorkerStatus,
 			"1 for each condition a worker instance meets (ok, late, missing, stuck, lag_warning, lag_critical, shutting_down, shutdown_stuck, malformed, unknown), labelled with the condition's severity.",
-			[]string{"type", "instance", "condition", "severity"}, nil),
+			[]string{"type", LabelInstance, "condition", "severity"}, nil),
+		runningDesc: prometheus.NewDesc(MetricRunningInstances,
+			"Instances of a configured worker type that beat RUNNING within heartbeat.missing_after (stuck or lagging ones included), as of the last sample.",
+			[]string{"type", "dlq_severity"}, nil),
 	}
 }
 
@@ -117,15 +143,29 @@ func (s *Sampler) Last() ([]WorkerStatus, time.Time, error) {
 func (s *Sampler) Describe(ch chan<- *prometheus.Desc) {
 	ch <- s.tsDesc
 	ch <- s.statusDesc
+	ch <- s.runningDesc
 }
 
 // Collect implements prometheus.Collector from the cached sample.
 // worker_heartbeat_timestamp_seconds is left out for rows of severity
-// UNKNOWN, so a Redis outage does not read as missing workers.
+// UNKNOWN, so a Redis outage does not read as missing workers; so is
+// redrive_worker_running_instances before the first sample and while Redis
+// cannot be read.
 func (s *Sampler) Collect(ch chan<- prometheus.Metric) {
 	s.mu.RLock()
-	rows := s.rows
+	rows, at, err := s.rows, s.at, s.err
 	s.mu.RUnlock()
+	if !at.IsZero() && err == nil {
+		running := make(map[string]int, len(s.cfg.Workers))
+		for _, r := range rows {
+			if r.Running() {
+				running[r.Type]++
+			}
+		}
+		for _, w := range s.cfg.Workers {
+			ch <- constMetric(s.runningDesc, prometheus.GaugeValue, float64(running[w.Type]), w.Type, w.DLQSeverity)
+		}
+	}
 	for _, r := range rows {
 		if r.Severity != SeverityUnknown && !r.LastSeen.IsZero() {
 			ch <- constMetric(s.tsDesc, prometheus.GaugeValue, float64(r.LastSeen.UnixMilli())/1e3, r.Type, r.Instance)

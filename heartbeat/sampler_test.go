@@ -76,7 +76,11 @@ func TestSamplerScrape(t *testing.T) {
 
 	px := tcpproxy.New(t, redisAddr())
 	m := newMonitor(t, client(t, px.Addr()), MonitorConfig{Prefix: prefix, IdleAfter: time.Minute})
-	s := NewSampler(m, SamplerConfig{})
+	s := NewSampler(m, SamplerConfig{Workers: []Worker{
+		{Type: "payout-executor", DLQSeverity: "critical"},
+		{Type: "refund-executor", DLQSeverity: "warning"},
+		{Type: "idle-worker", DLQSeverity: "info"},
+	}})
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(s); err != nil {
 		t.Fatalf("Register: %v", err)
@@ -89,17 +93,17 @@ func TestSamplerScrape(t *testing.T) {
 	}
 	fams := scrape(t, reg)
 
-	v, ok := series(fams, MetricHeartbeatTimestamp, map[string]string{"type": "refund-executor", "instance": "gone"})
+	v, ok := series(fams, MetricHeartbeatTimestamp, map[string]string{"type": "refund-executor", "worker_instance": "gone"})
 	if !ok || v != float64(gone.UnixMilli())/1e3 {
 		t.Errorf("timestamp of the expired worker = %v (present %v), want %v", v, ok, float64(gone.UnixMilli())/1e3)
 	}
-	v, ok = series(fams, MetricHeartbeatTimestamp, map[string]string{"type": "payout-executor", "instance": "live"})
+	v, ok = series(fams, MetricHeartbeatTimestamp, map[string]string{"type": "payout-executor", "worker_instance": "live"})
 	if !ok || time.Since(time.UnixMilli(int64(v*1e3))) > 5*time.Second {
 		t.Errorf("timestamp of the live worker = %v (present %v), want about now", v, ok)
 	}
 	for _, want := range []map[string]string{
-		{"type": "refund-executor", "instance": "gone", "condition": "missing", "severity": "critical"},
-		{"type": "payout-executor", "instance": "live", "condition": "stuck", "severity": "warning"},
+		{"type": "refund-executor", "worker_instance": "gone", "condition": "missing", "severity": "critical"},
+		{"type": "payout-executor", "worker_instance": "live", "condition": "stuck", "severity": "warning"},
 	} {
 		if v, ok := series(fams, MetricWorkerStatus, want); !ok || v != 1 {
 			t.Errorf("%s%v = %v (present %v), want 1", MetricWorkerStatus, want, v, ok)
@@ -107,6 +111,16 @@ func TestSamplerScrape(t *testing.T) {
 	}
 	if n := len(fams[MetricWorkerStatus].GetMetric()); n != 2 {
 		t.Errorf("%d %s series, want one per condition met (2)", n, MetricWorkerStatus)
+	}
+	// Every configured type has its count of running instances, 0
+	// included; a stuck instance runs, a missing one does not.
+	for _, want := range []struct {
+		typ, sev string
+		n        float64
+	}{{"payout-executor", "critical", 1}, {"refund-executor", "warning", 0}, {"idle-worker", "info", 0}} {
+		if v, ok := series(fams, MetricRunningInstances, map[string]string{"type": want.typ, "dlq_severity": want.sev}); !ok || v != want.n {
+			t.Errorf("%s{type=%q} = %v (present %v), want %v", MetricRunningInstances, want.typ, v, ok, want.n)
+		}
 	}
 
 	// Redis unreachable: no timestamps (no false "missing"), UNKNOWN status.
@@ -118,9 +132,12 @@ func TestSamplerScrape(t *testing.T) {
 	if f := fams[MetricHeartbeatTimestamp]; f != nil {
 		t.Errorf("timestamps exported while Redis is unreachable: %v", f)
 	}
+	if f := fams[MetricRunningInstances]; f != nil {
+		t.Errorf("running instances exported while Redis is unreachable (every type would read 0): %v", f)
+	}
 	for _, inst := range []string{"gone", "live"} {
 		typ := map[string]string{"gone": "refund-executor", "live": "payout-executor"}[inst]
-		if v, ok := series(fams, MetricWorkerStatus, map[string]string{"type": typ, "instance": inst, "condition": "unknown", "severity": "unknown"}); !ok || v != 1 {
+		if v, ok := series(fams, MetricWorkerStatus, map[string]string{"type": typ, "worker_instance": inst, "condition": "unknown", "severity": "unknown"}); !ok || v != 1 {
 			t.Errorf("%s/%s not UNKNOWN during the outage", typ, inst)
 		}
 	}

@@ -1,6 +1,7 @@
 package heartbeat
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -102,4 +103,10 @@ type WorkerStatus struct {
 	Reason string
 	// CheckedAt is when the row was evaluated.
 	CheckedAt time.Time
+}
+
+// Running reports whether the instance beats RUNNING and is not missing:
+// it takes messages, though it may be stuck or lagging.
+func (w WorkerStatus) Running() bool {
+	return w.Status == StatusRunning && !slices.Contains(w.Conditions, ConditionMissing)
 }

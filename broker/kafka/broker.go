@@ -24,9 +24,10 @@ type Broker struct {
 	prod *kgo.Client
 	adm  *kadm.Client
 
-	mu     sync.Mutex
-	closed bool
-	known  map[string]bool // topics known to exist
+	mu        sync.Mutex
+	closed    bool
+	known     map[string]bool // topics known to exist
+	consumers map[consumerKey][]*consumer
 }
 
 var _ broker.Broker = (*Broker)(nil)

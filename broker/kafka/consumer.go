@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,6 +43,9 @@ type consumer struct {
 	h   broker.Handler
 	log *slog.Logger
 	cl  *kgo.Client
+	// clp is cl for other goroutines (ConsumerReady), set once consume
+	// created the client.
+	clp atomic.Pointer[kgo.Client]
 
 	// retryTopic is the group's retry topic, <topic>.retry.<group>: the
 	// waiting room of non_blocking retries, and where replays of the
@@ -99,6 +103,7 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 	c.h = h
 	c.retryTopic = RetryTopic(sub.Topic, sub.Group)
 	c.log.Info("consuming", "retry_mode", sub.RetryMode, "concurrency", sub.Concurrency, "max_claims", sub.MaxClaims)
+	defer b.track(sub.Topic, sub.Group, c)()
 	if sub.MaxClaims > 0 && sub.Claims == nil {
 		c.log.Warn("max_claims is set but there is no claim counter (worker.WithClaims): poison-pill protection is off")
 	}
@@ -107,6 +112,9 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 	}
 	return nil
 }
+
+// client returns the group client once consume created it, else nil.
+func (c *consumer) client() *kgo.Client { return c.clp.Load() }
 
 // newConsumer returns a consumer of sub (its concurrency and shutdown
 // timeout apply); the caller sets what it handles.
@@ -150,6 +158,7 @@ func (c *consumer) consume(ctx context.Context, group string, topics ...string) 
 		return fmt.Errorf("new client: %w", err)
 	}
 	c.cl = cl
+	c.clp.Store(cl)
 	c.run(ctx)
 	return nil
 }
@@ -178,7 +187,7 @@ func (c *consumer) run(ctx context.Context) {
 		})
 		fetches.EachPartition(func(f kgo.FetchTopicPartition) {
 			if len(f.Records) > 0 {
-				c.partition(f.Topic, f.Partition).push(f.Records)
+				c.partition(f.Topic, f.Partition).push(f.Records, f.HighWatermark)
 			}
 		})
 		c.cl.AllowRebalance()

@@ -57,6 +57,9 @@ type partition struct {
 	pausedAt  time.Time // when a full buffer paused fetching (zero otherwise)
 	done      kgo.EpochOffset
 	committed int64
+	// first is the offset of the first record fetched (-1 before any);
+	// hwm the highest high watermark a fetch reported (see lag).
+	first, hwm int64
 }
 
 func newPartition(c *consumer, topic string, part int32) *partition {
@@ -74,6 +77,8 @@ func newPartition(c *consumer, topic string, part int32) *partition {
 		exited:    make(chan struct{}),
 		done:      kgo.EpochOffset{Epoch: -1, Offset: -1},
 		committed: -1,
+		first:     -1,
+		hwm:       -1,
 	}
 }
 
@@ -110,12 +115,16 @@ func recordBytes(r *kgo.Record) int {
 // push queues fetched records. A partition known to be slow has its
 // fetching paused at once when its buffer is full; others are throttled by
 // the poll loop (consumer.waitForRoom).
-func (p *partition) push(recs []*kgo.Record) {
+func (p *partition) push(recs []*kgo.Record, hwm int64) {
 	p.mu.Lock()
 	if p.stopped {
 		p.mu.Unlock()
 		return
 	}
+	if p.first < 0 {
+		p.first = recs[0].Offset
+	}
+	p.hwm = max(p.hwm, hwm)
 	p.queue = append(p.queue, recs...)
 	for _, r := range recs {
 		p.bytes += recordBytes(r)

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -36,6 +37,7 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 	}
 	c := &consumer{b: b, sub: sub, h: h, queue: Queue(sub.Topic, sub.Group),
 		log: b.log.With("queue", Queue(sub.Topic, sub.Group))}
+	defer b.probe.track(c.queue, &c.consuming)()
 	if sub.MaxClaims > 0 && sub.Claims == nil && b.cfg.QueueType != Quorum {
 		c.log.Warn("rabbit: max_claims is set but there is no claim counter (worker.WithClaims) and the queue is classic: poison-pill protection is off")
 	}
@@ -68,6 +70,10 @@ type consumer struct {
 	h     broker.Handler
 	queue string
 	log   *slog.Logger
+	// consuming is the number of the session whose channel consumes the
+	// queue now, 0 when none does; sessions counts them.
+	consuming atomic.Int64
+	sessions  int64
 }
 
 // session runs one connection's worth of consuming.
@@ -96,6 +102,16 @@ func (c *consumer) session(ctx context.Context) error {
 		return fmt.Errorf("rabbit: consume %q: %w", c.queue, err)
 	}
 	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
+	// Not consuming from the moment the channel closes, even while the
+	// loop below waits for a busy handler slot.
+	lost := ch.NotifyClose(make(chan *amqp.Error, 1))
+	c.sessions++
+	session := c.sessions
+	c.consuming.Store(session)
+	go func() {
+		<-lost
+		c.consuming.CompareAndSwap(session, 0)
+	}()
 
 	// Handlers run on a context that outlives ctx by the shutdown timeout.
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -179,6 +195,7 @@ loop:
 			}
 		}
 	}
+	c.consuming.CompareAndSwap(session, 0)
 	stop()
 	// Closing the channel requeues whatever was delivered but not acked.
 	_ = ch.Close()

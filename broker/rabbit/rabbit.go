@@ -22,6 +22,7 @@ type Broker struct {
 	tiers tiers
 	log   *slog.Logger
 	pub   *publisher
+	probe probe
 
 	baseOnce sync.Mutex
 	baseDone bool
@@ -192,5 +193,6 @@ func (b *Broker) Close() error {
 	if b.closed.Swap(true) {
 		return nil
 	}
+	b.probe.close()
 	return b.pub.close()
 }
