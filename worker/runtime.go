@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -49,6 +50,13 @@ type Runtime struct {
 	// claimsRDB counts claims (WithClaims, WithHeartbeat); nil = none.
 	claimsRDB redis.Cmdable
 	hb        config.Heartbeat // intervals, from the configuration when loaded
+	// instance names this process (WithInstance, heartbeat.instance);
+	// empty until Run, which falls back to the broker's or hostname-pid.
+	instance string
+	// healthAddr serves the probes (WithHealth, health.listen); empty =
+	// none. healthBound is the address bound once Run listens.
+	healthAddr  string
+	healthBound atomic.Pointer[string]
 }
 
 // Option configures a Runtime.
@@ -57,6 +65,14 @@ type Option func(*Runtime)
 // WithLogger sets the runtime's and the backend's logger; default
 // slog.Default().
 func WithLogger(l *slog.Logger) Option { return func(r *Runtime) { r.log = l } }
+
+// WithInstance names this worker process in its heartbeats
+// (worker:{name}:{id}), the worker_instance label and, for a runtime from
+// Load or Parse, the dead letters it makes, overriding the configuration's
+// heartbeat.instance. Give it a name that survives a restart (a pod name):
+// the restarted process then takes over its predecessor's heartbeat. The
+// default is hostname-pid.
+func WithInstance(id string) Option { return func(r *Runtime) { r.instance = id } }
 
 // WithoutSignals stops Run from handling SIGINT and SIGTERM itself; the
 // caller's context alone ends it.
@@ -82,10 +98,12 @@ func Parse(ctx context.Context, yaml []byte, opts ...Option) (*Runtime, error) {
 }
 
 func fromConfig(ctx context.Context, cfg *config.Config, opts []Option) (*Runtime, error) {
-	r := &Runtime{own: true, subs: cfg.Subscriptions(), log: slog.Default(), signal: true, hb: cfg.Heartbeat}
+	r := &Runtime{own: true, subs: cfg.Subscriptions(), log: slog.Default(), signal: true, hb: cfg.Heartbeat,
+		instance: cfg.Heartbeat.Instance, healthAddr: cfg.Health.Listen}
 	for _, o := range opts {
 		o(r)
 	}
+	cfg.Heartbeat.Instance = r.instance // the broker names its dead letters alike
 	b, err := backend.Open(ctx, cfg, r.log)
 	if err != nil {
 		return nil, err
@@ -101,6 +119,27 @@ func New(b broker.Broker, subs []broker.Subscription, opts ...Option) *Runtime {
 		o(r)
 	}
 	return r
+}
+
+// Instance returns the name of this worker process (see WithInstance):
+// the configured one, else the broker's, else hostname-pid.
+func (r *Runtime) Instance() string {
+	if r.instance != "" {
+		return r.instance
+	}
+	if b, ok := r.b.(interface{ InstanceID() string }); ok && b.InstanceID() != "" {
+		return b.InstanceID()
+	}
+	return broker.DefaultInstance()
+}
+
+// HealthAddr returns the address the health probes listen on once Run
+// started serving them (WithHealth, health.listen), else "".
+func (r *Runtime) HealthAddr() string {
+	if p := r.healthBound.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
 
 // Broker returns the runtime's broker, to publish with.
@@ -136,6 +175,15 @@ func (r *Runtime) Run(ctx context.Context, handlers Handlers) error {
 }
 
 func (r *Runtime) run(ctx context.Context, handlers Handlers) error {
+	probe, _ := r.b.(consumerProbe)
+	hs := &health{probe: probe, subs: r.subs}
+	if r.healthAddr != "" {
+		stop, err := serveHealth(r.healthAddr, hs, &r.healthBound)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	if err := r.b.Declare(ctx, r.subs...); err != nil {
 		return fmt.Errorf("worker: declare topology: %w", err)
 	}
@@ -155,7 +203,7 @@ func (r *Runtime) run(ctx context.Context, handlers Handlers) error {
 	var wg, beats sync.WaitGroup
 	var pubs []*heartbeat.Publisher
 	for _, s := range subs {
-		pub, err := r.publisher(s.Group)
+		pub, err := r.publisher(s, probe)
 		if err != nil {
 			return err
 		}
@@ -167,11 +215,13 @@ func (r *Runtime) run(ctx context.Context, handlers Handlers) error {
 		wg.Go(func() {
 			r.log.Info("worker: consuming", "worker", s.Group, "topic", s.Topic, "policy", s.Policy.String())
 			if err := r.b.Consume(ctx, s, h); err != nil {
+				hs.loopEnded(s.Group, err)
 				cancel(fmt.Errorf("worker %s: %w", s.Group, err))
 			}
 		})
 	}
 	<-ctx.Done()
+	hs.draining.Store(true) // /readyz answers 503 from now on
 	r.log.Info("worker: stopping; draining in-flight messages")
 	wg.Wait()
 	beats.Wait()
@@ -212,20 +262,25 @@ func (r *Runtime) wireClaims() ([]broker.Subscription, error) {
 	return subs, nil
 }
 
-// publisher returns the heartbeat publisher of worker, nil without
-// WithHeartbeat.
-func (r *Runtime) publisher(worker string) (*heartbeat.Publisher, error) {
+// publisher returns the heartbeat publisher of s's worker, nil without
+// WithHeartbeat. Its beats report the consumer lag probe measures.
+func (r *Runtime) publisher(s broker.Subscription, probe consumerProbe) (*heartbeat.Publisher, error) {
 	if r.rdb == nil {
 		return nil, nil
 	}
-	p, err := heartbeat.NewPublisher(r.rdb, heartbeat.PublisherConfig{
-		Type:     worker,
+	cfg := heartbeat.PublisherConfig{
+		Type:     s.Group,
+		Instance: r.Instance(),
 		Interval: r.hb.Interval.Duration(),
 		TTL:      r.hb.TTL.Duration(),
 		Logger:   r.log,
-	})
+	}
+	if probe != nil {
+		cfg.Lag = func(ctx context.Context) (int64, error) { return probe.ConsumerLag(ctx, s.Topic, s.Group) }
+	}
+	p, err := heartbeat.NewPublisher(r.rdb, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("worker %s: heartbeat: %w", worker, err)
+		return nil, fmt.Errorf("worker %s: heartbeat: %w", s.Group, err)
 	}
 	return p, nil
 }

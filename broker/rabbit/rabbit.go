@@ -196,3 +196,7 @@ func (b *Broker) Close() error {
 	b.probe.close()
 	return b.pub.close()
 }
+
+// InstanceID returns the worker instance recorded on the dead letters this
+// broker makes (Config.InstanceID).
+func (b *Broker) InstanceID() string { return b.cfg.InstanceID }
