@@ -1,4 +1,4 @@
-package worker_test
+package e2e
 
 import (
 	"context"
@@ -7,20 +7,38 @@ import (
 	"net"
 	"net/http"
 	neturl "net/url"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/redrive/redrive/broker"
-	_ "github.com/redrive/redrive/broker/kafka" // registers broker: kafka
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/tcpproxy"
 	"github.com/redrive/redrive/worker"
 )
+
+// These tests live here rather than in package worker because they link
+// both backends, which worker's own tests must not (TestParseRejectsUnlinkedBackend).
+
+// deleteQueues removes queues a test declared.
+func deleteQueues(names ...string) {
+	conn, err := amqp.Dial(rabbitURL())
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return
+	}
+	for _, n := range names {
+		_, _ = ch.QueueDelete(n, false, false, false)
+	}
+}
 
 // probe GETs path of the health server and returns the status code and
 // body ("" and 0 when it does not answer).
@@ -57,9 +75,9 @@ func waitProbe(t *testing.T, rt *worker.Runtime, path string, code int, what str
 // and restored through a proxy, the shared RabbitMQ untouched) and turns
 // 503 as soon as shutdown starts, while /livez stays 200 until the end.
 func TestHealthProbesRabbitMQ(t *testing.T) {
-	u, err := neturl.Parse(os.Getenv("RABBITMQ_URL"))
-	if err != nil || u.Host == "" {
-		u, _ = neturl.Parse(rabbit.DefaultURL)
+	u, err := neturl.Parse(rabbitURL())
+	if err != nil {
+		t.Fatal(err)
 	}
 	px := tcpproxy.New(t, u.Host)
 	u.Host = px.Addr()
@@ -71,7 +89,7 @@ rabbitmq: {url: %q, prefix: worker-test, delay: {resolution: 100ms, factor: 2, l
 health: {listen: "127.0.0.1:0"}
 workers:
   - {name: %s, topic: %s, retry: {max_retries: 1, backoff: 100ms}}
-`, u.String(), name, topic)), worker.WithoutSignals(), quiet())
+`, u.String(), name, topic)), worker.WithoutSignals(), worker.WithLogger(quietLogger()))
 	if err != nil {
 		t.Fatalf("RabbitMQ is required: %v", err)
 	}
@@ -142,7 +160,7 @@ kafka: {brokers: [%q], fetch_max_wait: 100ms, heartbeat_interval: 100ms, commit_
 health: {listen: "127.0.0.1:0"}
 workers:
   - {name: health-kafka, topic: health.kafka}
-`, addr)), worker.WithoutSignals(), quiet())
+`, addr)), worker.WithoutSignals(), worker.WithLogger(quietLogger()))
 	if err != nil {
 		t.Fatal(err)
 	}
