@@ -39,8 +39,10 @@ type KeeperConfig struct {
 	DLQs map[string]string
 	// Hook, when set, is called for every new, parseable entry.
 	Hook Hook
-	// Registerer receives worker_dlq_messages_total{dlq,severity}; nil =
-	// no metrics.
+	// Registerer receives worker_dlq_messages_total{dlq,severity}, every
+	// DLQ's series created at 0 (so that Prometheus sees the first dead
+	// letter as an increase), and worker_dlq_processing_seconds{dlq,severity};
+	// nil = no metrics.
 	Registerer prometheus.Registerer
 	// Logger; default slog.Default().
 	Logger *slog.Logger
@@ -54,10 +56,21 @@ type KeeperConfig struct {
 // or the hook fails, nothing is acknowledged and the message is offered
 // again with back-off: nothing is lost, and several keepers may run at once.
 type Keeper struct {
-	cfg   KeeperConfig
-	log   *slog.Logger
-	total *prometheus.CounterVec
+	cfg     KeeperConfig
+	log     *slog.Logger
+	total   *prometheus.CounterVec
+	latency *prometheus.HistogramVec
 }
+
+// Metric names the keeper exports.
+const (
+	MetricMessages   = "worker_dlq_messages_total"
+	MetricProcessing = "worker_dlq_processing_seconds"
+)
+
+// processingBuckets bound worker_dlq_processing_seconds: from a keeper
+// keeping up (well under a second) to one that was down for half an hour.
+var processingBuckets = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800}
 
 // NewKeeper validates cfg and registers the keeper's metric.
 func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
@@ -79,19 +92,55 @@ func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
 	}
 	k := &Keeper{cfg: cfg, log: cfg.Logger}
 	k.total = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "worker_dlq_messages_total",
-		Help: "Dead letters stored by the keeper, by DLQ and severity.",
+		Name: MetricMessages,
+		Help: "Dead letters stored by the keeper, by DLQ and severity; every kept DLQ's series starts at 0.",
+	}, []string{"dlq", "severity"})
+	k.latency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    MetricProcessing,
+		Help:    "Time from a dead letter's failure (its last failure time) to its entry being stored by the keeper, by DLQ and severity.",
+		Buckets: processingBuckets,
 	}, []string{"dlq", "severity"})
 	if cfg.Registerer != nil {
-		if err := cfg.Registerer.Register(k.total); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				return nil, fmt.Errorf("dlq: keeper: register metrics: %w", err)
-			}
-			k.total = are.ExistingCollector.(*prometheus.CounterVec)
+		var err error
+		if k.total, err = registerShared(cfg.Registerer, k.total); err != nil {
+			return nil, err
+		}
+		if k.latency, err = registerShared(cfg.Registerer, k.latency); err != nil {
+			return nil, err
 		}
 	}
+	// Known label values are exported from the start, at 0
+	// (client_golang's advice): a series first seen at 1 is no increase.
+	for name := range cfg.DLQs {
+		sev := k.severity(name)
+		k.total.WithLabelValues(name, sev)
+		k.latency.WithLabelValues(name, sev)
+	}
 	return k, nil
+}
+
+// registerShared registers c on reg, or returns the collector of the
+// same description registered before (several keepers in one process).
+func registerShared[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	err := reg.Register(c)
+	var are prometheus.AlreadyRegisteredError
+	switch {
+	case err == nil:
+		return c, nil
+	case errors.As(err, &are):
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing, nil
+		}
+	}
+	return c, fmt.Errorf("dlq: keeper: register metrics: %w", err)
+}
+
+// severity is the configured severity of dlq, warning when unknown.
+func (k *Keeper) severity(dlq string) string {
+	if sev := k.cfg.DLQs[dlq]; sev != "" {
+		return sev
+	}
+	return SeverityWarning
 }
 
 // Run keeps the DLQs until ctx ends.
@@ -108,10 +157,7 @@ func (k *Keeper) Run(ctx context.Context) error {
 // message may be acknowledged. Sources call it; it is exported for sources
 // outside this package.
 func (k *Keeper) Handle(ctx context.Context, dl DeadLetter) error {
-	sev := k.cfg.DLQs[dl.DLQ]
-	if sev == "" {
-		sev = SeverityWarning
-	}
+	sev := k.severity(dl.DLQ)
 	r := Record{Broker: k.cfg.Broker, DLQ: dl.DLQ, ID: dl.ID, Identity: dl.Identity, Entry: dl.Entry,
 		Severity: sev, ReceivedAt: k.cfg.Now()}
 	stored, inserted, err := k.cfg.Store.Insert(ctx, r)
@@ -138,6 +184,9 @@ func (k *Keeper) Handle(ctx context.Context, dl DeadLetter) error {
 	}
 	if inserted {
 		k.total.WithLabelValues(dl.DLQ, sev).Inc()
+		if failed := stored.Entry.LastFailureAt; !failed.IsZero() {
+			k.latency.WithLabelValues(dl.DLQ, sev).Observe(max(r.ReceivedAt.Sub(failed).Seconds(), 0))
+		}
 		level := slog.LevelWarn
 		if sev == SeverityCritical {
 			level = slog.LevelError

@@ -3,6 +3,7 @@ package dlq
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,7 +21,7 @@ type metrics struct {
 	pending       *prometheus.GaugeVec
 
 	mu    sync.Mutex
-	known map[string]bool // DLQs with a pending gauge
+	known map[string]bool // "dlq\x00severity" of the pending series exported
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -31,8 +32,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"dlq"}),
 		pending: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: MetricPending,
-			Help: "Dead letters waiting for an operator (status pending), by DLQ, as of the last refresh.",
-		}, []string{"dlq"}),
+			Help: PendingHelp,
+		}, []string{"dlq", "severity"}),
 		known: map[string]bool{},
 	}
 	for _, c := range []prometheus.Collector{m.replayedTotal, m.pending} {
@@ -49,22 +50,31 @@ func (m *metrics) replayed(dlq string) {
 	}
 }
 
-// setPending sets the gauge of every DLQ in counts, and 0 for those seen
-// before that are gone.
-func (m *metrics) setPending(counts map[string]int64) {
+// PendingHelp is the help of redrive_dlq_pending.
+const PendingHelp = "Dead letters waiting for an operator (status pending), by DLQ and its severity, as of the last refresh; every configured DLQ is exported, at 0 when empty."
+
+// setPending sets the gauge of every DLQ in infos and removes the series
+// of those no longer listed (or whose severity changed).
+func (m *metrics) setPending(infos []DLQInfo) {
 	if m == nil {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for name := range m.known {
-		if _, ok := counts[name]; !ok {
-			m.pending.WithLabelValues(name).Set(0)
+	now := make(map[string]string, len(infos))
+	for _, in := range infos {
+		now[in.DLQ+"\x00"+in.Severity] = ""
+	}
+	for key := range m.known {
+		if _, ok := now[key]; !ok {
+			dlq, sev, _ := strings.Cut(key, "\x00")
+			m.pending.DeleteLabelValues(dlq, sev)
+			delete(m.known, key)
 		}
 	}
-	for name, n := range counts {
-		m.known[name] = true
-		m.pending.WithLabelValues(name).Set(float64(n))
+	for _, in := range infos {
+		m.known[in.DLQ+"\x00"+in.Severity] = true
+		m.pending.WithLabelValues(in.DLQ, in.Severity).Set(float64(in.Pending))
 	}
 }
 
@@ -79,10 +89,6 @@ func (o *Ops) RefreshMetrics(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dlq: refresh metrics: %w", err)
 	}
-	counts := make(map[string]int64, len(infos))
-	for _, in := range infos {
-		counts[in.DLQ] = in.Pending
-	}
-	o.metrics.setPending(counts)
+	o.metrics.setPending(infos)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
@@ -146,7 +147,10 @@ func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (
 			return nil, fmt.Errorf("kafka client for %s: %w", brokerAddress(c), err)
 		}
 		m.closers = append(m.closers, func() error { cl.Close(); return nil })
-		if lc.Kafka, err = lag.NewKafka(cl, lag.KafkaConfig{Groups: workerNames(c)}); err != nil {
+		// The keeper's group too: its lag on a DLQ topic with no member
+		// left is alert DLQNotKept.
+		groups := append(workerNames(c), kafka.DefaultKeeperGroup)
+		if lc.Kafka, err = lag.NewKafka(cl, lag.KafkaConfig{Groups: groups}); err != nil {
 			return nil, err
 		}
 		if lc.Tracker, err = lag.NewTracker(lag.TrackerConfig{Thresholds: lagThresholds(c)}); err != nil {
@@ -186,7 +190,7 @@ func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (
 	if err != nil {
 		return nil, badInput(err)
 	}
-	m.heartbeats = heartbeat.NewSampler(mon, heartbeat.SamplerConfig{Interval: interval, Logger: log})
+	m.heartbeats = heartbeat.NewSampler(mon, heartbeat.SamplerConfig{Interval: interval, Logger: log, Workers: configuredWorkers(c)})
 	m.cfg.Heartbeats = m.heartbeats
 	ok = true
 	return m, nil
@@ -222,6 +226,16 @@ func lagThresholds(c *config.Config) lag.Thresholds {
 	out := make(lag.Thresholds, len(c.Lag.Thresholds))
 	for topic, t := range c.Lag.Thresholds {
 		out[topic] = lag.Threshold{Warning: t.Warning, Critical: t.Critical}
+	}
+	return out
+}
+
+// configuredWorkers lists the configured worker types with the severity
+// of their dead letters, for redrive_worker_running_instances.
+func configuredWorkers(c *config.Config) []heartbeat.Worker {
+	out := make([]heartbeat.Worker, 0, len(c.Workers))
+	for _, w := range c.Workers {
+		out = append(out, heartbeat.Worker{Type: w.Name, DLQSeverity: w.WithDefaults().DLQ.Severity})
 	}
 	return out
 }

@@ -180,7 +180,7 @@ func testMetrics(t *testing.T, s dlq.Store) {
 	reg := prometheus.NewRegistry()
 	cfg := opsConfig(s, &publisher{})
 	cfg.Registerer = reg
-	cfg.Policies = map[string]dlq.Policy{"m3.dlq": {}}
+	cfg.Policies = map[string]dlq.Policy{"m3.dlq": {Severity: dlq.SeverityCritical}}
 	ops := newOps(t, cfg)
 	if _, err := ops.Replay(ctx, "m.dlq", recs[0].ID, "a"); err != nil {
 		t.Fatal(err)
@@ -194,6 +194,13 @@ func testMetrics(t *testing.T, s dlq.Store) {
 	for name, want := range map[string]float64{"m.dlq": 2, "m2.dlq": 2, "m3.dlq": 0} {
 		if v, ok := gather(t, reg, dlq.MetricPending, name); !ok || v != want {
 			t.Errorf("%s{dlq=%s} = %v (%v), want %v", dlq.MetricPending, name, v, ok, want)
+		}
+	}
+	// The severity rides on the series: an unresolved critical dead letter
+	// is selectable without a join (alert DLQFinancial).
+	for name, want := range map[string]string{"m.dlq": dlq.SeverityWarning, "m3.dlq": dlq.SeverityCritical} {
+		if got := label(t, reg, dlq.MetricPending, name, "severity"); got != want {
+			t.Errorf("%s{dlq=%s} severity = %q, want %q", dlq.MetricPending, name, got, want)
 		}
 	}
 	// Registering twice on one registry is an error, not a panic.

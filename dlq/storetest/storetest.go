@@ -309,5 +309,29 @@ func gather(t *testing.T, reg *prometheus.Registry, name, dlqName string) (float
 	return 0, false
 }
 
+// label returns the value of label key on the series of name for dlqName.
+func label(t *testing.T, reg *prometheus.Registry, name, dlqName, key string) string {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("Gather: %v", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["dlq"] == dlqName {
+				return labels[key]
+			}
+		}
+	}
+	return ""
+}
+
 // errBroker is the failure of the suite's failing publisher.
 var errBroker = errors.New("broker unavailable")

@@ -38,7 +38,8 @@ type DLQSamplerConfig struct {
 
 // DLQSampler keeps the number of pending dead letters of every DLQ,
 // refreshed on an interval, so that health requests and scrapes never
-// query the store. It is a prometheus.Collector of redrive_dlq_pending{dlq}
+// query the store. It is a prometheus.Collector of
+// redrive_dlq_pending{dlq,severity}
 // for processes that do not run dlq.Ops with a Registerer (which exports
 // the same gauge): register it only there, or the registry refuses the
 // duplicate.
@@ -47,10 +48,11 @@ type DLQSampler struct {
 	cfg  DLQSamplerConfig
 	desc *prometheus.Desc
 
-	mu      sync.RWMutex
-	pending map[string]int64
-	at      time.Time
-	err     error
+	mu       sync.RWMutex
+	pending  map[string]int64
+	severity map[string]string
+	at       time.Time
+	err      error
 }
 
 // NewDLQSampler returns a sampler of list; it samples nothing until Sample
@@ -65,8 +67,7 @@ func NewDLQSampler(list DLQLister, cfg DLQSamplerConfig) *DLQSampler {
 	return &DLQSampler{
 		list: list,
 		cfg:  cfg,
-		desc: prometheus.NewDesc(dlq.MetricPending,
-			"Dead letters waiting for an operator (status pending), by DLQ, as of the last refresh.", []string{"dlq"}, nil),
+		desc: prometheus.NewDesc(dlq.MetricPending, dlq.PendingHelp, []string{"dlq", "severity"}, nil),
 	}
 }
 
@@ -79,14 +80,17 @@ func (s *DLQSampler) Sample(ctx context.Context) error {
 		return err
 	}
 	var pending map[string]int64
+	var severity map[string]string
 	if err == nil {
 		pending = make(map[string]int64, len(infos))
+		severity = make(map[string]string, len(infos))
 		for _, in := range infos {
 			pending[in.DLQ] = in.Pending
+			severity[in.DLQ] = in.Severity
 		}
 	}
 	s.mu.Lock()
-	s.pending, s.at, s.err = pending, time.Now(), err
+	s.pending, s.severity, s.at, s.err = pending, severity, time.Now(), err
 	s.mu.Unlock()
 	return err
 }
@@ -134,7 +138,7 @@ func (s *DLQSampler) Collect(ch chan<- prometheus.Metric) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for name, n := range s.pending {
-		m, err := prometheus.NewConstMetric(s.desc, prometheus.GaugeValue, float64(n), name)
+		m, err := prometheus.NewConstMetric(s.desc, prometheus.GaugeValue, float64(n), name, s.severity[name])
 		if err != nil {
 			m = prometheus.NewInvalidMetric(s.desc, err)
 		}

@@ -29,15 +29,16 @@ func TestDLQSampler(t *testing.T) {
 		t.Errorf("after a not-ready sample: Last = %v %v %v, want nothing", p, at, lastErr)
 	}
 
-	infos, err = []dlq.DLQInfo{{Summary: dlq.Summary{DLQ: "a.dlq", Pending: 3, Replayed: 9}}, {Summary: dlq.Summary{DLQ: "b.dlq"}}}, nil
+	infos, err = []dlq.DLQInfo{{Summary: dlq.Summary{DLQ: "a.dlq", Severity: "critical", Pending: 3, Replayed: 9}},
+		{Summary: dlq.Summary{DLQ: "b.dlq", Severity: "warning"}}}, nil
 	if err := s.Sample(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if p, at, lastErr := s.Last(); len(p) != 2 || p["a.dlq"] != 3 || p["b.dlq"] != 0 || at.IsZero() || lastErr != nil {
 		t.Errorf("Last = %v %v %v, want a.dlq 3, b.dlq 0", p, at, lastErr)
 	}
-	if got := gauges(t, reg); got != "a.dlq=3 b.dlq=0" {
-		t.Errorf("redrive_dlq_pending = %q, want a.dlq=3 b.dlq=0", got)
+	if got := gauges(t, reg); got != "a.dlq/critical=3 b.dlq/warning=0" {
+		t.Errorf("redrive_dlq_pending = %q, want a.dlq/critical=3 b.dlq/warning=0", got)
 	}
 
 	// The store fails: the counts are withheld, not left stale.
@@ -51,8 +52,8 @@ func TestDLQSampler(t *testing.T) {
 	}
 }
 
-// gauges renders the redrive_dlq_pending series of reg as "dlq=value",
-// sorted.
+// gauges renders the redrive_dlq_pending series of reg as
+// "dlq/severity=value", sorted.
 func gauges(t *testing.T, reg *prometheus.Registry) string {
 	t.Helper()
 	fams, err := reg.Gather()
@@ -65,7 +66,11 @@ func gauges(t *testing.T, reg *prometheus.Registry) string {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			out = append(out, fmt.Sprintf("%s=%v", m.GetLabel()[0].GetValue(), m.GetGauge().GetValue()))
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			out = append(out, fmt.Sprintf("%s/%s=%v", l["dlq"], l["severity"], m.GetGauge().GetValue()))
 		}
 	}
 	sort.Strings(out)
