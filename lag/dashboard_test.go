@@ -78,6 +78,11 @@ func TestDashboard(t *testing.T) {
 		}
 	}
 
+	// Worker series carry worker_instance; instance is the scrape target.
+	if strings.Contains(string(data), "{{instance}}") {
+		t.Error("a legend names {{instance}}, the scrape target; worker series carry {{worker_instance}}")
+	}
+
 	queries := map[string]string{}
 	collectQueries(dash, "", queries)
 	used := map[string]bool{}

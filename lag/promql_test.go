@@ -15,6 +15,7 @@ import (
 var exportedMetrics = []string{
 	heartbeat.MetricHeartbeatTimestamp,
 	heartbeat.MetricWorkerStatus,
+	heartbeat.MetricRunningInstances,
 	MetricKafkaLag,
 	MetricKafkaLagPartition,
 	MetricKafkaLagSeconds,
@@ -27,6 +28,33 @@ var exportedMetrics = []string{
 	"worker_retry_total",
 	"redrive_dlq_pending",
 	"worker_handler_duration_seconds",
+	"worker_dlq_processing_seconds",
+}
+
+// histograms are the exported histograms: their series are name_bucket
+// (with le), name_sum and name_count.
+var histograms = []string{"worker_handler_duration_seconds", "worker_dlq_processing_seconds"}
+
+// exportedLabels are the label names of each exported metric, as the
+// exporter, the keeper and the workers emit them (before Prometheus adds
+// the target's job and instance).
+var exportedLabels = map[string][]string{
+	heartbeat.MetricHeartbeatTimestamp: {"type", heartbeat.LabelInstance},
+	heartbeat.MetricWorkerStatus:       {"type", heartbeat.LabelInstance, "condition", "severity"},
+	heartbeat.MetricRunningInstances:   {"type", "dlq_severity"},
+	MetricKafkaLag:                     {"group", "topic"},
+	MetricKafkaLagPartition:            {"group", "topic", "partition"},
+	MetricKafkaLagSeconds:              {"group", "topic"},
+	MetricConsumerStatus:               {"group", "topic", "status", "level"},
+	MetricQueueDepth:                   {"queue"},
+	MetricQueueConsumers:               {"queue"},
+	MetricUp:                           {"source"},
+	"worker_dlq_messages_total":        {"dlq", "severity"},
+	"worker_dlq_replayed_total":        {"dlq"},
+	"worker_retry_total":               {"worker", "error_class"},
+	"redrive_dlq_pending":              {"dlq", "severity"},
+	"worker_handler_duration_seconds":  {"worker"},
+	"worker_dlq_processing_seconds":    {"dlq", "severity"},
 }
 
 // knownMetric reports whether name is an exported metric or a series of
@@ -35,12 +63,23 @@ func knownMetric(name string) bool {
 	if slices.Contains(exportedMetrics, name) {
 		return true
 	}
+	_, ok := baseMetric(name)
+	return ok
+}
+
+// baseMetric returns the exported metric a series name belongs to (a
+// histogram's for its _bucket, _sum and _count series) and whether it is
+// one.
+func baseMetric(name string) (string, bool) {
+	if slices.Contains(exportedMetrics, name) {
+		return name, true
+	}
 	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-		if base, ok := strings.CutSuffix(name, suffix); ok && base == "worker_handler_duration_seconds" {
-			return true
+		if base, ok := strings.CutSuffix(name, suffix); ok && slices.Contains(histograms, base) {
+			return base, true
 		}
 	}
-	return false
+	return "", false
 }
 
 var (
