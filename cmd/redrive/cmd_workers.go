@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"text/tabwriter"
 	"time"
 
 	"github.com/redrive/redrive/heartbeat"
@@ -18,15 +21,42 @@ instance: its status (RUNNING, SHUTTING_DOWN, LATE, MISSING), severity
 (OK, WARNING, CRITICAL), when it last beat and last handled a message, the
 lag it reports and why it is not OK. Thresholds come from the heartbeat:
 section and, per worker, from lag.thresholds of its topic. Exits with
-status 1 when Redis cannot be read.`,
+status 1 when Redis cannot be read. --retired prints the last retirements
+('redrive workers retire') instead.`,
 		flags: func(fs *flag.FlagSet) action {
 			timeout := fs.Duration("timeout", 10*time.Second, "give up reading Redis after `DURATION`")
-			return func(ctx context.Context, inv *invocation) error { return workers(ctx, inv, *timeout) }
+			retired := fs.Int("retired", 0, "print the last `N` retirements (who, when, why) instead of the table")
+			return func(ctx context.Context, inv *invocation) error {
+				if *retired < 0 {
+					return usageErrorf("--retired %d is negative", *retired)
+				}
+				return workers(ctx, inv, *timeout, *retired)
+			}
+		},
+	})
+	register(&command{
+		name:    "workers retire",
+		summary: "Forget a vanished worker instance, so that its missing or shutdown-stuck alert resolves (audited)",
+		args:    "TYPE INSTANCE",
+		help: `Removes instance INSTANCE of worker TYPE from the heartbeat registry in
+Redis (its key, its registry entry, its shutdown mark): the monitor stops
+reporting it MISSING or stuck in SHUTTING_DOWN, and its alert resolves. An
+instance that still beats RUNNING is refused (its next beat would bring it
+back). Each retirement is appended to the audit stream in Redis (who:
+--actor, default $USER; why: --reason, required), which 'redrive workers
+--retired N' prints.
+
+An instance restarted with the same heartbeat.instance (e.g. a pod name)
+needs no retiring: it takes over its own heartbeat.`,
+		flags: func(fs *flag.FlagSet) action {
+			actor := fs.String("actor", "", "who retires it, for the audit (default $USER)")
+			reason := fs.String("reason", "", "why, for the audit (required)")
+			return func(ctx context.Context, inv *invocation) error { return retireWorker(ctx, inv, *actor, *reason) }
 		},
 	})
 }
 
-func workers(ctx context.Context, inv *invocation, timeout time.Duration) error {
+func workers(ctx context.Context, inv *invocation, timeout time.Duration, retired int) error {
 	c, err := inv.loadConfig()
 	if err != nil {
 		return err
@@ -43,9 +73,56 @@ func workers(ctx context.Context, inv *invocation, timeout time.Duration) error 
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
+	if retired > 0 {
+		rs, err := heartbeat.Retirements(ctx, rdb, heartbeat.Keys{}, int64(retired))
+		if err != nil {
+			return fmt.Errorf("cannot read the retirements from redis at %s: %w", c.Redis.Addr, err)
+		}
+		return renderRetirements(inv, rs)
+	}
 	rows, err := mon.Check(ctx)
 	if err != nil {
 		return fmt.Errorf("cannot read heartbeats from redis at %s: %w", c.Redis.Addr, err)
 	}
 	return heartbeat.Render(inv.stdout, rows)
+}
+
+func retireWorker(ctx context.Context, inv *invocation, actor, reason string) error {
+	if len(inv.args) != 2 {
+		return usageErrorf("want TYPE and INSTANCE, got %d argument(s)", len(inv.args))
+	}
+	if reason == "" {
+		return usageErrorf("--reason is required: the audit records why")
+	}
+	if actor == "" {
+		actor = os.Getenv("USER")
+	}
+	c, err := inv.loadConfig()
+	if err != nil {
+		return err
+	}
+	rdb := redisClient(c, logger())
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	r, err := heartbeat.Retire(ctx, rdb, heartbeat.Keys{}, inv.args[0], inv.args[1], actor, reason)
+	switch {
+	case errors.Is(err, heartbeat.ErrNoInstance), errors.Is(err, heartbeat.ErrInstanceRunning):
+		return badInput(err)
+	case err != nil:
+		return fmt.Errorf("redis at %s: %w", c.Redis.Addr, err)
+	}
+	_, err = fmt.Fprintf(inv.stdout, "retired %s/%s (last beat %s) by %s: %s\n", r.Type, r.Instance,
+		r.LastSeen.UTC().Format(time.RFC3339), r.Actor, r.Reason)
+	return err
+}
+
+func renderRetirements(inv *invocation, rs []heartbeat.Retirement) error {
+	tw := tabwriter.NewWriter(inv.stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "RETIRED AT\tTYPE\tINSTANCE\tLAST BEAT\tBY\tREASON")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.At.UTC().Format(time.RFC3339), r.Type, r.Instance,
+			r.LastSeen.UTC().Format(time.RFC3339), r.Actor, r.Reason)
+	}
+	return tw.Flush()
 }

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/internal/config"
+)
+
+// TestStuckWorkerKafka is the stall part of TestAlertsLive on Kafka: a
+// worker process whose handler stalls while records keep arriving reports
+// its lag in Redis (from its client's fetch state), reads stuck in
+// `redrive workers`, in the console's Workers page and in the exporter's
+// redrive_worker_status once heartbeat.idle_after passed, and is OK with
+// no lag again once it recovers.
+func TestStuckWorkerKafka(t *testing.T) {
+	clearEnv(t)
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatalf("kfake: %v", err)
+	}
+	t.Cleanup(cluster.Close)
+	id := strings.ToLower(broker.NewMessageID()[:8])
+	name, topic, pod, dir := "stall-"+id, "stuck."+id, "k-"+id, t.TempDir()
+	adminAddr, metricsAddr := freeAddr(t), freeAddr(t)
+	path := writeConfig(t, fmt.Sprintf(`
+broker: kafka
+kafka: {brokers: [%q], fetch_max_wait: 100ms, commit_interval: 100ms}
+redis: {addr: %q}
+heartbeat: {interval: 300ms, ttl: 1s, missing_after: 3s, idle_after: 2s, instance: "${%s}"}
+workers:
+  - {name: %s, topic: %s, retry: {backoff: 100ms}}
+admin: {listen: %q}
+exporter: {listen: %q}
+`, strings.Join(cluster.ListenAddrs(), ","), redisAddr(), envLivePod, name, topic, adminAddr, metricsAddr))
+	rdb := newRedisClient(t)
+	t.Cleanup(func() {
+		ctx := context.Background()
+		rdb.Del(ctx, "worker:"+name+":"+pod, "workers:"+name, "workers:"+name+":stopping")
+		rdb.SRem(ctx, "workers", name)
+	})
+	startDaemon(t, "serve", "--config", path, "--insecure-no-auth", "--data", filepath.Join(dir, "dlq.journal"), "--sample-interval", "300ms")
+	startLiveWorker(t, path, pod, dir)
+
+	c, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := openBroker(t.Context(), c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var msgs []broker.Message
+	for _, v := range []string{"stall", "a", "b", "c"} {
+		msgs = append(msgs, broker.Message{Key: []byte("one-partition"), Value: []byte(v)})
+	}
+	if err := b.Publish(t.Context(), topic, msgs...); err != nil {
+		t.Fatal(err)
+	}
+
+	// The stalled record and the three behind it.
+	key := "worker:" + name + ":" + pod
+	var raw string
+	eventually(t, "consumer_lag 4 in the heartbeat", func() bool {
+		raw, _ = rdb.Get(t.Context(), key).Result()
+		var hb heartbeat.Heartbeat
+		return hb.UnmarshalJSON([]byte(raw)) == nil && hb.ConsumerLag == 4
+	}, func() string { return raw })
+	var out string
+	eventually(t, "redrive workers shows the instance stuck", func() bool {
+		var code int
+		code, out, _ = cli(t, "workers", "--config", path)
+		f := fields(out, name+" ")
+		return code == exitOK && len(f) > 3 && f[1] == pod && f[3] == "WARNING" && strings.Contains(out, "while lag is 4")
+	}, func() string { return out })
+	var page string
+	eventually(t, "the console shows the instance stuck", func() bool {
+		var code int
+		code, page = httpGet("http://" + adminAddr + "/workers")
+		return code == http.StatusOK && strings.Contains(page, pod) && strings.Contains(page, "while lag is 4")
+	}, func() string { return page })
+	stuck := map[string]string{"type": name, "worker_instance": pod, "condition": "stuck"}
+	eventually(t, "the exporter exports the stuck condition", func() bool {
+		v, ok := metricValue(t, "http://"+metricsAddr, heartbeat.MetricWorkerStatus, stuck)
+		return ok && v == 1
+	}, func() string { return "" })
+
+	if err := os.WriteFile(filepath.Join(dir, "release"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "OK with no lag once the handler recovered", func() bool {
+		_, ok := metricValue(t, "http://"+metricsAddr, heartbeat.MetricWorkerStatus, stuck)
+		v, okOK := metricValue(t, "http://"+metricsAddr, heartbeat.MetricWorkerStatus,
+			map[string]string{"type": name, "worker_instance": pod, "condition": "ok"})
+		raw, _ = rdb.Get(t.Context(), key).Result()
+		return !ok && okOK && v == 1 && strings.Contains(raw, `"consumer_lag":0`)
+	}, func() string { return raw })
+}
