@@ -3,7 +3,7 @@ PKGS      ?= ./...
 FUZZTIME  ?= 5s
 STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/staticcheck)
 
-.PHONY: all build test test-containers faults lint fmt vet staticcheck fuzz bench run tools promtool
+.PHONY: all build test test-containers faults lint fmt vet staticcheck fuzz bench run tools
 
 all: lint test
 
@@ -40,24 +40,21 @@ fmt:
 
 lint: fmt vet staticcheck
 
-PROMTOOL  ?= $(shell command -v promtool 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/promtool)
-
-## tools: staticcheck and promtool, from the Go module proxy
+## tools: staticcheck (Go module proxy), and promtool and prometheus from
+## Debian's prometheus package: the alert tests run promtool, and a real
+## Prometheus (cmd/redrive TestAlertsLive). As root with apt-get, the
+## package is installed; otherwise it says what to install.
 tools:
 	@test -x "$(STATICCHECK)" || $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
-	@test -x "$(PROMTOOL)" || $(MAKE) --no-print-directory promtool
-
-# promtool: Prometheus v0.315.0 built in a throwaway module. `go install
-# ...@version` refuses every release here (replace/exclude directives, or
-# dependencies the proxy will not serve), so this copies upstream's own
-# replace line. A cold build takes a few minutes.
-promtool:
-	@echo "building promtool (Prometheus v0.315.0) from the Go module proxy"
-	@d=$$(mktemp -d) && cd "$$d" && $(GO) mod init promtool-build >/dev/null 2>&1 \
-	 && $(GO) mod edit -replace=cloud.google.com/go=cloud.google.com/go@v0.123.0 \
-	 && $(GO) get github.com/prometheus/prometheus/cmd/promtool@v0.315.0 >/dev/null 2>&1 \
-	 && $(GO) build -o "$$($(GO) env GOPATH)/bin/promtool" github.com/prometheus/prometheus/cmd/promtool; \
-	 rc=$$?; rm -rf "$$d"; exit $$rc
+	@if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing Debian's prometheus package (promtool, prometheus)"; \
+			DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null \
+			|| { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus >/dev/null; }; \
+		fi; \
+	fi
+	@command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || { \
+		echo "make tools: promtool and prometheus are not on PATH; install Debian's prometheus package (apt-get install prometheus, 2.42 or later) or put both binaries of a Prometheus release on PATH" >&2; exit 1; }
 
 ## fuzz: run each fuzz target for FUZZTIME
 fuzz:

@@ -23,29 +23,15 @@ var requiredAlerts = []string{
 	"ConsumerLagCritical", "ConsumerLagWarning", "DLQHighRate", "DLQBacklog",
 }
 
-// promtool finds promtool on PATH or in $(go env GOPATH)/bin; the test
-// fails (it does not skip) when it is missing.
+// promtool finds promtool on PATH (Debian's prometheus package, see `make
+// tools`); the test fails (it does not skip) when it is missing.
 func promtool(t *testing.T) string {
 	t.Helper()
-	if p, err := exec.LookPath("promtool"); err == nil {
-		return p
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		t.Fatalf("promtool is not on PATH: install Debian's prometheus package (apt-get install prometheus, or `make tools`): %v", err)
 	}
-	gopath := os.Getenv("GOPATH")
-	if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
-		gopath = strings.TrimSpace(string(out))
-	}
-	if gopath == "" {
-		if home, err := os.UserHomeDir(); err == nil {
-			gopath = filepath.Join(home, "go")
-		}
-	}
-	gopath, _, _ = strings.Cut(gopath, string(os.PathListSeparator))
-	p := filepath.Join(gopath, "bin", "promtool")
-	if st, err := os.Stat(p); err == nil && !st.IsDir() {
-		return p
-	}
-	t.Fatalf("promtool not found on PATH or in %s: run `make tools`", filepath.Dir(p))
-	return ""
+	return p
 }
 
 func runPromtool(t *testing.T, args ...string) {

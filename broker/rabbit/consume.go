@@ -35,7 +35,7 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 	if h == nil {
 		return fmt.Errorf("%w: handler is nil", broker.ErrInvalidSubscription)
 	}
-	c := &consumer{b: b, sub: sub, h: h, queue: Queue(sub.Topic, sub.Group),
+	c := &consumer{b: b, sub: sub, h: h, queue: Queue(sub.Topic, sub.Group), instance: b.cfg.InstanceID,
 		log: b.log.With("queue", Queue(sub.Topic, sub.Group))}
 	defer b.probe.track(c.queue, &c.consuming)()
 	if sub.MaxClaims > 0 && sub.Claims == nil && b.cfg.QueueType != Quorum {
@@ -69,7 +69,9 @@ type consumer struct {
 	sub   broker.Subscription
 	h     broker.Handler
 	queue string
-	log   *slog.Logger
+	// instance names this process on its deliveries (Config.InstanceID).
+	instance string
+	log      *slog.Logger
 	// consuming is the number of the session whose channel consumes the
 	// queue now, 0 when none does; sessions counts them.
 	consuming atomic.Int64
@@ -359,7 +361,7 @@ func (c *consumer) delivery(m amqp.Delivery) *broker.Delivery {
 		},
 		Topic:       h[broker.HeaderTopic],
 		Group:       c.sub.Group,
-		Instance:    c.b.cfg.InstanceID,
+		Instance:    c.instance,
 		Source:      c.queue,
 		Partition:   -1,
 		Offset:      -1,

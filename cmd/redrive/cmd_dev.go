@@ -32,7 +32,9 @@ func init() {
   - the sample workers payout-executor, deal-timeout-worker and
     reconciliation-worker with demo-length back-offs, a sample producer
     (--rate messages/s) that makes some messages fail once, some fail for
-    good and some panic, and reconciliation-worker crashing now and then;
+    good and some panic, reconciliation-worker crashing now and then
+    (--crash-every) and deal-timeout-worker stalling for 30s now and then
+    (--stall-every): it reads stuck in 'redrive workers' and the console;
   - the DLQ keeper with the in-memory store, the admin API with the
     console, and the exporter, as 'redrive serve' runs them.
 
@@ -50,6 +52,8 @@ commands (redrive workers|lag|dlq ... --config FILE) and removed at exit.
 			fs.Float64Var(&f.rate, "rate", 5, "publish `N` sample messages per second")
 			f.crashEvery = devstack.DefaultCrashEvery
 			durationFlag(fs, &f.crashEvery, "crash-every", "crash reconciliation-worker every `DURATION`; 0 = never (default 45s)")
+			f.stallEvery = devstack.DefaultStallEvery
+			durationFlag(fs, &f.stallEvery, "stall-every", "stall deal-timeout-worker for 30s every `DURATION`; 0 = never (default 3m)")
 			return func(ctx context.Context, inv *invocation) error { return dev(ctx, inv, f) }
 		},
 	})
@@ -58,7 +62,7 @@ commands (redrive workers|lag|dlq ... --config FILE) and removed at exit.
 type devFlags struct {
 	broker, listen, metricsListen, token string
 	rate                                 float64
-	crashEvery                           time.Duration
+	crashEvery, stallEvery               time.Duration
 }
 
 func (f *devFlags) check() error {
@@ -69,6 +73,8 @@ func (f *devFlags) check() error {
 		return usageErrorf("--rate %v is not in (0, 10000] messages per second", f.rate)
 	case f.crashEvery < 0:
 		return usageErrorf("--crash-every %s is negative", f.crashEvery)
+	case f.stallEvery < 0:
+		return usageErrorf("--stall-every %s is negative", f.stallEvery)
 	case f.token != "" && len(f.token) < config.MinTokenLen:
 		return usageErrorf("--token is shorter than %d characters", config.MinTokenLen)
 	}
@@ -123,9 +129,12 @@ func dev(ctx context.Context, inv *invocation, f devFlags) error {
 	}
 	rdb := redisClient(c, log)
 	defer rdb.Close()
-	crashEvery := f.crashEvery
+	crashEvery, stallEvery := f.crashEvery, f.stallEvery
 	if crashEvery == 0 {
 		crashEvery = -1 // never
+	}
+	if stallEvery == 0 {
+		stallEvery = -1 // never
 	}
 	producer := devstack.NewProducer(b, f.rate, log)
 
@@ -134,10 +143,10 @@ func dev(ctx context.Context, inv *invocation, f devFlags) error {
 	g.Go(func() error {
 		return devstack.RunWorkers(gctx, devstack.WorkersConfig{Broker: b, Subscriptions: c.Subscriptions(), Redis: rdb,
 			Registerer: d.exp.Registerer(), HeartbeatInterval: c.Heartbeat.Interval.Duration(), HeartbeatTTL: c.Heartbeat.TTL.Duration(),
-			CrashEvery: crashEvery, Logger: log})
+			CrashEvery: crashEvery, StallEvery: stallEvery, Logger: log})
 	})
 	g.Go(func() error { return producer.Run(gctx) })
-	printTour(inv.stdout, st, d, cfgFile, token, crashEvery)
+	printTour(inv.stdout, st, d, cfgFile, token, crashEvery, stallEvery)
 	err = g.Wait()
 	fmt.Fprintf(inv.stdout, "\nredrive dev: stopped after publishing %d sample messages; nothing was kept.\n", producer.Published())
 	return err
@@ -162,7 +171,7 @@ func writeDevConfig(yaml []byte) (string, error) {
 }
 
 // printTour prints where everything is and what to look at.
-func printTour(w io.Writer, st *devstack.Stack, d *daemon, cfgFile, token string, crashEvery time.Duration) {
+func printTour(w io.Writer, st *devstack.Stack, d *daemon, cfgFile, token string, crashEvery, stallEvery time.Duration) {
 	where := "RabbitMQ at " + brokerAddress(st.Config)
 	if brokers := st.KafkaBrokers(); len(brokers) > 0 {
 		where = "embedded Kafka (kfake) at " + strings.Join(brokers, ",")
@@ -170,6 +179,11 @@ func printTour(w io.Writer, st *devstack.Stack, d *daemon, cfgFile, token string
 	crash := "reconciliation-worker does not crash (--crash-every 0)"
 	if crashEvery > 0 {
 		crash = fmt.Sprintf("reconciliation-worker crashes every %s: its heartbeat stops and it reads missing (CRITICAL) until it is back", crashEvery)
+	}
+	stall := "deal-timeout-worker does not stall (--stall-every 0)"
+	if stallEvery > 0 {
+		stall = fmt.Sprintf("deal-timeout-worker stalls for %s every %s: messages wait, and once heartbeat.idle_after passed it reads stuck (WARNING) with its lag",
+			devstack.DefaultStallFor, stallEvery)
 	}
 	self := filepath.Base(os.Args[0])
 	fmt.Fprintf(w, `redrive dev: everything runs in this process; Ctrl-C stops it and nothing is kept.
@@ -190,7 +204,8 @@ A short tour:
   2. Open a dead letter: its payload, headers, error and retry history.
      Replay it, or discard it with a reason; the audit trail shows who did what.
   3. Watch retries: curl -s http://%s/metrics | grep -E 'worker_retry_total|worker_dlq_messages_total'
-  4. Workers: %s.
+  4. Workers (console, Workers page): %s;
+     %s.
   5. The CLI sees the same: %s workers --config %s   (or lag, dlq ls)
-`, where, st.RedisAddr(), d.admin, token, d.admin, token, d.metrics, cfgFile, d.metrics, crash, self, cfgFile)
+`, where, st.RedisAddr(), d.admin, token, d.admin, token, d.metrics, cfgFile, d.metrics, crash, stall, self, cfgFile)
 }

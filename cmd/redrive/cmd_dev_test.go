@@ -20,6 +20,7 @@ func TestDevBadInput(t *testing.T) {
 		{[]string{"--rate", "NaN"}, "--rate NaN is not in (0, 10000]"},
 		{[]string{"--crash-every", "-1s"}, "--crash-every -1s is negative"},
 		{[]string{"--crash-every", "soon"}, `"soon" is not a duration`},
+		{[]string{"--stall-every", "-1s"}, "--stall-every -1s is negative"},
 		{[]string{"--token", "short"}, "--token is shorter than 8 characters"},
 		{[]string{"--listen", "8080"}, `--listen "8080" is not host:port`},
 	}
@@ -35,15 +36,15 @@ func TestDevBadInput(t *testing.T) {
 
 // `redrive dev` on the embedded Kafka: the tour is printed, the sample
 // workers produce retries and dead letters that the keeper stores and the
-// API lists, the console answers, the crashing worker reads missing, the
-// CLI works on the printed configuration, and Ctrl-C stops everything
-// cleanly and removes the configuration file.
+// API lists, the console answers, the crashing worker reads missing and
+// the stalling one stuck, the CLI works on the printed configuration, and
+// Ctrl-C stops everything cleanly and removes the configuration file.
 func TestDevKafka(t *testing.T) {
 	clearEnv(t)
 	adminAddr, metricsAddr := freeAddr(t), freeAddr(t)
 	const token = "dev-test-token"
 	d := startDaemon(t, "dev", "--listen", adminAddr, "--metrics-listen", metricsAddr, "--token", token,
-		"--rate", "40", "--crash-every", "2s")
+		"--rate", "40", "--crash-every", "2s", "--stall-every", "1s")
 	var cfgFile string
 	eventually(t, "dev prints its tour", func() bool {
 		if code, done := d.exited(); done {
@@ -103,6 +104,12 @@ func TestDevKafka(t *testing.T) {
 	if row := fields(out, "payout-executor "); len(row) < 3 || row[2] != "RUNNING" {
 		t.Errorf("workers: payout-executor is not RUNNING:\n%s", out)
 	}
+	// The stalling worker reads stuck next to it, with its lag.
+	eventually(t, "deal-timeout-worker reads stuck", func() bool {
+		_, out, errOut = cli(t, "workers", "--config", cfgFile)
+		row := fields(out, "deal-timeout-worker ")
+		return len(row) > 3 && row[2] == "RUNNING" && row[3] == "WARNING" && strings.Contains(out, "while lag is")
+	}, func() string { return out + errOut })
 
 	if code := d.stop(t); code != exitOK {
 		t.Fatalf("dev exit status %d after Ctrl-C, want 0:\n%s", code, d.stderr)

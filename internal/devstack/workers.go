@@ -16,13 +16,19 @@ import (
 	"github.com/redrive/redrive/worker"
 )
 
-// CrashingWorker is the sample worker that crashes now and then.
-const CrashingWorker = "reconciliation-worker"
+// CrashingWorker is the sample worker that crashes now and then;
+// StallingWorker the one whose handlers stall now and then.
+const (
+	CrashingWorker = "reconciliation-worker"
+	StallingWorker = "deal-timeout-worker"
+)
 
 // Defaults of WorkersConfig.
 const (
 	DefaultCrashEvery = 45 * time.Second
 	DefaultCrashFor   = 10 * time.Second
+	DefaultStallEvery = 3 * time.Minute
+	DefaultStallFor   = 30 * time.Second
 )
 
 // WorkersConfig configures RunWorkers.
@@ -41,6 +47,12 @@ type WorkersConfig struct {
 	// CrashEvery (default 45s), its heartbeat left to expire, and comes
 	// back CrashFor later (default 10s). Negative CrashEvery: never.
 	CrashEvery, CrashFor time.Duration
+	// StallingWorker (deal-timeout-worker) stops handling for StallFor
+	// (default 30s) every StallEvery (default 3m; the first stall comes
+	// after half of it): its handlers hang while messages keep arriving,
+	// so it reads stuck once heartbeat.idle_after passed. Negative
+	// StallEvery: never.
+	StallEvery, StallFor time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -58,6 +70,12 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) error {
 	if cfg.CrashFor <= 0 {
 		cfg.CrashFor = DefaultCrashFor
 	}
+	if cfg.StallEvery == 0 {
+		cfg.StallEvery = DefaultStallEvery
+	}
+	if cfg.StallFor <= 0 {
+		cfg.StallFor = DefaultStallFor
+	}
 	opts := []worker.Option{worker.WithoutSignals(), worker.WithLogger(cfg.Logger), worker.WithClaims(cfg.Redis)}
 	if cfg.Registerer != nil {
 		opts = append(opts, worker.WithRegisterer(cfg.Registerer))
@@ -71,6 +89,9 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) error {
 		}
 		steady = append(steady, s)
 		handlers[s.Group] = Handler
+		if s.Group == StallingWorker && cfg.StallEvery > 0 {
+			handlers[s.Group] = newStaller(cfg.StallEvery, cfg.StallFor, cfg.Logger).wrap(Handler)
+		}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -102,9 +123,11 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) error {
 // crashed process would look from outside (its heartbeat stops, no
 // SHUTTING_DOWN) and restarting it cfg.CrashFor later.
 func crashLoop(ctx context.Context, cfg WorkersConfig, sub broker.Subscription, opts []worker.Option) error {
-	pub, err := heartbeat.NewPublisher(cfg.Redis, heartbeat.PublisherConfig{
-		Type: sub.Group, Interval: cfg.HeartbeatInterval, TTL: cfg.HeartbeatTTL, Logger: cfg.Logger,
-	})
+	hc := heartbeat.PublisherConfig{Type: sub.Group, Interval: cfg.HeartbeatInterval, TTL: cfg.HeartbeatTTL, Logger: cfg.Logger}
+	if lp, ok := cfg.Broker.(lagProbe); ok {
+		hc.Lag = func(ctx context.Context) (int64, error) { return lp.ConsumerLag(ctx, sub.Topic, sub.Group) }
+	}
+	pub, err := heartbeat.NewPublisher(cfg.Redis, hc)
 	if err != nil {
 		return fmt.Errorf("dev: heartbeat of %s: %w", sub.Group, err)
 	}
@@ -163,5 +186,45 @@ func beat(ctx context.Context, pub *heartbeat.Publisher, interval time.Duration)
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// lagProbe is the lag measurement both backends offer.
+type lagProbe interface {
+	ConsumerLag(ctx context.Context, topic, group string) (int64, error)
+}
+
+// staller makes a handler hang for a while every so often: the
+// StallingWorker's handlers all wait while a stall lasts.
+type staller struct {
+	every, dur time.Duration
+	log        *slog.Logger
+
+	mu          sync.Mutex
+	next, until time.Time
+}
+
+func newStaller(every, dur time.Duration, log *slog.Logger) *staller {
+	return &staller{every: every, dur: dur, log: log, next: time.Now().Add(every / 2)}
+}
+
+// wrap returns h behind the stall gate.
+func (s *staller) wrap(h broker.Handler) broker.Handler {
+	return func(ctx context.Context, d *broker.Delivery) error {
+		s.mu.Lock()
+		if now := time.Now(); !now.Before(s.next) {
+			s.until, s.next = now.Add(s.dur), now.Add(s.every)
+			s.log.Warn("dev: "+StallingWorker+" stalls (simulated): its handlers hang while messages wait", "for", s.dur)
+		}
+		until := s.until
+		s.mu.Unlock()
+		if wait := time.Until(until); wait > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+		}
+		return h(ctx, d)
 	}
 }
