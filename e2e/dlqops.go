@@ -372,26 +372,36 @@ func (s *suite) executionsHook(t *testing.T) {
 	declare(t, b, sub)
 	st := newCounting(s.store(t, DatabaseURL(), ""))
 	db := newExecutionsDB(t)
+	// The reference design's execution ids are numbers; string ids parse
+	// too. Keys differ from ids, so that only the payload names them.
+	db.insert(t, "1001", "running")
 	db.insert(t, "exec-running", "running")
-	db.insert(t, "exec-done", "succeeded")
+	db.insert(t, "1002", "succeeded")
 	db.breakTable(t) // the first hook calls hit a database error
 
 	name := s.env.DLQName(topic, "deadline-worker")
 	hook := &ExecutionsHook{DB: db.pool, Table: db.table}
 	s.keeper(t, b, st, name, hook)
-	for _, id := range []string{"exec-running", "exec-done", "exec-missing"} {
-		publish(t, b, topic, broker.Message{ID: id, Key: []byte(id), Value: []byte(fmt.Sprintf(`{"execution_id":%q}`, id))})
+	for i, payload := range []string{`{"execution_id": 1001}`, `{"execution_id": "exec-running"}`, `{"execution_id": 1002}`, `{"execution_id": 1003}`} {
+		key := fmt.Sprintf("deal-%d", i)
+		publish(t, b, topic, broker.Message{ID: key, Key: []byte(key), Value: []byte(payload)})
 	}
 	time.Sleep(2 * sub.MaxAge) // the worker is down longer than its queue TTL
 	consume(t, b, sub, newRecorder().handler("deadline-worker", 1, nil))
 	hook.waitCalls(t, 2, 60*time.Second) // the keeper retries a failing hook, not acking meanwhile
 	db.repairTable(t)
-	st.waitAll(t, name, 3, 60*time.Second)
-	db.waitStatus(t, "exec-running", "failed", 60*time.Second)
-	if got := db.status(t, "exec-done"); got != "succeeded" {
+	st.waitAll(t, name, 4, 60*time.Second)
+	for _, id := range []string{"1001", "exec-running"} {
+		db.waitStatus(t, id, "failed", 60*time.Second)
+		f := db.failure(t, id)
+		if f["error"] != "Worker queue TTL expired" || f["worker"] != "deadline-worker" || f["dlq"] != name || f["entry"] == "" {
+			t.Errorf("execution %s failed with %v, want the queue-TTL reason, worker deadline-worker, DLQ %s and the entry id", id, f, name)
+		}
+	}
+	if got := db.status(t, "1002"); got != "succeeded" {
 		t.Errorf("terminal execution changed to %q", got)
 	}
-	if errText := db.errorText(t, "exec-running"); errText == "" {
-		t.Errorf("failed execution carries no error")
+	if f := db.failure(t, "1002"); f != nil {
+		t.Errorf("terminal execution got an error: %v", f)
 	}
 }

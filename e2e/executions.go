@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -72,13 +73,22 @@ func (h *ExecutionsHook) markFailed(ctx context.Context, r dlq.Record) error {
 	return nil
 }
 
-// executionID reads "execution_id" from a JSON payload, else the key.
+// executionID reads "execution_id" from a JSON payload: a number (the
+// reference design's ids, e.g. {"execution_id": 42}) or a string; else
+// the message key.
 func executionID(e dlq.Entry) string {
 	var v struct {
-		ID string `json:"execution_id"`
+		ID json.RawMessage `json:"execution_id"`
 	}
-	if json.Unmarshal(e.OriginalValue, &v) == nil && v.ID != "" {
-		return v.ID
+	if json.Unmarshal(e.OriginalValue, &v) == nil && len(v.ID) > 0 {
+		var n int64
+		if json.Unmarshal(v.ID, &n) == nil {
+			return strconv.FormatInt(n, 10)
+		}
+		var s string
+		if json.Unmarshal(v.ID, &s) == nil && s != "" {
+			return s
+		}
 	}
 	return string(e.OriginalKey)
 }
@@ -160,13 +170,19 @@ func (db *executionsDB) status(t *testing.T, id string) string {
 	return s
 }
 
-func (db *executionsDB) errorText(t *testing.T, id string) string {
+// failure returns the error JSON the hook stored for id, decoded; nil
+// when there is none.
+func (db *executionsDB) failure(t *testing.T, id string) map[string]string {
 	t.Helper()
-	var s *string
-	if err := db.pool.QueryRow(t.Context(), `SELECT error->>'error' FROM `+db.ident()+` WHERE id = $1`, id).Scan(&s); err != nil || s == nil {
-		return ""
+	var raw []byte
+	if err := db.pool.QueryRow(t.Context(), `SELECT error FROM `+db.ident()+` WHERE id = $1`, id).Scan(&raw); err != nil || raw == nil {
+		return nil
 	}
-	return *s
+	var out map[string]string
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("execution %s: error %s is not the hook's JSON: %v", id, raw, err)
+	}
+	return out
 }
 
 // waitStatus polls the table (the keeper retries the hook with back-off;
