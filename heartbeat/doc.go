@@ -10,9 +10,12 @@
 //	workers:{type}             sorted set, member = instance, score = unix time of its last beat
 //	workers:{type}:stopping    hash, field = instance, value = unix time it began shutting down
 //	workers                    set of every worker type that ever beat
+//	workers::audit             stream of retirements (Retire): who retired which instance, when, why
 //
 // {type} is the worker name (the consumer group) and {instance} identifies
-// one process, "hostname-pid" by default. The heartbeat JSON is
+// one process: PublisherConfig.Instance (the configuration's
+// heartbeat.instance, e.g. a pod name, so that a restarted process takes
+// over its own heartbeat), "hostname-pid" by default. The heartbeat JSON is
 //
 //	{"timestamp": "2025-01-15T10:30:00.000Z", "status": "RUNNING",
 //	 "last_message_at": "2025-01-15T10:29:58.125Z", "consumer_lag": 12,
@@ -26,13 +29,16 @@
 // The sorted set outlives the heartbeat key: a worker whose key expired still
 // reads as MISSING instead of vanishing. Entries older than ForgetAfter
 // (24 h by default) are pruned by the publishers and ignored by the monitor;
-// [Publisher.Deregister] removes an instance that exited cleanly.
+// [Publisher.Deregister] removes an instance that exited cleanly, and
+// [Retire] one that vanished (an operator's decision, audited).
 //
 // # Publisher
 //
 // A [Publisher] beats every Interval with one round trip (SET of the key and
 // the registry update, pipelined). [Publisher.MessageHandled] and
-// [Publisher.SetLag] are atomic stores, cheap enough for every message. When
+// [Publisher.SetLag] are atomic stores, cheap enough for every message;
+// PublisherConfig.Lag, when set, is asked for the consumer lag before each
+// beat (the worker package passes its broker's measure). When
 // Redis is unreachable the worker keeps working: the publisher logs once per
 // outage and resumes when Redis is back. When Run's context ends it writes
 // SHUTTING_DOWN with a 60 s TTL and records the moment in
@@ -67,8 +73,12 @@
 // A [Sampler] runs the monitor on an interval and serves the cached table to
 // Prometheus, so a scrape costs no Redis round trip:
 //
-//	worker_heartbeat_timestamp_seconds{type,instance}           last beat, unix seconds
-//	redrive_worker_status{type,instance,condition,severity}    1 per condition a worker meets
+//	worker_heartbeat_timestamp_seconds{type,worker_instance}         last beat, unix seconds
+//	redrive_worker_status{type,worker_instance,condition,severity}   1 per condition a worker meets
+//	redrive_worker_running_instances{type,dlq_severity}              RUNNING instances of each configured worker
+//
+// The worker process is labelled worker_instance, never instance: a
+// Prometheus scrape owns that label (the target's address).
 //
 // worker_heartbeat_timestamp_seconds is not exported while Redis is
 // unreachable, so a Redis outage does not look like every worker missing.

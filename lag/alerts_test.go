@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -66,9 +65,6 @@ type ruleFile struct {
 
 type ruleTests struct {
 	Tests []struct {
-		InputSeries []struct {
-			Series string `yaml:"series"`
-		} `yaml:"input_series"`
 		AlertRuleTest []struct {
 			Alertname string           `yaml:"alertname"`
 			ExpAlerts []map[string]any `yaml:"exp_alerts"`
@@ -137,52 +133,5 @@ func TestAlertRulesShape(t *testing.T) {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("alerts.yml lacks %s", want)
 		}
-	}
-}
-
-// seriesSelector splits a promtool series 'name{a="x",b="y"}' into its
-// name and label names.
-var seriesSelector = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(.*)\}$`)
-var seriesLabel = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="(?:[^"\\]|\\.)*"`)
-
-// TestAlertTestSeriesShape: the unit tests feed the rules only series as
-// Prometheus stores them from the real exporter under the documented
-// scrape config: an exported metric, exactly its label names (le on
-// histogram buckets), plus the target's job and instance; never a worker
-// labelled instance (Prometheus would rename it exported_instance).
-func TestAlertTestSeriesShape(t *testing.T) {
-	var tests ruleTests
-	readYAML(t, "alerts_test.yml", &tests)
-	n := 0
-	for _, tc := range tests.Tests {
-		for _, in := range tc.InputSeries {
-			n++
-			m := seriesSelector.FindStringSubmatch(strings.TrimSpace(in.Series))
-			if m == nil {
-				t.Errorf("series %q: not name{labels}", in.Series)
-				continue
-			}
-			base, ok := baseMetric(m[1])
-			if !ok {
-				t.Errorf("series %q: %s is not exported by redrive", in.Series, m[1])
-				continue
-			}
-			var got []string
-			for _, l := range seriesLabel.FindAllStringSubmatch(m[2], -1) {
-				got = append(got, l[1])
-			}
-			want := append(slices.Clone(exportedLabels[base]), "job", "instance")
-			if strings.HasSuffix(m[1], "_bucket") {
-				want = append(want, "le")
-			}
-			slices.Sort(got)
-			slices.Sort(want)
-			if !slices.Equal(got, want) {
-				t.Errorf("series %q: labels %v, want %v (the exporter's, plus job and instance)", in.Series, got, want)
-			}
-		}
-	}
-	if n == 0 {
-		t.Fatal("no input series read from alerts_test.yml")
 	}
 }

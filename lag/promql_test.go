@@ -35,28 +35,6 @@ var exportedMetrics = []string{
 // (with le), name_sum and name_count.
 var histograms = []string{"worker_handler_duration_seconds", "worker_dlq_processing_seconds"}
 
-// exportedLabels are the label names of each exported metric, as the
-// exporter, the keeper and the workers emit them (before Prometheus adds
-// the target's job and instance).
-var exportedLabels = map[string][]string{
-	heartbeat.MetricHeartbeatTimestamp: {"type", heartbeat.LabelInstance},
-	heartbeat.MetricWorkerStatus:       {"type", heartbeat.LabelInstance, "condition", "severity"},
-	heartbeat.MetricRunningInstances:   {"type", "dlq_severity"},
-	MetricKafkaLag:                     {"group", "topic"},
-	MetricKafkaLagPartition:            {"group", "topic", "partition"},
-	MetricKafkaLagSeconds:              {"group", "topic"},
-	MetricConsumerStatus:               {"group", "topic", "status", "level"},
-	MetricQueueDepth:                   {"queue"},
-	MetricQueueConsumers:               {"queue"},
-	MetricUp:                           {"source"},
-	"worker_dlq_messages_total":        {"dlq", "severity"},
-	"worker_dlq_replayed_total":        {"dlq"},
-	"worker_retry_total":               {"worker", "error_class"},
-	"redrive_dlq_pending":              {"dlq", "severity"},
-	"worker_handler_duration_seconds":  {"worker"},
-	"worker_dlq_processing_seconds":    {"dlq", "severity"},
-}
-
 // knownMetric reports whether name is an exported metric or a series of
 // the handler latency histogram.
 func knownMetric(name string) bool {

@@ -61,6 +61,7 @@ var constTypes = map[string]string{
 	lag.MetricUp:                       "gauge",
 	heartbeat.MetricHeartbeatTimestamp: "gauge",
 	heartbeat.MetricWorkerStatus:       "gauge",
+	heartbeat.MetricRunningInstances:   "gauge",
 	dlq.MetricPending:                  "gauge",
 }
 
