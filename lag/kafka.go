@@ -130,7 +130,8 @@ func (p PartitionLag) Assigned() bool { return p.Member != "" }
 // a partition that cannot be measured is reported in the sample.
 func (k *Kafka) Measure(ctx context.Context) (KafkaSample, error) {
 	s := KafkaSample{At: time.Now(), GroupErrors: map[string]error{}}
-	lags, err := k.adm.Lag(ctx, k.cfg.Groups...)
+	// A copy: kadm.Lag reuses the slice it is given as scratch space.
+	lags, err := k.adm.Lag(ctx, slices.Clone(k.cfg.Groups)...)
 	if err != nil {
 		return s, fmt.Errorf("%w: kafka lag of groups %v: %w", ErrUnavailable, k.cfg.Groups, err)
 	}

@@ -298,3 +298,27 @@ func TestKafkaUnreachable(t *testing.T) {
 		t.Fatalf("Measure against a closed port = %v, want ErrUnavailable", err)
 	}
 }
+
+// TestMeasureKeepsGroups: measuring several groups, one of which never
+// committed, leaves the configured list alone (kadm.Lag reuses the slice it
+// is given; the groups measured once read [a a ...] afterwards).
+func TestMeasureKeepsGroups(t *testing.T) {
+	e := newKafka(t)
+	e.produce(t, 0, 2, time.Now())
+	for _, g := range []string{"g1", "g2", "g3"} {
+		e.commit(t, g, map[int32]int64{0: 1})
+	}
+	groups := []string{"g1", "g2", "g3", "never-committed"}
+	k, err := NewKafka(e.cl, KafkaConfig{Groups: groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := k.Measure(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"g1", "g2", "g3", "never-committed"}; fmt.Sprint(k.cfg.Groups) != fmt.Sprint(want) {
+		t.Fatalf("groups after Measure = %v, want %v", k.cfg.Groups, want)
+	}
+}
