@@ -95,14 +95,20 @@ func (s *DLQSampler) Sample(ctx context.Context) error {
 	return err
 }
 
+// minDLQSampleTimeout bounds one sample from below: the first one opens
+// the store (a PostgreSQL connection and its migrations), which a short
+// Interval would cut off every time on a busy host.
+const minDLQSampleTimeout = 5 * time.Second
+
 // Run samples now and then every Interval until ctx ends, and returns nil
-// then. Failures are logged once per outage.
+// then; a sample may take up to max(Interval, 5 s). Failures are logged
+// once per outage.
 func (s *DLQSampler) Run(ctx context.Context) error {
 	t := time.NewTicker(s.cfg.Interval)
 	defer t.Stop()
 	failing := false
 	for {
-		cctx, cancel := context.WithTimeout(ctx, s.cfg.Interval)
+		cctx, cancel := context.WithTimeout(ctx, max(s.cfg.Interval, minDLQSampleTimeout))
 		err := s.Sample(cctx)
 		cancel()
 		switch {
