@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/redrive/redrive/broker"
@@ -23,22 +22,6 @@ import (
 
 // These tests live here rather than in package worker because they link
 // both backends, which worker's own tests must not (TestParseRejectsUnlinkedBackend).
-
-// deleteQueues removes queues a test declared.
-func deleteQueues(names ...string) {
-	conn, err := amqp.Dial(rabbitURL())
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return
-	}
-	for _, n := range names {
-		_, _ = ch.QueueDelete(n, false, false, false)
-	}
-}
 
 // probe GETs path of the health server and returns the status code and
 // body ("" and 0 when it does not answer).
@@ -93,7 +76,9 @@ workers:
 	if err != nil {
 		t.Fatalf("RabbitMQ is required: %v", err)
 	}
-	t.Cleanup(func() { deleteQueues(rabbit.Queue(topic, name), rabbit.DLQ(rabbit.Queue(topic, name))) })
+	t.Cleanup(func() {
+		deleteTopology(t, []rabbit.Declaration{{Kind: "queue", Name: rabbit.Queue(topic, name)}, {Kind: "queue", Name: rabbit.DLQ(rabbit.Queue(topic, name))}})
+	})
 	stalled, release := make(chan struct{}), make(chan struct{})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

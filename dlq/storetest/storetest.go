@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/redrive/redrive/dlq"
 )
@@ -287,30 +288,26 @@ func newOps(t *testing.T, cfg dlq.OpsConfig) *dlq.Ops {
 // gather returns the value of metric name with label dlq=dlqName in reg.
 func gather(t *testing.T, reg *prometheus.Registry, name, dlqName string) (float64, bool) {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatalf("Gather: %v", err)
+	m, _ := find(t, reg, name, dlqName)
+	if m == nil {
+		return 0, false
 	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "dlq" && l.GetValue() == dlqName {
-					if c := m.GetCounter(); c != nil {
-						return c.GetValue(), true
-					}
-					return m.GetGauge().GetValue(), true
-				}
-			}
-		}
+	if c := m.GetCounter(); c != nil {
+		return c.GetValue(), true
 	}
-	return 0, false
+	return m.GetGauge().GetValue(), true
 }
 
 // label returns the value of label key on the series of name for dlqName.
 func label(t *testing.T, reg *prometheus.Registry, name, dlqName, key string) string {
+	t.Helper()
+	_, labels := find(t, reg, name, dlqName)
+	return labels[key]
+}
+
+// find returns the series of name whose dlq label is dlqName, with its
+// labels; nil when there is none.
+func find(t *testing.T, reg *prometheus.Registry, name, dlqName string) (*dto.Metric, map[string]string) {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -326,11 +323,11 @@ func label(t *testing.T, reg *prometheus.Registry, name, dlqName, key string) st
 				labels[l.GetName()] = l.GetValue()
 			}
 			if labels["dlq"] == dlqName {
-				return labels[key]
+				return m, labels
 			}
 		}
 	}
-	return ""
+	return nil, nil
 }
 
 // errBroker is the failure of the suite's failing publisher.
