@@ -181,14 +181,17 @@ func (p *Publisher) measureLag(ctx context.Context) {
 	if p.cfg.Lag == nil {
 		return
 	}
-	n, err := p.cfg.Lag(ctx)
+	// Half the interval at most: a slow measurement must not cost the beat.
+	lctx, cancel := context.WithTimeout(ctx, p.cfg.Interval/2)
+	defer cancel()
+	n, err := p.cfg.Lag(lctx)
 	switch {
 	case err == nil:
 		p.lag.Store(max(n, 0))
 		if p.lagDown.CompareAndSwap(true, false) {
 			p.cfg.Logger.Info("heartbeat: consumer lag measurable again", "type", p.cfg.Type, "instance", p.cfg.Instance)
 		}
-	case ctx.Err() == nil && p.lagDown.CompareAndSwap(false, true):
+	case !errors.Is(ctx.Err(), context.Canceled) && p.lagDown.CompareAndSwap(false, true):
 		p.cfg.Logger.Warn("heartbeat: consumer lag cannot be measured; heartbeats report the last known lag",
 			"type", p.cfg.Type, "instance", p.cfg.Instance, "err", err)
 	}

@@ -21,14 +21,18 @@ var ErrNotConsuming = errors.New("rabbit: not consuming")
 // queue per second, however many ask.
 const LagCacheTTL = time.Second
 
-// probe holds what ConsumerLag and ConsumerReady need: a connection of
-// its own for passive declares (opened on first use, reopened after a
-// failure), the cached counts, and the consumers of every queue.
+// probe holds what ConsumerLag and ConsumerReady need: the cached ready
+// counts with the measurements in flight, a connection of its own for
+// passive declares (opened on first use, reopened after a failure), and
+// the consumers of every queue.
 type probe struct {
-	mu    sync.Mutex
-	conn  *amqp.Connection
-	ch    *amqp.Channel
-	cache map[string]readyCount
+	mu     sync.Mutex
+	cache  map[string]readyCount
+	flight map[string]chan struct{} // queue -> closed when its measurement is done
+
+	connMu sync.Mutex // one passive declare at a time on conn, ch
+	conn   *amqp.Connection
+	ch     *amqp.Channel
 
 	cmu       sync.Mutex
 	consumers map[string][]*atomic.Int64 // queue -> each Consume's session consuming now (0: none)
@@ -44,29 +48,53 @@ type readyCount struct {
 // group (<topic>.<group>): waiting for a consumer, not counting those
 // delivered and not yet acknowledged (up to each consumer's prefetch),
 // which AMQP does not report. One passive declare per queue and
-// LagCacheTTL, shared by every caller of this Broker.
+// LagCacheTTL, shared by every caller of this Broker; a caller whose ctx
+// ends first gets ctx's error while the declare completes for the next.
 func (b *Broker) ConsumerLag(ctx context.Context, topic, group string) (int64, error) {
 	q := Queue(topic, group)
 	p := &b.probe
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if c, ok := p.cache[q]; ok && time.Since(c.at) < LagCacheTTL {
+		p.mu.Unlock()
 		return int64(c.n), c.err
 	}
-	n, err := b.readyLocked(ctx, q)
-	if p.cache == nil {
-		p.cache = make(map[string]readyCount)
+	done, busy := p.flight[q]
+	if !busy {
+		done = make(chan struct{})
+		if p.flight == nil {
+			p.flight, p.cache = make(map[string]chan struct{}), make(map[string]readyCount)
+		}
+		p.flight[q] = done
+		go func() {
+			n, err := b.ready(q)
+			p.mu.Lock()
+			p.cache[q] = readyCount{n: n, at: time.Now(), err: err}
+			delete(p.flight, q)
+			p.mu.Unlock()
+			close(done)
+		}()
 	}
-	p.cache[q] = readyCount{n: n, at: time.Now(), err: err}
-	return int64(n), err
+	p.mu.Unlock()
+	select {
+	case <-done:
+		p.mu.Lock()
+		c := p.cache[q]
+		p.mu.Unlock()
+		return int64(c.n), c.err
+	case <-ctx.Done():
+		return 0, fmt.Errorf("rabbit: ready messages of %s: %w", q, ctx.Err())
+	}
 }
 
-// readyLocked declares q passively on the probe's channel. p.mu is held.
-func (b *Broker) readyLocked(ctx context.Context, q string) (int, error) {
+// ready declares q passively on the probe's channel. Dialing is bounded
+// by Config.DialTimeout, the declare by the connection's heartbeats.
+func (b *Broker) ready(q string) (int, error) {
 	p := &b.probe
+	p.connMu.Lock()
+	defer p.connMu.Unlock()
 	if p.ch == nil || p.ch.IsClosed() {
 		if p.conn == nil || p.conn.IsClosed() {
-			conn, err := b.dial(ctx, "monitor")
+			conn, err := b.dial(context.Background(), "monitor")
 			if err != nil {
 				return 0, err
 			}
@@ -137,8 +165,8 @@ func (p *probe) track(queue string, consuming *atomic.Int64) (untrack func()) {
 
 // close closes the probe's connection.
 func (p *probe) close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.connMu.Lock()
+	defer p.connMu.Unlock()
 	if p.conn != nil {
 		_ = p.conn.Close()
 		p.conn, p.ch = nil, nil
