@@ -3,7 +3,7 @@ PKGS      ?= ./...
 FUZZTIME  ?= 5s
 STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/staticcheck)
 
-.PHONY: all build test test-containers faults lint fmt vet staticcheck fuzz bench run tools
+.PHONY: all build test test-containers faults cluster-up cluster-down lint fmt vet staticcheck fuzz bench run tools
 
 all: lint test
 
@@ -26,6 +26,16 @@ test-containers:
 ## and starts the local RabbitMQ application (rabbitmqctl).
 faults:
 	$(GO) test -race -count=1 -tags faults -timeout 15m -v ./e2e/faults/
+
+## cluster-up: start the faults suite's three-node RabbitMQ cluster
+## (rrc1..rrc3@localhost, AMQP 127.0.0.1:5681-5683) and leave it running;
+## needs root. cluster-down stops and deletes it. The node on 5672 is
+## never touched; make faults starts a fresh cluster of its own.
+cluster-up:
+	$(GO) run ./e2e/cluster up
+
+cluster-down:
+	$(GO) run ./e2e/cluster down
 
 vet:
 	$(GO) vet $(PKGS)
