@@ -2,8 +2,10 @@ package lag
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -17,15 +19,23 @@ const DefaultDialTimeout = 5 * time.Second
 
 // RabbitConfig configures RabbitMQ depth measurement.
 type RabbitConfig struct {
-	// URL of the broker; default rabbit.DefaultURL.
+	// URL of the broker; default rabbit.DefaultURL when URLs is empty
+	// too. The one-URL form of URLs: set one of them.
 	URL string
-	// DialTimeout bounds connecting; default 5 s.
+	// URLs are the nodes of a cluster: the first that answers is measured
+	// through, the next after a lost connection (rabbit.Dialer).
+	URLs []string
+	// TLS overrides the TLS settings derived from amqps:// URLs.
+	TLS *tls.Config
+	// DialTimeout bounds one connection attempt; default 5 s.
 	DialTimeout time.Duration
+	// Logger receives fail-over warnings; default slog.Default().
+	Logger *slog.Logger
 }
 
 // WithDefaults returns c with the documented defaults filled in.
 func (c RabbitConfig) WithDefaults() RabbitConfig {
-	if c.URL == "" {
+	if c.URL == "" && len(c.URLs) == 0 {
 		c.URL = rabbit.DefaultURL
 	}
 	if c.DialTimeout <= 0 {
@@ -36,10 +46,8 @@ func (c RabbitConfig) WithDefaults() RabbitConfig {
 
 // Validate reports the first problem, naming the field.
 func (c RabbitConfig) Validate() error {
-	if c.URL != "" {
-		if _, err := amqp.ParseURI(c.URL); err != nil {
-			return fmt.Errorf("%w: url %q: %v", ErrInvalidConfig, rabbit.MaskURL(c.URL), err)
-		}
+	if c.URL != "" && len(c.URLs) > 0 {
+		return fmt.Errorf("%w: url and urls are both set (set one)", ErrInvalidConfig)
 	}
 	if c.DialTimeout < 0 {
 		return fmt.Errorf("%w: dial timeout %s is negative", ErrInvalidConfig, c.DialTimeout)
@@ -50,7 +58,8 @@ func (c RabbitConfig) Validate() error {
 // Rabbit measures RabbitMQ queue depth over one AMQP connection, opened on
 // first use and reopened after a failure. It is safe for concurrent use.
 type Rabbit struct {
-	cfg RabbitConfig
+	cfg    RabbitConfig
+	dialer *rabbit.Dialer
 
 	mu   sync.Mutex
 	conn *amqp.Connection
@@ -62,7 +71,16 @@ func NewRabbit(cfg RabbitConfig) (*Rabbit, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Rabbit{cfg: cfg.WithDefaults()}, nil
+	cfg = cfg.WithDefaults()
+	urls := cfg.URLs
+	if len(urls) == 0 {
+		urls = []string{cfg.URL}
+	}
+	d, err := rabbit.NewDialer(rabbit.DialerConfig{URLs: urls, TLS: cfg.TLS, Timeout: cfg.DialTimeout, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	return &Rabbit{cfg: cfg, dialer: d}, nil
 }
 
 // QueueDepth is one queue's depth.
@@ -97,7 +115,7 @@ func (r *Rabbit) Measure(ctx context.Context, queues ...string) ([]QueueDepth, e
 		}
 		if ch == nil {
 			var err error
-			if ch, err = r.channel(); err != nil {
+			if ch, err = r.channel(ctx); err != nil {
 				return out, err
 			}
 		}
@@ -120,14 +138,11 @@ func (r *Rabbit) Measure(ctx context.Context, queues ...string) ([]QueueDepth, e
 }
 
 // channel opens a channel, connecting first when needed.
-func (r *Rabbit) channel() (*amqp.Channel, error) {
+func (r *Rabbit) channel(ctx context.Context) (*amqp.Channel, error) {
 	if r.conn == nil || r.conn.IsClosed() {
-		conn, err := amqp.DialConfig(r.cfg.URL, amqp.Config{
-			Dial:       amqp.DefaultDial(r.cfg.DialTimeout),
-			Properties: amqp.Table{"connection_name": "redrive lag"},
-		})
+		conn, err := r.dialer.Dial(ctx, "lag")
 		if err != nil {
-			return nil, fmt.Errorf("%w: rabbitmq dial %s: %w", ErrUnavailable, rabbit.MaskURL(r.cfg.URL), err)
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		r.conn = conn
 	}

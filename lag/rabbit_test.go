@@ -149,6 +149,33 @@ func TestRabbitUnreachable(t *testing.T) {
 	}
 }
 
+// With several URLs the first that answers is measured through, and the
+// passwords of all of them stay hidden when none does.
+func TestRabbitURLs(t *testing.T) {
+	ch := rabbitChannel(t)
+	q := declareQueue(t, ch, 3)
+	r, err := NewRabbit(RabbitConfig{URLs: []string{"amqp://guest:one-S3CRET@" + closedAddr(t) + "/", rabbitURL()}, DialTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	got, err := r.Measure(t.Context(), q)
+	if err != nil || got[0].Messages != 3 {
+		t.Fatalf("Measure through the second URL = %+v, %v; want 3 messages", got, err)
+	}
+	down, err := NewRabbit(RabbitConfig{URLs: []string{"amqp://guest:one-S3CRET@" + closedAddr(t) + "/", "amqp://guest:two-S3CRET@" + closedAddr(t) + "/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = down.Measure(t.Context(), q)
+	if !errors.Is(err, ErrUnavailable) || contains(err.Error(), "S3CRET") {
+		t.Fatalf("Measure with no URL answering = %v, want ErrUnavailable without passwords", err)
+	}
+	if _, err := NewRabbit(RabbitConfig{URL: rabbitURL(), URLs: []string{rabbitURL()}}); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("NewRabbit(url and urls) = %v, want ErrInvalidConfig", err)
+	}
+}
+
 func TestRabbitQueues(t *testing.T) {
 	n := rabbit.Names{Prefix: "redrive"}
 	tests := []struct {

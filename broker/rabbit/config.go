@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
+	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -41,9 +43,14 @@ const (
 // Config configures a Broker. The zero value works against a local broker
 // with the documented defaults.
 type Config struct {
-	// URL of the broker; default DefaultURL. amqps:// uses TLS.
+	// URL of the broker; default DefaultURL when URLs is empty too.
+	// amqps:// uses TLS. The one-URL form of URLs: set one of them.
 	URL string
-	// TLS overrides the TLS settings derived from the URL.
+	// URLs are the nodes of a cluster (or load balancers): redrive
+	// connects to the first that answers and fails over to the next when a
+	// connection is lost (see Dialer).
+	URLs []string
+	// TLS overrides the TLS settings derived from amqps:// URLs.
 	TLS *tls.Config
 	// Prefix names redrive's exchanges and delay queues; default "redrive".
 	Prefix string
@@ -84,7 +91,7 @@ type DelayConfig struct {
 
 // WithDefaults returns c with defaults filled in.
 func (c Config) WithDefaults() Config {
-	if c.URL == "" {
+	if c.URL == "" && len(c.URLs) == 0 {
 		c.URL = DefaultURL
 	}
 	if c.Prefix == "" {
@@ -122,8 +129,14 @@ func (c Config) WithDefaults() Config {
 
 // Validate reports the first problem, naming the field.
 func (c Config) Validate() error {
-	if _, err := amqp.ParseURI(c.URL); err != nil {
-		return fmt.Errorf("%w: url %q: %v", ErrInvalidConfig, MaskURL(c.URL), err)
+	if c.URL != "" && len(c.URLs) > 0 {
+		return fmt.Errorf("%w: url and urls are both set (url is the one-URL form of urls: set one)", ErrInvalidConfig)
+	}
+	urls := c.Endpoints()
+	for i, u := range urls {
+		if _, err := amqp.ParseURI(u); err != nil {
+			return fmt.Errorf("%w: %s: %v", ErrInvalidConfig, urlField(len(urls), i, u), err)
+		}
 	}
 	switch {
 	case c.QueueType != Classic && c.QueueType != Quorum:
@@ -149,14 +162,24 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// MaskURL hides the password of an AMQP URL for logs and errors.
+// Endpoints are the URLs the broker dials, in order: URLs, or URL.
+func (c Config) Endpoints() []string {
+	if len(c.URLs) > 0 {
+		return c.URLs
+	}
+	return []string{c.URL}
+}
+
+// MaskURL hides the password of an AMQP URL for logs and errors; a URL
+// that does not parse is not shown at all.
 func MaskURL(raw string) string {
-	u, err := amqp.ParseURI(raw)
-	if err != nil {
+	u, err := neturl.Parse(raw)
+	if _, aerr := amqp.ParseURI(raw); aerr != nil || err != nil {
 		return "<unparseable url>"
 	}
-	if u.Password != "" {
-		u.Password = "***"
+	if _, ok := u.User.Password(); !ok {
+		return u.String()
 	}
-	return u.String()
+	u.User = neturl.UserPassword(u.User.Username(), "MASKED")
+	return strings.Replace(u.String(), ":MASKED@", ":***@", 1)
 }

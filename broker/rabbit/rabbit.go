@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,12 +16,13 @@ import (
 
 // Broker is the RabbitMQ implementation of broker.Broker.
 type Broker struct {
-	cfg   Config
-	names Names
-	tiers tiers
-	log   *slog.Logger
-	pub   *publisher
-	probe probe
+	cfg    Config
+	names  Names
+	tiers  tiers
+	log    *slog.Logger
+	dialer *Dialer
+	pub    *publisher
+	probe  probe
 
 	baseOnce sync.Mutex
 	baseDone bool
@@ -33,14 +33,18 @@ var _ broker.Broker = (*Broker)(nil)
 
 // New validates cfg, connects to the broker and declares the shared
 // topology (exchanges, delay tiers, the unroutable queue). An unreachable
-// broker is an error naming the URL with its password masked.
+// broker is an error naming each URL tried, with its password masked.
 func New(ctx context.Context, cfg Config) (*Broker, error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	t, _ := newTiers(cfg.Delay)
-	b := &Broker{cfg: cfg, names: Names{Prefix: cfg.Prefix}, tiers: t, log: cfg.Logger}
+	d, err := NewDialer(DialerConfig{URLs: cfg.Endpoints(), TLS: cfg.TLS, Timeout: cfg.DialTimeout, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{cfg: cfg, names: Names{Prefix: cfg.Prefix}, tiers: t, log: cfg.Logger, dialer: d}
 	b.pub = &publisher{b: b}
 	if _, _, err := b.pub.session(ctx); err != nil {
 		return nil, err
@@ -63,43 +67,13 @@ func (b *Broker) MaxDelay() time.Duration { return b.tiers.max() }
 // through.
 func (b *Broker) TierPasses(d time.Duration) int { return b.tiers.passes(d) }
 
-// dial opens a connection named for its role.
+// dial opens a connection named for its role, to the first node that
+// answers.
 func (b *Broker) dial(ctx context.Context, role string) (*amqp.Connection, error) {
 	if b.closed.Load() {
 		return nil, broker.ErrClosed
 	}
-	props := amqp.NewConnectionProperties()
-	host, _ := os.Hostname()
-	props.SetClientConnectionName(fmt.Sprintf("redrive-%s@%s-%d", role, host, os.Getpid()))
-	cfg := amqp.Config{
-		Properties:      props,
-		Heartbeat:       10 * time.Second,
-		Dial:            amqp.DefaultDial(b.cfg.DialTimeout),
-		TLSClientConfig: b.cfg.TLS,
-	}
-	type result struct {
-		c   *amqp.Connection
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		c, err := amqp.DialConfig(b.cfg.URL, cfg)
-		done <- result{c, err}
-	}()
-	select {
-	case r := <-done:
-		if r.err != nil {
-			return nil, fmt.Errorf("rabbit: connect to %s: %w", MaskURL(b.cfg.URL), r.err)
-		}
-		return r.c, nil
-	case <-ctx.Done():
-		go func() {
-			if r := <-done; r.c != nil {
-				_ = r.c.Close()
-			}
-		}()
-		return nil, fmt.Errorf("rabbit: connect to %s: %w", MaskURL(b.cfg.URL), ctx.Err())
-	}
+	return b.dialer.Dial(ctx, role)
 }
 
 func (b *Broker) ensureBase(ctx context.Context) error {

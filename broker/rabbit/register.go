@@ -30,6 +30,7 @@ func ConfigFrom(c config.RabbitMQ, log *slog.Logger) (Config, error) {
 	}
 	return Config{
 		URL:       c.URL,
+		URLs:      c.URLs,
 		TLS:       tlsCfg,
 		Prefix:    c.Prefix,
 		QueueType: c.QueueType,

@@ -157,7 +157,7 @@ func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (
 			return nil, badInput(err)
 		}
 	default:
-		r, err := lag.NewRabbit(lag.RabbitConfig{URL: c.RabbitMQ.URL})
+		r, err := rabbitDepth(c)
 		if err != nil {
 			return nil, badInput(err)
 		}

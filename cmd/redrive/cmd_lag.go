@@ -52,7 +52,7 @@ func printLag(ctx context.Context, inv *invocation, partitions bool, timeout tim
 	if partitions {
 		return usageErrorf("--partitions is for Kafka; the broker is %s", c.Broker)
 	}
-	r, err := lag.NewRabbit(lag.RabbitConfig{URL: c.RabbitMQ.URL})
+	r, err := rabbitDepth(c)
 	if err != nil {
 		return badInput(err)
 	}

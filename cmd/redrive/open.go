@@ -12,11 +12,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
-	_ "github.com/redrive/redrive/broker/kafka"  // registers broker: kafka
-	_ "github.com/redrive/redrive/broker/rabbit" // registers broker: rabbitmq
+	_ "github.com/redrive/redrive/broker/kafka" // registers broker: kafka
+	"github.com/redrive/redrive/broker/rabbit"  // registers broker: rabbitmq
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/lag"
 )
 
 // logger is the CLI's logger: warnings and errors on stderr.
@@ -60,5 +61,15 @@ func brokerAddress(c *config.Config) string {
 	if c.Broker == config.BrokerKafka {
 		return strings.Join(r.Kafka.Brokers, ",")
 	}
-	return r.RabbitMQ.URL
+	return strings.Join(r.RabbitMQ.Endpoints(), ",")
+}
+
+// rabbitDepth returns the queue-depth measurer of the configured RabbitMQ,
+// dialing the broker's URLs with its TLS settings.
+func rabbitDepth(c *config.Config) (*lag.Rabbit, error) {
+	rc, err := rabbit.ConfigFrom(c.RabbitMQ, logger())
+	if err != nil {
+		return nil, err
+	}
+	return lag.NewRabbit(lag.RabbitConfig{URL: rc.URL, URLs: rc.URLs, TLS: rc.TLS})
 }

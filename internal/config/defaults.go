@@ -50,7 +50,9 @@ var defaultDelays = []time.Duration{time.Second, 5 * time.Second, 30 * time.Seco
 // meaning (queue_ttl: 0 = none). Kafka broker entries are split on commas.
 func (c *Config) ApplyDefaults() {
 	r := &c.RabbitMQ
-	setDefault(&r.URL, DefaultRabbitMQURL)
+	if len(r.URLs) == 0 {
+		setDefault(&r.URL, DefaultRabbitMQURL)
+	}
 	setDefault(&r.Prefix, DefaultPrefix)
 	setDefault(&r.QueueType, DefaultQueueType)
 	setDefault(&r.Delay.Mode, DefaultDelayMode)

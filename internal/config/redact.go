@@ -15,6 +15,7 @@ const Mask = "***"
 func (c *Config) Clone() *Config {
 	out := *c
 	out.Kafka.Brokers = slices.Clone(c.Kafka.Brokers)
+	out.RabbitMQ.URLs = slices.Clone(c.RabbitMQ.URLs)
 	out.Lag.Thresholds = maps.Clone(c.Lag.Thresholds)
 	out.RabbitMQ.TLS = clonePtr(c.RabbitMQ.TLS)
 	out.Kafka.TLS = clonePtr(c.Kafka.TLS)
@@ -61,12 +62,15 @@ func (w Worker) clone() Worker {
 }
 
 // Redacted returns a deep copy of c fit for printing: the passwords inside
-// URLs (rabbitmq.url, postgres.url, kafka.brokers) and secret query
+// URLs (rabbitmq.url and urls, postgres.url, kafka.brokers) and secret query
 // parameters are replaced with Mask, and so are admin.token,
 // redis.password and kafka.sasl.password when set.
 func (c *Config) Redacted() *Config {
 	out := c.Clone()
 	out.RabbitMQ.URL = redactURL(out.RabbitMQ.URL)
+	for i, u := range out.RabbitMQ.URLs {
+		out.RabbitMQ.URLs[i] = redactURL(u)
+	}
 	out.Postgres.URL = redactURL(out.Postgres.URL)
 	for i, b := range out.Kafka.Brokers {
 		out.Kafka.Brokers[i] = redactURL(b)

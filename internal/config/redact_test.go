@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -32,7 +33,7 @@ func TestRedactURL(t *testing.T) {
 }
 
 func TestRedactedNeverLeaks(t *testing.T) {
-	secrets := []string{"rabbit-S3CRET", "pg-S3CRET", "dsn-S3CRET", "token-S3CRET", "viewer-S3CRET", "redis-S3CRET", "query-S3CRET", "kafka-S3CRET"}
+	secrets := []string{"rabbit-S3CRET", "node2-S3CRET", "node3-S3CRET", "pg-S3CRET", "dsn-S3CRET", "token-S3CRET", "viewer-S3CRET", "redis-S3CRET", "query-S3CRET", "kafka-S3CRET"}
 	docs := []string{
 		`
 broker: rabbitmq
@@ -46,6 +47,11 @@ workers: [{name: w, topic: t}]
 		`
 broker: rabbitmq
 postgres: {url: "host=db user=u password=dsn-S3CRET"}
+workers: [{name: w, topic: t}]
+`,
+		`
+broker: rabbitmq
+rabbitmq: {urls: ["amqp://redrive:node2-S3CRET@rabbit-2:5672/prod", "amqps://redrive:node3-S3CRET@rabbit-3/prod?password=query-S3CRET"]}
 workers: [{name: w, topic: t}]
 `,
 	}
@@ -88,7 +94,15 @@ postgres: {url: "postgres://u:pg-S3CRET@db:bad/x"}
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, s := range []string{"hunter2-S3CRET", "pg-S3CRET"} {
+	_, err2 := parse([]byte(`
+broker: rabbitmq
+rabbitmq: {urls: ["amqp://u:node1-S3CRET@h1/", "amqp://u:node2-S3CRET@host:notaport/", "ftp://u:node3-S3CRET@h3/"]}
+`), noEnv)
+	if err2 == nil {
+		t.Fatal("no error for bad urls")
+	}
+	err = errors.Join(err, err2)
+	for _, s := range []string{"hunter2-S3CRET", "pg-S3CRET", "node1-S3CRET", "node2-S3CRET", "node3-S3CRET"} {
 		if strings.Contains(err.Error(), s) {
 			t.Errorf("error contains %q: %v", s, err)
 		}
@@ -104,6 +118,9 @@ workers: [{name: w, topic: t, retry: {non_retriable: [x], backoff: {exponential:
 `, nil)
 	d := c.Clone()
 	d.Kafka.Brokers[0] = "changed"
+	c.RabbitMQ.URLs = []string{"amqp://a/"}
+	d = c.Clone()
+	d.RabbitMQ.URLs[0] = "changed"
 	d.Lag.Thresholds["t"] = Threshold{}
 	d.Workers[0].Name = "changed"
 	*d.Workers[0].QueueTTL = 0
@@ -112,7 +129,7 @@ workers: [{name: w, topic: t, retry: {non_retriable: [x], backoff: {exponential:
 	d.Workers[0].Retry.NonRetriable[0] = "changed"
 	d.Workers[0].Retry.Backoff.Exponential.Initial = 0
 	w := c.Workers[0]
-	if c.Kafka.Brokers[0] != "a:1" || c.Lag.Thresholds["t"].Critical != 2 || w.Name != "w" || *w.QueueTTL == 0 ||
+	if c.Kafka.Brokers[0] != "a:1" || c.RabbitMQ.URLs[0] != "amqp://a/" || c.Lag.Thresholds["t"].Critical != 2 || w.Name != "w" || *w.QueueTTL == 0 ||
 		*w.Retry.MaxRetries == 0 || !*w.Retry.RepeatLast || w.Retry.NonRetriable[0] != "x" || w.Retry.Backoff.Exponential.Initial == 0 {
 		t.Errorf("Clone shares state: %+v", c)
 	}

@@ -29,18 +29,37 @@ const (
 // rabbitmq.
 type RabbitMQ struct {
 	// URL is an amqp:// or amqps:// URL with a host (checked when broker is
-	// rabbitmq). Its password is masked by Redacted.
+	// rabbitmq), used when urls is empty. It is the one-URL form of urls:
+	// set url or urls, not both. Its password is masked by Redacted.
 	URL string `yaml:"url"`
+	// URLs are the nodes of a RabbitMQ cluster (or load balancers in front
+	// of it), each an amqp:// or amqps:// URL with a host: every connection
+	// redrive opens (publishers, consumers, the DLQ keeper, the exporter)
+	// goes to the first that answers, and to the next one when it is lost
+	// (see docs/production.md). Passwords are masked by Redacted.
+	URLs []string `yaml:"urls"`
 	// Prefix is the prefix of exchange and delay queue names:
 	// [a-zA-Z0-9._:-], 1 to 191 characters.
-	Prefix    string `yaml:"prefix"`
-	QueueType string `yaml:"queue_type"` // `classic` or `quorum`
+	Prefix string `yaml:"prefix"`
+	// QueueType of the group queues, their dead-letter queues and the
+	// unroutable queue: `classic` or `quorum` (replicated, at-least-once
+	// dead-lettering, max_claims as x-delivery-limit: the production
+	// setting on a cluster, see docs/production.md).
+	QueueType string `yaml:"queue_type"`
 	// MaxLength is the x-max-length of group queues; >= 0, 0 = none.
 	MaxLength int   `yaml:"max_length"`
 	Delay     Delay `yaml:"delay"`
 	// TLS configures TLS for amqps:// URLs (it requires one); absent = the
 	// system roots and the URL's host.
 	TLS *TLS `yaml:"tls"`
+}
+
+// Endpoints are the URLs redrive dials, in order: urls, or url.
+func (r RabbitMQ) Endpoints() []string {
+	if len(r.URLs) > 0 {
+		return r.URLs
+	}
+	return []string{r.URL}
 }
 
 // Delay configures the RabbitMQ delay tiers: resolution × factor^k for

@@ -79,12 +79,15 @@ func (c *Config) validate(p *problems) {
 }
 
 func (r RabbitMQ) validate(p *problems) {
-	if u, err := url.Parse(r.URL); err != nil {
-		p.add("rabbitmq.url", fmt.Sprintf("%q is not a valid URL", redactURL(r.URL)))
-	} else if u.Scheme != "amqp" && u.Scheme != "amqps" {
-		p.add("rabbitmq.url", fmt.Sprintf("scheme %q is not amqp or amqps", u.Scheme))
-	} else if u.Host == "" {
-		p.add("rabbitmq.url", fmt.Sprintf("%q has no host", redactURL(r.URL)))
+	if r.URL != "" && len(r.URLs) > 0 {
+		p.add("rabbitmq.urls", "set, and so is rabbitmq.url (url is the one-URL form of urls: keep one)")
+	}
+	for i, u := range r.Endpoints() {
+		path := "rabbitmq.url"
+		if len(r.URLs) > 0 {
+			path = fmt.Sprintf("rabbitmq.urls[%d]", i)
+		}
+		checkRabbitURL(p, path, u, r.TLS != nil)
 	}
 	if !legalName(r.Prefix, maxQueueLen-64, ":") {
 		p.add("rabbitmq.prefix", fmt.Sprintf("%q is not a legal name (1-191 of a-z A-Z 0-9 . _ - :)", r.Prefix))
@@ -96,9 +99,6 @@ func (r RabbitMQ) validate(p *problems) {
 		p.add("rabbitmq.max_length", fmt.Sprintf("%d is negative", r.MaxLength))
 	}
 	if r.TLS != nil {
-		if u, err := url.Parse(r.URL); err == nil && u.Scheme != "amqps" {
-			p.add("rabbitmq.tls", "set, but rabbitmq.url is not amqps://")
-		}
 		r.TLS.validate(p, "rabbitmq.tls")
 	}
 	d := r.Delay
@@ -123,6 +123,23 @@ func (r RabbitMQ) validate(p *problems) {
 			p.add("rabbitmq.delay.levels", fmt.Sprintf("the largest tier, %s × %d^%d, exceeds RabbitMQ's x-message-ttl limit (%s)",
 				d.Resolution, d.Factor, d.Levels-1, formatDuration(maxMessageTTL)))
 		}
+	}
+}
+
+// checkRabbitURL checks one RabbitMQ URL at path (rabbitmq.url or
+// rabbitmq.urls[i]); withTLS is whether rabbitmq.tls is set, which needs
+// amqps://. Every RabbitMQ URL is checked here, and shown masked.
+func checkRabbitURL(p *problems, path, raw string, withTLS bool) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		p.add(path, fmt.Sprintf("%q is not a valid URL", redactURL(raw)))
+	case u.Scheme != "amqp" && u.Scheme != "amqps":
+		p.add(path, fmt.Sprintf("scheme %q is not amqp or amqps", u.Scheme))
+	case u.Host == "":
+		p.add(path, fmt.Sprintf("%q has no host", redactURL(raw)))
+	case withTLS && u.Scheme != "amqps":
+		p.add("rabbitmq.tls", fmt.Sprintf("set, but %s is not amqps://", path))
 	}
 }
 

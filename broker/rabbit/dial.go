@@ -1,0 +1,176 @@
+package rabbit
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Dialer opens AMQP connections to the first of several URLs that answers:
+// the nodes of a RabbitMQ cluster, or load balancers in front of it. Every
+// connection redrive opens goes through one: publishers, consumers, the
+// topology, the DLQ keeper, queue-depth monitoring.
+//
+// A dial tries each URL once, starting with the preferred one: the first
+// URL at the start, then the URL of the last successful dial. When a
+// connection it opened is lost (closed by the server or the network, not
+// by its owner) the preferred URL moves to the next one, so the owner's
+// reconnect fails over to another node without waiting for the lost
+// one's dial timeout. Errors and logs show the URLs with their passwords
+// masked (MaskURL). A Dialer is safe for concurrent use.
+type Dialer struct {
+	cfg  DialerConfig
+	next atomic.Int64 // index of the URL the next dial tries first
+}
+
+// DialerConfig configures a Dialer.
+type DialerConfig struct {
+	// URLs to dial, in order of preference; at least one, each a valid
+	// amqp:// or amqps:// URL.
+	URLs []string
+	// TLS, when not nil, overrides the TLS settings derived from amqps://
+	// URLs; each connection verifies the host it dials unless TLS names a
+	// server.
+	TLS *tls.Config
+	// Timeout bounds one connection attempt; default DefaultDialTimeout.
+	Timeout time.Duration
+	// Name prefixes the connection names RabbitMQ shows; default
+	// "redrive".
+	Name string
+	// Logger receives a warning at each fail-over; default slog.Default().
+	Logger *slog.Logger
+}
+
+// NewDialer returns a Dialer of cfg.
+func NewDialer(cfg DialerConfig) (*Dialer, error) {
+	if len(cfg.URLs) == 0 {
+		return nil, fmt.Errorf("%w: no url", ErrInvalidConfig)
+	}
+	for i, u := range cfg.URLs {
+		if _, err := amqp.ParseURI(u); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, urlField(len(cfg.URLs), i, u), err)
+		}
+	}
+	cfg.URLs = append([]string(nil), cfg.URLs...)
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultDialTimeout
+	}
+	if cfg.Name == "" {
+		cfg.Name = "redrive"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Dialer{cfg: cfg}, nil
+}
+
+// urlField names URL i of n in errors: "url <masked>" for the one-URL
+// form, "urls[i] <masked>" for a list.
+func urlField(n, i int, raw string) string {
+	if n == 1 {
+		return fmt.Sprintf("url %q", MaskURL(raw))
+	}
+	return fmt.Sprintf("urls[%d] %q", i, MaskURL(raw))
+}
+
+// URLs returns the dialer's URLs with their passwords masked.
+func (d *Dialer) URLs() []string {
+	out := make([]string, len(d.cfg.URLs))
+	for i, u := range d.cfg.URLs {
+		out[i] = MaskURL(u)
+	}
+	return out
+}
+
+// Dial connects to the first URL that answers, starting with the
+// preferred one, and names the connection for role (as RabbitMQ's
+// management shows it). ctx bounds the whole attempt.
+func (d *Dialer) Dial(ctx context.Context, role string) (*amqp.Connection, error) {
+	urls := d.cfg.URLs
+	start := int(d.next.Load())
+	var fails []string
+	var last error
+	for k := range urls {
+		i := (start + k) % len(urls)
+		conn, err := d.dialOne(ctx, urls[i], role)
+		if err == nil {
+			if d.next.Swap(int64(i)) != int64(i) {
+				d.cfg.Logger.Warn("rabbit: failed over to another node", "url", MaskURL(urls[i]), "role", role)
+			}
+			d.watch(conn, i)
+			return conn, nil
+		}
+		last = err
+		fails = append(fails, fmt.Sprintf("%s: %v", MaskURL(urls[i]), err))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(urls) == 1 {
+		return nil, fmt.Errorf("rabbit: connect to %s: %w", MaskURL(urls[0]), last)
+	}
+	return nil, fmt.Errorf("rabbit: no node answered (%s): %w", strings.Join(fails, "; "), last)
+}
+
+// watch moves the preferred URL past i when conn is lost.
+func (d *Dialer) watch(conn *amqp.Connection, i int) {
+	n := len(d.cfg.URLs)
+	if n == 1 {
+		return
+	}
+	closed := conn.NotifyClose(make(chan *amqp.Error, 1))
+	go func() {
+		e, ok := <-closed
+		if !ok || e == nil { // closed by its owner
+			return
+		}
+		if d.next.CompareAndSwap(int64(i), int64((i+1)%n)) {
+			d.cfg.Logger.Warn("rabbit: connection lost; the next connections try another node first",
+				"lost", MaskURL(d.cfg.URLs[i]), "next", MaskURL(d.cfg.URLs[(i+1)%n]), "err", e)
+		}
+	}()
+}
+
+// dialOne connects to url, giving up when ctx ends.
+func (d *Dialer) dialOne(ctx context.Context, url, role string) (*amqp.Connection, error) {
+	props := amqp.NewConnectionProperties()
+	host, _ := os.Hostname()
+	props.SetClientConnectionName(fmt.Sprintf("%s-%s@%s-%d", d.cfg.Name, role, host, os.Getpid()))
+	cfg := amqp.Config{
+		Properties: props,
+		Heartbeat:  10 * time.Second,
+		Dial:       amqp.DefaultDial(d.cfg.Timeout),
+	}
+	if d.cfg.TLS != nil {
+		// The library writes the dialed host into ServerName: each
+		// connection gets a copy.
+		cfg.TLSClientConfig = d.cfg.TLS.Clone()
+	}
+	type result struct {
+		c   *amqp.Connection
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := amqp.DialConfig(url, cfg)
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		return r.c, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.c != nil {
+				_ = r.c.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
