@@ -165,3 +165,44 @@ func poisonChild(t *testing.T) {
 		t.Fatalf("child: consume: %v", err)
 	}
 }
+
+// On a quorum queue max_claims is also the broker's x-delivery-limit: a
+// message that a foreign consumer keeps handing back (nack, requeue) is
+// dead-lettered by RabbitMQ itself, and the keeper reads the reason as
+// max_claims.
+func TestQuorumDeliveryLimitBacksMaxClaims(t *testing.T) {
+	s := sub("dlimit." + broker.NewMessageID()[:6])
+	s.MaxClaims = 2
+	b := newBroker(t, func(c *rabbit.Config) { c.QueueType = rabbit.Quorum }, s)
+	if err := b.Declare(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Publish(t.Context(), s.Topic, broker.Message{ID: "loop", Value: []byte("v")}); err != nil {
+		t.Fatal(err)
+	}
+	ch := channel(t)
+	q := rabbit.Queue(s.Topic, s.Group)
+	msgs, err := ch.Consume(q, "", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliveries := 0
+	deadline := time.After(10 * time.Second)
+	dlq := rabbit.DLQ(q)
+	for depth(t, channel(t), dlq) == 0 {
+		select {
+		case m := <-msgs:
+			deliveries++
+			_ = m.Nack(false, true)
+		case <-deadline:
+			t.Fatalf("not dead-lettered after %d deliveries", deliveries)
+		}
+	}
+	if want := s.MaxClaims + 1; deliveries != want {
+		t.Errorf("delivered %d times before the broker dead-lettered it, want max_claims + 1 = %d", deliveries, want)
+	}
+	e := rabbit.EntryFromDelivery(get(t, channel(t), dlq))
+	if e.MessageID != "loop" || e.Reason != broker.ReasonMaxClaims || e.Source != q {
+		t.Errorf("dead letter = id %q reason %q source %q, want loop / %s / %s", e.MessageID, e.Reason, e.Source, broker.ReasonMaxClaims, q)
+	}
+}

@@ -54,9 +54,14 @@ type Config struct {
 	TLS *tls.Config
 	// Prefix names redrive's exchanges and delay queues; default "redrive".
 	Prefix string
-	// QueueType of every queue redrive declares: Classic (default) or
-	// Quorum (at-least-once dead-lettering, x-overflow reject-publish).
+	// QueueType of the group queues, their dead-letter queues and the
+	// unroutable queue: Classic (default) or Quorum (replicated;
+	// at-least-once dead-lettering with x-overflow reject-publish;
+	// x-delivery-limit = the subscription's MaxClaims).
 	QueueType string
+	// DelayQueueType of the queues delayed messages wait in (the delay
+	// tiers or levels): Classic or Quorum; default QueueType.
+	DelayQueueType string
 	// MaxLength, when positive, bounds each group queue (x-max-length);
 	// overflow is dead-lettered with reason max_length (classic) or
 	// refused to the publisher (quorum).
@@ -100,6 +105,9 @@ func (c Config) WithDefaults() Config {
 	if c.QueueType == "" {
 		c.QueueType = Classic
 	}
+	if c.DelayQueueType == "" {
+		c.DelayQueueType = c.QueueType
+	}
 	if c.Delay.Mode == "" {
 		c.Delay.Mode = DelayRoute
 	}
@@ -141,6 +149,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.QueueType != Classic && c.QueueType != Quorum:
 		return fmt.Errorf("%w: queue_type %q is not classic or quorum", ErrInvalidConfig, c.QueueType)
+	case c.DelayQueueType != Classic && c.DelayQueueType != Quorum:
+		return fmt.Errorf("%w: delay.queue_type %q is not classic or quorum", ErrInvalidConfig, c.DelayQueueType)
 	case c.MaxLength < 0:
 		return fmt.Errorf("%w: max_length %d is negative", ErrInvalidConfig, c.MaxLength)
 	case c.Delay.Mode != DelayHops && c.Delay.Mode != DelayRoute:

@@ -108,8 +108,10 @@ func deathReason(r string) string {
 		return broker.ReasonExpired
 	case "maxlen":
 		return broker.ReasonMaxLength
-	case "rejected", "delivery_limit":
+	case "rejected":
 		return broker.ReasonRejected
+	case "delivery_limit": // a quorum queue's x-delivery-limit, set from max_claims
+		return broker.ReasonMaxClaims
 	}
 	return r
 }

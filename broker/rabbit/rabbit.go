@@ -35,16 +35,10 @@ var _ broker.Broker = (*Broker)(nil)
 // topology (exchanges, delay tiers, the unroutable queue). An unreachable
 // broker is an error naming each URL tried, with its password masked.
 func New(ctx context.Context, cfg Config) (*Broker, error) {
-	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	t, _ := newTiers(cfg.Delay)
-	d, err := NewDialer(DialerConfig{URLs: cfg.Endpoints(), TLS: cfg.TLS, Timeout: cfg.DialTimeout, Logger: cfg.Logger})
+	b, err := dialing(cfg)
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, names: Names{Prefix: cfg.Prefix}, tiers: t, log: cfg.Logger, dialer: d}
 	b.pub = &publisher{b: b}
 	if _, _, err := b.pub.session(ctx); err != nil {
 		return nil, err

@@ -303,6 +303,47 @@ func TestMaxLengthDeadLetters(t *testing.T) {
 	}
 }
 
+// Quorum queues that dead-letter do it at least once (reject-publish), a
+// group queue's max_claims is its delivery limit, and the delay queues
+// take their own type.
+func TestQuorumPlan(t *testing.T) {
+	s := sub("plan.topic")
+	s.MaxClaims = 4
+	plan, err := rabbit.Plan(rabbit.Config{Prefix: "p", QueueType: rabbit.Quorum, DelayQueueType: rabbit.Classic,
+		Delay: rabbit.DelayConfig{Resolution: 100 * time.Millisecond, Factor: 2, Levels: 1}}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, d := range plan {
+		lines = append(lines, d.String())
+	}
+	all := strings.Join(lines, "\n")
+	for _, want := range []string{
+		"queue    plan.topic.g {x-dead-letter-exchange=p.dlx, x-dead-letter-routing-key=plan.topic.g, x-dead-letter-strategy=at-least-once, x-delivery-limit=4, x-overflow=reject-publish, x-queue-type=quorum}",
+		"queue    plan.topic.g.dlq {x-queue-type=quorum}",
+		"queue    p.unroutable {x-queue-type=quorum}",
+		"queue    p.route.0.1 {x-dead-letter-exchange=p.route.final, x-message-ttl=100, x-queue-type=classic}",
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("plan lacks %q:\n%s", want, all)
+		}
+	}
+	plan, _ = rabbit.Plan(rabbit.Config{Prefix: "p", QueueType: rabbit.Quorum,
+		Delay: rabbit.DelayConfig{Resolution: 100 * time.Millisecond, Factor: 2, Levels: 1}}, sub("plan.topic"))
+	for _, d := range plan {
+		if d.Kind != "queue" {
+			continue
+		}
+		if d.Name == "p.route.0.1" && (d.Args["x-queue-type"] != rabbit.Quorum || d.Args["x-dead-letter-strategy"] != "at-least-once") {
+			t.Errorf("delay queue %s without a delay queue type: %v, want quorum at least once (the queue type)", d.Name, d.Args)
+		}
+		if d.Name == "plan.topic.g" && d.Args["x-delivery-limit"] != nil {
+			t.Errorf("group queue without max_claims has a delivery limit: %v", d.Args)
+		}
+	}
+}
+
 // In route mode a delayed message whose target queue is gone is parked in
 // the unroutable queue once its delay is over, never dropped.
 func TestRouteUnroutableIsParked(t *testing.T) {

@@ -29,14 +29,15 @@ func ConfigFrom(c config.RabbitMQ, log *slog.Logger) (Config, error) {
 		return Config{}, fmt.Errorf("rabbit: rabbitmq.tls: %w", err)
 	}
 	return Config{
-		URL:       c.URL,
-		URLs:      c.URLs,
-		TLS:       tlsCfg,
-		Prefix:    c.Prefix,
-		QueueType: c.QueueType,
-		MaxLength: c.MaxLength,
-		Delay:     delayFrom(c.Delay),
-		Logger:    log,
+		URL:            c.URL,
+		URLs:           c.URLs,
+		TLS:            tlsCfg,
+		Prefix:         c.Prefix,
+		QueueType:      c.QueueType,
+		DelayQueueType: c.Delay.QueueType,
+		MaxLength:      c.MaxLength,
+		Delay:          delayFrom(c.Delay),
+		Logger:         log,
 	}, nil
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,11 +12,6 @@ import (
 
 	"github.com/redrive/redrive/broker"
 )
-
-// ErrTopologyConflict is wrapped when a declaration clashes with an existing
-// exchange or queue (RabbitMQ's PRECONDITION_FAILED). It is not retried:
-// an operator must migrate.
-var ErrTopologyConflict = errors.New("rabbit: topology conflict")
 
 // Declaration is one step of the topology: an exchange, a queue or a
 // binding. Plan returns them for `redrive topology apply --dry-run`.
@@ -71,19 +65,27 @@ func (b *Broker) Plan(subs ...broker.Subscription) []Declaration {
 	return plan
 }
 
-func (b *Broker) queueArgs() amqp.Table {
-	a := amqp.Table{"x-queue-type": b.cfg.QueueType}
-	return a
+// queueArgs are the arguments of a queue of type typ (Classic or Quorum).
+func queueArgs(typ string) amqp.Table {
+	return amqp.Table{"x-queue-type": typ}
 }
 
-// withDLX adds dead-lettering arguments; quorum queues get at-least-once
-// dead-lettering, which needs x-overflow reject-publish.
-func (b *Broker) withDLX(a amqp.Table, exchange, key string) amqp.Table {
+// withDLX adds dead-lettering arguments. A quorum queue gets at-least-once
+// dead-lettering, which needs x-overflow reject-publish: the broker keeps
+// a dead letter until its target queue confirmed it, so a dead letter made
+// by the broker (TTL, delivery limit) survives a node failure.
+func withDLX(a amqp.Table, exchange, key string) amqp.Table {
 	a["x-dead-letter-exchange"] = exchange
 	if key != "" {
 		a["x-dead-letter-routing-key"] = key
 	}
-	if b.cfg.QueueType == Quorum {
+	return withDLXStrategy(a)
+}
+
+// withDLXStrategy makes a quorum queue that dead-letters do it at least
+// once.
+func withDLXStrategy(a amqp.Table) amqp.Table {
+	if _, dlx := a["x-dead-letter-exchange"]; dlx && a["x-queue-type"] == Quorum {
 		a["x-dead-letter-strategy"] = "at-least-once"
 		a["x-overflow"] = "reject-publish"
 	}
@@ -95,7 +97,7 @@ func (b *Broker) basePlan() []Declaration {
 	ae := amqp.Table{"alternate-exchange": n.Unroutable()}
 	plan := []Declaration{
 		{Kind: "exchange", Name: n.Unroutable(), Type: amqp.ExchangeFanout},
-		{Kind: "queue", Name: n.Unroutable(), Args: b.queueArgs()},
+		{Kind: "queue", Name: n.Unroutable(), Args: queueArgs(b.cfg.QueueType)},
 		{Kind: "binding", Name: n.Unroutable(), Exchange: n.Unroutable()},
 		{Kind: "exchange", Name: n.Topics(), Type: amqp.ExchangeTopic},
 		{Kind: "exchange", Name: n.Retry(), Type: amqp.ExchangeDirect, Args: ae},
@@ -106,7 +108,7 @@ func (b *Broker) basePlan() []Declaration {
 	}
 	for _, ms := range b.tiers.ms {
 		name := n.Tier(ms)
-		args := b.withDLX(b.queueArgs(), n.Retry(), "")
+		args := withDLX(queueArgs(b.cfg.DelayQueueType), n.Retry(), "")
 		args["x-message-ttl"] = ms
 		plan = append(plan,
 			Declaration{Kind: "exchange", Name: name, Type: amqp.ExchangeFanout},
@@ -133,7 +135,7 @@ func (b *Broker) routePlan(ae amqp.Table) []Declaration {
 		level, prefix := n.RouteLevel(k), strings.Repeat("*.", k)
 		plan = append(plan, Declaration{Kind: "exchange", Name: level, Type: amqp.ExchangeTopic, Args: ae})
 		for d := 1; d < int(b.tiers.factor); d++ {
-			args := b.withDLX(b.queueArgs(), next(k), "")
+			args := withDLX(queueArgs(b.cfg.DelayQueueType), next(k), "")
 			args["x-message-ttl"] = int64(d) * b.tiers.ms[k]
 			q := n.RouteQueue(k, d)
 			plan = append(plan,
@@ -149,18 +151,25 @@ func (b *Broker) routePlan(ae amqp.Table) []Declaration {
 func (b *Broker) subPlan(s broker.Subscription) []Declaration {
 	n := b.names
 	q := Queue(s.Topic, s.Group)
-	args := b.withDLX(b.queueArgs(), n.DLX(), q)
+	args := withDLX(queueArgs(b.cfg.QueueType), n.DLX(), q)
 	if s.MaxAge > 0 {
 		args["x-message-ttl"] = s.MaxAge.Milliseconds()
 	}
 	if b.cfg.MaxLength > 0 {
 		args["x-max-length"] = int64(b.cfg.MaxLength)
 	}
+	if b.cfg.QueueType == Quorum && s.MaxClaims > 0 {
+		// The broker's own poison-pill limit, behind redrive's (claims.go):
+		// redrive dead-letters a message on its delivery MaxClaims+1; should
+		// that fail and the message come back once more, the broker
+		// dead-letters it (x-death reason delivery_limit).
+		args["x-delivery-limit"] = int64(s.MaxClaims)
+	}
 	plan := []Declaration{
 		{Kind: "queue", Name: q, Args: args},
 		{Kind: "binding", Name: q, Exchange: n.Topics(), Key: s.Topic},
 		{Kind: "binding", Name: q, Exchange: n.Retry(), Key: q},
-		{Kind: "queue", Name: DLQ(q), Args: b.queueArgs()},
+		{Kind: "queue", Name: DLQ(q), Args: queueArgs(b.cfg.QueueType)},
 		{Kind: "binding", Name: DLQ(q), Exchange: n.DLX(), Key: q},
 	}
 	if b.cfg.Delay.Mode == DelayRoute {
@@ -182,7 +191,9 @@ func (b *Broker) Declare(ctx context.Context, subs ...broker.Subscription) error
 	return b.apply(ctx, b.Plan(norm...))
 }
 
-// Apply declares plan on the broker.
+// apply declares plan on the broker. A declaration that clashes with an
+// existing queue or exchange does not stop the others: apply returns every
+// clash, one error (wrapping ErrTopologyConflict) per line.
 func (b *Broker) apply(ctx context.Context, plan []Declaration) error {
 	conn, err := b.dial(ctx, "topology")
 	if err != nil {
@@ -193,53 +204,57 @@ func (b *Broker) apply(ctx context.Context, plan []Declaration) error {
 	if err != nil {
 		return fmt.Errorf("rabbit: open topology channel: %w", err)
 	}
-	defer ch.Close()
+	s := &session{conn: conn, ch: ch}
+	var conflicts []error
 	for _, d := range plan {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		switch d.Kind {
-		case "exchange":
-			err = ch.ExchangeDeclare(d.Name, d.Type, true, false, false, false, d.Args)
-		case "queue":
-			_, err = ch.QueueDeclare(d.Name, true, false, false, false, d.Args)
-		case "binding":
-			err = ch.QueueBind(d.Name, d.Key, d.Exchange, false, nil)
-		case "exchange-binding":
-			err = ch.ExchangeBind(d.Name, d.Key, d.Exchange, false, nil)
+		err := declare(s.ch, d)
+		if err == nil {
+			continue
 		}
-		if err != nil {
-			return declareError(d, err)
+		var refused *amqp.Error
+		if !errors.As(err, &refused) || refused.Code != amqp.PreconditionFailed {
+			return fmt.Errorf("rabbit: declare %s %q: %w", d.Kind, d.Name, err)
+		}
+		// The server closed the channel over the clash.
+		if s.ch, err = conn.Channel(); err != nil {
+			return fmt.Errorf("rabbit: reopen topology channel: %w", err)
+		}
+		if err := b.resolve(s, d, refused); err != nil {
+			if !errors.Is(err, ErrTopologyConflict) {
+				return err
+			}
+			conflicts = append(conflicts, err)
 		}
 	}
-	return nil
+	return errors.Join(conflicts...)
 }
 
-var inequivalent = regexp.MustCompile(`inequivalent arg '([^']+)' for (?:queue|exchange) '[^']*' in vhost '[^']*': received (?:the value )?'?([^' ]*)'?(?: of type '[^']*')? but current is (?:the value )?'?([^' ]*)'?`)
-
-// declareError explains a failed declaration in one line; a clash with an
-// existing queue names the argument, both values and how to migrate.
-func declareError(d Declaration, err error) error {
-	var ae *amqp.Error
-	if !errors.As(err, &ae) || ae.Code != amqp.PreconditionFailed {
-		return fmt.Errorf("rabbit: declare %s %q: %w", d.Kind, d.Name, err)
+// declare declares d on ch.
+func declare(ch *amqp.Channel, d Declaration) error {
+	switch d.Kind {
+	case "exchange":
+		return ch.ExchangeDeclare(d.Name, d.Type, true, false, false, false, d.Args)
+	case "queue":
+		_, err := ch.QueueDeclare(d.Name, true, false, false, false, d.Args)
+		return err
+	case "binding":
+		return ch.QueueBind(d.Name, d.Key, d.Exchange, false, nil)
+	case "exchange-binding":
+		return ch.ExchangeBind(d.Name, d.Key, d.Exchange, false, nil)
 	}
-	if m := inequivalent.FindStringSubmatch(ae.Reason); m != nil {
-		return fmt.Errorf("%w: %s %q exists with %s=%s but the config wants %s=%s; to migrate, drain and delete it (rabbitmqctl delete_%s %s) or restore the old setting, then run `redrive topology apply` again",
-			ErrTopologyConflict, d.Kind, d.Name, m[1], m[3], m[1], m[2], d.Kind, d.Name)
-	}
-	return fmt.Errorf("%w: %s %q: %s", ErrTopologyConflict, d.Kind, d.Name, ae.Reason)
+	return fmt.Errorf("rabbit: unknown declaration kind %q", d.Kind)
 }
 
 // Plan lists the declarations cfg and subs need without connecting: what
 // `redrive topology apply --dry-run` prints.
 func Plan(cfg Config, subs ...broker.Subscription) ([]Declaration, error) {
-	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
+	b, err := planner(cfg)
+	if err != nil {
 		return nil, err
 	}
-	t, _ := newTiers(cfg.Delay)
-	b := &Broker{cfg: cfg, names: Names{Prefix: cfg.Prefix}, tiers: t}
 	norm := make([]broker.Subscription, len(subs))
 	for i, s := range subs {
 		norm[i] = s.WithDefaults()
@@ -247,21 +262,52 @@ func Plan(cfg Config, subs ...broker.Subscription) ([]Declaration, error) {
 	return b.Plan(norm...), nil
 }
 
+// Apply declares everything cfg and subs need, as `redrive topology apply`
+// does: unlike New followed by Declare, it reports every clash with the
+// existing topology at once, the shared queues' and the subscriptions'.
+func Apply(ctx context.Context, cfg Config, subs ...broker.Subscription) error {
+	b, err := dialing(cfg)
+	if err != nil {
+		return err
+	}
+	norm := make([]broker.Subscription, len(subs))
+	for i, s := range subs {
+		norm[i] = s.WithDefaults()
+		if err := norm[i].Validate(); err != nil {
+			return err
+		}
+	}
+	return b.apply(ctx, b.Plan(norm...))
+}
+
+// planner is an unconnected Broker of cfg: enough to plan.
+func planner(cfg Config) (*Broker, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	t, _ := newTiers(cfg.Delay)
+	return &Broker{cfg: cfg, names: Names{Prefix: cfg.Prefix}, tiers: t, log: cfg.Logger}, nil
+}
+
+// dialing is planner with a Dialer of cfg's URLs.
+func dialing(cfg Config) (*Broker, error) {
+	b, err := planner(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b.dialer, err = NewDialer(DialerConfig{URLs: b.cfg.Endpoints(), TLS: b.cfg.TLS, Timeout: b.cfg.DialTimeout, Logger: b.log})
+	return b, err
+}
+
 // DelayQueues returns the names of the queues in which cfg's delayed
 // messages wait: the tier queues in hops mode, the level queues in route
 // mode. They are what queue-depth monitoring measures besides the group
 // queues, their DLQs and the unroutable queue.
 func DelayQueues(cfg Config) ([]string, error) {
-	plan, err := Plan(cfg)
+	b, err := planner(cfg)
 	if err != nil {
 		return nil, err
 	}
-	unroutable := Names{Prefix: cfg.WithDefaults().Prefix}.Unroutable()
-	var out []string
-	for _, d := range plan {
-		if d.Kind == "queue" && d.Name != unroutable {
-			out = append(out, d.Name)
-		}
-	}
-	return out, nil
+	return b.delayQueues(), nil
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -103,6 +104,46 @@ func TestPublishBadInput(t *testing.T) {
 		code, _, errOut := cli(t, append([]string{"publish", "--config", path}, tt.args...)...)
 		if code != tt.code || !strings.Contains(errOut, tt.want) || strings.Count(errOut, "\n") != 1 {
 			t.Errorf("publish %v = %d %q, want %d and one line containing %q", tt.args, code, errOut, tt.code, tt.want)
+		}
+	}
+}
+
+// Applying queue_type: quorum over a classic deployment reports every
+// queue to migrate, one line each, and changes nothing.
+func TestTopologyApplyReportsEveryTypeConflict(t *testing.T) {
+	id := broker.NewMessageID()[:6]
+	topic := "cli.migrate." + id
+	doc := func(queueType string) string {
+		return writeConfig(t, fmt.Sprintf(`
+broker: rabbitmq
+rabbitmq: {url: %q, prefix: clim-%s, queue_type: %s, delay: {resolution: 100ms, factor: 2, levels: 2}}
+workers:
+  - {name: billing, topic: %s, retry: {backoff: 100ms}}
+`, rabbitURL(), id, queueType, topic))
+	}
+	t.Cleanup(func() {
+		conn, err := amqp.Dial(rabbitURL())
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		ch, _ := conn.Channel()
+		delay, _ := rabbit.DelayQueues(rabbit.Config{Prefix: "clim-" + id, Delay: rabbit.DelayConfig{Resolution: 100 * time.Millisecond, Factor: 2, Levels: 2}})
+		for _, q := range append(delay, rabbit.Queue(topic, "billing"), rabbit.DLQ(rabbit.Queue(topic, "billing")), "clim-"+id+".unroutable") {
+			_, _ = ch.QueueDelete(q, false, false, false)
+		}
+	})
+	if code, out, errOut := cli(t, "topology", "apply", "--config", doc("classic")); code != exitOK {
+		t.Fatalf("apply classic: %d %s%s", code, out, errOut)
+	}
+	code, _, errOut := cli(t, "topology", "apply", "--config", doc("quorum"))
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	if code != exitFailure || len(lines) != 5 { // group queue, DLQ, unroutable, 2 delay levels
+		t.Fatalf("apply quorum over classic = %d, %d lines, want 1 and 5 lines:\n%s", code, len(lines), errOut)
+	}
+	for _, l := range lines {
+		if !strings.HasPrefix(l, "redrive: topology apply: rabbit: topology conflict: queue ") || !strings.Contains(l, "is classic") {
+			t.Errorf("line %q: want a topology conflict naming a classic queue", l)
 		}
 	}
 }

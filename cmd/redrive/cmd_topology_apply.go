@@ -17,8 +17,11 @@ func init() {
 configured broker. RabbitMQ: the topics, retry and dead-letter exchanges,
 the delay tiers, the unroutable queue, and per worker its group queue and
 dead-letter queue. With --dry-run it prints the plan and changes nothing.
-A declaration that clashes with an existing queue fails with one line naming
-the queue, the argument, both values and how to migrate.`,
+Every declaration that clashes with an existing queue is reported, one line
+each, naming the queue, the argument, both values, the messages it holds
+and how to migrate (a queue's type, classic or quorum, cannot be changed in
+place: see docs/production.md). A quorum queue whose only difference is its
+x-delivery-limit (max_claims) is kept, with a warning.`,
 		flags: func(fs *flag.FlagSet) action {
 			dry := fs.Bool("dry-run", false, "print the plan, change nothing")
 			return func(ctx context.Context, inv *invocation) error {
@@ -45,16 +48,30 @@ func topologyApply(ctx context.Context, inv *invocation, dry bool) error {
 		fmt.Fprintf(inv.stdout, "# dry run: %d declarations for %d workers on %s; nothing changed\n", len(lines), len(subs), c.Broker)
 		return nil
 	}
+	if err := declareTopology(ctx, c); err != nil {
+		return err
+	}
+	fmt.Fprintf(inv.stdout, "topology of %d workers applied on %s\n", len(subs), c.Broker)
+	return nil
+}
+
+// declareTopology declares what the configured workers need. On RabbitMQ
+// every clash is reported, the shared queues' included (connecting a
+// broker would stop at the first of those).
+func declareTopology(ctx context.Context, c *config.Config) error {
+	if c.Broker == config.BrokerRabbitMQ {
+		rc, err := rabbit.ConfigFrom(c.RabbitMQ, logger())
+		if err != nil {
+			return err
+		}
+		return rabbit.Apply(ctx, rc, c.Subscriptions()...)
+	}
 	b, err := openBroker(ctx, c)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	if err := b.Declare(ctx, subs...); err != nil {
-		return err
-	}
-	fmt.Fprintf(inv.stdout, "topology of %d workers applied on %s\n", len(subs), c.Broker)
-	return nil
+	return b.Declare(ctx, c.Subscriptions()...)
 }
 
 // planner is a broker that can say what Declare would do.

@@ -59,6 +59,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&r.Delay.Resolution, Duration(DefaultDelayResolution))
 	setDefault(&r.Delay.Factor, DefaultDelayFactor)
 	setDefault(&r.Delay.Levels, DefaultDelayLevels)
+	setDefault(&r.Delay.QueueType, r.QueueType)
 
 	c.Kafka.Brokers = splitBrokers(c.Kafka.Brokers)
 	setDefault(&c.Kafka.Partitions, DefaultKafkaPartitions)

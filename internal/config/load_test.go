@@ -202,7 +202,7 @@ func TestDefaults(t *testing.T) {
 		{"rabbitmq.url", c.RabbitMQ.URL, "amqp://guest:guest@127.0.0.1:5672/"},
 		{"rabbitmq.prefix", c.RabbitMQ.Prefix, "redrive"},
 		{"rabbitmq.queue_type", c.RabbitMQ.QueueType, "classic"},
-		{"rabbitmq.delay", c.RabbitMQ.Delay, Delay{Mode: "route", Resolution: Duration(time.Second), Factor: 4, Levels: 8}},
+		{"rabbitmq.delay", c.RabbitMQ.Delay, Delay{Mode: "route", Resolution: Duration(time.Second), Factor: 4, Levels: 8, QueueType: "classic"}},
 		{"kafka.partitions", c.Kafka.Partitions, 3},
 		{"kafka.replication_factor", c.Kafka.ReplicationFactor, -1},
 		{"redis.addr", c.Redis.Addr, "127.0.0.1:6379"},

@@ -78,6 +78,10 @@ type Delay struct {
 	// resolution × factor^(levels−1), must fit RabbitMQ's x-message-ttl
 	// (2³²−1 ms).
 	Levels int `yaml:"levels"`
+	// QueueType of the queues delayed messages wait in: `classic` or
+	// `quorum`; unset = rabbitmq.queue_type. Quorum on a cluster: see
+	// docs/production.md.
+	QueueType string `yaml:"queue_type"`
 }
 
 // Kafka configures the Kafka backend. Validated when broker is kafka.

@@ -105,6 +105,9 @@ func (r RabbitMQ) validate(p *problems) {
 	if d.Mode != "hops" && d.Mode != "route" {
 		p.add("rabbitmq.delay.mode", fmt.Sprintf("%q is not hops or route", d.Mode))
 	}
+	if d.QueueType != r.QueueType && d.QueueType != "classic" && d.QueueType != "quorum" {
+		p.add("rabbitmq.delay.queue_type", fmt.Sprintf("%q is not classic or quorum", d.QueueType))
+	}
 	res := time.Duration(d.Resolution)
 	switch {
 	case res <= 0:

@@ -35,6 +35,8 @@ func TestValidateRules(t *testing.T) {
 		{"rabbitmq prefix", "broker: rabbitmq\nrabbitmq: {prefix: \"my prefix\"}", []string{`rabbitmq.prefix: "my prefix" is not a legal name (1-191 of a-z A-Z 0-9 . _ - :)`}},
 		{"rabbitmq queue_type", "broker: rabbitmq\nrabbitmq: {queue_type: mirrored}", []string{`rabbitmq.queue_type: "mirrored" is not classic or quorum`}},
 		{"rabbitmq quorum", "broker: rabbitmq\nrabbitmq: {queue_type: quorum}", nil},
+		{"rabbitmq delay queue_type", "broker: rabbitmq\nrabbitmq: {queue_type: quorum, delay: {queue_type: classic}}", nil},
+		{"rabbitmq delay queue_type unknown", "broker: rabbitmq\nrabbitmq: {delay: {queue_type: stream}}", []string{`rabbitmq.delay.queue_type: "stream" is not classic or quorum`}},
 		{"rabbitmq max_length", "broker: rabbitmq\nrabbitmq: {max_length: -1}", []string{"rabbitmq.max_length: -1 is negative"}},
 		{"delay mode", "broker: rabbitmq\nrabbitmq: {delay: {mode: teleport}}", []string{`rabbitmq.delay.mode: "teleport" is not hops or route`}},
 		{"delay resolution negative", "broker: rabbitmq\nrabbitmq: {delay: {resolution: -1s}}", []string{"rabbitmq.delay.resolution: -1s is not positive"}},
