@@ -61,6 +61,8 @@ one. --config is not read.`,
 			fs.IntVar(&o.cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "RabbitMQ handler goroutines on both sides (`N`; prefetch 8×N)")
 			fs.DurationVar(&o.cfg.Resolution, "resolution", bench.DefaultResolution, "RabbitMQ delay tier `RESOLUTION`")
 			fs.StringVar(&o.cfg.DelayMode, "delay-mode", "route", "RabbitMQ delay `MODE` of the delay scenario: route or hops")
+			fs.StringVar(&o.cfg.QueueType, "queue-type", "classic", "RabbitMQ queue `TYPE` of redrive's and the raw client's queues: classic or quorum")
+			fs.StringVar(&o.cfg.DelayQueueType, "delay-queue-type", "", "RabbitMQ `TYPE` of redrive's delay queues: classic or quorum (default --queue-type)")
 			fs.IntVar(&o.cfg.ScrapeGroups, "scrape-groups", bench.DefaultScrapeGroups, "`N` consumer groups of the scrape scenario")
 			fs.IntVar(&o.cfg.ScrapePartitions, "scrape-partitions", bench.DefaultScrapePartitions, "`N` partitions each scrape group committed on")
 			fs.IntVar(&o.cfg.MonitorWorkers, "monitor-workers", bench.DefaultMonitorWorkers, "`N` worker heartbeats of the monitor scenario")

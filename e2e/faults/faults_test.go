@@ -24,7 +24,9 @@ func TestMain(m *testing.M) {
 	if kind := os.Getenv(envChild); kind != "" {
 		os.Exit(runChild(kind))
 	}
+	stopClusterOnSignal()
 	code := m.Run()
+	stopCluster()
 	printTable(os.Stdout)
 	os.Exit(code)
 }
@@ -54,6 +56,9 @@ func printTable(w io.Writer) {
 	fmt.Fprintf(w, format, "case", "published", "handled", "dead-lettered", "lost", "duplicates")
 	for _, r := range table.rows {
 		fmt.Fprintf(w, format, r.name, r.published, r.handled, r.dead, r.lost, r.dups)
+	}
+	if s := clusterStartUp(); s != "" {
+		fmt.Fprintln(w, s)
 	}
 }
 

@@ -101,7 +101,13 @@ func deleteTopology(plan []rabbit.Declaration) {
 // messages by id.
 func rabbitDeadLetters(t testing.TB, sub broker.Subscription) map[string]int {
 	t.Helper()
-	conn, ch := amqpChannel(t)
+	return deadLettersAt(t, rabbitURL(), sub)
+}
+
+// deadLettersAt is rabbitDeadLetters on the broker at url.
+func deadLettersAt(t testing.TB, url string, sub broker.Subscription) map[string]int {
+	t.Helper()
+	conn, ch := amqpChannelAt(t, url)
 	defer conn.Close()
 	q := rabbit.DLQ(rabbit.Queue(sub.Topic, sub.Group))
 	out := map[string]int{}
@@ -121,7 +127,13 @@ func rabbitDeadLetters(t testing.TB, sub broker.Subscription) map[string]int {
 // closes the connection.
 func amqpChannel(t testing.TB) (*amqp.Connection, *amqp.Channel) {
 	t.Helper()
-	conn, err := amqp.Dial(rabbitURL())
+	return amqpChannelAt(t, rabbitURL())
+}
+
+// amqpChannelAt is amqpChannel on the broker at url.
+func amqpChannelAt(t testing.TB, url string) (*amqp.Connection, *amqp.Channel) {
+	t.Helper()
+	conn, err := amqp.Dial(url)
 	if err != nil {
 		t.Fatalf("probe: dial RabbitMQ: %v", err)
 	}

@@ -112,6 +112,12 @@ type Config struct {
 	// DelayMode is the RabbitMQ delay mode measured: rabbit.DelayRoute
 	// (default) or rabbit.DelayHops.
 	DelayMode string
+	// QueueType of redrive's RabbitMQ queues and of the raw client's:
+	// rabbit.Classic (default) or rabbit.Quorum.
+	QueueType string
+	// DelayQueueType of redrive's RabbitMQ delay queues; default
+	// QueueType.
+	DelayQueueType string
 	// RedisAddr is the Redis of the monitor scenario; default
 	// DefaultRedisAddr.
 	RedisAddr string
@@ -162,6 +168,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.RabbitURL == "" {
 		c.RabbitURL = DefaultRabbitURL
+	}
+	if c.QueueType == "" {
+		c.QueueType = "classic"
+	}
+	if c.DelayQueueType == "" {
+		c.DelayQueueType = c.QueueType
 	}
 	if c.Resolution == 0 {
 		c.Resolution = DefaultResolution
@@ -219,6 +231,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: scrape groups, scrape partitions, monitor workers and scrapes must not be negative", ErrInvalidConfig)
 	case c.Resolution < 0 || c.Resolution%time.Millisecond != 0:
 		return fmt.Errorf("%w: resolution %s must be whole positive milliseconds", ErrInvalidConfig, c.Resolution)
+	}
+	for _, t := range []struct{ name, v string }{{"queue type", c.QueueType}, {"delay queue type", c.DelayQueueType}} {
+		if t.v != "" && t.v != "classic" && t.v != "quorum" {
+			return fmt.Errorf("%w: %s %q is not classic or quorum", ErrInvalidConfig, t.name, t.v)
+		}
 	}
 	return nil
 }

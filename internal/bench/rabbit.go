@@ -37,6 +37,9 @@ func runRabbit(ctx context.Context, cfg Config, prefix string) (rows []Row, err 
 		Prefix: prefix,
 		Delay:  rabbit.DelayConfig{Mode: cfg.DelayMode, Resolution: cfg.Resolution, Factor: 4, Levels: 5},
 		Logger: cfg.Logger,
+
+		QueueType:      cfg.QueueType,
+		DelayQueueType: cfg.DelayQueueType,
 	}
 	e.b, err = rabbit.New(ctx, e.rcfg)
 	if err != nil {
@@ -109,8 +112,8 @@ func (e *rabbitEnv) dial() (*amqp.Connection, *amqp.Channel, error) {
 	return conn, ch, nil
 }
 
-// rawQueue declares a classic durable queue bound to a raw topic exchange
-// with key, as redrive's group queues are.
+// rawQueue declares a durable queue of redrive's queue type bound to a raw
+// topic exchange with key, as redrive's group queues are.
 func (e *rabbitEnv) rawQueue(name, key string) (exchange, queue string, err error) {
 	conn, ch, err := e.dial()
 	if err != nil {
@@ -123,7 +126,7 @@ func (e *rabbitEnv) rawQueue(name, key string) (exchange, queue string, err erro
 	if err := ch.ExchangeDeclare(exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
 		return "", "", fmt.Errorf("raw: declare exchange: %w", err)
 	}
-	if _, err := ch.QueueDeclare(queue, true, false, false, false, amqp.Table{"x-queue-type": rabbit.Classic}); err != nil {
+	if _, err := ch.QueueDeclare(queue, true, false, false, false, amqp.Table{"x-queue-type": e.cfg.QueueType}); err != nil {
 		return "", "", fmt.Errorf("raw: declare queue: %w", err)
 	}
 	if err := ch.QueueBind(queue, key, exchange, false, nil); err != nil {

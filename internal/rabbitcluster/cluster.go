@@ -207,6 +207,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.prepare(); err != nil {
 		return err
 	}
+	// RabbitMQ starts Erlang distribution itself, with its application:
+	// every node boots fully, then the others leave their fresh state to
+	// join the first.
 	began := time.Now()
 	g, gctx := errgroup.WithContext(ctx)
 	for i := range c.Nodes {
@@ -216,20 +219,14 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	log.Info("rabbitcluster: nodes started", "nodes", len(c.Nodes), "in", time.Since(began).Round(time.Millisecond))
+	// One node at a time: Mnesia fails nodes that join at once.
 	seed := c.Nodes[0].Name
-	g, gctx = errgroup.WithContext(ctx)
 	for _, n := range c.Nodes[1:] {
-		g.Go(func() error {
-			for _, args := range [][]string{{"stop_app"}, {"join_cluster", seed}, {"start_app"}} {
-				if _, err := c.run.ctl(gctx, n, args...); err != nil {
-					return err
-				}
+		for _, args := range [][]string{{"stop_app"}, {"join_cluster", seed}, {"start_app"}} {
+			if _, err := c.run.ctl(ctx, n, args...); err != nil {
+				return fmt.Errorf("%w; node log: %s", err, tailFile(n.logFile()))
 			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return err
+		}
 	}
 	if _, err := c.run.ctl(ctx, c.Nodes[0], "enable_feature_flag", "all"); err != nil {
 		return err
@@ -296,6 +293,14 @@ func (c *Cluster) URLs() []string {
 		out[i] = n.URL()
 	}
 	return out
+}
+
+// URLsFrom are the AMQP URLs of the nodes starting with node i (0-based):
+// the rabbitmq.urls of a client that should connect to node i first and
+// fail over to the others in order.
+func (c *Cluster) URLsFrom(i int) []string {
+	urls := c.URLs()
+	return append(urls[i:], urls[:i]...)
 }
 
 // Stop kills every node, deletes the cluster's directory and releases the

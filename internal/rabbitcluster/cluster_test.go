@@ -1,6 +1,7 @@
 package rabbitcluster
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -40,9 +41,10 @@ func TestNodes(t *testing.T) {
 }
 
 func TestLastJSON(t *testing.T) {
-	out := "Warning: something\n[{\"name\":\"q\",\n\"leader\":\"rrc2@localhost\"}]\n"
-	if got := string(lastJSON(out)); !strings.HasPrefix(got, "[{") || !strings.HasSuffix(got, "}]") {
-		t.Errorf("lastJSON = %q", got)
+	out := "Warning: something\n[\n{\"name\":\"q\",\"leader\":\"rrc2@localhost\"}\n,{\"name\":\"r\",\"leader\":\"rrc1@localhost\"}\n]\n"
+	var qs []struct{ Name, Leader string }
+	if err := json.Unmarshal(firstJSON(out), &qs); err != nil || len(qs) != 2 || qs[1].Leader != "rrc1@localhost" {
+		t.Errorf("firstJSON = %q: %v %v", firstJSON(out), qs, err)
 	}
 }
 

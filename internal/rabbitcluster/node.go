@@ -114,6 +114,18 @@ func (c *Cluster) Boot(ctx context.Context, i int) error {
 	n := c.Nodes[i]
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.BootTimeout)
 	defer cancel()
+	if err := c.launch(ctx, n); err != nil {
+		return err
+	}
+	secs := strconv.Itoa(int(c.cfg.BootTimeout / time.Second))
+	if _, err := c.run.ctl(ctx, n, "wait", n.pidFile(), "--timeout", secs); err != nil {
+		return fmt.Errorf("%w; node log: %s", err, tailFile(n.logFile()))
+	}
+	return nil
+}
+
+// launch runs rabbitmq-server -detached for node n.
+func (c *Cluster) launch(ctx context.Context, n Node) error {
 	_ = os.Remove(n.pidFile())
 	out, err := os.OpenFile(filepath.Join(n.dir, "log", "launch.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -125,10 +137,6 @@ func (c *Cluster) Boot(ctx context.Context, i int) error {
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("rabbitcluster: start %s: %w: %s", n.Name, err, tailFile(out.Name()))
-	}
-	secs := strconv.Itoa(int(c.cfg.BootTimeout / time.Second))
-	if _, err := c.run.ctl(ctx, n, "wait", n.pidFile(), "--timeout", secs); err != nil {
-		return fmt.Errorf("%w; node log: %s", err, tailFile(n.logFile()))
 	}
 	return nil
 }
@@ -166,6 +174,43 @@ func (c *Cluster) Kill(i int) error {
 	return waitGone(pid, 30*time.Second)
 }
 
+// Heal brings every node of the cluster back: the RabbitMQ application is
+// started on a node whose Erlang VM runs (after StopApp), the node is
+// booted when it does not (after Kill). It returns once every node runs.
+func (c *Cluster) Heal(ctx context.Context) error {
+	running, err := c.Running(ctx)
+	if err != nil {
+		return err
+	}
+	for i, n := range c.Nodes {
+		if slices.Contains(running, n.Name) {
+			continue
+		}
+		if c.alive(i) {
+			err = c.StartApp(ctx, i)
+		} else {
+			err = c.Boot(ctx, i)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if running, err = c.Running(ctx); err == nil && len(running) != len(c.Nodes) {
+		err = fmt.Errorf("rabbitcluster: after healing, %d of %d nodes run: %v", len(running), len(c.Nodes), running)
+	}
+	return err
+}
+
+// alive reports whether node i's Erlang VM runs.
+func (c *Cluster) alive(i int) bool {
+	b, err := os.ReadFile(c.Nodes[i].pidFile())
+	if err != nil {
+		return false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return err == nil && ours(pid, c.run.home)
+}
+
 // Running lists the running nodes of the cluster, as the first node that
 // answers sees them.
 func (c *Cluster) Running(ctx context.Context) ([]string, error) {
@@ -179,7 +224,7 @@ func (c *Cluster) Running(ctx context.Context) ([]string, error) {
 		var st struct {
 			Running []string `json:"running_nodes"`
 		}
-		if err := json.Unmarshal(lastJSON(out), &st); err != nil {
+		if err := json.Unmarshal(firstJSON(out), &st); err != nil {
 			return nil, fmt.Errorf("rabbitcluster: cluster_status of %s: %w: %s", n.Name, err, out)
 		}
 		slices.Sort(st.Running)
@@ -199,7 +244,7 @@ func (c *Cluster) Leader(ctx context.Context, q string) (int, error) {
 			continue
 		}
 		var qs []struct{ Name, Leader string }
-		if err := json.Unmarshal(lastJSON(out), &qs); err != nil {
+		if err := json.Unmarshal(firstJSON(out), &qs); err != nil {
 			return -1, fmt.Errorf("rabbitcluster: list_queues on %s: %w: %s", n.Name, err, tail([]byte(out), 3))
 		}
 		for _, e := range qs {
@@ -218,12 +263,13 @@ func (c *Cluster) Leader(ctx context.Context, q string) (int, error) {
 	return -1, errors.Join(errs...)
 }
 
-// lastJSON returns the JSON document of rabbitmqctl's output: its last
-// line that starts with { or [ and what follows (warnings may come first).
-func lastJSON(out string) []byte {
+// firstJSON returns the JSON document of rabbitmqctl's output: from its
+// first line that starts with { or [ on (warnings may come first; a list
+// spans lines).
+func firstJSON(out string) []byte {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); strings.HasPrefix(l, "{") || strings.HasPrefix(l, "[") {
+	for i, l := range lines {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "{") || strings.HasPrefix(l, "[") {
 			return []byte(strings.Join(lines[i:], "\n"))
 		}
 	}

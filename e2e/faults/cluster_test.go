@@ -1,0 +1,322 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/rabbitcluster"
+)
+
+// The cluster cases run on a three-node RabbitMQ cluster of their own
+// (internal/rabbitcluster: rrc1..rrc3@localhost on 127.0.0.1:5681-5683),
+// started by the first of them and deleted when the suite ends, whatever
+// happens; a run that crashed leaves nodes that the next run removes
+// first. The node on 5672 is never touched.
+var theCluster struct {
+	once    sync.Once
+	mu      sync.Mutex
+	c       *rabbitcluster.Cluster
+	err     error
+	startUp string // for the table
+}
+
+// cluster returns the suite's cluster, starting it on first use. Every
+// node runs when it returns.
+func cluster(t testing.TB) *rabbitcluster.Cluster {
+	t.Helper()
+	theCluster.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		c, err := rabbitcluster.Start(ctx, rabbitcluster.Config{Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))})
+		theCluster.mu.Lock()
+		theCluster.c, theCluster.err = c, err
+		if err == nil {
+			theCluster.startUp = fmt.Sprintf("cluster: %d RabbitMQ nodes started and joined in %s", len(c.Nodes), c.StartUp.Round(100*time.Millisecond))
+			fmt.Fprintln(os.Stderr, "faults: "+theCluster.startUp)
+		}
+		theCluster.mu.Unlock()
+	})
+	theCluster.mu.Lock()
+	c, err := theCluster.c, theCluster.err
+	theCluster.mu.Unlock()
+	if err != nil {
+		t.Fatalf("the three-node RabbitMQ cluster did not start (it needs root and Debian's rabbitmq-server): %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if err := c.Heal(ctx); err != nil {
+		t.Fatalf("cluster: %v", err)
+	}
+	return c
+}
+
+// stopCluster deletes the cluster if it was started.
+func stopCluster() {
+	theCluster.mu.Lock()
+	defer theCluster.mu.Unlock()
+	if theCluster.c == nil {
+		return
+	}
+	if err := theCluster.c.Stop(context.Background()); err != nil {
+		fmt.Fprintf(os.Stderr, "faults: stop the cluster: %v\n", err)
+	}
+	theCluster.c = nil
+}
+
+// clusterStartUp describes the cluster's start-up for the table.
+func clusterStartUp() string {
+	theCluster.mu.Lock()
+	defer theCluster.mu.Unlock()
+	return theCluster.startUp
+}
+
+// stopClusterOnSignal deletes the cluster when the suite is interrupted
+// (SIGINT, SIGTERM), then exits.
+func stopClusterOnSignal() {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		s := <-sig
+		fmt.Fprintf(os.Stderr, "faults: %v: deleting the cluster\n", s)
+		stopCluster()
+		os.Exit(1)
+	}()
+}
+
+// clusterBroker connects a broker to the cluster, to node first first
+// (the others follow in order in rabbitmq.urls), with quorum queues.
+func clusterBroker(t testing.TB, c *rabbitcluster.Cluster, first int, prefix string) *rabbit.Broker {
+	t.Helper()
+	cfg := rabbitConfig(prefix)
+	cfg.URL, cfg.URLs = "", c.URLsFrom(first)
+	cfg.QueueType = rabbit.Quorum
+	cfg.Delay = rabbit.DelayConfig{Resolution: 100 * time.Millisecond, Factor: 4, Levels: 3}
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})).With("client", fmt.Sprintf("node%d-first", first+1))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := rabbit.New(ctx, cfg)
+	if err != nil {
+		t.Fatalf("connect to the cluster: %v", err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+// leaderOf returns the node leading quorum queue q.
+func leaderOf(t testing.TB, c *rabbitcluster.Cluster, q string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	i, err := c.Leader(ctx, q)
+	if err != nil {
+		t.Fatalf("leader of %s: %v", q, err)
+	}
+	return i
+}
+
+// heal brings every node back, failing t when it cannot.
+func heal(t testing.TB, c *rabbitcluster.Cluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	began := time.Now()
+	if err := c.Heal(ctx); err != nil {
+		t.Errorf("heal the cluster: %v", err)
+		return
+	}
+	t.Logf("every node runs again (%s)", time.Since(began).Round(100*time.Millisecond))
+}
+
+// TestClusterLeaderStopped stops the RabbitMQ application of the node that
+// leads a quorum group queue (rabbitmqctl stop_app) while messages are
+// published and consumed: the consumer, connected to that node, fails over
+// to the next URL; the queue elects a new leader on the two nodes left;
+// the publisher, on another node, waits out the election. The node is
+// started again once everything was published. Every message is handled.
+func TestClusterLeaderStopped(t *testing.T) {
+	c := cluster(t)
+	id := broker.NewMessageID()[:6]
+	topic, prefix := "faults.cluster.leader."+id, "fc-"+id
+	sub := rabbitSub(topic)
+	if err := clusterBroker(t, c, 0, prefix).Declare(context.Background(), sub); err != nil {
+		t.Fatal(err)
+	}
+	q := rabbit.Queue(topic, sub.Group)
+	leader := leaderOf(t, c, q)
+	consumer := clusterBroker(t, c, leader, prefix)
+	publisher := clusterBroker(t, c, (leader+1)%len(c.Nodes), prefix)
+	t.Cleanup(func() { heal(t, c) })
+
+	published := ids(topic, 2000)
+	handled := newTally()
+	stop := consume(t, consumer, sub, handled)
+	var fault sync.WaitGroup
+	publishPaced(t, publisher, topic, published, 3*time.Millisecond, func(n int) {
+		if n != len(published)/4 {
+			return
+		}
+		fault.Go(func() {
+			t.Logf("stop_app on %s, the leader of %s (%d published, %d handled)", c.Nodes[leader].Name, q, n, handled.distinct())
+			if err := c.StopApp(context.Background(), leader); err != nil {
+				t.Error(err)
+				return
+			}
+			t.Logf("stopped (%d handled)", handled.distinct())
+		})
+	})
+	fault.Wait()
+	t.Logf("publisher: all %d published", len(published))
+	if now := leaderOf(t, c, q); now == leader {
+		t.Errorf("%s still leads %s after stop_app", c.Nodes[leader].Name, q)
+	} else {
+		t.Logf("new leader: %s", c.Nodes[now].Name)
+	}
+	heal(t, c)
+	if !handled.wait(len(published), 2*time.Minute) {
+		t.Errorf("%d of %d messages handled two minutes after the node came back", handled.distinct(), len(published))
+	}
+	stop()
+	account(t, published, handled.counts(), deadLettersAt(t, c.Nodes[(leader+1)%len(c.Nodes)].URL(), sub))
+}
+
+// TestClusterPublisherNodeKilled SIGKILLs the node a publisher is
+// connected to while it publishes batches with confirms: the publisher
+// sends what was not confirmed again on the next node (duplicates allowed,
+// losses not); the queue's leader and the consumer are on other nodes. The
+// killed node boots again and rejoins.
+func TestClusterPublisherNodeKilled(t *testing.T) {
+	c := cluster(t)
+	id := broker.NewMessageID()[:6]
+	topic, prefix := "faults.cluster.kill."+id, "fc-"+id
+	sub := rabbitSub(topic)
+	if err := clusterBroker(t, c, 0, prefix).Declare(context.Background(), sub); err != nil {
+		t.Fatal(err)
+	}
+	q := rabbit.Queue(topic, sub.Group)
+	leader := leaderOf(t, c, q)
+	victim := (leader + 1) % len(c.Nodes)
+	publisher := clusterBroker(t, c, victim, prefix)
+	consumer := clusterBroker(t, c, (leader+2)%len(c.Nodes), prefix)
+	t.Cleanup(func() { heal(t, c) })
+
+	published := ids(topic, 2000)
+	handled := newTally()
+	stop := consume(t, consumer, sub, handled)
+	var fault sync.WaitGroup
+	publishPaced(t, publisher, topic, published, 3*time.Millisecond, func(n int) {
+		if n != len(published)/3 {
+			return
+		}
+		// Fired without waiting: the SIGKILL lands while the next batches
+		// are in flight.
+		fault.Go(func() {
+			t.Logf("SIGKILL %s, the publisher's node (%d published)", c.Nodes[victim].Name, n)
+			if err := c.Kill(victim); err != nil {
+				t.Error(err)
+			}
+		})
+	})
+	fault.Wait()
+	t.Logf("publisher: all %d published", len(published))
+	heal(t, c)
+	if !handled.wait(len(published), 2*time.Minute) {
+		t.Errorf("%d of %d messages handled two minutes after the node came back", handled.distinct(), len(published))
+	}
+	stop()
+	account(t, published, handled.counts(), deadLettersAt(t, c.Nodes[leader].URL(), sub))
+}
+
+// TestClusterDelayLeaderKilled publishes delayed messages that all wait in
+// one quorum delay level, and SIGKILLs the node leading that level while
+// they wait: a new leader expires them on time, at-least-once
+// dead-lettering moves them on, and every message is handled, none before
+// its delay.
+func TestClusterDelayLeaderKilled(t *testing.T) {
+	c := cluster(t)
+	id := broker.NewMessageID()[:6]
+	topic, prefix := "faults.cluster.delay."+id, "fc-"+id
+	sub := rabbitSub(topic)
+	setup := clusterBroker(t, c, 0, prefix)
+	if err := setup.Declare(context.Background(), sub); err != nil {
+		t.Fatal(err)
+	}
+	// 4.8 s = 3 × 1.6 s: with tiers 100 ms, 400 ms, 1.6 s every message
+	// waits in the one level queue of digit 3 at level 2.
+	const delay = 4800 * time.Millisecond
+	level := setup.Names().RouteQueue(2, 3)
+	victim := leaderOf(t, c, level)
+	publisher := clusterBroker(t, c, (victim+1)%len(c.Nodes), prefix)
+	consumer := clusterBroker(t, c, (victim+2)%len(c.Nodes), prefix)
+	t.Cleanup(func() { heal(t, c) })
+
+	published := ids(topic, 500)
+	var mu sync.Mutex
+	due := map[string]time.Time{} // earliest publish time + delay of each id
+	handled := newTally()
+	early := 0
+	var lateness []time.Duration
+	stop := consumeWith(t, consumer, sub, func(_ context.Context, d *broker.Delivery) error {
+		now := time.Now()
+		mu.Lock()
+		if now.Before(due[d.ID]) {
+			early++
+			t.Errorf("%s handled %s before its delay was over", d.ID, due[d.ID].Sub(now))
+		}
+		lateness = append(lateness, now.Sub(due[d.ID]))
+		mu.Unlock()
+		handled.add(d.ID)
+		return nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for start := 0; start < len(published); start += 50 {
+		batch := make([]broker.Message, 0, 50)
+		mu.Lock()
+		for _, id := range published[start:min(start+50, len(published))] {
+			if _, ok := due[id]; !ok {
+				due[id] = time.Now().Add(delay)
+			}
+			batch = append(batch, broker.Message{ID: id, Value: []byte(id)})
+		}
+		mu.Unlock()
+		if err := publisher.PublishDelayed(ctx, topic, delay, batch...); err != nil {
+			t.Fatalf("publish delayed batch at %d: %v", start, err)
+		}
+	}
+	// Every message is confirmed, so stored in the level queue, and waits
+	// there for 4.8 s: kill the level's leader now.
+	published0 := time.Now()
+	if n := handled.distinct(); n > 0 {
+		t.Fatalf("%d messages handled before the kill: publishing took longer than the delay", n)
+	}
+	t.Logf("SIGKILL %s, the leader of %s, while %d messages wait in it", c.Nodes[victim].Name, level, len(published))
+	if err := c.Kill(victim); err != nil {
+		t.Fatal(err)
+	}
+	if !handled.wait(len(published), 2*time.Minute) {
+		t.Errorf("%d of %d delayed messages handled two minutes after the kill", handled.distinct(), len(published))
+	}
+	t.Logf("all handled %s after the last publish; new leader of %s: %s", time.Since(published0).Round(time.Millisecond), level,
+		c.Nodes[leaderOf(t, c, level)].Name)
+	heal(t, c)
+	stop()
+	mu.Lock()
+	worst := time.Duration(0)
+	for _, l := range lateness {
+		worst = max(worst, l)
+	}
+	t.Logf("lateness: worst %s over %d deliveries; early %d", worst.Round(time.Millisecond), len(lateness), early)
+	mu.Unlock()
+	account(t, published, handled.counts(), deadLettersAt(t, c.Nodes[(victim+1)%len(c.Nodes)].URL(), sub))
+}
