@@ -138,6 +138,49 @@ func heal(t testing.TB, c *rabbitcluster.Cluster) {
 	t.Logf("every node runs again (%s)", time.Since(began).Round(100*time.Millisecond))
 }
 
+// publishAround publishes batches of 10 new messages, one batch every
+// every, around a fault: fault starts in its own goroutine after before
+// batches, and publishing goes on until it returned and after more batches
+// went out, however long the fault takes (rabbitmqctl takes seconds on a
+// busy machine). It returns the ids published, in order.
+func publishAround(t testing.TB, b broker.Broker, topic string, every time.Duration, before, after int, fault func()) []string {
+	t.Helper()
+	ticker := time.NewTicker(every) // the traffic's rate
+	defer ticker.Stop()
+	deadline := time.Now().Add(3 * time.Minute)
+	faulted := make(chan struct{})
+	var ids []string
+	failed, left := 0, -1 // left: batches still to send once the fault is over
+	for n := 0; left != 0; n++ {
+		switch {
+		case n == before:
+			go func() { defer close(faulted); fault() }()
+		case left < 0 && n > before:
+			select {
+			case <-faulted:
+				left = after
+				t.Logf("fault over after %d batches (%d messages); %d more batches follow", n, len(ids), after)
+			default:
+			}
+		}
+		if left > 0 {
+			left--
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the fault did not end within 3 minutes")
+		}
+		<-ticker.C
+		batch := make([]string, 10)
+		for i := range batch {
+			batch[i] = fmt.Sprintf("%s-%05d", topic, len(ids)+i)
+		}
+		failed += publishBatch(t, b, topic, batch, deadline)
+		ids = append(ids, batch...)
+	}
+	t.Logf("publisher: %d messages published, %d failed Publish calls retried", len(ids), failed)
+	return ids
+}
+
 // TestClusterLeaderStopped stops the RabbitMQ application of the node that
 // leads a quorum group queue (rabbitmqctl stop_app) while messages are
 // published and consumed: the consumer, connected to that node, fails over
@@ -156,33 +199,30 @@ func TestClusterLeaderStopped(t *testing.T) {
 	leader := leaderOf(t, c, q)
 	consumer := clusterBroker(t, c, leader, prefix)
 	publisher := clusterBroker(t, c, (leader+1)%len(c.Nodes), prefix)
-	t.Cleanup(func() { heal(t, c) })
+	healed := false
+	t.Cleanup(func() {
+		if !healed { // the test ended before it healed the cluster
+			heal(t, c)
+		}
+	})
 
-	published := ids(topic, 2000)
 	handled := newTally()
 	stop := consume(t, consumer, sub, handled)
-	var fault sync.WaitGroup
-	publishPaced(t, publisher, topic, published, 3*time.Millisecond, func(n int) {
-		if n != len(published)/4 {
+	published := publishAround(t, publisher, topic, 20*time.Millisecond, 25, 100, func() {
+		t.Logf("stop_app on %s, the leader of %s (%d handled)", c.Nodes[leader].Name, q, handled.distinct())
+		if err := c.StopApp(context.Background(), leader); err != nil {
+			t.Error(err)
 			return
 		}
-		fault.Go(func() {
-			t.Logf("stop_app on %s, the leader of %s (%d published, %d handled)", c.Nodes[leader].Name, q, n, handled.distinct())
-			if err := c.StopApp(context.Background(), leader); err != nil {
-				t.Error(err)
-				return
-			}
-			t.Logf("stopped (%d handled)", handled.distinct())
-		})
+		t.Logf("stopped (%d handled)", handled.distinct())
 	})
-	fault.Wait()
-	t.Logf("publisher: all %d published", len(published))
 	if now := leaderOf(t, c, q); now == leader {
 		t.Errorf("%s still leads %s after stop_app", c.Nodes[leader].Name, q)
 	} else {
 		t.Logf("new leader: %s", c.Nodes[now].Name)
 	}
 	heal(t, c)
+	healed = true
 	if !handled.wait(len(published), 2*time.Minute) {
 		t.Errorf("%d of %d messages handled two minutes after the node came back", handled.distinct(), len(published))
 	}
@@ -208,28 +248,25 @@ func TestClusterPublisherNodeKilled(t *testing.T) {
 	victim := (leader + 1) % len(c.Nodes)
 	publisher := clusterBroker(t, c, victim, prefix)
 	consumer := clusterBroker(t, c, (leader+2)%len(c.Nodes), prefix)
-	t.Cleanup(func() { heal(t, c) })
+	healed := false
+	t.Cleanup(func() {
+		if !healed { // the test ended before it healed the cluster
+			heal(t, c)
+		}
+	})
 
-	published := ids(topic, 2000)
 	handled := newTally()
 	stop := consume(t, consumer, sub, handled)
-	var fault sync.WaitGroup
-	publishPaced(t, publisher, topic, published, 3*time.Millisecond, func(n int) {
-		if n != len(published)/3 {
-			return
+	// The fault runs beside the publisher: the SIGKILL lands while a batch
+	// is in flight (a confirmed batch takes most of each tick).
+	published := publishAround(t, publisher, topic, 5*time.Millisecond, 50, 100, func() {
+		t.Logf("SIGKILL %s, the publisher's node (%d handled)", c.Nodes[victim].Name, handled.distinct())
+		if err := c.Kill(victim); err != nil {
+			t.Error(err)
 		}
-		// Fired without waiting: the SIGKILL lands while the next batches
-		// are in flight.
-		fault.Go(func() {
-			t.Logf("SIGKILL %s, the publisher's node (%d published)", c.Nodes[victim].Name, n)
-			if err := c.Kill(victim); err != nil {
-				t.Error(err)
-			}
-		})
 	})
-	fault.Wait()
-	t.Logf("publisher: all %d published", len(published))
 	heal(t, c)
+	healed = true
 	if !handled.wait(len(published), 2*time.Minute) {
 		t.Errorf("%d of %d messages handled two minutes after the node came back", handled.distinct(), len(published))
 	}
@@ -258,7 +295,12 @@ func TestClusterDelayLeaderKilled(t *testing.T) {
 	victim := leaderOf(t, c, level)
 	publisher := clusterBroker(t, c, (victim+1)%len(c.Nodes), prefix)
 	consumer := clusterBroker(t, c, (victim+2)%len(c.Nodes), prefix)
-	t.Cleanup(func() { heal(t, c) })
+	healed := false
+	t.Cleanup(func() {
+		if !healed { // the test ended before it healed the cluster
+			heal(t, c)
+		}
+	})
 
 	published := ids(topic, 500)
 	var mu sync.Mutex
@@ -310,6 +352,7 @@ func TestClusterDelayLeaderKilled(t *testing.T) {
 	t.Logf("all handled %s after the last publish; new leader of %s: %s", time.Since(published0).Round(time.Millisecond), level,
 		c.Nodes[leaderOf(t, c, level)].Name)
 	heal(t, c)
+	healed = true
 	stop()
 	mu.Lock()
 	worst := time.Duration(0)

@@ -173,29 +173,38 @@ func publishPaced(t testing.TB, b broker.Broker, topic string, ids []string, eve
 		if tick != nil {
 			<-tick
 		}
-		batch := make([]broker.Message, 0, 10)
-		for _, id := range ids[start:min(start+10, len(ids))] {
-			batch = append(batch, broker.Message{ID: id, Value: []byte(id)})
-		}
-		for attempt := 1; ; attempt++ {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err := b.Publish(ctx, topic, batch...)
-			cancel()
-			if err == nil {
-				break
-			}
-			failed++
-			if time.Now().After(deadline) {
-				t.Fatalf("publish batch at %d: still failing after 2 min: %v", start, err)
-			}
-			time.Sleep(min(time.Duration(attempt)*50*time.Millisecond, time.Second)) // back-off between attempts
-		}
+		failed += publishBatch(t, b, topic, ids[start:min(start+10, len(ids))], deadline)
 		if progress != nil {
 			progress(min(start+10, len(ids)))
 		}
 	}
 	if failed > 0 {
 		t.Logf("publisher: %d failed Publish calls retried", failed)
+	}
+}
+
+// publishBatch publishes one message per id in one Publish call, calling
+// again while it fails (at least once: a failed call may have been taken
+// in part), and fails t when it still fails after deadline. It returns
+// how many calls failed.
+func publishBatch(t testing.TB, b broker.Broker, topic string, ids []string, deadline time.Time) (failed int) {
+	t.Helper()
+	batch := make([]broker.Message, 0, len(ids))
+	for _, id := range ids {
+		batch = append(batch, broker.Message{ID: id, Value: []byte(id)})
+	}
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := b.Publish(ctx, topic, batch...)
+		cancel()
+		if err == nil {
+			return failed
+		}
+		failed++
+		if time.Now().After(deadline) {
+			t.Fatalf("publish batch %s..: still failing after the deadline: %v", ids[0], err)
+		}
+		time.Sleep(min(time.Duration(attempt)*50*time.Millisecond, time.Second)) // back-off between attempts
 	}
 }
 
