@@ -155,7 +155,8 @@ func TestURLAndURLsAreExclusive(t *testing.T) {
 }
 
 // A broker whose first node goes away mid-traffic keeps publishing and
-// consuming through the second: every message is handled.
+// consuming through the second: no Publish call fails and every message
+// is handled.
 func TestBrokerFailsOver(t *testing.T) {
 	px, first := proxied(t)
 	s := sub("failover." + broker.NewMessageID()[:6])
@@ -189,14 +190,10 @@ func TestBrokerFailsOver(t *testing.T) {
 		for j := range batch {
 			batch[j] = broker.Message{ID: fmt.Sprintf("m%03d", i*10+j), Value: []byte("v")}
 		}
-		for attempt := 0; ; attempt++ {
-			err := b.Publish(t.Context(), s.Topic, batch...)
-			if err == nil {
-				break
-			}
-			if attempt == 5 {
-				t.Fatalf("publish batch %d: %v", i, err)
-			}
+		// The publisher absorbs the loss: it sends what was not confirmed
+		// again on the next URL, so no Publish call fails.
+		if err := b.Publish(t.Context(), s.Topic, batch...); err != nil {
+			t.Fatalf("publish batch %d: %v", i, err)
 		}
 	}
 	select {

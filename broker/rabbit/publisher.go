@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -107,11 +110,14 @@ func (p *publisher) publishOnce(ctx context.Context, out []outgoing) ([]outgoing
 		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, o.exchange, o.key, true, false, o.msg)
 		if err != nil {
 			err = fmt.Errorf("rabbit: publish to %q key %q: %w", o.exchange, o.key, err)
-			if !ch.IsClosed() {
+			if !ch.IsClosed() && !connectionLost(err) {
 				return nil, err
 			}
-			// The channel is gone: what was sent waits on its confirms
-			// below (nacked by the library); the rest was never sent.
+			// The channel is gone, or its connection failed a write (the
+			// library closes it a moment later): the next attempt opens a
+			// new one. What was sent waits on its confirms below (nacked
+			// by the library); the rest was never sent.
+			p.discard(ch)
 			unsent := out[i:]
 			confirmedUpTo, _ := p.awaitConfirms(ctx, confs)
 			return append(unconfirmedOf(out[:i], confirmedUpTo), unsent...), err
@@ -173,6 +179,28 @@ func countFalse(bs []bool) int {
 		}
 	}
 	return n
+}
+
+// connectionLost reports whether err, from sending on a channel, means the
+// connection failed: the socket refused a write, or the library already
+// closed it.
+func connectionLost(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, amqp.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// discard forgets ch's session when it is still the current one, so that
+// the next publish opens a new connection instead of reusing a failed one
+// the library has not closed yet.
+func (p *publisher) discard(ch *amqp.Channel) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ch != ch {
+		return
+	}
+	conn := p.conn
+	p.conn, p.ch = nil, nil
+	go func() { _ = conn.Close() }() // may wait on the failed socket
 }
 
 func (p *publisher) close() error {
