@@ -180,29 +180,33 @@ func TestQuorumDeliveryLimitBacksMaxClaims(t *testing.T) {
 	if err := b.Publish(t.Context(), s.Topic, broker.Message{ID: "loop", Value: []byte("v")}); err != nil {
 		t.Fatal(err)
 	}
-	ch := channel(t)
 	q := rabbit.Queue(s.Topic, s.Group)
-	msgs, err := ch.Consume(q, "", false, false, false, false, nil)
+	msgs, err := channel(t).Consume(q, "", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead, err := channel(t).Consume(rabbit.DLQ(q), "", true, false, false, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	deliveries := 0
 	deadline := time.After(10 * time.Second)
-	dlq := rabbit.DLQ(q)
-	for depth(t, channel(t), dlq) == 0 {
+	for {
 		select {
 		case m := <-msgs:
 			deliveries++
 			_ = m.Nack(false, true)
+		case d := <-dead:
+			if want := s.MaxClaims + 1; deliveries != want {
+				t.Errorf("delivered %d times before the broker dead-lettered it, want max_claims + 1 = %d", deliveries, want)
+			}
+			e := rabbit.EntryFromDelivery(d)
+			if e.MessageID != "loop" || e.Reason != broker.ReasonMaxClaims || e.Source != q {
+				t.Errorf("dead letter = id %q reason %q source %q, want loop / %s / %s", e.MessageID, e.Reason, e.Source, broker.ReasonMaxClaims, q)
+			}
+			return
 		case <-deadline:
 			t.Fatalf("not dead-lettered after %d deliveries", deliveries)
 		}
-	}
-	if want := s.MaxClaims + 1; deliveries != want {
-		t.Errorf("delivered %d times before the broker dead-lettered it, want max_claims + 1 = %d", deliveries, want)
-	}
-	e := rabbit.EntryFromDelivery(get(t, channel(t), dlq))
-	if e.MessageID != "loop" || e.Reason != broker.ReasonMaxClaims || e.Source != q {
-		t.Errorf("dead letter = id %q reason %q source %q, want loop / %s / %s", e.MessageID, e.Reason, e.Source, broker.ReasonMaxClaims, q)
 	}
 }
