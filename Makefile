@@ -23,7 +23,9 @@ test-containers:
 ## workers, closed connections, a stopped RabbitMQ, a Kafka broker removed,
 ## Redis and PostgreSQL unreachable, poison pills; ends with the table of
 ## published, handled, dead-lettered, lost and duplicated messages. It stops
-## and starts the local RabbitMQ application (rabbitmqctl).
+## and starts the local RabbitMQ application (rabbitmqctl), and runs its
+## TestCluster cases on a three-node cluster it starts and deletes (see
+## cluster-up; needs root).
 faults:
 	$(GO) test -race -count=1 -tags faults -timeout 15m -v ./e2e/faults/
 

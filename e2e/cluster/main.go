@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"time"
 
 	"github.com/redrive/redrive/internal/rabbitcluster"
 )
@@ -47,7 +48,7 @@ func run(ctx context.Context, cmd string, cfg rabbitcluster.Config) error {
 		return err
 	}
 	// Leave the nodes running: only the lock goes with this process.
-	fmt.Printf("cluster up in %s: %d nodes\n", c.StartUp.Round(100_000_000), len(c.Nodes))
+	fmt.Printf("cluster up in %s: %d nodes\n", c.StartUp.Round(100*time.Millisecond), len(c.Nodes))
 	for _, n := range c.Nodes {
 		fmt.Printf("  %-16s %s (distribution port %d)\n", n.Name, n.URL(), n.DistPort)
 	}

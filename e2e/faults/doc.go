@@ -13,5 +13,8 @@
 // is an in-process kfake cluster. It stops and starts the RabbitMQ
 // application and closes its connections, so do not run it against a
 // shared broker. Redis and PostgreSQL are only ever made unreachable
-// through a TCP proxy, never stopped.
+// through a TCP proxy, never stopped. The TestCluster cases run on a
+// three-node RabbitMQ cluster of their own (internal/rabbitcluster, ports
+// 5681-5683, root needed), started by the first of them and deleted when
+// the suite ends or is interrupted.
 package faults
