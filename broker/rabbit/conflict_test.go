@@ -64,20 +64,31 @@ func TestQueueTypeConflictNamesEveryQueue(t *testing.T) {
 }
 
 // Changing max_claims on a quorum queue changes only the broker's backstop
-// limit: the queue is kept as it is, with a warning, not a conflict.
+// limit: the queue is kept as it is, with a warning, not a conflict. So is
+// a quorum queue declared before max_claims became its delivery limit.
 func TestDeliveryLimitChangeKeepsTheQueue(t *testing.T) {
 	s := sub("dlchange." + broker.NewMessageID()[:6])
-	s.MaxClaims = 2
+	old := sub("dlnone." + broker.NewMessageID()[:6])
 	logs := make(warnings, 16)
-	b := newBroker(t, func(c *rabbit.Config) { c.QueueType = rabbit.Quorum; c.Logger = slog.New(logs) }, s)
-	if err := b.Declare(t.Context(), s); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []int{5, 0} {
-		s.MaxClaims = n
-		if err := b.Declare(t.Context(), s); err != nil {
-			t.Fatalf("Declare with max_claims %d over a queue of delivery limit 2: %v", n, err)
+	b := newBroker(t, func(c *rabbit.Config) { c.QueueType = rabbit.Quorum; c.Logger = slog.New(logs) }, s, old)
+	for _, tt := range []struct {
+		sub   *broker.Subscription
+		first int
+		then  []int
+	}{
+		{&s, 2, []int{5, 0}},
+		{&old, 0, []int{5}}, // declared without a limit: a quorum queue of an older redrive
+	} {
+		tt.sub.MaxClaims = tt.first
+		if err := b.Declare(t.Context(), *tt.sub); err != nil {
+			t.Fatal(err)
 		}
-		logs.await(t, "keeps its delivery limit")
+		for _, n := range tt.then {
+			tt.sub.MaxClaims = n
+			if err := b.Declare(t.Context(), *tt.sub); err != nil {
+				t.Fatalf("Declare with max_claims %d over a queue of delivery limit %d: %v", n, tt.first, err)
+			}
+			logs.await(t, "keeps its delivery limit")
+		}
 	}
 }
