@@ -80,25 +80,20 @@ func urlField(n, i int, raw string) string {
 	return fmt.Sprintf("urls[%d] %q", i, MaskURL(raw))
 }
 
-// URLs returns the dialer's URLs with their passwords masked.
-func (d *Dialer) URLs() []string {
-	out := make([]string, len(d.cfg.URLs))
-	for i, u := range d.cfg.URLs {
-		out[i] = MaskURL(u)
-	}
-	return out
-}
-
 // Dial connects to the first URL that answers, starting with the
 // preferred one, and names the connection for role (as RabbitMQ's
 // management shows it). ctx bounds the whole attempt.
 func (d *Dialer) Dial(ctx context.Context, role string) (*amqp.Connection, error) {
 	urls := d.cfg.URLs
 	start := int(d.next.Load())
-	var fails []string
+	var earlier []string // "url: error" of the URLs before the last one tried
+	var lastURL string
 	var last error
 	for k := range urls {
 		i := (start + k) % len(urls)
+		if last != nil {
+			earlier = append(earlier, fmt.Sprintf("%s: %v", lastURL, last))
+		}
 		conn, err := d.dialOne(ctx, urls[i], role)
 		if err == nil {
 			if d.next.Swap(int64(i)) != int64(i) {
@@ -107,16 +102,15 @@ func (d *Dialer) Dial(ctx context.Context, role string) (*amqp.Connection, error
 			d.watch(conn, i)
 			return conn, nil
 		}
-		last = err
-		fails = append(fails, fmt.Sprintf("%s: %v", MaskURL(urls[i]), err))
+		lastURL, last = MaskURL(urls[i]), err
 		if ctx.Err() != nil {
 			break
 		}
 	}
-	if len(urls) == 1 {
-		return nil, fmt.Errorf("rabbit: connect to %s: %w", MaskURL(urls[0]), last)
+	if len(earlier) == 0 {
+		return nil, fmt.Errorf("rabbit: connect to %s: %w", lastURL, last)
 	}
-	return nil, fmt.Errorf("rabbit: no node answered (%s): %w", strings.Join(fails, "; "), last)
+	return nil, fmt.Errorf("rabbit: no node answered: %s; %s: %w", strings.Join(earlier, "; "), lastURL, last)
 }
 
 // watch moves the preferred URL past i when conn is lost.
