@@ -21,9 +21,9 @@ var ErrTopologyConflict = errors.New("rabbit: topology conflict")
 // RabbitMQ names only the first argument that differs.
 var inequivalent = regexp.MustCompile(`inequivalent arg '([^']+)' for (?:queue|exchange) '[^']*' in vhost '[^']*': received (?:the value )?'?([^' ]*)'?(?: of type '[^']*')? but current is (?:the value )?'?([^' ]*)'?`)
 
-// session is a channel that is reopened after the server closed it over a
+// topoChannel is a channel that is reopened after the server closed it over a
 // failed declaration.
-type session struct {
+type topoChannel struct {
 	conn *amqp.Connection
 	ch   *amqp.Channel
 }
@@ -33,7 +33,7 @@ type session struct {
 // x-delivery-limit only, the queue's own limit is adopted (kept reports
 // it): that limit is the broker's backstop behind redrive's max_claims, and
 // changing max_claims must not force a queue migration.
-func (s *session) clash(name string, args amqp.Table) (clash *amqp.Error, kept string, err error) {
+func (s *topoChannel) clash(name string, args amqp.Table) (clash *amqp.Error, kept string, err error) {
 	for attempt := 0; ; attempt++ {
 		_, err := s.ch.QueueDeclare(name, true, false, false, false, args)
 		if err == nil {
@@ -64,7 +64,7 @@ func (s *session) clash(name string, args amqp.Table) (clash *amqp.Error, kept s
 // that names the argument, both values, the messages the queue holds and
 // what to do. A queue of the other type (classic instead of quorum, or
 // back) is recognised by declaring it as the other type would have it.
-func (b *Broker) resolve(s *session, d Declaration, refused *amqp.Error) error {
+func (b *Broker) resolve(s *topoChannel, d Declaration, refused *amqp.Error) error {
 	if d.Kind != "queue" {
 		if m := inequivalent.FindStringSubmatch(refused.Reason); m != nil {
 			return fmt.Errorf("%w: exchange %q exists with %s=%s but the config wants %s=%s; delete it or restore the old setting, then run `redrive topology apply` again",

@@ -204,7 +204,7 @@ func (b *Broker) apply(ctx context.Context, plan []Declaration) error {
 	if err != nil {
 		return fmt.Errorf("rabbit: open topology channel: %w", err)
 	}
-	s := &session{conn: conn, ch: ch}
+	s := &topoChannel{conn: conn, ch: ch}
 	var conflicts []error
 	for _, d := range plan {
 		if err := ctx.Err(); err != nil {
