@@ -303,6 +303,15 @@ func TestMaxLengthDeadLetters(t *testing.T) {
 	}
 }
 
+// planText renders a plan as topology apply --dry-run prints it.
+func planText(plan []rabbit.Declaration) string {
+	lines := make([]string, len(plan))
+	for i, d := range plan {
+		lines[i] = d.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
 // Quorum queues that dead-letter do it at least once (reject-publish), a
 // group queue's max_claims is its delivery limit, and the delay queues
 // take their own type.
@@ -314,11 +323,7 @@ func TestQuorumPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
-	for _, d := range plan {
-		lines = append(lines, d.String())
-	}
-	all := strings.Join(lines, "\n")
+	all := planText(plan)
 	for _, want := range []string{
 		"queue    plan.topic.g {x-dead-letter-exchange=p.dlx, x-dead-letter-routing-key=plan.topic.g, x-dead-letter-strategy=at-least-once, x-delivery-limit=4, x-overflow=reject-publish, x-queue-type=quorum}",
 		"queue    plan.topic.g.dlq {x-queue-type=quorum}",
@@ -369,11 +374,7 @@ func TestRoutePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines []string
-	for _, d := range plan {
-		lines = append(lines, d.String())
-	}
-	all := strings.Join(lines, "\n")
+	all := planText(plan)
 	for _, want := range []string{
 		"queue    p.route.0.1 {x-dead-letter-exchange=p.route.1, x-message-ttl=100, x-queue-type=classic}",
 		"queue    p.route.0.2 {x-dead-letter-exchange=p.route.1, x-message-ttl=200, x-queue-type=classic}",

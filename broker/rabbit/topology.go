@@ -181,6 +181,11 @@ func (b *Broker) subPlan(s broker.Subscription) []Declaration {
 // Declare implements broker.Broker: it declares the shared topology and each
 // subscription's queues, idempotently.
 func (b *Broker) Declare(ctx context.Context, subs ...broker.Subscription) error {
+	return b.declare(ctx, subs)
+}
+
+// declare validates subs with their defaults and applies their plan.
+func (b *Broker) declare(ctx context.Context, subs []broker.Subscription) error {
 	norm := make([]broker.Subscription, len(subs))
 	for i, s := range subs {
 		norm[i] = s.WithDefaults()
@@ -270,14 +275,7 @@ func Apply(ctx context.Context, cfg Config, subs ...broker.Subscription) error {
 	if err != nil {
 		return err
 	}
-	norm := make([]broker.Subscription, len(subs))
-	for i, s := range subs {
-		norm[i] = s.WithDefaults()
-		if err := norm[i].Validate(); err != nil {
-			return err
-		}
-	}
-	return b.apply(ctx, b.Plan(norm...))
+	return b.declare(ctx, subs)
 }
 
 // planner is an unconnected Broker of cfg: enough to plan.

@@ -32,19 +32,28 @@ rabbitmq: {url: %q, prefix: cli-%s, delay: {resolution: 100ms, factor: 2, levels
 workers:
   - {name: billing, topic: %s, retry: {backoff: 100ms}}
 `, rabbitURL(), id, topic))
-	t.Cleanup(func() {
-		conn, err := amqp.Dial(rabbitURL())
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		ch, _ := conn.Channel()
-		for _, q := range []string{rabbit.Queue(topic, "billing"), rabbit.DLQ(rabbit.Queue(topic, "billing")),
-			"cli-" + id + ".unroutable", "cli-" + id + ".delay.100", "cli-" + id + ".delay.200"} {
-			_, _ = ch.QueueDelete(q, false, false, false)
-		}
-	})
+	t.Cleanup(func() { deleteQueues("cli-"+id, topic) })
 	return path, topic
+}
+
+// deleteQueues deletes, best effort, the queues of a test configuration
+// with prefix, delays 100ms × 2 on 2 levels, and one worker, billing, on
+// topic.
+func deleteQueues(prefix, topic string) {
+	conn, err := amqp.Dial(rabbitURL())
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	ch, err := conn.Channel()
+	if err != nil {
+		return
+	}
+	delay, _ := rabbit.DelayQueues(rabbit.Config{Prefix: prefix, Delay: rabbit.DelayConfig{Resolution: 100 * time.Millisecond, Factor: 2, Levels: 2}})
+	q := rabbit.Queue(topic, "billing")
+	for _, name := range append(delay, q, rabbit.DLQ(q), prefix+".unroutable") {
+		_, _ = ch.QueueDelete(name, false, false, false)
+	}
 }
 
 func TestTopologyApplyAndPublish(t *testing.T) {
@@ -121,18 +130,7 @@ workers:
   - {name: billing, topic: %s, retry: {backoff: 100ms}}
 `, rabbitURL(), id, queueType, topic))
 	}
-	t.Cleanup(func() {
-		conn, err := amqp.Dial(rabbitURL())
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		ch, _ := conn.Channel()
-		delay, _ := rabbit.DelayQueues(rabbit.Config{Prefix: "clim-" + id, Delay: rabbit.DelayConfig{Resolution: 100 * time.Millisecond, Factor: 2, Levels: 2}})
-		for _, q := range append(delay, rabbit.Queue(topic, "billing"), rabbit.DLQ(rabbit.Queue(topic, "billing")), "clim-"+id+".unroutable") {
-			_, _ = ch.QueueDelete(q, false, false, false)
-		}
-	})
+	t.Cleanup(func() { deleteQueues("clim-"+id, topic) })
 	if code, out, errOut := cli(t, "topology", "apply", "--config", doc("classic")); code != exitOK {
 		t.Fatalf("apply classic: %d %s%s", code, out, errOut)
 	}

@@ -125,6 +125,48 @@ func leaderOf(t testing.TB, c *rabbitcluster.Cluster, q string) int {
 	return i
 }
 
+// clusterCase is the set-up of a cluster case: a topic and a prefix of its
+// own, its subscription declared through the first node (RabbitMQ puts a
+// quorum queue's leader on the node of the client that declares it), and
+// the cluster healed when the test ends unless it healed it itself.
+type clusterCase struct {
+	c             *rabbitcluster.Cluster
+	topic, prefix string
+	sub           broker.Subscription
+	setup         *rabbit.Broker // connected to the first node
+	healed        bool
+}
+
+func newClusterCase(t testing.TB, name string) *clusterCase {
+	t.Helper()
+	id := broker.NewMessageID()[:6]
+	cc := &clusterCase{c: cluster(t), topic: "faults.cluster." + name + "." + id, prefix: "fc-" + id}
+	cc.sub = rabbitSub(cc.topic)
+	cc.setup = clusterBroker(t, cc.c, 0, cc.prefix)
+	if err := cc.setup.Declare(context.Background(), cc.sub); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !cc.healed { // the test ended before it healed the cluster
+			heal(t, cc.c)
+		}
+	})
+	return cc
+}
+
+// heal brings every node back for the rest of the test.
+func (cc *clusterCase) heal(t testing.TB) {
+	t.Helper()
+	heal(t, cc.c)
+	cc.healed = true
+}
+
+// broker connects a broker of the case to node first first.
+func (cc *clusterCase) broker(t testing.TB, first int) *rabbit.Broker {
+	t.Helper()
+	return clusterBroker(t, cc.c, first%len(cc.c.Nodes), cc.prefix)
+}
+
 // heal brings every node back, failing t when it cannot.
 func heal(t testing.TB, c *rabbitcluster.Cluster) {
 	t.Helper()
@@ -188,23 +230,12 @@ func publishAround(t testing.TB, b broker.Broker, topic string, every time.Durat
 // the publisher, on another node, waits out the election. The node is
 // started again once everything was published. Every message is handled.
 func TestClusterLeaderStopped(t *testing.T) {
-	c := cluster(t)
-	id := broker.NewMessageID()[:6]
-	topic, prefix := "faults.cluster.leader."+id, "fc-"+id
-	sub := rabbitSub(topic)
-	if err := clusterBroker(t, c, 0, prefix).Declare(context.Background(), sub); err != nil {
-		t.Fatal(err)
-	}
+	cc := newClusterCase(t, "leader")
+	c, topic, sub := cc.c, cc.topic, cc.sub
 	q := rabbit.Queue(topic, sub.Group)
 	leader := leaderOf(t, c, q)
-	consumer := clusterBroker(t, c, leader, prefix)
-	publisher := clusterBroker(t, c, (leader+1)%len(c.Nodes), prefix)
-	healed := false
-	t.Cleanup(func() {
-		if !healed { // the test ended before it healed the cluster
-			heal(t, c)
-		}
-	})
+	consumer := cc.broker(t, leader)
+	publisher := cc.broker(t, leader+1)
 
 	handled := newTally()
 	stop := consume(t, consumer, sub, handled)
@@ -221,8 +252,7 @@ func TestClusterLeaderStopped(t *testing.T) {
 	} else {
 		t.Logf("new leader: %s", c.Nodes[now].Name)
 	}
-	heal(t, c)
-	healed = true
+	cc.heal(t)
 	if !handled.wait(len(published), 2*time.Minute) {
 		t.Errorf("%d of %d messages handled two minutes after the node came back", handled.distinct(), len(published))
 	}
@@ -236,24 +266,12 @@ func TestClusterLeaderStopped(t *testing.T) {
 // losses not); the queue's leader and the consumer are on other nodes. The
 // killed node boots again and rejoins.
 func TestClusterPublisherNodeKilled(t *testing.T) {
-	c := cluster(t)
-	id := broker.NewMessageID()[:6]
-	topic, prefix := "faults.cluster.kill."+id, "fc-"+id
-	sub := rabbitSub(topic)
-	if err := clusterBroker(t, c, 0, prefix).Declare(context.Background(), sub); err != nil {
-		t.Fatal(err)
-	}
-	q := rabbit.Queue(topic, sub.Group)
-	leader := leaderOf(t, c, q)
+	cc := newClusterCase(t, "kill")
+	c, topic, sub := cc.c, cc.topic, cc.sub
+	leader := leaderOf(t, c, rabbit.Queue(topic, sub.Group))
 	victim := (leader + 1) % len(c.Nodes)
-	publisher := clusterBroker(t, c, victim, prefix)
-	consumer := clusterBroker(t, c, (leader+2)%len(c.Nodes), prefix)
-	healed := false
-	t.Cleanup(func() {
-		if !healed { // the test ended before it healed the cluster
-			heal(t, c)
-		}
-	})
+	publisher := cc.broker(t, victim)
+	consumer := cc.broker(t, leader+2)
 
 	handled := newTally()
 	stop := consume(t, consumer, sub, handled)
@@ -265,8 +283,7 @@ func TestClusterPublisherNodeKilled(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	heal(t, c)
-	healed = true
+	cc.heal(t)
 	if !handled.wait(len(published), 2*time.Minute) {
 		t.Errorf("%d of %d messages handled two minutes after the node came back", handled.distinct(), len(published))
 	}
@@ -280,27 +297,15 @@ func TestClusterPublisherNodeKilled(t *testing.T) {
 // dead-lettering moves them on, and every message is handled, none before
 // its delay.
 func TestClusterDelayLeaderKilled(t *testing.T) {
-	c := cluster(t)
-	id := broker.NewMessageID()[:6]
-	topic, prefix := "faults.cluster.delay."+id, "fc-"+id
-	sub := rabbitSub(topic)
-	setup := clusterBroker(t, c, 0, prefix)
-	if err := setup.Declare(context.Background(), sub); err != nil {
-		t.Fatal(err)
-	}
+	cc := newClusterCase(t, "delay")
+	c, topic, sub := cc.c, cc.topic, cc.sub
 	// 4.8 s = 3 × 1.6 s: with tiers 100 ms, 400 ms, 1.6 s every message
 	// waits in the one level queue of digit 3 at level 2.
 	const delay = 4800 * time.Millisecond
-	level := setup.Names().RouteQueue(2, 3)
+	level := cc.setup.Names().RouteQueue(2, 3)
 	victim := leaderOf(t, c, level)
-	publisher := clusterBroker(t, c, (victim+1)%len(c.Nodes), prefix)
-	consumer := clusterBroker(t, c, (victim+2)%len(c.Nodes), prefix)
-	healed := false
-	t.Cleanup(func() {
-		if !healed { // the test ended before it healed the cluster
-			heal(t, c)
-		}
-	})
+	publisher := cc.broker(t, victim+1)
+	consumer := cc.broker(t, victim+2)
 
 	published := ids(topic, 500)
 	var mu sync.Mutex
@@ -351,8 +356,7 @@ func TestClusterDelayLeaderKilled(t *testing.T) {
 	}
 	t.Logf("all handled %s after the last publish; new leader of %s: %s", time.Since(published0).Round(time.Millisecond), level,
 		c.Nodes[leaderOf(t, c, level)].Name)
-	heal(t, c)
-	healed = true
+	cc.heal(t)
 	stop()
 	mu.Lock()
 	worst := time.Duration(0)
