@@ -140,10 +140,23 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request, ss *session) {
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 
-// safeNext keeps a redirect target on this site: a path, never "//host"
-// or a scheme.
+// safeNext keeps a redirect target on this site: a path (with a query),
+// never "//host", a scheme, a backslash or any byte outside printable
+// ASCII. Browsers strip tabs and newlines from a Location and read a
+// backslash as "/", so "/\t/evil.example" would leave the site: the target must be
+// exactly what it parses to. Anything else is "/".
 func safeNext(next string) string {
-	if next == "" || next[0] != '/' || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") || len(next) > 2048 {
+	if next == "" || len(next) > 2048 || next[0] != '/' {
+		return "/"
+	}
+	for i := 0; i < len(next); i++ {
+		if c := next[i]; c <= ' ' || c >= 0x7f || c == '\\' {
+			return "/"
+		}
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" ||
+		!strings.HasPrefix(u.EscapedPath(), "/") || strings.HasPrefix(u.EscapedPath(), "//") {
 		return "/"
 	}
 	return next

@@ -89,9 +89,13 @@ func testLogin(t *testing.T, f *fixture) {
 		t.Errorf("Set-Cookie %q is Secure over plain HTTP", ck)
 	}
 	expect(t, "after login", c.get("/"), http.StatusOK, "alice", "Log out")
-	for _, next := range []string{"//evil.example/", "https://evil.example/", "/\\evil.example"} {
+	for _, next := range []string{"//evil.example/", "https://evil.example/", "/\\evil.example", "/\t/evil.example", "/\n/evil.example", "/\x00/evil.example"} {
 		if r := f.client().post("/login", url.Values{"token": {opToken}, "next": {next}}); r.location != "/" {
 			t.Errorf("login with next=%q redirects to %q, want /", next, r.location)
+		}
+		// Logged in, GET /login?next= redirects at once: the same check.
+		if r := c.get("/login?next=" + url.QueryEscape(next)); r.status != http.StatusSeeOther || r.location != "/" {
+			t.Errorf("GET /login?next=%q = %d %q, want a redirect to /", next, r.status, r.location)
 		}
 	}
 

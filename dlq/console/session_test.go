@@ -39,6 +39,13 @@ func TestSafeNext(t *testing.T) {
 	for in, want := range map[string]string{
 		"": "/", "/": "/", "/dlq/a.dlq?status=pending": "/dlq/a.dlq?status=pending",
 		"//evil.example": "/", "https://evil.example": "/", "/\\evil": "/", "evil": "/", "/a\r\nSet-Cookie: x": "/",
+		// Browsers drop tabs and newlines (WHATWG URL parsing): these
+		// would be //evil.example.
+		"/\t/evil.example": "/", "/\n/evil.example": "/", "/\r/evil.example": "/", "\t//evil.example": "/",
+		// Every other control character, spaces, DEL and non-ASCII.
+		"/\x00/evil.example": "/", "/\x0b/evil": "/", "/\x1f": "/", "/\x7f": "/", "/ /evil.example": "/", "/\u00a0/evil": "/",
+		"/a\\b": "/", "/dlq/x?next=\\\\evil": "/", "/%09/evil.example": "/%09/evil.example", "/dlq/a.dlq#top": "/dlq/a.dlq#top",
+		"/:/x": "/:/x", "/https://evil.example": "/https://evil.example",
 	} {
 		if got := safeNext(in); got != want {
 			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
