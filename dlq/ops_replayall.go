@@ -4,16 +4,38 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 )
+
+// Replay-all rate bounds, in messages per second (ReplayAllOptions.Rate,
+// the admin API's rate parameter). 0 is allowed too: as fast as the broker
+// confirms.
+const (
+	MinReplayRate = 0.1
+	MaxReplayRate = 100_000
+)
+
+// ValidReplayRate reports whether rate is 0 (as fast as the broker
+// confirms) or from MinReplayRate to MaxReplayRate.
+func ValidReplayRate(rate float64) bool {
+	return rate == 0 || rate >= MinReplayRate && rate <= MaxReplayRate
+}
+
+// ErrStopped is returned by ReplayAll when ReplayAllOptions.Stop was
+// closed.
+var ErrStopped = errors.New("replay all stopped")
 
 // ReplayAllOptions configure ReplayAll.
 type ReplayAllOptions struct {
 	// Actor is written in every audit row.
 	Actor string
-	// Rate bounds replays per second; 0 = as fast as the broker confirms.
+	// Rate bounds replays per second: 0 = as fast as the broker confirms,
+	// else from MinReplayRate to MaxReplayRate (ErrInvalidQuery outside).
 	Rate float64
+	// Stop, when closed, stops ReplayAll before its next entry: the entry
+	// being replayed is finished (the broker's answer recorded), the rest
+	// stay pending, and ReplayAll returns ErrStopped.
+	Stop <-chan struct{}
 	// Progress, when set, is called after each entry with the progress so
 	// far, and once more at the end with Done set. It runs on ReplayAll's
 	// goroutine and should return quickly.
@@ -57,8 +79,8 @@ func (o *Ops) ReplayAll(ctx context.Context, q Query, opts ReplayAllOptions) (Pr
 	if q.Status != "" && q.Status != StatusPending {
 		return p, fmt.Errorf("dlq: replay all: %w: status: only pending entries are replayed", ErrInvalidQuery)
 	}
-	if opts.Rate < 0 || math.IsNaN(opts.Rate) || math.IsInf(opts.Rate, 0) {
-		return p, fmt.Errorf("dlq: replay all: %w: rate: %v is not a positive number", ErrInvalidQuery, opts.Rate)
+	if !ValidReplayRate(opts.Rate) {
+		return p, fmt.Errorf("dlq: replay all: %w: rate: %v is not 0 or from %v to %v messages per second", ErrInvalidQuery, opts.Rate, MinReplayRate, MaxReplayRate)
 	}
 	q.Status, q.Cursor, q.NewestFirst = StatusPending, "", false
 	q.Limit = opts.PageSize
@@ -99,7 +121,7 @@ func (o *Ops) ReplayAll(ctx context.Context, q Query, opts ReplayAllOptions) (Pr
 			return finish(err)
 		}
 		for _, r := range page.Records {
-			if err := pace.wait(ctx); err != nil {
+			if err := pace.wait(ctx, opts.Stop); err != nil {
 				return finish(err)
 			}
 			claimed, err := o.store.Transition(ctx, Transition{
@@ -141,10 +163,16 @@ func newPacer(rate float64) *pacer {
 	return &pacer{interval: time.Duration(float64(time.Second) / rate)}
 }
 
-// wait blocks until the next event may happen or ctx ends.
-func (p *pacer) wait(ctx context.Context) error {
+// wait blocks until the next event may happen, ctx ends (its error) or
+// stop is closed (ErrStopped).
+func (p *pacer) wait(ctx context.Context, stop <-chan struct{}) error {
 	if err := ctx.Err(); err != nil {
 		return err
+	}
+	select {
+	case <-stop:
+		return ErrStopped
+	default:
 	}
 	if p.interval <= 0 {
 		return nil
@@ -152,10 +180,12 @@ func (p *pacer) wait(ctx context.Context) error {
 	now := time.Now()
 	if d := p.next.Sub(now); d > 0 {
 		t := time.NewTimer(d)
+		defer t.Stop()
 		select {
 		case <-ctx.Done():
-			t.Stop()
 			return ctx.Err()
+		case <-stop:
+			return ErrStopped
 		case <-t.C:
 		}
 		now = p.next

@@ -20,12 +20,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/httpguard"
 )
 
 // ErrNoToken is returned by New when no token is configured and the
@@ -64,7 +67,9 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies (413 beyond); default 64 KiB.
 	MaxBodyBytes int64
 	// DefaultRate is the replay-all rate (messages/s) when a request
-	// gives none; default 100. A request may ask for rate=0 (unlimited).
+	// gives none; default 100, negative = as fast as the broker confirms.
+	// Like a request's rate, it is 0 or from dlq.MinReplayRate to
+	// dlq.MaxReplayRate.
 	DefaultRate float64
 	// MaxJobs is how many finished replay-all jobs are remembered;
 	// default 100.
@@ -76,6 +81,15 @@ type Config struct {
 	// the bearer-token check: it does its own authentication. The JSON
 	// API is unchanged.
 	UI http.Handler
+	// AllowedHosts are the names (Host header values, without the port)
+	// the server answers to besides its own addresses: the name a reverse
+	// proxy forwards, or a DNS name of the host. Every other Host is
+	// refused (421), API and UI alike, so that a DNS-rebinding page cannot
+	// talk to the server from an operator's browser. The listen address
+	// decides what the own addresses are (see httpguard.Hosts): a loopback
+	// listener answers to the loopback addresses and "localhost", a
+	// listener on all interfaces to any IP address and "localhost".
+	AllowedHosts []string
 }
 
 // Server is the admin API.
@@ -87,6 +101,7 @@ type Server struct {
 	handler http.Handler
 	mux     *http.ServeMux
 	jobs    *jobs
+	hosts   atomic.Pointer[httpguard.Hosts]
 }
 
 type hashedToken struct {
@@ -109,6 +124,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.DefaultRate < 0 {
 		cfg.DefaultRate = 0
+	}
+	if !dlq.ValidReplayRate(cfg.DefaultRate) {
+		return nil, fmt.Errorf("admin: default rate %v is not from %v to %v messages per second", cfg.DefaultRate, dlq.MinReplayRate, dlq.MaxReplayRate)
 	}
 	if cfg.MaxJobs <= 0 {
 		cfg.MaxJobs = DefaultMaxJobs
@@ -139,22 +157,27 @@ func New(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("%w (InsecureNoAuth is set, but %q is not a loopback address)", ErrNoToken, cfg.Listen)
 		}
 	}
+	s.hosts.Store(httpguard.NewHosts(cfg.Listen, cfg.AllowedHosts))
 	s.jobs = newJobs(cfg.MaxJobs)
 	s.mux = http.NewServeMux()
 	for _, rt := range routes {
-		h := rt.handler
-		s.mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) { h(s, w, r) })
+		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rt.handler(s, w, r) })
+		if method, _, _ := strings.Cut(rt.pattern, " "); method != http.MethodGet {
+			h = requireJSON(h)
+		}
+		s.mux.Handle(rt.pattern, h)
 	}
-	s.handler = s.recoverPanics(s.limitBody(s.authenticate(s.route())))
-	if cfg.UI != nil {
-		s.handler = splitUI(s.handler, cfg.UI)
-	}
+	api := s.refuseCrossOrigin(s.limitBody(s.authenticate(s.route())))
+	s.handler = s.recoverPanics(s.checkHost(splitUI(api, cfg.UI)))
 	return s, nil
 }
 
 // splitUI sends /internal and everything under /internal/ to api, the rest
-// to ui.
+// to ui (to api as well without a UI).
 func splitUI(api, ui http.Handler) http.Handler {
+	if ui == nil {
+		return api
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if p := r.URL.Path; p == "/internal" || strings.HasPrefix(p, "/internal/") {
 			api.ServeHTTP(w, r)
@@ -209,6 +232,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
+	s.hosts.Store(s.hosts.Load().WithAddr(ln.Addr()))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.log.Info("admin: serving", "addr", ln.Addr().String(), "auth", len(s.tokens) > 0)
@@ -254,7 +278,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			name, ok := s.check(r.Header.Get("Authorization"))
 			if !ok {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="redrive"`)
-				writeError(w, http.StatusUnauthorized, "", "missing or wrong bearer token")
+				writeError(w, http.StatusUnauthorized, CodeUnauthorized, "", "missing or wrong bearer token")
 				return
 			}
 			who = name
@@ -262,7 +286,7 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		if h := r.Header.Get("X-Redrive-Actor"); h != "" {
 			a, ok := cleanActor(h)
 			if !ok {
-				writeError(w, http.StatusBadRequest, "X-Redrive-Actor", "X-Redrive-Actor must be 1 to 128 printable characters")
+				writeError(w, http.StatusBadRequest, CodeInvalidRequest, "X-Redrive-Actor", "X-Redrive-Actor must be 1 to 128 printable characters")
 				return
 			}
 			who = a
@@ -306,7 +330,7 @@ func cleanActor(h string) (string, bool) {
 func (s *Server) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > s.cfg.MaxBodyBytes {
-			writeError(w, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("request body over %d bytes", s.cfg.MaxBodyBytes))
+			writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "", fmt.Sprintf("request body over %d bytes", s.cfg.MaxBodyBytes))
 			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
@@ -323,9 +347,53 @@ func (s *Server) recoverPanics(next http.Handler) http.Handler {
 					panic(v)
 				}
 				s.log.Error("admin: handler panic", "method", r.Method, "path", r.URL.Path, "panic", v)
-				writeError(w, http.StatusInternalServerError, "", "internal error")
+				writeError(w, http.StatusInternalServerError, CodeInternal, "", msgInternal)
 			}
 		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// checkHost refuses (421) a request whose Host is neither an address of
+// the server nor one of Config.AllowedHosts: a page on another site that
+// rebinds its name to this server's address sends its own name.
+func (s *Server) checkHost(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.hosts.Load().Allowed(r.Host) {
+			s.log.Warn("admin: request for another host refused", "host", r.Host, "path", r.URL.Path, "remote", r.RemoteAddr)
+			writeError(w, http.StatusMisdirectedRequest, CodeHostNotAllowed, "",
+				fmt.Sprintf("Host %.80q is not an address of this server (list the names it is reached by in admin.allowed_hosts)", r.Host))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// refuseCrossOrigin refuses (403) an API request that a page of another
+// site sent: its Origin, else its Referer, names another host.
+func (s *Server) refuseCrossOrigin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if httpguard.CrossOrigin(r) {
+			s.log.Warn("admin: cross-origin request refused", "method", r.Method, "path", r.URL.Path, "origin", r.Header.Get("Origin"), "referer", r.Header.Get("Referer"))
+			writeError(w, http.StatusForbidden, CodeCrossOrigin, "Origin", "cross-origin requests are refused: this API is not for web pages of other sites")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requireJSON refuses (415) a write whose Content-Type is not
+// application/json, with or without a body: a web page can send a
+// cross-origin form (urlencoded, multipart, text/plain) without asking,
+// but not JSON.
+func requireJSON(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if err != nil || mt != "application/json" {
+			writeError(w, http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "Content-Type",
+				"Content-Type: application/json is required on "+r.Method+" (even without a body)")
+			return
+		}
 		next.ServeHTTP(w, r)
 	})
 }

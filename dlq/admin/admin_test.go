@@ -135,16 +135,20 @@ func (f *fixture) do(method, target, body string, headers ...string) *httptest.R
 		rd = strings.NewReader(body)
 	}
 	req := httptest.NewRequest(method, target, rd)
+	req.Host = "127.0.0.1:8080"
 	req.Header.Set("Authorization", "Bearer "+secret)
-	if body != "" {
+	if method != http.MethodGet {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
-		if headers[i+1] == "" {
+		switch {
+		case headers[i] == "Host":
+			req.Host = headers[i+1]
+		case headers[i+1] == "":
 			req.Header.Del(headers[i])
-			continue
+		default:
+			req.Header.Set(headers[i], headers[i+1])
 		}
-		req.Header.Set(headers[i], headers[i+1])
 	}
 	w := httptest.NewRecorder()
 	f.srv.Handler().ServeHTTP(w, req)
@@ -161,7 +165,9 @@ func (f *fixture) do(method, target, body string, headers ...string) *httptest.R
 func (f *fixture) doReader(method, target string, body io.Reader) *httptest.ResponseRecorder {
 	f.t.Helper()
 	req := httptest.NewRequest(method, target, io.MultiReader(body))
+	req.Host = "127.0.0.1:8080"
 	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
 	f.srv.Handler().ServeHTTP(w, req)
 	return w

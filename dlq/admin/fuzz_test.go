@@ -53,6 +53,7 @@ func FuzzListQuery(f *testing.F) {
 		req.URL.Path = "/internal/v1/dlq/" + topic
 		req.URL.RawPath = ""
 		req.URL.RawQuery = query
+		req.Host = "127.0.0.1"
 		req.Header.Set("Authorization", "Bearer "+secret)
 		w := httptest.NewRecorder()
 		srv.Handler().ServeHTTP(w, req)

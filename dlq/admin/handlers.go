@@ -2,7 +2,6 @@ package admin
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,30 +13,6 @@ import (
 
 	"github.com/redrive/redrive/dlq"
 )
-
-// badParam is a 400 naming its parameter.
-type badParam struct{ param, msg string }
-
-func (e *badParam) Error() string { return e.param + ": " + e.msg }
-
-func bad(param, format string, args ...any) error {
-	return &badParam{param: param, msg: fmt.Sprintf(format, args...)}
-}
-
-// reject writes the response of a badParam, a too-large body, or any other
-// error via fail.
-func (s *Server) reject(w http.ResponseWriter, r *http.Request, err error) {
-	var bp *badParam
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &bp):
-		writeError(w, http.StatusBadRequest, bp.param, bp.Error())
-	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, "", fmt.Sprintf("request body over %d bytes", tooBig.Limit))
-	default:
-		s.fail(w, r, err)
-	}
-}
 
 // dlqName reads and checks a DLQ name.
 func dlqName(param, v string) (string, error) {
@@ -158,7 +133,7 @@ func (s *Server) listEntries(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !known {
-			writeError(w, http.StatusNotFound, "", fmt.Sprintf("no DLQ named %q (see GET /internal/v1/dlq)", q.DLQ))
+			writeError(w, http.StatusNotFound, CodeNotFound, "", fmt.Sprintf("no DLQ named %q (see GET /internal/v1/dlq)", q.DLQ))
 			return
 		}
 	}
@@ -261,14 +236,7 @@ func decodeBody(r *http.Request, v any, optional bool) error {
 	dec := json.NewDecoder(strings.NewReader(string(body)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return bad(typeErr.Field, "must be a %s", typeErr.Type)
-		}
-		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return bad(strings.Trim(f, `"`), "unknown field")
-		}
-		return bad("body", "not a JSON object: %v", err)
+		return bodyError(err)
 	}
 	if dec.More() {
 		return bad("body", "trailing data after the JSON object")

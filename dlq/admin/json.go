@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"time"
 	"unicode/utf8"
@@ -24,13 +23,6 @@ const (
 	EncodingBase64 = "base64"
 )
 
-// errorJSON is every error response.
-type errorJSON struct {
-	Error string `json:"error"`
-	// Param names the bad parameter of a 400.
-	Param string `json:"param,omitempty"`
-}
-
 // writeJSON writes v with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	var buf bytes.Buffer
@@ -39,7 +31,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err := enc.Encode(v); err != nil {
 		status = http.StatusInternalServerError
 		buf.Reset()
-		buf.WriteString(`{"error":"internal error: encoding the response"}` + "\n")
+		buf.WriteString(`{"error":"internal error: encoding the response","code":"internal"}` + "\n")
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
@@ -47,36 +39,6 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
-}
-
-// writeError writes an error response.
-func writeError(w http.ResponseWriter, status int, param, msg string) {
-	writeJSON(w, status, errorJSON{Error: msg, Param: param})
-}
-
-// fail maps an Ops error to its response: ErrNotFound 404, ErrNotPending
-// 409, bad input 400, a broker refusal 502, no republisher 503, anything
-// else 500 (logged, not shown).
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	switch {
-	case errors.Is(err, dlq.ErrNotFound):
-		writeError(w, http.StatusNotFound, "", "no such entry")
-	case errors.Is(err, dlq.ErrNotPending):
-		writeError(w, http.StatusConflict, "", err.Error())
-	case errors.Is(err, dlq.ErrReasonRequired):
-		writeError(w, http.StatusBadRequest, "reason", "a reason is required")
-	case errors.Is(err, dlq.ErrInvalidQuery):
-		writeError(w, http.StatusBadRequest, "", err.Error())
-	case errors.Is(err, dlq.ErrReplayFailed):
-		writeError(w, http.StatusBadGateway, "", err.Error())
-	case errors.Is(err, dlq.ErrNoRepublisher):
-		writeError(w, http.StatusServiceUnavailable, "", "this server cannot replay: no broker configured")
-	case errors.Is(err, r.Context().Err()) && r.Context().Err() != nil:
-		writeError(w, http.StatusServiceUnavailable, "", "request cancelled")
-	default:
-		s.log.Error("admin: request failed", "method", r.Method, "path", r.URL.Path, "error", err)
-		writeError(w, http.StatusInternalServerError, "", "internal error")
-	}
 }
 
 // Entry is an entry as listings show it: everything but the payload,

@@ -18,7 +18,9 @@ var routes = []struct {
 	{"DELETE /internal/v1/dlq/{topic}/{id}", (*Server).discard},
 	{"POST /internal/v1/dlq/replay", (*Server).replay},
 	{"POST /internal/v1/dlq/replay-all", (*Server).replayAll},
+	{"GET /internal/v1/dlq/jobs", (*Server).listJobs},
 	{"GET /internal/v1/dlq/jobs/{id}", (*Server).job},
+	{"POST /internal/v1/dlq/jobs/{id}/cancel", (*Server).cancelJob},
 }
 
 // methods are those the API answers to; the others are 405 where a path
@@ -33,7 +35,7 @@ func (s *Server) route() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := r.URL.EscapedPath() // as the mux matches: %2F stays inside a segment
 		if p == "" || path.Clean(p) != p {
-			writeError(w, http.StatusNotFound, "", "no such route")
+			writeError(w, http.StatusNotFound, CodeNotFound, "", "no such route")
 			return
 		}
 		if _, pattern := s.mux.Handler(r); pattern != "" {
@@ -52,10 +54,10 @@ func (s *Server) route() http.Handler {
 			}
 		}
 		if len(allow) == 0 {
-			writeError(w, http.StatusNotFound, "", "no such route")
+			writeError(w, http.StatusNotFound, CodeNotFound, "", "no such route")
 			return
 		}
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeError(w, http.StatusMethodNotAllowed, "", r.Method+" is not allowed here; use "+strings.Join(allow, " or "))
+		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "", r.Method+" is not allowed here; use "+strings.Join(allow, " or "))
 	})
 }

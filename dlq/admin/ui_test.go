@@ -46,7 +46,9 @@ func TestUI(t *testing.T) {
 		{"GET", "/%69nternal/v1/dlq", false, http.StatusUnauthorized},
 	} {
 		w := httptest.NewRecorder()
-		srv.Handler().ServeHTTP(w, httptest.NewRequest(tc.method, tc.target, nil))
+		req := httptest.NewRequest(tc.method, tc.target, nil)
+		req.Host = "localhost:8080"
+		srv.Handler().ServeHTTP(w, req)
 		if w.Code != tc.status || (w.Header().Get("X-UI") == "yes") != tc.ui {
 			t.Errorf("%s %s = %d (ui %q), want %d (ui %v)", tc.method, tc.target, w.Code, w.Header().Get("X-UI"), tc.status, tc.ui)
 		}

@@ -103,7 +103,7 @@ func (c *Console) replayAll(w http.ResponseWriter, r *http.Request, ss *session)
 }
 
 // job serves GET /jobs/{id}: a replay-all's progress, refreshed every 2 s
-// while it runs.
+// while it runs, with a cancel button for operators.
 func (c *Console) job(w http.ResponseWriter, r *http.Request, ss *session) {
 	id, err := entryID("job", r.PathValue("id"))
 	if err != nil {
@@ -119,11 +119,50 @@ func (c *Console) job(w http.ResponseWriter, r *http.Request, ss *session) {
 		c.errorPage(w, r, ss, http.StatusNotFound, "job: no such job (jobs are kept in memory until the server restarts)")
 		return
 	}
-	p := page{Title: "Replay-all " + j.DLQ, Nav: "dlqs", Data: j}
+	p := page{Title: "Replay-all " + j.DLQ, Nav: "jobs", Data: j}
 	if j.State == admin.JobRunning {
 		p.Refresh = 2
 	}
 	c.renderPage(w, r, ss, http.StatusOK, "job", p)
+}
+
+// jobs serves GET /jobs: the replay-all jobs, newest first.
+func (c *Console) jobs(w http.ResponseWriter, r *http.Request, ss *session) {
+	var list []admin.Job
+	if c.cfg.Jobs != nil {
+		list = c.cfg.Jobs.Jobs()
+	}
+	p := page{Title: "Replay-all jobs", Nav: "jobs", Data: list}
+	for _, j := range list {
+		if j.State == admin.JobRunning {
+			p.Refresh = 5
+		}
+	}
+	c.renderPage(w, r, ss, http.StatusOK, "jobs", p)
+}
+
+// cancelJob serves POST /jobs/{id}/cancel: it stops a running replay-all
+// (recording who did) and shows the job.
+func (c *Console) cancelJob(w http.ResponseWriter, r *http.Request, ss *session) {
+	id, err := entryID("job", r.PathValue("id"))
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	_, err = c.cfg.Jobs.CancelJob(r.Context(), id, ss.user.Name)
+	switch {
+	case errors.Is(err, admin.ErrNoJob):
+		c.errorPage(w, r, ss, http.StatusNotFound, "job: no such job (jobs are kept in memory until the server restarts)")
+		return
+	case errors.Is(err, admin.ErrJobNotRunning):
+		c.log.Info("console: cancel of a job that has ended", "job", id, "user", ss.user.Name)
+	case err != nil:
+		c.fail(w, r, ss, err)
+		return
+	default:
+		c.log.Info("console: replay-all cancelled", "job", id, "user", ss.user.Name)
+	}
+	http.Redirect(w, r, "/jobs/"+pathEscape(id), http.StatusSeeOther)
 }
 
 // pathEscape escapes one path segment.

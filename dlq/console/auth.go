@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/redrive/redrive/internal/httpguard"
 )
 
 // guard wraps a page with what it needs: a session (viewer), and for
@@ -18,7 +20,7 @@ func (c *Console) guard(need access, h func(*Console, http.ResponseWriter, *http
 				c.errorPage(w, r, nil, http.StatusBadRequest, "form: cannot be read (at most 64 KiB of URL-encoded fields)")
 				return
 			}
-			if !sameOrigin(r) {
+			if httpguard.CrossOrigin(r) {
 				c.log.Warn("console: cross-origin post refused", "path", r.URL.Path, "origin", r.Header.Get("Origin"), "referer", r.Header.Get("Referer"))
 				c.errorPage(w, r, nil, http.StatusForbidden, "origin: this form was not posted from the console's own pages")
 				return
@@ -69,23 +71,8 @@ func (c *Console) current(r *http.Request) *session {
 func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, value string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{
 		Name: cookieName, Value: value, Path: "/", MaxAge: maxAge,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.secureCookie(r),
 	})
-}
-
-// sameOrigin reports whether a POST comes from the console's own host:
-// Origin when the browser sends it, else Referer; a request with neither
-// (not a browser) relies on the CSRF token alone.
-func sameOrigin(r *http.Request) bool {
-	src := r.Header.Get("Origin")
-	if src == "" {
-		src = r.Header.Get("Referer")
-	}
-	if src == "" {
-		return true
-	}
-	u, err := url.Parse(src)
-	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
 }
 
 // loginPage serves GET /login.
@@ -108,8 +95,9 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request, _ *session) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	if left, blocked := c.throttle.blocked(r.RemoteAddr); blocked {
-		c.log.Warn("console: login refused: too many wrong tokens", "remote", r.RemoteAddr)
+	key, client := c.throttleKey(r), c.proxies.ClientIP(r)
+	if left, blocked := c.throttle.blocked(key); blocked {
+		c.log.Warn("console: login refused: too many wrong tokens", "client", client, "throttled", key)
 		w.Header().Set("Retry-After", strconv.Itoa(int(left.Seconds())+1))
 		c.render(w, r, nil, http.StatusTooManyRequests, "login", "Log in",
 			loginView{Next: next, Error: fmt.Sprintf("token: %d wrong tokens in a row: try again in %ds", MaxLoginFailures, int(left.Seconds())+1)})
@@ -117,18 +105,19 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request, _ *session) {
 	}
 	u, ok := c.checkToken(strings.TrimSpace(r.PostFormValue("token")))
 	if !ok {
-		c.throttle.fail(r.RemoteAddr)
-		c.log.Warn("console: login refused: wrong token", "remote", r.RemoteAddr)
+		c.throttle.fail(key)
+		c.log.Warn("console: login refused: wrong token", "client", client)
 		c.render(w, r, nil, http.StatusUnauthorized, "login", "Log in", loginView{Next: next, Error: "token: not a valid token"})
 		return
 	}
-	c.throttle.succeed(r.RemoteAddr)
+	c.throttle.succeed(key)
 	if old := c.current(r); old != nil {
 		c.sessions.drop(old.id)
 	}
 	ss := c.sessions.create(u)
 	c.setCookie(w, r, ss.id, int(SessionTTL.Seconds()))
-	c.log.Info("console: login", "user", u.Name, "read_only", u.ReadOnly, "remote", r.RemoteAddr)
+	c.rememberDevice(w, r)
+	c.log.Info("console: login", "user", u.Name, "read_only", u.ReadOnly, "client", client)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 

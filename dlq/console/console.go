@@ -8,11 +8,13 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/internal/httpguard"
 	"github.com/redrive/redrive/lag"
 )
 
@@ -20,6 +22,8 @@ import (
 type Jobs interface {
 	StartReplayAll(ctx context.Context, q dlq.Query, actor string, rate float64) (admin.Job, error)
 	Job(id string) (admin.Job, bool)
+	Jobs() []admin.Job
+	CancelJob(ctx context.Context, id, actor string) (admin.Job, error)
 }
 
 // WorkerSource gives the last worker health table; *heartbeat.Sampler
@@ -60,6 +64,16 @@ type Config struct {
 	// InsecureNoAuth serves without login: everyone is the operator
 	// "local". For `redrive dev` on a loopback address only.
 	InsecureNoAuth bool
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
+	// X-Forwarded-Proto headers are believed (admin.trusted_proxies): the
+	// login throttle counts failures per client they name, and cookies
+	// are Secure when the client used HTTPS. Empty: the TCP peer is the
+	// client and the headers are ignored.
+	TrustedProxies []netip.Prefix
+	// CookieSecure marks the cookies Secure on every response
+	// (admin.cookie_secure); otherwise only when the request came over TLS
+	// (to this server, or to a trusted proxy that says so).
+	CookieSecure bool
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -82,6 +96,8 @@ type Console struct {
 	users    []hashedUser
 	sessions *sessions
 	throttle *throttle
+	proxies  httpguard.Proxies
+	devices  *devices
 	pages    map[string]*template.Template
 	mux      *http.ServeMux
 	now      func() time.Time
@@ -131,6 +147,8 @@ func New(cfg Config) (*Console, error) {
 	c.pages = pages
 	c.sessions = newSessions(SessionTTL, c.now)
 	c.throttle = newThrottle(c.now)
+	c.proxies = httpguard.Proxies(cfg.TrustedProxies)
+	c.devices = newDevices()
 	c.mux = http.NewServeMux()
 	c.routes()
 	return c, nil

@@ -101,7 +101,7 @@ func testLogin(t *testing.T, f *fixture) {
 
 	// Over TLS the cookie is Secure.
 	w := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodPost, "https://console.example/login", strings.NewReader("token="+opToken))
+	req := httptest.NewRequest(http.MethodPost, "https://127.0.0.1/login", strings.NewReader("token="+opToken))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	f.srv.Handler().ServeHTTP(w, req)
 	if ck := w.Header().Get("Set-Cookie"); w.Code != http.StatusSeeOther || !strings.Contains(ck, "Secure") {

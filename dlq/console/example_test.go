@@ -51,11 +51,11 @@ func Example() {
 
 	// Without a session, pages send the browser to the login form.
 	w := httptest.NewRecorder()
-	srv.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/", nil))
+	srv.Handler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, "http://127.0.0.1:8080/", nil))
 	fmt.Println(w.Code, w.Header().Get("Location"))
 
 	// Logging in sets the session cookie.
-	req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader("token=operator-secret-token"))
+	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:8080/login", strings.NewReader("token=operator-secret-token"))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	w = httptest.NewRecorder()
 	srv.Handler().ServeHTTP(w, req)

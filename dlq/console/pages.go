@@ -11,30 +11,37 @@ import (
 )
 
 // fail writes the page of an error: bad input 400 naming the field, the
-// dlq sentinels as their status, anything else a logged 500.
+// dlq sentinels as their status, anything else a 500. The page holds a
+// fixed message; the error itself (the store's or the broker's words)
+// goes to the log.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, ss *session, err error) {
 	var bi *badInput
+	status, msg := http.StatusInternalServerError, "internal error (logged)"
 	switch {
 	case errors.As(err, &bi):
 		c.errorPage(w, r, ss, http.StatusBadRequest, bi.Error())
+		return
 	case errors.Is(err, dlq.ErrNotFound):
-		c.errorPage(w, r, ss, http.StatusNotFound, "entry: no such entry in this DLQ")
+		status, msg = http.StatusNotFound, "entry: no such entry in this DLQ"
 	case errors.Is(err, dlq.ErrNotPending):
-		c.errorPage(w, r, ss, http.StatusConflict, "status: the entry is no longer pending (someone replayed or discarded it); reload it")
+		status, msg = http.StatusConflict, "status: the entry is no longer pending (someone replayed or discarded it); reload it"
 	case errors.Is(err, dlq.ErrReasonRequired):
-		c.errorPage(w, r, ss, http.StatusBadRequest, "reason: required: say why the entry is discarded")
+		status, msg = http.StatusBadRequest, "reason: required: say why the entry is discarded"
 	case errors.Is(err, dlq.ErrInvalidQuery):
-		c.errorPage(w, r, ss, http.StatusBadRequest, err.Error())
+		status, msg = http.StatusBadRequest, "the query is not valid (the log says why)"
 	case errors.Is(err, dlq.ErrReplayFailed):
-		c.errorPage(w, r, ss, http.StatusBadGateway, "broker: the replay was not confirmed; the entry is pending again: "+clip(err.Error(), 300))
+		status, msg = http.StatusBadGateway, "broker: the replay was not confirmed; the entry is pending again (the log says why)"
 	case errors.Is(err, dlq.ErrNoRepublisher):
-		c.errorPage(w, r, ss, http.StatusServiceUnavailable, "broker: this console cannot replay: no broker configured")
+		status, msg = http.StatusServiceUnavailable, "broker: this console cannot replay: no broker configured"
 	case r.Context().Err() != nil:
-		c.errorPage(w, r, ss, http.StatusServiceUnavailable, "request cancelled")
-	default:
-		c.log.Error("console: request failed", "method", r.Method, "path", r.URL.Path, "error", err)
-		c.errorPage(w, r, ss, http.StatusInternalServerError, "internal error (logged)")
+		status, msg = http.StatusServiceUnavailable, "request cancelled"
 	}
+	level := c.log.Warn
+	if status == http.StatusInternalServerError {
+		level = c.log.Error
+	}
+	level("console: request failed", "method", r.Method, "path", r.URL.Path, "status", status, "error", err)
+	c.errorPage(w, r, ss, status, msg)
 }
 
 // dlqRow is one line of the DLQ list.

@@ -135,14 +135,20 @@ func parseTime(field, s string) (time.Time, error) {
 	return time.Time{}, bad(field, "%.40q is not a time such as 2025-01-15T10:30 (UTC) or 2025-01-15T10:30:00Z", s)
 }
 
-// parseRate reads the replay-all rate: empty = the server's default (-1).
+// parseRate reads the replay-all rate: empty = the server's default (-1),
+// else 0 (as fast as the broker confirms) or dlq.MinReplayRate to
+// dlq.MaxReplayRate messages per second.
 func parseRate(s string) (float64, error) {
 	if s == "" {
 		return -1, nil
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 || f != f || f > 1e6 {
-		return 0, bad("rate", "%.40q is not a number of messages per second from 0 (unlimited) to 1000000", s)
+	if err != nil || !dlq.ValidReplayRate(f) {
+		return 0, bad("rate", "%.40q is not 0 (as fast as the broker confirms) or a number of messages per second from %v to %v",
+			s, dlq.MinReplayRate, dlq.MaxReplayRate)
+	}
+	if f == 0 {
+		return 0, nil // not -0
 	}
 	return f, nil
 }

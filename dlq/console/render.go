@@ -20,7 +20,7 @@ var staticFS embed.FS
 
 // pageNames are the templates/<name>.html pages, each parsed with the
 // layout.
-var pageNames = []string{"dlqs", "entries", "entry", "job", "workers", "lag", "login", "error"}
+var pageNames = []string{"dlqs", "entries", "entry", "job", "jobs", "workers", "lag", "login", "error"}
 
 // funcs are the templates' helpers.
 var funcs = template.FuncMap{
@@ -65,7 +65,7 @@ func staticHandler() http.Handler {
 // page is what the layout renders around a page's content.
 type page struct {
 	Title   string
-	Nav     string // "dlqs", "workers", "lag"
+	Nav     string // "dlqs", "jobs", "workers", "lag"
 	Broker  string
 	User    *User
 	NoAuth  bool

@@ -1,14 +1,17 @@
 package console
 
 import (
-	"net"
 	"sync"
 	"time"
 )
 
-// Login throttling: a client (by remote IP) with MaxLoginFailures wrong
-// tokens within LoginWindow is refused (429) until the window of its
-// first failure has passed, so that tokens cannot be guessed at speed.
+// Login throttling: a client with MaxLoginFailures wrong tokens within
+// LoginWindow is refused (429) until the window of its first failure has
+// passed, so that tokens cannot be guessed at speed. Refused attempts
+// neither count nor extend the lockout: a correct token is let in at the
+// latest when the current window ends. A client is its device cookie when
+// it carries a valid one (a browser that logged in before), else its
+// address (behind Config.TrustedProxies, the one they forward).
 const (
 	MaxLoginFailures = 5
 	LoginWindow      = time.Minute
@@ -31,35 +34,27 @@ func newThrottle(now func() time.Time) *throttle {
 	return &throttle{now: now, fails: map[string]*failures{}}
 }
 
-// client is the throttled identity of a remote address: its IP.
-func client(remoteAddr string) string {
-	if host, _, err := net.SplitHostPort(remoteAddr); err == nil {
-		return host
-	}
-	return remoteAddr
-}
-
-// blocked reports whether remote may not try now, and for how long.
-func (t *throttle) blocked(remote string) (time.Duration, bool) {
+// blocked reports whether client key may not try now, and for how long.
+func (t *throttle) blocked(key string) (time.Duration, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	f, ok := t.fails[client(remote)]
+	f, ok := t.fails[key]
 	if !ok {
 		return 0, false
 	}
 	left := LoginWindow - t.now().Sub(f.since)
 	if left <= 0 {
-		delete(t.fails, client(remote))
+		delete(t.fails, key)
 		return 0, false
 	}
 	return left, f.n >= MaxLoginFailures
 }
 
-// fail counts a failed login of remote.
-func (t *throttle) fail(remote string) {
+// fail counts a failed login of client key.
+func (t *throttle) fail(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	now, key := t.now(), client(remote)
+	now := t.now()
 	f, ok := t.fails[key]
 	if !ok || now.Sub(f.since) >= LoginWindow {
 		if !ok && len(t.fails) >= maxThrottled {
@@ -71,11 +66,11 @@ func (t *throttle) fail(remote string) {
 	f.n++
 }
 
-// succeed forgets remote's failures.
-func (t *throttle) succeed(remote string) {
+// succeed forgets the failures of client key.
+func (t *throttle) succeed(key string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.fails, client(remote))
+	delete(t.fails, key)
 }
 
 func (t *throttle) evictOldest() {

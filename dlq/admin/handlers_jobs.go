@@ -1,0 +1,134 @@
+package admin
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/redrive/redrive/dlq"
+)
+
+// parseRate reads the rate parameter of replay-all: 0 (as fast as the
+// broker confirms) or dlq.MinReplayRate to dlq.MaxReplayRate messages per
+// second.
+func parseRate(v string) (float64, error) {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !dlq.ValidReplayRate(f) {
+		return 0, bad("rate", "%.40q is not 0 (as fast as the broker confirms) or a number of messages per second from %v to %v",
+			v, dlq.MinReplayRate, dlq.MaxReplayRate)
+	}
+	if f == 0 {
+		return 0, nil // not -0
+	}
+	return f, nil
+}
+
+// replayAll serves POST /internal/v1/dlq/replay-all?topic=…: it starts a
+// background job and answers 202 with it (Location: its URL); 409 when the
+// DLQ already has a running job.
+func (s *Server) replayAll(w http.ResponseWriter, r *http.Request) {
+	p := readParams(r, "topic", "error_class", "q", "since", "until", "rate")
+	q := dlq.Query{Status: dlq.StatusPending}
+	err := p.err
+	if err == nil {
+		q.DLQ, err = dlqName("topic", p.str("topic"))
+	}
+	rate := -1.0 // the default
+	if err == nil {
+		p.filter(&q)
+		err = p.err
+	}
+	if v := p.str("rate"); err == nil && v != "" {
+		rate, err = parseRate(v)
+	}
+	if err == nil {
+		err = decodeBody(r, &struct{}{}, true)
+	}
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	j, err := s.StartReplayAll(r.Context(), q, actor(r), rate)
+	switch {
+	case errors.Is(err, ErrUnknownDLQ):
+		writeError(w, http.StatusNotFound, CodeNotFound, "", fmt.Sprintf("no DLQ named %q (see GET /internal/v1/dlq)", q.DLQ))
+		return
+	case errors.Is(err, ErrJobRunning):
+		writeJSON(w, http.StatusConflict, errorJSON{Error: err.Error(), Code: CodeJobRunning, Job: &j})
+		return
+	case errors.Is(err, ErrShuttingDown):
+		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "", err.Error())
+		return
+	case err != nil:
+		s.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/internal/v1/dlq/jobs/"+j.ID)
+	writeJSON(w, http.StatusAccepted, struct {
+		Job *Job `json:"job"`
+	}{&j})
+}
+
+// jobID reads the {id} of a job route.
+func jobID(r *http.Request) (string, error) {
+	id, err := entryID("id", r.PathValue("id"))
+	if err == nil {
+		err = readParams(r).err
+	}
+	return id, err
+}
+
+// job serves GET /internal/v1/dlq/jobs/{id}.
+func (s *Server) job(w http.ResponseWriter, r *http.Request) {
+	id, err := jobID(r)
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	j, ok := s.Job(id)
+	if !ok {
+		writeError(w, http.StatusNotFound, CodeNotFound, "", ErrNoJob.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Job *Job `json:"job"`
+	}{&j})
+}
+
+// listJobs serves GET /internal/v1/dlq/jobs: the running jobs and the last
+// finished ones, newest first.
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+	if err := readParams(r).err; err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Jobs []Job `json:"jobs"`
+	}{s.Jobs()})
+}
+
+// cancelJob serves POST /internal/v1/dlq/jobs/{id}/cancel: it stops the
+// running job before its next entry and answers with the job once it has
+// stopped; 409 (with the job) when it has already ended.
+func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
+	id, err := jobID(r)
+	if err == nil {
+		err = decodeBody(r, &struct{}{}, true)
+	}
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	j, err := s.CancelJob(r.Context(), id, actor(r))
+	switch {
+	case errors.Is(err, ErrNoJob):
+		writeError(w, http.StatusNotFound, CodeNotFound, "", err.Error())
+	case errors.Is(err, ErrJobNotRunning):
+		writeJSON(w, http.StatusConflict, errorJSON{Error: "job " + j.ID + " has already ended (" + j.State + ")", Code: CodeJobNotRunning, Job: &j})
+	default:
+		writeJSON(w, http.StatusOK, struct {
+			Job *Job `json:"job"`
+		}{&j})
+	}
+}
