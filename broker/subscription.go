@@ -17,6 +17,15 @@ const (
 	DefaultShutdownTimeout = 30 * time.Second
 )
 
+// Limits checked by Subscription.Validate.
+const (
+	// MaxConcurrency bounds Concurrency: beyond, run more instances.
+	MaxConcurrency = 10_000
+	// MaxPrefetch bounds Prefetch: RabbitMQ's prefetch count is a 16-bit
+	// number (a larger one would wrap around, 65536 meaning unlimited).
+	MaxPrefetch = 65_535
+)
+
 // Subscription binds a worker (group) to a topic.
 type Subscription struct {
 	// Topic to consume. Required.
@@ -30,10 +39,11 @@ type Subscription struct {
 	// semantics and ignores this field.
 	RetryMode RetryMode
 	// Concurrency is the number of handler goroutines (RabbitMQ) or the
-	// number of partitions handled at once (Kafka). Default 1.
+	// number of partitions handled at once (Kafka). Default 1, at most
+	// MaxConcurrency.
 	Concurrency int
 	// Prefetch bounds unacknowledged messages per consumer (RabbitMQ QoS).
-	// Default 2 × Concurrency.
+	// Default 2 × Concurrency, at most MaxPrefetch.
 	Prefetch int
 	// MaxAge: a message older than this when it is received (or, on
 	// RabbitMQ, while it waits in the group queue) is dead-lettered with
@@ -77,8 +87,8 @@ func (s Subscription) WithDefaults() Subscription {
 	if s.Concurrency <= 0 {
 		s.Concurrency = DefaultConcurrency
 	}
-	if s.Prefetch <= 0 {
-		s.Prefetch = 2 * s.Concurrency
+	if s.Prefetch <= 0 && s.Concurrency <= MaxConcurrency {
+		s.Prefetch = min(2*s.Concurrency, MaxPrefetch)
 	}
 	if s.ShutdownTimeout <= 0 {
 		s.ShutdownTimeout = DefaultShutdownTimeout
@@ -102,6 +112,10 @@ func (s Subscription) Validate() error {
 		return fmt.Errorf("%w: max age %s is negative", ErrInvalidSubscription, s.MaxAge)
 	case s.Concurrency < 0:
 		return fmt.Errorf("%w: concurrency %d is negative", ErrInvalidSubscription, s.Concurrency)
+	case s.Concurrency > MaxConcurrency:
+		return fmt.Errorf("%w: concurrency %d is over %d", ErrInvalidSubscription, s.Concurrency, MaxConcurrency)
+	case s.Prefetch < 0 || s.Prefetch > MaxPrefetch:
+		return fmt.Errorf("%w: prefetch %d is not from 0 to %d", ErrInvalidSubscription, s.Prefetch, MaxPrefetch)
 	case s.MaxClaims < 0:
 		return fmt.Errorf("%w: max claims %d is negative", ErrInvalidSubscription, s.MaxClaims)
 	}

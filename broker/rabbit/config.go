@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	neturl "net/url"
-	"strings"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/internal/redact"
 )
 
 // ErrInvalidConfig is wrapped by Config.Validate errors.
@@ -180,16 +179,6 @@ func (c Config) Endpoints() []string {
 	return []string{c.URL}
 }
 
-// MaskURL hides the password of an AMQP URL for logs and errors; a URL
-// that does not parse is not shown at all.
-func MaskURL(raw string) string {
-	u, err := neturl.Parse(raw)
-	if _, aerr := amqp.ParseURI(raw); aerr != nil || err != nil {
-		return "<unparseable url>"
-	}
-	if _, ok := u.User.Password(); !ok {
-		return u.String()
-	}
-	u.User = neturl.UserPassword(u.User.Username(), "MASKED")
-	return strings.Replace(u.String(), ":MASKED@", ":***@", 1)
-}
+// MaskURL hides the secrets of an AMQP URL for logs and errors, whatever
+// it parses to (see internal/redact).
+func MaskURL(raw string) string { return redact.URL(raw) }

@@ -213,7 +213,8 @@ func TestMaskURL(t *testing.T) {
 		{"amqp://guest:s3cr3t@h:5673/v", "amqp://guest:***@h:5673/v"},
 		{"amqps://u:p%40ss@h/", "amqps://u:***@h/"},
 		{"amqp://h:5673/", "amqp://h:5673/"},
-		{"amqp://u:pw@h:notaport/", "<unparseable url>"},
+		{"amqp://u:pw@h:notaport/", "amqp://***"},
+		{"amqp://guest:12/S3cr3t@host/", "amqp://***"}, // parses, host guest, port 12: masked whatever it parses to
 	} {
 		if got := rabbit.MaskURL(tt.in); got != tt.want {
 			t.Errorf("MaskURL(%q) = %q, want %q", tt.in, got, tt.want)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 )
 
@@ -91,10 +92,10 @@ the command does not stop the job.
 			var a adminFlags
 			a.register(fs)
 			var f replayAllFlags
-			fs.Func("rate", "replay at most `N` messages per second (0 = unlimited)", func(s string) error {
+			fs.Func("rate", "replay at most `N` messages per second: 0.1 to 100000, or 0 = as fast as the broker confirms", func(s string) error {
 				v, err := strconv.ParseFloat(s, 64)
-				if err != nil || v < 0 {
-					return fmt.Errorf("%q is not a rate (messages per second, >= 0)", s)
+				if err != nil || !dlq.ValidReplayRate(v) {
+					return fmt.Errorf("%q is not a rate: 0 (as fast as the broker confirms) or %v to %v messages per second", s, dlq.MinReplayRate, dlq.MaxReplayRate)
 				}
 				f.rate = s
 				return nil
@@ -264,7 +265,7 @@ func dlqReplay(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adminF
 	if err := c.do(ctx, http.MethodPost, "/replay", nil, body, &out); err != nil {
 		return err
 	}
-	fmt.Fprintf(inv.stdout, "replayed %s/%s to %s (status %s)\n", args[0], args[1], dashed(out.Entry.Source), out.Entry.Status)
+	fmt.Fprintf(inv.stdout, "replayed %s/%s to %s (status %s)\n", printable(args[0]), printable(args[1]), printable(dashed(out.Entry.Source)), printable(string(out.Entry.Status)))
 	return nil
 }
 
@@ -288,7 +289,7 @@ func dlqDiscard(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *admin
 	if err := c.do(ctx, http.MethodDelete, path, nil, map[string]string{"reason": reason}, &out); err != nil {
 		return err
 	}
-	fmt.Fprintf(inv.stdout, "discarded %s/%s (status %s)\n", args[0], args[1], out.Entry.Status)
+	fmt.Fprintf(inv.stdout, "discarded %s/%s (status %s)\n", printable(args[0]), printable(args[1]), printable(string(out.Entry.Status)))
 	return nil
 }
 
@@ -324,7 +325,7 @@ func dlqReplayAll(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adm
 		select {
 		case <-ctx.Done():
 			bar.done()
-			return fmt.Errorf("stopped following replay-all job %s of %s; it goes on on the server", job.ID, job.DLQ)
+			return fmt.Errorf("stopped following replay-all job %s of %s; it goes on on the server (redrive dlq cancel %[1]s stops it)", job.ID, job.DLQ)
 		case <-time.After(f.poll):
 		}
 		if err := c.do(ctx, http.MethodGet, "/jobs/"+url.PathEscape(job.ID), nil, nil, &out); err != nil {
@@ -337,7 +338,7 @@ func dlqReplayAll(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adm
 	bar.done()
 	p := job.Progress
 	fmt.Fprintf(inv.stdout, "replay-all of %s %s: %d replayed, %d skipped, %d failed of %d (job %s)\n",
-		job.DLQ, job.State, p.Replayed, p.Skipped, p.Failed, p.Total, job.ID)
+		printable(job.DLQ), printable(job.State), p.Replayed, p.Skipped, p.Failed, p.Total, printable(job.ID))
 	if job.State != "done" {
 		return fmt.Errorf("replay-all job %s %s: %s", job.ID, job.State, dashed(oneLine(job.Error, 0)))
 	}

@@ -112,8 +112,8 @@ func (c *adminClient) do(ctx context.Context, method, path string, query url.Val
 		return fmt.Errorf("build request: %w", err)
 	}
 	req.Header.Set("Accept", "application/json")
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if method != http.MethodGet {
+		req.Header.Set("Content-Type", "application/json") // the API refuses writes without it, body or not
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)

@@ -14,13 +14,17 @@ import (
 	"github.com/redrive/redrive/dlq/admin"
 )
 
+// The renderers below print what the admin API answered; every string
+// that came from a message or the server goes through printable (see
+// escape.go), so that a dead letter cannot drive the operator's terminal.
+
 // renderDLQs writes the DLQ table of `dlq ls`.
 func renderDLQs(w io.Writer, dlqs []admin.DLQ) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "DLQ\tSEVERITY\tPENDING\tREPLAYING\tREPLAYED\tDISCARDED\tARCHIVED\tOLDEST PENDING\tRETENTION")
 	for _, d := range dlqs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", d.DLQ, d.Severity, d.Pending, d.Replaying, d.Replayed,
-			d.Discarded, d.Archived, fmtTime(d.OldestPendingAt), d.Retention)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\n", printable(d.DLQ), printable(d.Severity), d.Pending, d.Replaying, d.Replayed,
+			d.Discarded, d.Archived, fmtTime(d.OldestPendingAt), printable(d.Retention))
 	}
 	return tw.Flush()
 }
@@ -30,8 +34,8 @@ func renderEntries(w io.Writer, entries []admin.Entry) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tRECEIVED\tREASON\tRETRIES\tERROR CLASS\tERROR")
 	for _, e := range entries {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", e.ID, e.Status, e.ReceivedAt.UTC().Format(time.RFC3339),
-			dashed(e.Reason), e.RetryCount, dashed(e.ErrorClass), dashed(oneLine(e.ErrorMessage, 72)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", printable(e.ID), printable(string(e.Status)), e.ReceivedAt.UTC().Format(time.RFC3339),
+			dashed(oneLine(e.Reason, 0)), e.RetryCount, dashed(oneLine(e.ErrorClass, 0)), dashed(oneLine(e.ErrorMessage, 72)))
 	}
 	return tw.Flush()
 }
@@ -41,7 +45,7 @@ func renderDetail(w io.Writer, d admin.Detail) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
 	field := func(name, value string) {
 		if value != "" {
-			fmt.Fprintf(tw, "%s:\t%s\n", name, value)
+			fmt.Fprintf(tw, "%s:\t%s\n", name, printable(value))
 		}
 	}
 	field("id", d.ID)
@@ -71,7 +75,7 @@ func renderDetail(w io.Writer, d admin.Detail) error {
 	field("first failure", fmtTime(d.FirstFailureAt))
 	field("last failure", fmtTime(d.LastFailureAt))
 	if d.Key != nil {
-		field("key", fmt.Sprintf("%q (%s)", *d.Key, d.KeyEncoding))
+		field("key", `"`+*d.Key+`" (`+d.KeyEncoding+")")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -92,14 +96,14 @@ func renderDetail(w io.Writer, d admin.Detail) error {
 			if b64[k] {
 				suffix = " (base64)"
 			}
-			fmt.Fprintf(w, "  %s: %s%s\n", k, d.Headers[k], suffix)
+			fmt.Fprintf(w, "  %s: %s%s\n", printable(k), printable(d.Headers[k]), suffix)
 		}
 	}
-	fmt.Fprintf(w, "payload (%d bytes, %s):\n", d.PayloadBytes, dashed(d.PayloadEncoding))
-	fmt.Fprintln(w, indent(payloadText(d.Payload, d.PayloadEncoding)))
+	fmt.Fprintf(w, "payload (%d bytes, %s):\n", d.PayloadBytes, printable(dashed(d.PayloadEncoding)))
+	fmt.Fprintln(w, indent(printableLines(payloadText(d.Payload, d.PayloadEncoding))))
 	if d.StackTrace != "" {
 		fmt.Fprintln(w, "stack trace:")
-		fmt.Fprintln(w, indent(d.StackTrace))
+		fmt.Fprintln(w, indent(printableLines(d.StackTrace)))
 	}
 	fmt.Fprintln(w, "audit:")
 	if len(d.Audit) == 0 {
@@ -109,7 +113,8 @@ func renderDetail(w io.Writer, d admin.Detail) error {
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  AT\tACTOR\tACTION\tFROM\tTO\tREASON")
 	for _, a := range d.Audit {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", a.At.UTC().Format(time.RFC3339), a.Actor, a.Action, a.From, a.To, dashed(oneLine(a.Reason, 0)))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", a.At.UTC().Format(time.RFC3339), printable(a.Actor), printable(a.Action),
+			printable(string(a.From)), printable(string(a.To)), dashed(oneLine(a.Reason, 0)))
 	}
 	return tw.Flush()
 }
@@ -154,13 +159,14 @@ func dashed(s string) string {
 	return s
 }
 
-// oneLine folds s onto one line and cuts it to max runes (0 = no limit).
+// oneLine folds s onto one line, cuts it to max runes (0 = no limit) and
+// makes it printable.
 func oneLine(s string, max int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if r := []rune(s); max > 0 && len(r) > max {
 		s = string(r[:max-1]) + "…"
 	}
-	return s
+	return printable(s)
 }
 
 // progressBar draws replay-all progress on w: a text bar redrawn in place

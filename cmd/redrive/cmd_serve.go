@@ -153,7 +153,7 @@ func (d *daemon) check() error {
 		return err
 	}
 	switch {
-	case d.admin == d.metrics:
+	case config.SameListen(d.admin, d.metrics):
 		return usageErrorf("the admin API and the exporter both listen on %s: give them different addresses (--listen, --metrics-listen)", d.admin)
 	case d.f.interval < 0:
 		return usageErrorf("--sample-interval %s is negative", d.f.interval)
@@ -179,7 +179,7 @@ func (d *daemon) keep(ctx context.Context) error {
 	b, err := retry(ctx, d.log, "broker "+d.c.Broker, brokerAddress(d.c), func(ctx context.Context) (broker.Broker, error) {
 		return backend.Open(ctx, d.c, d.log)
 	}, func(err error) bool {
-		return errors.Is(err, backend.ErrNotLinked) || errors.Is(err, rabbit.ErrInvalidConfig)
+		return errors.Is(err, backend.ErrNotLinked) || errors.Is(err, rabbit.ErrInvalidConfig) || errors.Is(err, config.ErrInvalid)
 	})
 	if err != nil || b == nil {
 		return err
@@ -241,12 +241,14 @@ func (d *daemon) adminServer(ops *dlq.Ops) (*admin.Server, error) {
 	// serves the console: ui is filled in once both exist.
 	var ui http.Handler
 	api, err := admin.New(admin.Config{Ops: ops, Listen: d.admin, Tokens: tokens, InsecureNoAuth: d.f.insecure, Logger: d.log,
-		UI: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ui.ServeHTTP(w, r) })})
+		AllowedHosts: d.c.Admin.AllowedHosts,
+		UI:           http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ui.ServeHTTP(w, r) })})
 	if err != nil {
 		return nil, err
 	}
 	cons, err := console.New(console.Config{Ops: ops, Jobs: api, Workers: d.mon.heartbeats, Lag: d.mon.lag,
-		Broker: d.c.Broker, Users: users, InsecureNoAuth: d.f.insecure, Logger: d.log})
+		Broker: d.c.Broker, Users: users, InsecureNoAuth: d.f.insecure, Logger: d.log,
+		TrustedProxies: d.c.Admin.Proxies(), CookieSecure: d.c.Admin.CookieSecure})
 	if err != nil {
 		return nil, err
 	}

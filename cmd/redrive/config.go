@@ -1,13 +1,21 @@
 package main
 
-import "github.com/redrive/redrive/internal/config"
+import (
+	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/config"
+)
 
-// loadConfig loads and validates the configuration file named by --config.
-// Every problem with it (missing file, syntax, a bad field) is bad input:
-// the error makes the command exit with status 2, one line per problem.
+// loadConfig loads and validates the configuration file named by --config,
+// then checks the names its backend will declare (backend.Check). Every
+// problem with it (missing file, syntax, a bad field, a name the broker
+// would refuse) is bad input: the error makes the command exit with status
+// 2, one line per problem.
 func (inv *invocation) loadConfig() (*config.Config, error) {
 	c, err := config.Load(inv.configPath)
 	if err != nil {
+		return nil, badInput(err)
+	}
+	if err := backend.Check(c); err != nil {
 		return nil, badInput(err)
 	}
 	return c, nil

@@ -50,7 +50,7 @@ func printError(w io.Writer, name string, err error) {
 		prefix += name + ": "
 	}
 	for _, line := range errorLines(err) {
-		fmt.Fprintln(w, prefix+line)
+		fmt.Fprintln(w, prefix+printable(line)) // errors may quote the server or a message
 	}
 }
 

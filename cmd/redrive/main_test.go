@@ -64,7 +64,7 @@ func TestHelp(t *testing.T) {
 			t.Fatalf("%v: %d %q", args, code, errOut)
 		}
 		for _, want := range []string{"Usage:", "config check", "version", "help", "--config FILE", "Exit status", "topology apply", "publish",
-			"serve", "exporter", "workers", "lag", "dlq ls", "dlq show", "dlq replay", "dlq replay-all", "dlq discard", "bench", "dev "} {
+			"serve", "exporter", "workers", "lag", "dlq ls", "dlq show", "dlq replay", "dlq replay-all", "dlq discard", "dlq jobs", "dlq cancel", "bench", "dev "} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%v: usage lacks %q:\n%s", args, want, out)
 			}

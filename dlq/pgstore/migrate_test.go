@@ -120,9 +120,10 @@ func TestOpenErrors(t *testing.T) {
 
 func TestMaskURL(t *testing.T) {
 	tests := []struct{ in, want string }{
-		{"postgres://bob:s3cret@db:5432/x?sslmode=disable", "postgres://bob:xxxxx@db:5432/x?sslmode=disable"},
+		{"postgres://bob:s3cret@db:5432/x?sslmode=disable", "postgres://bob:***@db:5432/x?sslmode=disable"},
 		{"postgres://bob@db/x", "postgres://bob@db/x"},
-		{"postgres://db/x?password=s3cret", "postgres://db/x?password=%2A%2A%2A"},
+		{"postgres://db/x?password=s3cret", "postgres://db/x?password=***"},
+		{"postgres://bob:12/s3cret@db/x", "postgres://***"},
 		{"host=db user=bob password=s3cret dbname=x", "host=db user=bob password=*** dbname=x"},
 		{"host=db password='a b' dbname=x", "host=db password=*** dbname=x"},
 	}

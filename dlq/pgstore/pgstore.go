@@ -14,13 +14,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"regexp"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/redact"
 )
 
 // Options configure a Store.
@@ -113,17 +113,6 @@ func (s *Store) Close() error {
 	return nil
 }
 
-var dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)`)
-
-// MaskURL hides the password of a database URL or DSN for logs and errors.
-func MaskURL(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.Scheme != "" {
-		q := u.Query()
-		if q.Has("password") {
-			q.Set("password", "***")
-			u.RawQuery = q.Encode()
-		}
-		return u.Redacted()
-	}
-	return dsnPassword.ReplaceAllString(raw, "${1}***")
-}
+// MaskURL hides the secrets of a database URL or DSN for logs and errors,
+// whatever it parses to (see internal/redact).
+func MaskURL(raw string) string { return redact.URL(raw) }

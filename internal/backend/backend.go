@@ -40,7 +40,8 @@ func Register(name string, open Opener) {
 	openers[name] = open
 }
 
-// Open connects the backend cfg.Broker names.
+// Open checks the names the backend cfg.Broker names will declare (Check)
+// and connects it.
 func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (broker.Broker, error) {
 	mu.RLock()
 	open, ok := openers[cfg.Broker]
@@ -54,6 +55,9 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (broker.Bro
 		return nil, fmt.Errorf("%w: broker %q (linked: %s); import _ \"github.com/redrive/redrive/broker/%s\"",
 			ErrNotLinked, cfg.Broker, strings.Join(names, ", "), pkgOf(cfg.Broker))
 	}
+	if err := Check(cfg); err != nil {
+		return nil, err
+	}
 	if log == nil {
 		log = slog.Default()
 	}
@@ -65,4 +69,49 @@ func pkgOf(name string) string {
 		return "rabbit"
 	}
 	return name
+}
+
+// Checker checks what a backend derives from a valid configuration (the
+// queue, exchange and topic names and the routing keys it will declare),
+// without connecting. It returns one problem per name, naming the field to
+// change.
+type Checker func(cfg *config.Config) []*config.FieldError
+
+var checkers = map[string]Checker{}
+
+// RegisterChecker makes check the Checker of backend name. It panics when
+// name has one already (a programming error).
+func RegisterChecker(name string, check Checker) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := checkers[name]; dup {
+		panic("backend: RegisterChecker called twice for " + name)
+	}
+	checkers[name] = check
+}
+
+// Check runs the Checker of cfg.Broker on cfg (a configuration that passed
+// config validation) and joins its problems; nil when there are none or no
+// checker is linked. Every problem matches config.ErrInvalid. Open runs it
+// first.
+func Check(cfg *config.Config) error {
+	mu.RLock()
+	check := checkers[cfg.Broker]
+	mu.RUnlock()
+	if check == nil {
+		return nil
+	}
+	var errs []error
+	for _, fe := range check(cfg) {
+		errs = append(errs, fe)
+	}
+	return errors.Join(errs...)
+}
+
+// Clip shortens a long name for a Checker's message: its start and end.
+func Clip(name string) string {
+	if len(name) <= 48 {
+		return name
+	}
+	return name[:20] + "…" + name[len(name)-20:]
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -202,11 +203,15 @@ func (d *decoder) integer(path string, n *yaml.Node, v reflect.Value) {
 	}
 	var x int64
 	if n.ShortTag() != "!!int" || n.Decode(&x) != nil {
-		d.fail(path, n, nil, "%q is not an integer", s)
+		if integerLiteral.MatchString(s) {
+			d.fail(path, n, nil, "%s is out of range", abbreviate(s)) // as written, not as it wrapped
+		} else {
+			d.fail(path, n, nil, "%q is not an integer", abbreviate(s))
+		}
 		return
 	}
 	if v.OverflowInt(x) {
-		d.fail(path, n, nil, "%s is out of range", s)
+		d.fail(path, n, nil, "%s is out of range", abbreviate(s))
 		return
 	}
 	v.SetInt(x)
@@ -240,16 +245,33 @@ func (d *decoder) structure(path string, n *yaml.Node, v reflect.Value) {
 		sub := joinPath(path, p.key)
 		i, ok := fields[p.key]
 		if !ok {
-			msg := fmt.Sprintf("unknown key (line %d)", p.keyNode.Line)
-			if s := suggest(p.key, names); s != "" {
-				msg += fmt.Sprintf("; did you mean %q?", s)
-			}
-			d.errs = append(d.errs, &FieldError{Path: sub, Line: p.keyNode.Line, Msg: msg, Err: ErrUnknownKey})
+			d.unknownKey(path, p, names)
 			continue
 		}
 		d.value(sub, p.val, v.Field(i))
 	}
 }
+
+// unknownKey records the unknown key of pair p under path. Only the key's
+// name is shown, never its value, and only when it looks like a key: a
+// file that is not redrive's (--config /etc/shadow) must not be echoed.
+func (d *decoder) unknownKey(path string, p pair, names []string) {
+	line := p.keyNode.Line
+	if !keyLike.MatchString(p.key) {
+		d.errs = append(d.errs, &FieldError{Path: path, Line: line, Err: ErrUnknownKey,
+			Msg: fmt.Sprintf("unknown key on line %d (not shown: it is not a key name; is this a redrive configuration file?)", line)})
+		return
+	}
+	msg := fmt.Sprintf("unknown key (line %d)", line)
+	if s := suggest(p.key, names); s != "" {
+		msg += fmt.Sprintf("; did you mean %q?", s)
+	}
+	d.errs = append(d.errs, &FieldError{Path: joinPath(path, p.key), Line: line, Msg: msg, Err: ErrUnknownKey})
+}
+
+// keyLike matches the names of keys: what an unknown key must look like
+// to be named in an error.
+var keyLike = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // sequence decodes a list into the slice v. An empty list leaves v nil.
 func (d *decoder) sequence(path string, n *yaml.Node, v reflect.Value) {
@@ -323,7 +345,11 @@ func (d *decoder) pairs(path string, n *yaml.Node) []pair {
 			continue
 		}
 		if line, dup := seen[k.Value]; dup {
-			d.fail(joinPath(path, k.Value), k, nil, "key given twice (lines %d and %d)", line, k.Line)
+			if keyLike.MatchString(k.Value) {
+				d.fail(joinPath(path, k.Value), k, nil, "key given twice (lines %d and %d)", line, k.Line)
+			} else {
+				d.fail(path, k, nil, "a key given twice (lines %d and %d)", line, k.Line)
+			}
 			continue
 		}
 		seen[k.Value] = k.Line
@@ -391,7 +417,13 @@ func structFields(t reflect.Type) (map[string]int, []string) {
 	return fields, names
 }
 
-// describe names what a node holds, for "expected X, found Y".
+// integerLiteral matches what YAML reads as an integer, whatever its size.
+var integerLiteral = regexp.MustCompile(`^[-+]?(?:[0-9][0-9_]*|0x[0-9a-fA-F_]+|0o[0-7_]+|0b[01_]+)$`)
+
+// describe names the kind of a node, for "expected X, found Y". It never
+// shows the value: the node may be a secret put at the wrong place (a URL
+// with its password given as a section), or not configuration at all (a
+// file that is not redrive's).
 func describe(n *yaml.Node) string {
 	switch n.Kind {
 	case yaml.MappingNode:
@@ -399,7 +431,15 @@ func describe(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
-		return strconv.Quote(abbreviate(n.Value))
+		switch n.ShortTag() {
+		case "!!int", "!!float":
+			return "a number"
+		case "!!bool":
+			return "true or false"
+		case "!!null":
+			return "nothing"
+		}
+		return "a string"
 	case yaml.AliasNode:
 		return "an alias"
 	}

@@ -71,7 +71,7 @@ func TestParseDecodeProblems(t *testing.T) {
 		{
 			name: "integer out of range",
 			doc:  "broker: rabbitmq\nlag: {thresholds: {t: {warning: 99999999999999999999}}}",
-			want: []string{`lag.thresholds["t"].warning: "99999999999999999999" is not an integer`},
+			want: []string{`lag.thresholds["t"].warning: 99999999999999999999 is out of range`},
 		},
 		{
 			name: "not a boolean",
@@ -96,7 +96,7 @@ func TestParseDecodeProblems(t *testing.T) {
 		{
 			name: "scalar where a mapping is expected",
 			doc:  "broker: rabbitmq\nrabbitmq: amqp://h/",
-			want: []string{`rabbitmq: expected a mapping, found "amqp://h/"`},
+			want: []string{`rabbitmq: expected a mapping, found a string`},
 		},
 		{
 			name: "bad duration",

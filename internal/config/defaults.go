@@ -96,8 +96,8 @@ func (w Worker) WithDefaults() Worker {
 		n := broker.DefaultMaxClaims
 		w.MaxClaims = &n
 	}
-	if w.Prefetch == 0 && w.Concurrency > 0 {
-		w.Prefetch = 2 * w.Concurrency
+	if w.Prefetch == 0 && w.Concurrency > 0 && w.Concurrency <= broker.MaxConcurrency {
+		w.Prefetch = min(2*w.Concurrency, broker.MaxPrefetch)
 	}
 	r := &w.Retry
 	if r.MaxRetries == nil && !r.Unlimited {

@@ -14,9 +14,32 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Load reads the configuration file at path: see Parse.
+// MaxFileBytes bounds a configuration file: Load and LoadWorkers read at
+// most this much (a path such as /dev/zero ends there).
+const MaxFileBytes = 4 << 20
+
+// readFile reads at most MaxFileBytes of the file at path; a longer file
+// is an ErrInvalid error.
+func readFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%w: %s is larger than %d MiB: not a redrive configuration file", ErrInvalid, path, MaxFileBytes>>20)
+	}
+	return data, nil
+}
+
+// Load reads the configuration file at path (at most MaxFileBytes): see
+// Parse.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load config: %w", err)
 	}
@@ -71,7 +94,7 @@ func parse(data []byte, lookup lookupFunc) (*Config, error) {
 // such as the RabbitMQ delay tiers, are left to the configuration that
 // uses them).
 func LoadWorkers(path string) ([]Worker, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load workers: %w", err)
 	}
@@ -100,7 +123,7 @@ func parseWorkers(data []byte, lookup lookupFunc) ([]Worker, error) {
 		doc.Workers[i] = doc.Workers[i].WithDefaults()
 	}
 	var p problems
-	validateWorkers(&p, doc.Workers, "")
+	validateWorkers(&p, doc.Workers)
 	if err := d.join(p); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,11 @@
 package config
 
-import "time"
+import (
+	"net/netip"
+	"time"
+
+	"github.com/redrive/redrive/internal/httpguard"
+)
 
 // Config is the whole redrive configuration file. Parse and Load fill in
 // the documented defaults (see the field comments) and validate it.
@@ -202,10 +207,12 @@ type Worker struct {
 	// dead-lettered with reason expired; an explicit 0 = never; >= 0.
 	QueueTTL *Duration `yaml:"queue_ttl"`
 	// Concurrency is the number of handler goroutines (RabbitMQ) or of
-	// partitions handled at once (Kafka); >= 0.
+	// partitions handled at once (Kafka); 0 to 10000 (beyond, run more
+	// instances).
 	Concurrency int `yaml:"concurrency"`
 	// Prefetch is the number of unacknowledged messages per consumer
-	// (RabbitMQ); >= 0; default 2 × concurrency.
+	// (RabbitMQ); 0 to 65535, RabbitMQ's largest; default 2 × concurrency
+	// (at most 65535).
 	Prefetch int `yaml:"prefetch"`
 	// MaxClaims dead-letters a message with reason max_claims once it was
 	// delivered this many times without its handler finishing (a handler
@@ -280,6 +287,39 @@ type Admin struct {
 	// least 8 characters; must differ from Token, and needs it. Secret:
 	// masked by Redacted.
 	ViewerToken string `yaml:"viewer_token"`
+	// AllowedHosts are the names the admin API and the console answer to
+	// besides the addresses of Listen: the Host header (without the port)
+	// a reverse proxy forwards, or a DNS name of the host. Any other Host
+	// is refused with 421, so that a web page whose name an attacker
+	// rebinds to this address (DNS rebinding) cannot use an operator's
+	// browser to read or change dead letters. A loopback Listen answers
+	// to the loopback addresses and "localhost"; a Listen on all
+	// interfaces to any IP address and "localhost". Default none.
+	AllowedHosts []string `yaml:"allowed_hosts"`
+	// TrustedProxies are the reverse proxies, as CIDRs (10.0.0.0/8) or
+	// addresses, whose X-Forwarded-For and X-Forwarded-Proto headers are
+	// believed: the console's login throttle then counts the client the
+	// proxy names instead of the proxy, and its cookies are Secure when
+	// the client used HTTPS. Default none: the TCP peer is the client and
+	// the headers are ignored.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	// CookieSecure marks the console's cookies Secure (sent over HTTPS
+	// only) on every response: set it when a proxy terminates TLS in front
+	// of the console. Default false: Secure only when the request came
+	// over TLS (to redrive, or to a trusted proxy that says so).
+	CookieSecure bool `yaml:"cookie_secure"`
+}
+
+// Proxies returns TrustedProxies parsed (the entries Validate refuses are
+// left out).
+func (a Admin) Proxies() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range a.TrustedProxies {
+		if p, err := httpguard.ParsePrefix(s); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Exporter configures the Prometheus exporter.

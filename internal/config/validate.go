@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/internal/httpguard"
 )
 
 // Limits of the brokers that names and tiers must respect.
@@ -52,29 +54,66 @@ func (c *Config) validate(p *problems) {
 	c.Redis.validate(p)
 	c.Postgres.validate(p)
 	c.Heartbeat.validate(p)
-	validateWorkers(p, c.Workers, c.Broker)
+	validateWorkers(p, c.Workers)
 	if c.Broker == BrokerRabbitMQ {
 		c.validateDelays(p)
 	}
 	c.Lag.validate(p)
-	checkListen(p, "admin.listen", c.Admin.Listen)
-	if c.Admin.Token == "" && validListen(c.Admin.Listen) && !isLoopback(c.Admin.Listen) {
-		p.add("admin.token", fmt.Sprintf("required when admin.listen (%s) is not a loopback address", c.Admin.Listen))
+	c.Admin.validate(p)
+	checkListen(p, "exporter.listen", c.Exporter.Listen)
+	if c.Health.Listen != "" {
+		checkListen(p, "health.listen", c.Health.Listen)
 	}
-	for _, t := range []struct{ path, tok string }{{"admin.token", c.Admin.Token}, {"admin.viewer_token", c.Admin.ViewerToken}} {
-		if t.tok != "" && len(t.tok) < MinTokenLen {
+	checkListenConflicts(p, []listener{{"admin.listen", c.Admin.Listen}, {"exporter.listen", c.Exporter.Listen}, {"health.listen", c.Health.Listen}})
+}
+
+// listener is a listen address and its field.
+type listener struct{ path, addr string }
+
+// checkListenConflicts reports a listen address that an earlier one
+// already takes (SameListen).
+func checkListenConflicts(p *problems, ls []listener) {
+	for i, l := range ls {
+		for _, prev := range ls[:i] {
+			if l.addr != "" && prev.addr != "" && SameListen(prev.addr, l.addr) {
+				p.add(l.path, fmt.Sprintf("%q is %s's address too (%q): they need different ports", shown(l.addr), prev.path, shown(prev.addr)))
+				break
+			}
+		}
+	}
+}
+
+func (a Admin) validate(p *problems) {
+	checkListen(p, "admin.listen", a.Listen)
+	if a.Token == "" && validListen(a.Listen) && !isLoopback(a.Listen) {
+		p.add("admin.token", fmt.Sprintf("required when admin.listen (%s) is not a loopback address", shown(a.Listen)))
+	}
+	for _, t := range []struct{ path, tok string }{{"admin.token", a.Token}, {"admin.viewer_token", a.ViewerToken}} {
+		switch {
+		case t.tok == "":
+		case strings.TrimSpace(t.tok) == "":
+			p.add(t.path, "blank (only white space): nobody could log in")
+		case strings.TrimSpace(t.tok) != t.tok:
+			p.add(t.path, "has white space at its start or end: presented tokens are trimmed, so nobody could log in (remove it; check the variable it comes from)")
+		case len(t.tok) < MinTokenLen:
 			p.add(t.path, fmt.Sprintf("shorter than %d characters: too easy to guess", MinTokenLen))
 		}
 	}
 	switch {
-	case c.Admin.ViewerToken != "" && c.Admin.ViewerToken == c.Admin.Token:
+	case a.ViewerToken != "" && a.ViewerToken == a.Token:
 		p.add("admin.viewer_token", "must differ from admin.token (a viewer would get the operator's rights)")
-	case c.Admin.ViewerToken != "" && c.Admin.Token == "":
+	case a.ViewerToken != "" && a.Token == "":
 		p.add("admin.viewer_token", "needs admin.token: without it the console runs without login")
 	}
-	checkListen(p, "exporter.listen", c.Exporter.Listen)
-	if c.Health.Listen != "" {
-		checkListen(p, "health.listen", c.Health.Listen)
+	for i, h := range a.AllowedHosts {
+		if !validHostName(h) {
+			p.add(fmt.Sprintf("admin.allowed_hosts[%d]", i), fmt.Sprintf("%q is not a host name or IP address (no scheme, port or path)", shown(h)))
+		}
+	}
+	for i, s := range a.TrustedProxies {
+		if _, err := httpguard.ParsePrefix(s); err != nil {
+			p.add(fmt.Sprintf("admin.trusted_proxies[%d]", i), err.Error())
+		}
 	}
 }
 
@@ -82,12 +121,14 @@ func (r RabbitMQ) validate(p *problems) {
 	if r.URL != "" && len(r.URLs) > 0 {
 		p.add("rabbitmq.urls", "set, and so is rabbitmq.url (url is the one-URL form of urls: keep one)")
 	}
-	for i, u := range r.Endpoints() {
+	for i, raw := range r.Endpoints() {
 		path := "rabbitmq.url"
 		if len(r.URLs) > 0 {
 			path = fmt.Sprintf("rabbitmq.urls[%d]", i)
 		}
-		checkRabbitURL(p, path, u, r.TLS != nil)
+		if u := checkURL(p, path, raw, "amqp", "amqps"); u != nil && r.TLS != nil && u.Scheme != "amqps" {
+			p.add("rabbitmq.tls", fmt.Sprintf("set, but %s is not amqps://", path))
+		}
 	}
 	if !legalName(r.Prefix, maxQueueLen-64, ":") {
 		p.add("rabbitmq.prefix", fmt.Sprintf("%q is not a legal name (1-191 of a-z A-Z 0-9 . _ - :)", r.Prefix))
@@ -129,26 +170,14 @@ func (r RabbitMQ) validate(p *problems) {
 	}
 }
 
-// checkRabbitURL checks one RabbitMQ URL at path (rabbitmq.url or
-// rabbitmq.urls[i]); withTLS is whether rabbitmq.tls is set, which needs
-// amqps://. Every RabbitMQ URL is checked here, and shown masked.
-func checkRabbitURL(p *problems, path, raw string, withTLS bool) {
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil:
-		p.add(path, fmt.Sprintf("%q is not a valid URL", redactURL(raw)))
-	case u.Scheme != "amqp" && u.Scheme != "amqps":
-		p.add(path, fmt.Sprintf("scheme %q is not amqp or amqps", u.Scheme))
-	case u.Host == "":
-		p.add(path, fmt.Sprintf("%q has no host", redactURL(raw)))
-	case withTLS && u.Scheme != "amqps":
-		p.add("rabbitmq.tls", fmt.Sprintf("set, but %s is not amqps://", path))
-	}
-}
-
 func (k Kafka) validate(p *problems) {
 	if len(k.Brokers) == 0 {
 		p.add("kafka.brokers", "required when broker is kafka")
+	}
+	for i, b := range k.Brokers {
+		if !validBroker(b) {
+			p.add(fmt.Sprintf("kafka.brokers[%d]", i), fmt.Sprintf("%q is not host:port (no scheme, user or path)", shown(b)))
+		}
 	}
 	k.TLS.validate(p, "kafka.tls")
 	k.SASL.validate(p)
@@ -179,8 +208,11 @@ func (k Kafka) validate(p *problems) {
 }
 
 func (r Redis) validate(p *problems) {
-	if !validHostPort(r.Addr) {
-		p.add("redis.addr", fmt.Sprintf("%q is not host:port", r.Addr))
+	switch {
+	case strings.Contains(r.Addr, "://"):
+		p.add("redis.addr", fmt.Sprintf("%q is a URL: give host:port, and the password in redis.password", shown(r.Addr)))
+	case !validHostPort(r.Addr) || strings.Contains(r.Addr, "@"):
+		p.add("redis.addr", fmt.Sprintf("%q is not host:port", shown(r.Addr)))
 	}
 	if r.DB < 0 {
 		p.add("redis.db", fmt.Sprintf("%d is negative", r.DB))
@@ -191,13 +223,32 @@ func (pg Postgres) validate(p *problems) {
 	if !strings.Contains(pg.URL, "://") {
 		return // empty, or a key=value DSN
 	}
-	u, err := url.Parse(pg.URL)
+	checkURL(p, "postgres.url", pg.URL, "postgres", "postgresql")
+}
+
+// checkURL checks a broker or database URL: it parses, with one of the
+// schemes and a host, a port from 1 to 65535, and no "@" after the host
+// (the sign of a password whose "/", "?" or "#" was not percent-encoded:
+// the parser then reads part of it as the host). Messages show the URL
+// masked. It returns the URL when it is fine.
+func checkURL(p *problems, path, raw string, schemes ...string) *url.URL {
+	const encode = `a password with "/", "?", "#" or "@" must be percent-encoded (%2F %3F %23 %40)`
+	u, err := url.Parse(raw)
 	switch {
 	case err != nil:
-		p.add("postgres.url", fmt.Sprintf("%q is not a valid URL", redactURL(pg.URL)))
-	case u.Scheme != "postgres" && u.Scheme != "postgresql":
-		p.add("postgres.url", fmt.Sprintf("scheme %q is not postgres or postgresql", u.Scheme))
+		p.add(path, fmt.Sprintf("%q is not a valid URL (%s)", shown(raw), encode))
+	case !slices.Contains(schemes, u.Scheme):
+		p.add(path, fmt.Sprintf("scheme %q is not %s", abbreviate(u.Scheme), strings.Join(schemes, " or ")))
+	case strings.ContainsRune(u.EscapedPath()+"?"+u.RawQuery+"#"+u.Fragment, '@'):
+		p.add(path, fmt.Sprintf("%q has an \"@\" after the host: %s", shown(raw), encode))
+	case u.Hostname() == "":
+		p.add(path, fmt.Sprintf("%q has no host", shown(raw)))
+	case u.Port() != "" && !validPort(u.Port()):
+		p.add(path, fmt.Sprintf("%q: port %q is not from 1 to 65535", shown(raw), u.Port()))
+	default:
+		return u
 	}
+	return nil
 }
 
 func (h Heartbeat) validate(p *problems) {
@@ -229,9 +280,10 @@ func (h Heartbeat) validate(p *problems) {
 // maxInstanceLen bounds heartbeat.instance.
 const maxInstanceLen = 200
 
-// validateWorkers checks workers whose defaults are applied. brokerName
-// ("" when unknown) enables the checks of names the backend derives.
-func validateWorkers(p *problems, workers []Worker, brokerName string) {
+// validateWorkers checks workers whose defaults are applied. The names a
+// backend derives from them (queues, topics, keys) are checked by the
+// backend (internal/backend.Check), with its own naming functions.
+func validateWorkers(p *problems, workers []Worker) {
 	names := map[string]int{}
 	for i, w := range workers {
 		path := fmt.Sprintf("workers[%d]", i)
@@ -243,21 +295,24 @@ func validateWorkers(p *problems, workers []Worker, brokerName string) {
 				names[w.Name] = i
 			}
 		}
-		topicOK := checkName(p, path+".topic", w.Topic)
-		if nameOK && topicOK {
-			checkDerivedNames(p, path, w, brokerName)
-		}
+		checkName(p, path+".topic", w.Topic)
 		if w.QueueTTL != nil && *w.QueueTTL < 0 {
 			p.add(path+".queue_ttl", fmt.Sprintf("%s is negative", *w.QueueTTL))
 		}
 		if w.MaxClaims != nil && *w.MaxClaims < 0 {
 			p.add(path+".max_claims", fmt.Sprintf("%d is negative", *w.MaxClaims))
 		}
-		if w.Concurrency < 0 {
+		switch {
+		case w.Concurrency < 0:
 			p.add(path+".concurrency", fmt.Sprintf("%d is negative", w.Concurrency))
+		case w.Concurrency > broker.MaxConcurrency:
+			p.add(path+".concurrency", fmt.Sprintf("%d is over %d handlers per worker (run more instances instead)", w.Concurrency, broker.MaxConcurrency))
 		}
-		if w.Prefetch < 0 {
+		switch {
+		case w.Prefetch < 0:
 			p.add(path+".prefetch", fmt.Sprintf("%d is negative", w.Prefetch))
+		case w.Prefetch > broker.MaxPrefetch:
+			p.add(path+".prefetch", fmt.Sprintf("%d is over %d, RabbitMQ's largest prefetch", w.Prefetch, broker.MaxPrefetch))
 		}
 		w.Retry.validate(p, path+".retry")
 		switch w.DLQ.Severity {
@@ -282,24 +337,6 @@ func checkName(p *problems, path, s string) bool {
 		return true
 	}
 	return false
-}
-
-// checkDerivedNames checks the length of the queue and topic names the
-// backend derives from a worker's topic and name.
-func checkDerivedNames(p *problems, path string, w Worker, brokerName string) {
-	switch brokerName {
-	case BrokerRabbitMQ:
-		if q := w.Topic + "." + w.Name + ".dlq"; len(q) > maxQueueLen {
-			p.add(path+".name", fmt.Sprintf("its dead-letter queue name <topic>.<name>.dlq is %d bytes, over RabbitMQ's %d", len(q), maxQueueLen))
-		}
-	case BrokerKafka:
-		if t := w.Topic + ".dlq"; len(t) > maxTopicLen {
-			p.add(path+".topic", fmt.Sprintf("its dead-letter topic <topic>.dlq is %d characters, over Kafka's %d", len(t), maxTopicLen))
-		}
-		if t := w.Topic + ".retry." + w.Name; w.Retry.Mode == string(broker.NonBlocking) && len(t) > maxTopicLen {
-			p.add(path+".name", fmt.Sprintf("its retry topic <topic>.retry.<name> is %d characters, over Kafka's %d", len(t), maxTopicLen))
-		}
-	}
 }
 
 func (r Retry) validate(p *problems, path string) {
@@ -421,8 +458,76 @@ func legalName(s string, max int, extra string) bool {
 // checkListen checks a listen address.
 func checkListen(p *problems, path, addr string) {
 	if !validListen(addr) {
-		p.add(path, fmt.Sprintf("%q is not host:port", addr))
+		p.add(path, fmt.Sprintf("%q is not host:port", shown(addr)))
 	}
+}
+
+// SameListen reports whether two listen addresses ("host:port") cannot
+// both be bound: the same port (not 0) on the same host, or on all
+// interfaces and any host.
+func SameListen(a, b string) bool {
+	ha, pa, erra := net.SplitHostPort(a)
+	hb, pb, errb := net.SplitHostPort(b)
+	if erra != nil || errb != nil || pa != pb || pa == "0" {
+		return false
+	}
+	norm := func(h string) string {
+		h = strings.ToLower(h)
+		switch h {
+		case "", "0.0.0.0", "::":
+			return ""
+		case "localhost":
+			return "127.0.0.1"
+		}
+		if ip, err := netip.ParseAddr(h); err == nil {
+			return ip.Unmap().String()
+		}
+		return h
+	}
+	na, nb := norm(ha), norm(hb)
+	return na == nb || na == "" || nb == ""
+}
+
+// validPort reports whether s is a port from 1 to 65535.
+func validPort(s string) bool {
+	n, err := strconv.ParseUint(s, 10, 16)
+	return err == nil && n > 0
+}
+
+// validBroker reports whether s is a Kafka seed broker: host or
+// host:port, nothing else.
+func validBroker(s string) bool {
+	if strings.ContainsAny(s, "@/?# \t") || strings.Contains(s, "://") {
+		return false
+	}
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return validHostName(s)
+	}
+	return validHostName(host) && validPort(port)
+}
+
+// validHostName reports whether s is a DNS name or an IP address, without
+// a port.
+func validHostName(s string) bool {
+	if _, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")); err == nil {
+		return true
+	}
+	s = strings.TrimSuffix(s, ".")
+	if s == "" || len(s) > 253 {
+		return false
+	}
+	for _, label := range strings.Split(s, ".") {
+		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
+			return false
+		}
+		for _, c := range label {
+			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // validListen reports whether addr is host:port (host may be empty, port 0
@@ -439,11 +544,7 @@ func validListen(addr string) bool {
 // validHostPort reports whether addr is host:port to dial.
 func validHostPort(addr string) bool {
 	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	n, err := strconv.ParseUint(port, 10, 16)
-	return err == nil && n > 0
+	return err == nil && validPort(port)
 }
 
 // isLoopback reports whether the listen address binds only to loopback.

@@ -8,7 +8,6 @@ import (
 )
 
 func TestValidateRules(t *testing.T) {
-	long := strings.Repeat("a", 246) // <topic>.dlq is 250 characters
 	tests := []struct {
 		name string
 		doc  string
@@ -23,12 +22,12 @@ func TestValidateRules(t *testing.T) {
 		// rabbitmq
 		{"rabbitmq url scheme", "broker: rabbitmq\nrabbitmq: {url: \"http://h:5672/\"}", []string{`rabbitmq.url: scheme "http" is not amqp or amqps`}},
 		{"rabbitmq url without host", "broker: rabbitmq\nrabbitmq: {url: \"amqp:///vhost\"}", []string{`rabbitmq.url: "amqp:///vhost" has no host`}},
-		{"rabbitmq url not a URL", "broker: rabbitmq\nrabbitmq: {url: \"amqp://u:pw@h:port/\"}", []string{`rabbitmq.url: "amqp://***@h:port/" is not a valid URL`}},
+		{"rabbitmq url not a URL", "broker: rabbitmq\nrabbitmq: {url: \"amqp://u:pw@h:port/\"}", []string{`rabbitmq.url: "amqp://***" is not a valid URL (a password with "/", "?", "#" or "@" must be percent-encoded (%2F %3F %23 %40))`}},
 		{"rabbitmq urls", "broker: rabbitmq\nrabbitmq: {urls: [\"amqp://h1/\", \"amqps://h2/\"]}", nil},
 		{"rabbitmq url and urls", "broker: rabbitmq\nrabbitmq: {url: \"amqp://h/\", urls: [\"amqp://h1/\"]}",
 			[]string{"rabbitmq.urls: set, and so is rabbitmq.url (url is the one-URL form of urls: keep one)"}},
 		{"rabbitmq urls entry named by index", "broker: rabbitmq\nrabbitmq: {urls: [\"amqp://h1/\", \"http://u:pw@h2/\", \"amqp://u:pw@h3:port/\"]}",
-			[]string{`rabbitmq.urls[1]: scheme "http" is not amqp or amqps`, `rabbitmq.urls[2]: "amqp://***@h3:port/" is not a valid URL`}},
+			[]string{`rabbitmq.urls[1]: scheme "http" is not amqp or amqps`, `rabbitmq.urls[2]: "amqp://***" is not a valid URL (a password with "/", "?", "#" or "@" must be percent-encoded (%2F %3F %23 %40))`}},
 		{"rabbitmq tls needs every url amqps", "broker: rabbitmq\nrabbitmq: {urls: [\"amqps://h1/\", \"amqp://h2/\"], tls: {server_name: h}}",
 			[]string{"rabbitmq.tls: set, but rabbitmq.urls[1] is not amqps://"}},
 		{"rabbitmq url unchecked for kafka", "broker: kafka\nkafka: {brokers: [k:9092]}\nrabbitmq: {url: \"http://h/\"}", nil},
@@ -57,14 +56,8 @@ func TestValidateRules(t *testing.T) {
 		{"kafka replication_factor", "broker: kafka\nkafka: {brokers: [k:9092], replication_factor: -2}", []string{"kafka.replication_factor: -2 is not -1 (the broker's default) or positive"}},
 		{"kafka negative tuning", "broker: kafka\nkafka: {brokers: [k:9092], commit_interval: -1s}", []string{"kafka.commit_interval: -1s is negative"}},
 		{"kafka heartbeat vs session", "broker: kafka\nkafka: {brokers: [k:9092], heartbeat_interval: 10s, session_timeout: 5s}", []string{"kafka.heartbeat_interval: 10s must be shorter than session_timeout (5s)"}},
-		{"kafka dlq topic too long", "broker: kafka\nkafka: {brokers: [k:9092]}\nworkers: [{name: w, topic: " + long + "}]",
-			[]string{"workers[0].topic: its dead-letter topic <topic>.dlq is 250 characters, over Kafka's 249"}},
-		{"kafka retry topic too long", "broker: kafka\nkafka: {brokers: [k:9092]}\nworkers: [{name: " + long[:200] + ", topic: " + long[:40] + ", retry: {mode: non_blocking}}]",
-			nil}, // 247 characters fit
-		{"kafka retry topic over the limit", "broker: kafka\nkafka: {brokers: [k:9092]}\nworkers: [{name: " + long[:200] + ", topic: " + long[:43] + ", retry: {mode: non_blocking}}]",
-			[]string{"workers[0].name: its retry topic <topic>.retry.<name> is 250 characters, over Kafka's 249"}},
-		{"rabbitmq dlq queue too long", "broker: rabbitmq\nworkers: [{name: " + long[:200] + ", topic: " + long[:51] + "}]",
-			[]string{"workers[0].name: its dead-letter queue name <topic>.<name>.dlq is 256 bytes, over RabbitMQ's 255"}},
+		// The names a backend derives (queues, topics, keys) are checked by
+		// the backend: broker/rabbit and broker/kafka, check_test.go.
 
 		// redis, postgres
 		{"redis addr", "broker: rabbitmq\nredis: {addr: localhost}", []string{`redis.addr: "localhost" is not host:port`}},

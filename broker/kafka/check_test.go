@@ -1,0 +1,47 @@
+package kafka
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/config"
+)
+
+func TestCheckNames(t *testing.T) {
+	n := func(k int) string { return strings.Repeat("n", k) }
+	for _, tc := range []struct {
+		name string
+		doc  string
+		want []string
+	}{
+		{"fine: workers of one topic share its DLQ", "workers: [{name: b, topic: a}, {name: c, topic: a}, {name: d, topic: x}]", nil},
+		{"two workers, one retry topic", "workers: [{name: retry.c, topic: a}, {name: c, topic: a.retry.retry}]", nil},
+		{"two workers, one retry topic, really", "workers: [{name: b.retry.c, topic: a}, {name: c, topic: a.retry.b}]",
+			[]string{`workers[1].name: its retry topic "a.retry.b.retry.c" is also the retry topic of workers[0] (topic "a", name "b.retry.c"): rename one of the workers`}},
+		{"a DLQ that is a worker's topic", "workers: [{name: b, topic: a}, {name: c, topic: a.dlq}]",
+			[]string{`workers[1].topic: its topic "a.dlq" is also the dead-letter topic of workers[0] (topic "a", name "b"): rename one of the workers`}},
+		{"dead-letter topic too long", "workers: [{name: w, topic: " + n(246) + "}]",
+			[]string{`workers[0].topic: its dead-letter topic "` + backend.Clip(n(246)+".dlq") + `" is 250 characters, over Kafka's 249`,
+				`workers[0].name: its retry topic "` + backend.Clip(n(246)+".retry.w") + `" is 254 characters, over Kafka's 249`}},
+		{"retry topic too long, blocking mode too (replays use it)", "workers: [{name: " + n(200) + ", topic: " + n(43) + "}]",
+			[]string{`workers[0].name: its retry topic "` + backend.Clip(n(43)+".retry."+n(200)) + `" is 250 characters, over Kafka's 249`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := config.Parse([]byte("broker: kafka\nkafka: {brokers: [k:9092]}\n" + tc.doc))
+			if err != nil {
+				t.Fatalf("the configuration itself is invalid: %v", err)
+			}
+			var got []string
+			for _, fe := range CheckNames(c) {
+				got = append(got, fe.Error())
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("problems:\n got: %q\nwant: %q", got, tc.want)
+			}
+			if err := backend.Check(c); (err != nil) != (len(tc.want) > 0) {
+				t.Errorf("backend.Check = %v", err)
+			}
+		})
+	}
+}
