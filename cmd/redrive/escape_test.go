@@ -9,15 +9,15 @@ import (
 func TestPrintable(t *testing.T) {
 	for in, want := range map[string]string{
 		"plain text, é ü 漢字":              "plain text, é ü 漢字",
-		"osc 52 \x1b]52;c;ZXZpbA==\x07":  `osc 52 \x1b]52;c;ZXZpbA==\a`,
-		"clear \x1b[2J\x1b[H":            `clear \x1b[2J\x1b[H`,
-		"tab\tnewline\ncr\r":             `tab\tnewline\ncr\r`,
-		"nul \x00 del \x7f":              `nul \x00 del \x7f`,
-		"c1 csi \u009b2J":                `c1 csi \u009b2J`,
+		"osc 52 \x1b]52;c;ZXZpbA==\x07":   `osc 52 \x1b]52;c;ZXZpbA==\a`,
+		"clear \x1b[2J\x1b[H":             `clear \x1b[2J\x1b[H`,
+		"tab\tnewline\ncr\r":              `tab\tnewline\ncr\r`,
+		"nul \x00 del \x7f":               `nul \x00 del \x7f`,
+		"c1 csi \u009b2J":                 `c1 csi \u009b2J`,
 		"bidi \u202egnp.exe\u202c \u2066": `bidi \u202egnp.exe\u202c \u2066`,
-		"invalid \xff\xfe utf-8":         `invalid \xff\xfe utf-8`,
-		`backslash \x1b stays`:           `backslash \x1b stays`,
-		"":                               "",
+		"invalid \xff\xfe utf-8":          `invalid \xff\xfe utf-8`,
+		`backslash \x1b stays`:            `backslash \x1b stays`,
+		"":                                "",
 	} {
 		if got := printable(in); got != want {
 			t.Errorf("printable(%q) = %q, want %q", in, got, want)

@@ -37,4 +37,3 @@ func TestURL(t *testing.T) {
 		}
 	}
 }
-
