@@ -2,8 +2,10 @@ package config
 
 import (
 	"bytes"
+	"net/url"
 	"os"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -71,5 +73,61 @@ func FuzzParse(f *testing.F) {
 		}
 		_ = c.PolicyTable()
 		_ = c.Subscriptions()
+	})
+}
+
+// FuzzSecretsNeverPrinted puts a secret in every field that holds one,
+// written as a careless operator writes it (a raw password in a URL, a
+// Redis URL as redis.addr, user:password@ in a Kafka broker, the token in
+// the wrong field's spot), and checks the property: neither the validation
+// errors nor `config check`'s output (Redacted, as YAML) show it.
+func FuzzSecretsNeverPrinted(f *testing.F) {
+	for _, s := range []string{"S3cr3t-pw", "12/S3cr3t", "p@ss#w?rd", "a:b@c/d", "%41%42%43%44", "${HOME}xx", " padded "} {
+		f.Add(s, true)
+		f.Add(s, false)
+	}
+	f.Fuzz(func(t *testing.T, secret string, kafka bool) {
+		if len(strings.TrimSpace(secret)) < 6 || strings.ContainsAny(secret, "\x00") {
+			return
+		}
+		c := &Config{
+			Broker:   BrokerRabbitMQ,
+			RabbitMQ: RabbitMQ{URL: "amqp://guest:" + secret + "@rabbit:5672/"},
+			Kafka:    Kafka{Brokers: []string{"u:" + secret + "@k:9092"}, SASL: &SASL{Mechanism: SASLPlain, Username: "u", Password: secret}},
+			Redis:    Redis{Addr: "redis://:" + secret + "@h:6379", Password: secret},
+			Postgres: Postgres{URL: "postgres://u:" + secret + "@db/redrive?password=" + secret},
+			Admin:    Admin{Token: secret, ViewerToken: secret + "-viewer", Listen: "127.0.0.1:8080"},
+			Workers:  []Worker{{Name: "w", Topic: "t"}},
+		}
+		if kafka {
+			c.Broker = BrokerKafka
+		}
+		without := c.Clone()
+		for _, p := range []*string{&without.RabbitMQ.URL, &without.Kafka.Brokers[0], &without.Redis.Addr, &without.Postgres.URL} {
+			*p = strings.ReplaceAll(*p, secret, "")
+		}
+		var printed strings.Builder
+		if err := c.Validate(); err != nil {
+			printed.WriteString(err.Error())
+		}
+		if err := c.Redacted().WriteYAML(&printed); err != nil {
+			t.Fatal(err)
+		}
+		// The same through a YAML document, as config check reads it.
+		var doc bytes.Buffer
+		if err := c.WriteYAML(&doc); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := parse(doc.Bytes(), nil); err != nil {
+			printed.WriteString(err.Error())
+		}
+		out := printed.String()
+		var noSecret strings.Builder
+		_ = without.Redacted().WriteYAML(&noSecret)
+		for _, form := range []string{secret, strings.TrimSpace(secret), url.PathEscape(secret), url.QueryEscape(secret)} {
+			if len(form) >= 6 && strings.Contains(out, form) && !strings.Contains(noSecret.String(), form) {
+				t.Fatalf("the secret %q shows:\n%s", form, out)
+			}
+		}
 	})
 }

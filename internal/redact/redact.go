@@ -7,7 +7,6 @@ package redact
 import (
 	"net/url"
 	"regexp"
-	"slices"
 	"strings"
 )
 
@@ -31,7 +30,8 @@ var dsnPassword = regexp.MustCompile(`(?i)\b(` + strings.Join(secretParams, "|")
 //     host: "amqp://guest:12/S3cr3t@host/" parses as host guest, port 12),
 //     or that does not parse: all of it after "://";
 //   - a key=value DSN: its secret keys;
-//   - "user:password@host:port": everything before the last "@".
+//   - anything else with an "@" ("user:password@host:port"): everything
+//     before the last "@".
 func URL(s string) string {
 	if s == "" {
 		return s
@@ -39,7 +39,7 @@ func URL(s string) string {
 	scheme, rest, isURL := strings.Cut(s, "://")
 	if !isURL {
 		if strings.ContainsAny(s, "= \t") {
-			return dsnPassword.ReplaceAllString(s, "${1}${2}"+Mask)
+			s = dsnPassword.ReplaceAllString(s, "${1}${2}"+Mask)
 		}
 		if i := strings.LastIndex(s, "@"); i >= 0 {
 			return Mask + s[i:] // user:password@host:port
@@ -68,33 +68,17 @@ func URL(s string) string {
 	return b.String()
 }
 
-// query masks the secret parameters of the query of rest (host,
-// path, query and fragment of a URL); all of the query when it does not
-// parse.
+// secretParam finds a secret query parameter: its name after "?", "&",
+// ";", "#" or "/", and "=".
+var secretParam = regexp.MustCompile(`(?i)[?&;#/](?:` + strings.Join(secretParams, "|") + `)=`)
+
+// query masks the secret query parameters of rest (host, path, query and
+// fragment of a URL): from the first one's value to the end, fragment
+// included, since a "&", "?" or "#" left unescaped in a secret would
+// split it.
 func query(rest string) string {
-	before, query, ok := strings.Cut(rest, "?")
-	if !ok {
-		return rest
+	if loc := secretParam.FindStringIndex(rest); loc != nil {
+		return rest[:loc[1]] + Mask
 	}
-	query, fragment, hasFragment := strings.Cut(query, "#")
-	q, err := url.ParseQuery(query)
-	if err != nil {
-		query = Mask
-	} else {
-		changed := false
-		for k := range q {
-			if slices.Contains(secretParams, strings.ToLower(k)) {
-				q.Set(k, Mask)
-				changed = true
-			}
-		}
-		if changed {
-			query = strings.ReplaceAll(q.Encode(), "=%2A%2A%2A", "="+Mask)
-		}
-	}
-	out := before + "?" + query
-	if hasFragment {
-		out += "#" + fragment
-	}
-	return out
+	return rest
 }
