@@ -288,12 +288,12 @@ type Admin struct {
 	// masked by Redacted.
 	ViewerToken string `yaml:"viewer_token"`
 	// AllowedHosts are the names the admin API and the console answer to
-	// besides the addresses of Listen: the Host header (without the port)
+	// besides the addresses of admin.listen: the Host header (without the port)
 	// a reverse proxy forwards, or a DNS name of the host. Any other Host
 	// is refused with 421, so that a web page whose name an attacker
 	// rebinds to this address (DNS rebinding) cannot use an operator's
-	// browser to read or change dead letters. A loopback Listen answers
-	// to the loopback addresses and "localhost"; a Listen on all
+	// browser to read or change dead letters. A loopback listen answers
+	// to the loopback addresses and "localhost"; a listen on all
 	// interfaces to any IP address and "localhost". Default none.
 	AllowedHosts []string `yaml:"allowed_hosts"`
 	// TrustedProxies are the reverse proxies, as CIDRs (10.0.0.0/8) or
