@@ -12,12 +12,17 @@
 // (GET /lag).
 //
 // Users log in with a token (POST /login) and get a session cookie
-// (HttpOnly, SameSite=Strict, Secure over TLS); sessions live in memory.
-// Every POST needs the session's CSRF token (a hidden form field) and,
-// when the browser sends Origin or Referer, the same host. Read-only
-// users see no buttons and get 403 on every mutation. The audit log names
-// the user.
+// (HttpOnly, SameSite=Strict, Secure over TLS, behind a trusted proxy
+// that says HTTPS, or always with Config.CookieSecure); sessions live in
+// memory. Wrong tokens are throttled per client: its device cookie when it
+// logged in before, else its address (behind Config.TrustedProxies, the
+// one they forward). Every POST needs the session's CSRF token (a hidden
+// form field) and, when the browser sends Origin or Referer, the same
+// host. Read-only users see no buttons and get 403 on every mutation. The
+// audit log names the user. Replay-all jobs are listed (GET /jobs) and
+// can be cancelled by operators (POST /jobs/{id}/cancel).
 //
 // The console serves every path outside /internal/; mount it with
-// admin.Config.UI next to the JSON API.
+// admin.Config.UI next to the JSON API, which also refuses requests for a
+// Host that is not the server's (admin.Config.AllowedHosts).
 package console
