@@ -9,8 +9,15 @@
 //
 // Replay-all runs as a background job: POST /internal/v1/dlq/replay-all
 // answers 202 with the job, whose progress GET /internal/v1/dlq/jobs/{id}
-// reports. Jobs live in the server's memory; a restart forgets them (entries
-// a job left replaying are reconciled by dlq.Ops.Run).
+// reports; GET /internal/v1/dlq/jobs lists the jobs and POST
+// /internal/v1/dlq/jobs/{id}/cancel stops one. Jobs live in the server's
+// memory; a restart forgets them (entries a job left replaying are
+// reconciled by dlq.Ops.Run).
+//
+// Errors are {"error": message, "code": one of the Code constants,
+// "param": field}. Writes need Content-Type: application/json; requests
+// from another site's pages (Origin, else Referer) and for a Host that is
+// not the server's (Config.AllowedHosts) are refused.
 package admin
 
 import (
