@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -19,6 +20,21 @@ const (
 // confirms) or from MinReplayRate to MaxReplayRate.
 func ValidReplayRate(rate float64) bool {
 	return rate == 0 || rate >= MinReplayRate && rate <= MaxReplayRate
+}
+
+// ParseReplayRate reads a replay-all rate written as text (a query
+// parameter, a form field, a flag): 0 or MinReplayRate to MaxReplayRate.
+// The error says what is accepted; it does not name the field.
+func ParseReplayRate(s string) (float64, error) {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || !ValidReplayRate(f) {
+		return 0, fmt.Errorf("%.40q is not 0 (as fast as the broker confirms) or a number of messages per second from %v to %v",
+			s, MinReplayRate, MaxReplayRate)
+	}
+	if f == 0 {
+		return 0, nil // not -0
+	}
+	return f, nil
 }
 
 // ErrStopped is returned by ReplayAll when ReplayAllOptions.Stop was

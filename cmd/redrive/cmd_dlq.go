@@ -93,9 +93,8 @@ the command does not stop the job.
 			a.register(fs)
 			var f replayAllFlags
 			fs.Func("rate", "replay at most `N` messages per second: 0.1 to 100000, or 0 = as fast as the broker confirms", func(s string) error {
-				v, err := strconv.ParseFloat(s, 64)
-				if err != nil || !dlq.ValidReplayRate(v) {
-					return fmt.Errorf("%q is not a rate: 0 (as fast as the broker confirms) or %v to %v messages per second", s, dlq.MinReplayRate, dlq.MaxReplayRate)
+				if _, err := dlq.ParseReplayRate(s); err != nil {
+					return err
 				}
 				f.rate = s
 				return nil

@@ -184,7 +184,7 @@ func TestDLQReplayAllFails(t *testing.T) {
 		out != "replay-all of q.dlq failed: 2 replayed, 0 skipped, 1 failed of 4 (job j1)\n" {
 		t.Errorf("replay-all: %d\nstdout %q\nstderr:\n%s", code, out, errOut)
 	}
-	if code, _, errOut := cli(t, "dlq", "replay-all", "q.dlq", "--server", url, "--rate", "fast"); code != exitUsage || !strings.Contains(errOut, `"fast" is not a rate`) {
+	if code, _, errOut := cli(t, "dlq", "replay-all", "q.dlq", "--server", url, "--rate", "fast"); code != exitUsage || !strings.Contains(errOut, `"fast" is not 0 (as fast as the broker confirms)`) {
 		t.Errorf("--rate fast: %d %q", code, errOut)
 	}
 }

@@ -123,7 +123,7 @@ func TestDLQJobsAndCancel(t *testing.T) {
 		t.Errorf("dlq replay-all: %d %q", code, errOut)
 	}
 	for _, rate := range []string{"1e-300", "0.0001", "100001", "-1"} {
-		if code, _, errOut := cli(t, "dlq", "replay-all", "a.dlq", "--server", url, "--rate", rate); code != exitUsage || !strings.Contains(errOut, "is not a rate") {
+		if code, _, errOut := cli(t, "dlq", "replay-all", "a.dlq", "--server", url, "--rate", rate); code != exitUsage || !strings.Contains(errOut, "is not 0 (as fast as the broker confirms) or a number of messages per second from 0.1 to 100000") {
 			t.Errorf("--rate %s: %d %q", rate, code, errOut)
 		}
 	}

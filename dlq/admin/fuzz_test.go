@@ -14,10 +14,9 @@ import (
 	"github.com/redrive/redrive/dlq/memstore"
 )
 
-// FuzzListQuery sends arbitrary query strings (and topic path segments) to
-// the listing handler: it never panics and never answers 5xx, and always
-// answers JSON.
-func FuzzListQuery(f *testing.F) {
+// fuzzServer is a server with a token on an in-memory store, replaying
+// to a publisher that takes everything.
+func fuzzServer(f *testing.F) (*memstore.Store, *admin.Server) {
 	s := memstore.New(memstore.Options{Logger: quiet})
 	f.Cleanup(func() { _ = s.Close() })
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: &publisher{}, Logger: quiet})
@@ -29,6 +28,14 @@ func FuzzListQuery(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(srv.Close)
+	return s, srv
+}
+
+// FuzzListQuery sends arbitrary query strings (and topic path segments) to
+// the listing handler: it never panics and never answers 5xx, and always
+// answers JSON.
+func FuzzListQuery(f *testing.F) {
+	s, srv := fuzzServer(f)
 	if _, _, err := s.Insert(context.Background(), dlq.Record{
 		Broker: dlq.BrokerRabbitMQ, DLQ: "orders.billing.dlq", Identity: "i-1",
 		Entry: dlq.Entry{MessageID: "m1", OriginalTopic: "orders", ErrorClass: "x.Err", ErrorMessage: "boom"},
@@ -75,17 +82,7 @@ func FuzzListQuery(f *testing.F) {
 // and a message; a refused request (4xx) changes no entry; no entry is
 // ever lost.
 func FuzzRequest(f *testing.F) {
-	s := memstore.New(memstore.Options{Logger: quiet})
-	f.Cleanup(func() { _ = s.Close() })
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: &publisher{}, Logger: quiet})
-	if err != nil {
-		f.Fatal(err)
-	}
-	srv, err := admin.New(admin.Config{Ops: ops, Listen: "127.0.0.1:0", Logger: quiet, Tokens: []admin.Token{{Name: "t", Secret: secret}}})
-	if err != nil {
-		f.Fatal(err)
-	}
-	f.Cleanup(srv.Close)
+	s, srv := fuzzServer(f)
 	const total = 50
 	var ids []string
 	for i := range total {

@@ -4,22 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/redrive/redrive/dlq"
 )
 
-// parseRate reads the rate parameter of replay-all: 0 (as fast as the
-// broker confirms) or dlq.MinReplayRate to dlq.MaxReplayRate messages per
-// second.
+// parseRate reads the rate parameter of replay-all (dlq.ParseReplayRate).
 func parseRate(v string) (float64, error) {
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || !dlq.ValidReplayRate(f) {
-		return 0, bad("rate", "%.40q is not 0 (as fast as the broker confirms) or a number of messages per second from %v to %v",
-			v, dlq.MinReplayRate, dlq.MaxReplayRate)
-	}
-	if f == 0 {
-		return 0, nil // not -0
+	f, err := dlq.ParseReplayRate(v)
+	if err != nil {
+		return 0, bad("rate", "%v", err)
 	}
 	return f, nil
 }

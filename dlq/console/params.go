@@ -3,7 +3,6 @@ package console
 import (
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -136,19 +135,14 @@ func parseTime(field, s string) (time.Time, error) {
 }
 
 // parseRate reads the replay-all rate: empty = the server's default (-1),
-// else 0 (as fast as the broker confirms) or dlq.MinReplayRate to
-// dlq.MaxReplayRate messages per second.
+// else dlq.ParseReplayRate.
 func parseRate(s string) (float64, error) {
 	if s == "" {
 		return -1, nil
 	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || !dlq.ValidReplayRate(f) {
-		return 0, bad("rate", "%.40q is not 0 (as fast as the broker confirms) or a number of messages per second from %v to %v",
-			s, dlq.MinReplayRate, dlq.MaxReplayRate)
-	}
-	if f == 0 {
-		return 0, nil // not -0
+	f, err := dlq.ParseReplayRate(s)
+	if err != nil {
+		return 0, bad("rate", "%v", err)
 	}
 	return f, nil
 }
