@@ -101,9 +101,14 @@ func FuzzSecretsNeverPrinted(f *testing.F) {
 		}
 		if kafka {
 			c.Broker = BrokerKafka
+			c.RabbitMQ.URLs = []string{"amqps://u:" + secret + "@r1/", "amqps://r2/?password=" + secret}
 		}
 		without := c.Clone()
 		for _, p := range []*string{&without.RabbitMQ.URL, &without.Kafka.Brokers[0], &without.Redis.Addr, &without.Postgres.URL} {
+			*p = strings.ReplaceAll(*p, secret, "")
+		}
+		for i := range without.RabbitMQ.URLs {
+			p := &without.RabbitMQ.URLs[i]
 			*p = strings.ReplaceAll(*p, secret, "")
 		}
 		var printed strings.Builder

@@ -45,6 +45,8 @@ func TestHardeningRules(t *testing.T) {
 			[]string{`exporter.listen: "127.0.0.1:9000" is admin.listen's address too ("localhost:9000"): they need different ports`}},
 		{"different ports", "broker: rabbitmq\nadmin: {listen: \"127.0.0.1:9000\"}\nexporter: {listen: \"127.0.0.1:9001\"}", nil},
 		{"port 0 twice", "broker: rabbitmq\nadmin: {listen: \"127.0.0.1:0\"}\nexporter: {listen: \"127.0.0.1:0\"}", nil},
+		{"health probes on the exporter's address", "broker: rabbitmq\nexporter: {listen: \"127.0.0.1:9000\"}\nhealth: {listen: \"0.0.0.0:9000\"}",
+			[]string{`health.listen: "0.0.0.0:9000" is exporter.listen's address too ("127.0.0.1:9000"): they need different ports`}},
 		{"two addresses", "broker: rabbitmq\nadmin: {listen: \"10.0.0.1:9000\", token: t0k3n-long}\nexporter: {listen: \"10.0.0.2:9000\"}", nil},
 
 		// Broker URLs a parser reads another way.
