@@ -1,16 +1,18 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
-	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/config"
 )
 
 func rabbitURL() string {
@@ -32,28 +34,27 @@ rabbitmq: {url: %q, prefix: cli-%s, delay: {resolution: 100ms, factor: 2, levels
 workers:
   - {name: billing, topic: %s, retry: {backoff: 100ms}}
 `, rabbitURL(), id, topic))
-	t.Cleanup(func() { deleteQueues("cli-"+id, topic) })
+	teardownAfter(t, path)
 	return path, topic
 }
 
-// deleteQueues deletes, best effort, the queues of a test configuration
-// with prefix, delays 100ms × 2 on 2 levels, and one worker, billing, on
-// topic.
-func deleteQueues(prefix, topic string) {
-	conn, err := amqp.Dial(rabbitURL())
+// teardownAfter deletes, when the test ends, every exchange and queue the
+// configuration at path declares.
+func teardownAfter(t *testing.T, path string) {
+	t.Helper()
+	c, err := config.Load(path)
 	if err != nil {
-		return
+		t.Fatal(err)
 	}
-	defer conn.Close()
-	ch, err := conn.Channel()
+	rc, err := rabbit.ConfigFrom(c.RabbitMQ, slog.New(slog.DiscardHandler))
 	if err != nil {
-		return
+		t.Fatal(err)
 	}
-	delay, _ := rabbit.DelayQueues(rabbit.Config{Prefix: prefix, Delay: rabbit.DelayConfig{Resolution: 100 * time.Millisecond, Factor: 2, Levels: 2}})
-	q := rabbit.Queue(topic, "billing")
-	for _, name := range append(delay, q, rabbit.DLQ(q), prefix+".unroutable") {
-		_, _ = ch.QueueDelete(name, false, false, false)
-	}
+	t.Cleanup(func() {
+		if _, err := rabbit.Teardown(context.Background(), rc, c.Subscriptions()...); err != nil {
+			t.Errorf("teardown of %s: %v", path, err)
+		}
+	})
 }
 
 func TestTopologyApplyAndPublish(t *testing.T) {
@@ -97,6 +98,59 @@ func TestTopologyApplyAndPublish(t *testing.T) {
 	}
 }
 
+// The dry run compares with what exists: after a change of queue_ttl and
+// of the DLQ's settings behind redrive's back, it lists every conflict and
+// exits 1, and changes nothing.
+func TestTopologyDryRunConflicts(t *testing.T) {
+	path, topic := rabbitConfig(t)
+	if code, out, errOut := cli(t, "topology", "apply", "--config", path); code != exitOK {
+		t.Fatalf("apply: %d %s%s", code, out, errOut)
+	}
+	code, out, errOut := cli(t, "topology", "apply", "--dry-run", "--config", path)
+	q := rabbit.Queue(topic, "billing")
+	if code != exitOK || !strings.Contains(out, "keep     queue    "+q+" ") || strings.Contains(out, "create ") || errOut != "" {
+		t.Fatalf("dry run after apply: %d\n%s%s", code, out, errOut)
+	}
+
+	conn, err := amqp.Dial(rabbitURL())
+	if err != nil {
+		t.Fatalf("RabbitMQ is required: %v", err)
+	}
+	defer conn.Close()
+	ch, _ := conn.Channel()
+	if _, err := ch.QueueDelete(rabbit.DLQ(q), false, false, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ch.QueueDeclare(rabbit.DLQ(q), true, false, false, false, amqp.Table{"x-max-length": int64(3)}); err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(readFile(t, path), "retry: {backoff: 100ms}", "retry: {backoff: 100ms}, queue_ttl: 1m", 1)
+	if err := os.WriteFile(path, []byte(changed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = cli(t, "topology", "apply", "--dry-run", "--config", path)
+	if code != exitFailure || strings.Count(out, "conflict ") != 2 || !strings.Contains(out, "# dry run:") {
+		t.Fatalf("dry run with two clashes: exit %d, want 1 and two conflict lines\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{"would fail", q + `" exists with x-message-ttl=300000 but the config wants x-message-ttl=60000`, rabbit.DLQ(q) + `" exists with x-max-length=3`} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errOut)
+		}
+	}
+	if q, err := ch.QueueDeclarePassive(q, true, false, false, false, nil); err != nil || q.Messages != 0 {
+		t.Errorf("the group queue after the dry run: %+v %v", q, err)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func TestPublishBadInput(t *testing.T) {
 	path, topic := rabbitConfig(t)
 	tests := []struct {
@@ -130,8 +184,9 @@ workers:
   - {name: billing, topic: %s, retry: {backoff: 100ms}}
 `, rabbitURL(), id, queueType, topic))
 	}
-	t.Cleanup(func() { deleteQueues("clim-"+id, topic) })
-	if code, out, errOut := cli(t, "topology", "apply", "--config", doc("classic")); code != exitOK {
+	classic := doc("classic")
+	teardownAfter(t, classic)
+	if code, out, errOut := cli(t, "topology", "apply", "--config", classic); code != exitOK {
 		t.Fatalf("apply classic: %d %s%s", code, out, errOut)
 	}
 	code, _, errOut := cli(t, "topology", "apply", "--config", doc("quorum"))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 
@@ -16,12 +17,19 @@ func init() {
 		help: `Declares, idempotently, everything the configured workers need on the
 configured broker. RabbitMQ: the topics, retry and dead-letter exchanges,
 the delay tiers, the unroutable queue, and per worker its group queue and
-dead-letter queue. With --dry-run it prints the plan and changes nothing.
-Every declaration that clashes with an existing queue is reported, one line
-each, naming the queue, the argument, both values, the messages it holds
-and how to migrate (a queue's type, classic or quorum, cannot be changed in
-place: see docs/production.md). A quorum queue whose only difference is its
-x-delivery-limit (max_claims) is kept, with a warning.`,
+dead-letter queue. Every declaration that clashes with an existing queue
+is reported, one line each, naming the queue, the argument, both values,
+the messages it holds and how to migrate (a queue's type, classic or
+quorum, cannot be changed in place: see docs/production.md). A quorum
+queue whose only difference is its x-delivery-limit (max_claims) is kept,
+with a warning.
+
+With --dry-run it changes nothing and compares the plan with what exists,
+one line per declaration: keep (exists as planned; a queue with its
+messages and consumers), create, conflict (exists with other settings:
+every one is listed, with its explanation), bind (RabbitMQ bindings are
+re-applied idempotently); on Kafka create, update or keep per topic. It
+exits with status 1 when there is a conflict.`,
 		flags: func(fs *flag.FlagSet) action {
 			dry := fs.Bool("dry-run", false, "print the plan, change nothing")
 			return func(ctx context.Context, inv *invocation) error {
@@ -38,7 +46,7 @@ func topologyApply(ctx context.Context, inv *invocation, dry bool) error {
 	}
 	subs := c.Subscriptions()
 	if dry {
-		lines, err := topologyPlan(ctx, c)
+		lines, conflicts, err := topologyPlan(ctx, c)
 		if err != nil {
 			return err
 		}
@@ -46,6 +54,9 @@ func topologyApply(ctx context.Context, inv *invocation, dry bool) error {
 			fmt.Fprintln(inv.stdout, l)
 		}
 		fmt.Fprintf(inv.stdout, "# dry run: %d declarations for %d workers on %s; nothing changed\n", len(lines), len(subs), c.Broker)
+		if conflicts != nil {
+			return fmt.Errorf("the existing topology conflicts with the configuration; `redrive topology apply` would fail:\n%w", conflicts)
+		}
 		return nil
 	}
 	if err := declareTopology(ctx, c); err != nil {
@@ -79,32 +90,36 @@ type planner interface {
 	PlanTopology(ctx context.Context, c *config.Config) ([]string, error)
 }
 
-// topologyPlan renders the plan. RabbitMQ plans without connecting; a
-// backend that must look at the cluster to plan (Kafka) connects.
-func topologyPlan(ctx context.Context, c *config.Config) ([]string, error) {
+// topologyPlan renders the plan compared with what exists, and the
+// conflicts (nil when there are none). Both backends connect.
+func topologyPlan(ctx context.Context, c *config.Config) ([]string, error, error) {
 	if c.Broker == config.BrokerRabbitMQ {
 		rc, err := rabbit.ConfigFrom(c.RabbitMQ, logger())
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		plan, err := rabbit.Plan(rc, c.Subscriptions()...)
+		checked, err := rabbit.Check(ctx, rc, c.Subscriptions()...)
+		if errors.Is(err, rabbit.ErrInvalidConfig) {
+			return nil, nil, badInput(err)
+		}
 		if err != nil {
-			return nil, badInput(err)
+			return nil, nil, err
 		}
-		lines := make([]string, len(plan))
-		for i, d := range plan {
+		lines := make([]string, len(checked))
+		for i, d := range checked {
 			lines[i] = d.String()
 		}
-		return lines, nil
+		return lines, rabbit.Conflicts(checked), nil
 	}
 	b, err := openBroker(ctx, c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer b.Close()
 	p, ok := b.(planner)
 	if !ok {
-		return nil, fmt.Errorf("broker %s cannot plan its topology", c.Broker)
+		return nil, nil, fmt.Errorf("broker %s cannot plan its topology", c.Broker)
 	}
-	return p.PlanTopology(ctx, c)
+	lines, err := p.PlanTopology(ctx, c)
+	return lines, nil, err
 }
