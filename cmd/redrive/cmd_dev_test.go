@@ -1,12 +1,21 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"net/http"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/config"
 )
 
 func TestDevBadInput(t *testing.T) {
@@ -16,8 +25,11 @@ func TestDevBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"--broker", "nats"}, `--broker "nats" is not kafka or rabbitmq`},
-		{[]string{"--rate", "0"}, "--rate 0 is not in (0, 10000] messages per second"},
-		{[]string{"--rate", "NaN"}, "--rate NaN is not in (0, 10000]"},
+		{[]string{"--rate", "-1"}, "--rate -1 is not in [0, 10000] messages per second"},
+		{[]string{"--rate", "NaN"}, "--rate NaN is not in [0, 10000]"},
+		{[]string{"--kafka-port", "70000"}, "--kafka-port 70000 is not in [0, 65533]"},
+		{[]string{"--broker", "rabbitmq", "--kafka-port", "9092"}, "--kafka-port is for the embedded Kafka"},
+		{[]string{"--prefix", "a.b"}, `--prefix "a.b" is not 1 to 100 characters of [a-zA-Z0-9_-]`},
 		{[]string{"--crash-every", "-1s"}, "--crash-every -1s is negative"},
 		{[]string{"--crash-every", "soon"}, `"soon" is not a duration`},
 		{[]string{"--stall-every", "-1s"}, "--stall-every -1s is negative"},
@@ -128,32 +140,122 @@ func mustJSON(v any) []byte {
 }
 
 // `redrive dev --broker rabbitmq` runs the same on the RabbitMQ at
-// $RABBITMQ_URL: dead letters reach the API, and Ctrl-C stops cleanly.
+// $RABBITMQ_URL under a prefix of its own: dead letters reach the API; a
+// second dev with the same prefix refuses to start; Ctrl-C stops cleanly
+// and deletes every exchange and queue it declared; with --keep they stay,
+// listed with their messages, and the next run takes them over.
 func TestDevRabbitMQ(t *testing.T) {
 	url := rabbitURL() // before clearEnv, which unsets RABBITMQ_URL
 	clearEnv(t)
 	t.Setenv("RABBITMQ_URL", url)
+	prefix := "dev-" + broker.NewMessageID()[:6]
 	adminAddr, metricsAddr := freeAddr(t), freeAddr(t)
 	const token = "dev-test-token"
-	d := startDaemon(t, "dev", "--broker", "rabbitmq", "--listen", adminAddr, "--metrics-listen", metricsAddr,
-		"--token", token, "--rate", "40", "--crash-every", "0")
+	args := []string{"dev", "--broker", "rabbitmq", "--prefix", prefix, "--listen", adminAddr, "--metrics-listen", metricsAddr,
+		"--token", token, "--crash-every", "0"}
+	d := startDaemon(t, append(args, "--rate", "40")...)
+	var cfgFile string
 	eventually(t, "dev prints its tour on RabbitMQ", func() bool {
 		if code, done := d.exited(); done {
 			t.Fatalf("dev exited with %d:\n%s", code, d.stderr)
 		}
+		if m := regexp.MustCompile(`config +(\S+)`).FindStringSubmatch(d.stdout.String()); m != nil {
+			cfgFile = m[1]
+		}
 		return strings.Contains(d.stdout.String(), "broker      RabbitMQ at ")
 	}, func() string { return d.stdout.String() + d.stderr.String() })
+	c, err := config.Load(cfgFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rabbit.ConfigFrom(c.RabbitMQ, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs := c.Subscriptions()
+	t.Cleanup(func() { _, _ = rabbit.Teardown(context.Background(), rc, subs...) })
+	plan, err := rabbit.Plan(rc, subs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, decl := range plan {
+		if decl.Kind != "binding" && decl.Kind != "exchange-binding" && !strings.HasPrefix(decl.Name, prefix+".") {
+			t.Errorf("dev declares %s %s, not under its prefix %s", decl.Kind, decl.Name, prefix)
+		}
+	}
+
 	var out, errOut string
 	eventually(t, "dead letters are pending", func() bool {
 		_, out, errOut = cli(t, "dlq", "ls", "--server", "http://"+adminAddr, "--token", token)
-		for _, q := range []string{"escrow.commands.payout-executor.dlq ", "deal.deadlines.deal-timeout-worker.dlq "} {
+		for _, q := range []string{prefix + ".escrow.commands.payout-executor.dlq ", prefix + ".deal.deadlines.deal-timeout-worker.dlq "} {
 			if row := fields(out, q); len(row) > 2 && row[2] != "0" {
 				return true
 			}
 		}
 		return false
 	}, func() string { return out + errOut + d.stderr.String() })
+
+	// A second dev on the same prefix refuses to start.
+	code, _, errOut := cli(t, "dev", "--broker", "rabbitmq", "--prefix", prefix, "--listen", freeAddr(t), "--metrics-listen", freeAddr(t), "--token", token)
+	if code != exitFailure || !strings.Contains(errOut, "another redrive dev is running with prefix") {
+		t.Errorf("a second dev with the same prefix: exit %d, %s", code, errOut)
+	}
+
 	if code := d.stop(t); code != exitOK {
 		t.Fatalf("dev exit status %d after Ctrl-C, want 0:\n%s", code, d.stderr)
 	}
+	if !regexp.MustCompile(`deleted from RabbitMQ what it declared: \d+ queues \(holding \d+ messages\) and \d+ exchanges, all named ` + prefix + `\.\*`).MatchString(d.stdout.String()) {
+		t.Errorf("no word of the clean-up:\n%s", d.stdout)
+	}
+	if left := existing(t, plan); len(left) > 0 {
+		t.Errorf("left on RabbitMQ after the stop: %v", left)
+	}
+
+	// --keep keeps everything, says so, and the next run takes it over.
+	d = startDaemon(t, append(args, "--rate", "0", "--keep")...)
+	eventually(t, "dev --keep starts", func() bool {
+		if code, done := d.exited(); done {
+			t.Fatalf("dev exited with %d:\n%s", code, d.stderr)
+		}
+		return strings.Contains(d.stdout.String(), "No sample traffic (--rate 0)")
+	}, func() string { return d.stdout.String() + d.stderr.String() })
+	if code := d.stop(t); code != exitOK {
+		t.Fatalf("dev --keep exit status %d, want 0:\n%s", code, d.stderr)
+	}
+	if !strings.Contains(d.stdout.String(), "kept on RabbitMQ (--keep): ") || !strings.Contains(d.stdout.String(), prefix+".escrow.commands.payout-executor.dlq (0)") {
+		t.Errorf("--keep does not say what it kept:\n%s", d.stdout)
+	}
+	if left := existing(t, plan); len(left) == 0 {
+		t.Errorf("--keep kept nothing")
+	}
+}
+
+// existing returns the queues and exchanges of plan that exist.
+func existing(t *testing.T, plan []rabbit.Declaration) []string {
+	t.Helper()
+	conn, err := amqp.Dial(rabbitURL())
+	if err != nil {
+		t.Fatalf("RabbitMQ is required: %v", err)
+	}
+	defer conn.Close()
+	var out []string
+	for _, d := range plan {
+		ch, err := conn.Channel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch d.Kind {
+		case "queue":
+			_, err = ch.QueueDeclarePassive(d.Name, true, false, false, false, nil)
+		case "exchange":
+			err = ch.ExchangeDeclarePassive(d.Name, d.Type, true, false, false, false, nil)
+		default:
+			err = errors.New("not looked up")
+		}
+		if err == nil {
+			out = append(out, d.Kind+" "+d.Name)
+			_ = ch.Close()
+		}
+	}
+	return out
 }

@@ -59,18 +59,20 @@ func pickFate(r *rand.Rand) Fate {
 
 // Producer publishes sample messages to the sample workers' topics.
 type Producer struct {
-	b    broker.Broker
-	rate float64
-	log  *slog.Logger
-	n    atomic.Int64
+	b           broker.Broker
+	topicPrefix string
+	rate        float64
+	log         *slog.Logger
+	n           atomic.Int64
 }
 
-// NewProducer returns a producer of rate messages per second on b.
-func NewProducer(b broker.Broker, rate float64, log *slog.Logger) *Producer {
+// NewProducer returns a producer of rate messages per second on b, to the
+// sample topics of s.
+func (s *Stack) NewProducer(b broker.Broker, rate float64, log *slog.Logger) *Producer {
 	if rate <= 0 {
 		rate = 5
 	}
-	return &Producer{b: b, rate: rate, log: log}
+	return &Producer{b: b, topicPrefix: s.topicPrefix(), rate: rate, log: log}
 }
 
 // Published returns how many messages the producer published.
@@ -96,11 +98,12 @@ func (p *Producer) Run(ctx context.Context) error {
 		}
 		body, _ := json.Marshal(s)
 		msg := broker.Message{Key: []byte(s.Account), Value: body, Headers: map[string]string{"content-type": "application/json"}}
-		if err := p.b.Publish(ctx, tp.topic, msg); err != nil {
+		topic := p.topicPrefix + tp.topic
+		if err := p.b.Publish(ctx, topic, msg); err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			p.log.Warn("dev: sample publish failed", "topic", tp.topic, "err", err)
+			p.log.Warn("dev: sample publish failed", "topic", topic, "err", err)
 			continue
 		}
 		p.n.Store(n)

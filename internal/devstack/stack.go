@@ -23,14 +23,26 @@ const (
 // Defaults of Config.
 const (
 	DefaultRabbitMQURL   = "amqp://guest:guest@127.0.0.1:5672/"
+	DefaultPrefix        = "redrive-dev"
 	DefaultAdminListen   = "127.0.0.1:8080"
 	DefaultMetricsListen = "127.0.0.1:9477"
+	// DefaultKafkaPort is the port of the first embedded Kafka broker
+	// where a program outside the process must find it (`redrive dev
+	// --no-samples`): Kafka's usual port.
+	DefaultKafkaPort = 9092
+	// KafkaBrokers is the number of embedded Kafka brokers.
+	KafkaBrokers = 3
 )
 
-//go:embed config.yaml.tmpl
-var configTemplate string
+var (
+	//go:embed config.yaml.tmpl
+	configTemplate string
+	//go:embed program.yaml.tmpl
+	programTemplate string
 
-var tmpl = template.Must(template.New("config").Parse(configTemplate))
+	tmpl        = template.Must(template.New("config").Parse(configTemplate))
+	programTmpl = template.Must(template.New("program").Parse(programTemplate))
+)
 
 // Config configures Start.
 type Config struct {
@@ -39,6 +51,16 @@ type Config struct {
 	Broker string
 	// RabbitMQURL is used with BrokerRabbitMQ; default DefaultRabbitMQURL.
 	RabbitMQURL string
+	// Prefix starts every name the stack declares on RabbitMQ: its
+	// exchanges and delay queues (rabbitmq.prefix) and its sample topics
+	// ("<prefix>.escrow.commands"), hence their group queues and DLQs, so
+	// that nothing it declares can clash with a user's or a test's
+	// topology. Default DefaultPrefix. On Kafka the cluster is the
+	// stack's own and topics are not prefixed.
+	Prefix string
+	// KafkaPort is the port of the first embedded Kafka broker, the
+	// others following it; 0 = random free ports.
+	KafkaPort int
 	// AdminListen and MetricsListen are the addresses of the admin API
 	// (with the console) and of the exporter; defaults DefaultAdminListen
 	// and DefaultMetricsListen.
@@ -56,6 +78,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("devstack: broker %q is not kafka or rabbitmq", c.Broker)
 	case c.Token == "":
 		return errors.New("devstack: token: required")
+	case c.KafkaPort < 0 || c.KafkaPort > 65535-KafkaBrokers+1:
+		return fmt.Errorf("devstack: kafka port %d is not in [0, %d]", c.KafkaPort, 65535-KafkaBrokers+1)
+	case c.Prefix != "" && !ValidPrefix(c.Prefix):
+		return fmt.Errorf("devstack: prefix %q is not 1 to 100 characters of [a-zA-Z0-9_-]", c.Prefix)
 	}
 	return nil
 }
@@ -66,6 +92,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RabbitMQURL == "" {
 		c.RabbitMQURL = DefaultRabbitMQURL
+	}
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
 	}
 	if c.AdminListen == "" {
 		c.AdminListen = DefaultAdminListen
@@ -89,6 +118,7 @@ type Stack struct {
 	// YAML is Config as text, for showing.
 	YAML []byte
 
+	cfg   Config
 	kafka *kfake.Cluster // nil on RabbitMQ
 	redis *miniredis.Miniredis
 }
@@ -100,39 +130,95 @@ func Start(cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	s := &Stack{redis: miniredis.NewMiniRedis()}
+	s := &Stack{cfg: cfg, redis: miniredis.NewMiniRedis()}
 	// miniredis keeps TTLs still unless told to follow the clock; heartbeats
 	// must expire for a stopped worker to read missing.
 	s.redis.ClockTTL(true)
 	if err := s.redis.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("devstack: start embedded redis: %w", err)
 	}
-	var brokers []string
 	if cfg.Broker == BrokerKafka {
-		c, err := kfake.NewCluster(kfake.NumBrokers(3)) // listens on 127.0.0.1
+		opts := []kfake.Opt{kfake.NumBrokers(KafkaBrokers)} // listens on 127.0.0.1
+		if cfg.KafkaPort > 0 {
+			ports := make([]int, KafkaBrokers)
+			for i := range ports {
+				ports[i] = cfg.KafkaPort + i
+			}
+			opts = append(opts, kfake.Ports(ports...))
+		}
+		c, err := kfake.NewCluster(opts...)
 		if err != nil {
 			s.Close()
+			if cfg.KafkaPort > 0 {
+				return nil, fmt.Errorf("devstack: start embedded kafka on 127.0.0.1 ports %d-%d (is another Kafka there?): %w",
+					cfg.KafkaPort, cfg.KafkaPort+KafkaBrokers-1, err)
+			}
 			return nil, fmt.Errorf("devstack: start embedded kafka: %w", err)
 		}
 		s.kafka = c
-		brokers = c.ListenAddrs()
 	}
-	var buf bytes.Buffer
-	err := tmpl.Execute(&buf, map[string]any{
-		"Broker": cfg.Broker, "RabbitMQURL": cfg.RabbitMQURL, "KafkaBrokers": brokers,
-		"RedisAddr": s.redis.Addr(), "AdminListen": cfg.AdminListen, "MetricsListen": cfg.MetricsListen,
-		"Token": cfg.Token,
-	})
-	if err != nil {
+	var err error
+	if s.YAML, err = s.render(tmpl); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("devstack: render configuration: %w", err)
+		return nil, err
 	}
-	s.YAML = buf.Bytes()
 	if s.Config, err = config.Parse(s.YAML); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("devstack: configuration: %w", err)
 	}
 	return s, nil
+}
+
+// render executes t with the stack's addresses and settings.
+func (s *Stack) render(t *template.Template) ([]byte, error) {
+	var buf bytes.Buffer
+	err := t.Execute(&buf, map[string]any{
+		"Broker": s.cfg.Broker, "RabbitMQURL": s.cfg.RabbitMQURL, "KafkaBrokers": s.KafkaBrokers(),
+		"RedisAddr": s.redis.Addr(), "AdminListen": s.cfg.AdminListen, "MetricsListen": s.cfg.MetricsListen,
+		"Token": s.cfg.Token, "Prefix": s.cfg.Prefix, "TopicPrefix": s.topicPrefix(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("devstack: render %s: %w", t.Name(), err)
+	}
+	return buf.Bytes(), nil
+}
+
+// topicPrefix starts the sample topics: "<prefix>." on RabbitMQ, none on
+// the stack's own Kafka.
+func (s *Stack) topicPrefix() string {
+	if s.cfg.Broker == BrokerRabbitMQ {
+		return s.cfg.Prefix + "."
+	}
+	return ""
+}
+
+// Prefix returns the prefix of every name the stack declares on RabbitMQ.
+func (s *Stack) Prefix() string { return s.cfg.Prefix }
+
+// ProgramYAML is a configuration for the user's own program on this
+// stack: its broker and Redis, the admin token read from
+// $REDRIVE_ADMIN_TOKEN, and a worker to rename. It is what `redrive dev
+// --no-samples` prints.
+func (s *Stack) ProgramYAML() []byte {
+	b, err := s.render(programTmpl)
+	if err != nil {
+		panic(err) // the template is embedded and tested
+	}
+	return b
+}
+
+// ValidPrefix reports whether p can start the stack's names: it is used
+// as a RabbitMQ prefix and as the first label of topic names.
+func ValidPrefix(p string) bool {
+	if len(p) > 100 {
+		return false
+	}
+	for _, r := range p {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return p != ""
 }
 
 // KafkaBrokers returns the embedded cluster's addresses (none on RabbitMQ).
