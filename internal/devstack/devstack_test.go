@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/internal/config"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -82,5 +83,55 @@ func TestHandlerFates(t *testing.T) {
 	}
 	if err := Handler(context.Background(), &broker.Delivery{Message: broker.Message{Value: []byte("{")}}); !errors.Is(err, broker.ErrPermanent) {
 		t.Errorf("a payload that is not JSON: %v, want a permanent error", err)
+	}
+}
+
+// On RabbitMQ every topic (hence group queue and DLQ) and the rabbitmq
+// prefix start with the stack's prefix; on Kafka the topics are the
+// sample names.
+func TestNamesArePrefixed(t *testing.T) {
+	st, err := Start(Config{Broker: BrokerRabbitMQ, Prefix: "p-1", Token: "dev-token-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if st.Config.RabbitMQ.Prefix != "p-1" {
+		t.Errorf("rabbitmq.prefix = %q", st.Config.RabbitMQ.Prefix)
+	}
+	for _, w := range st.Config.Workers {
+		if !strings.HasPrefix(w.Topic, "p-1.") {
+			t.Errorf("worker %s reads %s, not under p-1.", w.Name, w.Topic)
+		}
+	}
+	for topic := range st.Config.Lag.Thresholds {
+		if !strings.HasPrefix(topic, "p-1.") {
+			t.Errorf("lag threshold of %s, not under p-1.", topic)
+		}
+	}
+	if err := (Config{Prefix: "a.b", Token: "t"}).Validate(); err == nil {
+		t.Error("prefix a.b accepted")
+	}
+}
+
+// The configuration printed for the user's program loads, points at the
+// stack and has one worker to rename.
+func TestProgramYAML(t *testing.T) {
+	for _, b := range []string{BrokerKafka, BrokerRabbitMQ} {
+		st, err := Start(Config{Broker: b, Token: "dev-token-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(st.Close)
+		t.Setenv("REDRIVE_ADMIN_TOKEN", "program-token")
+		c, err := config.Parse(st.ProgramYAML())
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", b, err, st.ProgramYAML())
+		}
+		if c.Broker != b || c.Redis.Addr != st.RedisAddr() || c.Admin.Token != "program-token" || len(c.Workers) != 1 {
+			t.Errorf("%s: %+v", b, c)
+		}
+		if b == BrokerKafka && strings.Join(c.Kafka.Brokers, ",") != strings.Join(st.KafkaBrokers(), ",") {
+			t.Errorf("kafka.brokers %v, want %v", c.Kafka.Brokers, st.KafkaBrokers())
+		}
 	}
 }
