@@ -10,7 +10,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/worker"
 )
 
@@ -22,16 +21,17 @@ func TestRuntimeCountsClaims(t *testing.T) {
 	id := broker.NewMessageID()[:6]
 	name, topic := "claims-worker-"+id, "worker-test.claims."+id
 	reg := prometheus.NewRegistry()
-	rt, err := worker.Parse(t.Context(), []byte(fmt.Sprintf(`
+	yaml := fmt.Sprintf(`
 broker: rabbitmq
-rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test, delay: {resolution: 100ms, factor: 2, levels: 2}}
+rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test-%s, delay: {resolution: 100ms, factor: 2, levels: 2}}
 workers:
   - {name: %s, topic: %s, retry: {max_retries: 1, backoff: 100ms}}
-`, name, topic)), worker.WithoutSignals(), quiet(), worker.WithRegisterer(reg), worker.WithClaims(rdb))
+`, id, name, topic)
+	rt, err := worker.Parse(t.Context(), []byte(yaml), worker.WithoutSignals(), quiet(), worker.WithRegisterer(reg), worker.WithClaims(rdb))
 	if err != nil {
 		t.Fatalf("RabbitMQ is required: %v", err)
 	}
-	t.Cleanup(func() { deleteQueues(rabbit.Queue(topic, name), rabbit.DLQ(rabbit.Queue(topic, name))) })
+	teardown(t, yaml)
 	if got := rt.Subscriptions()[0].MaxClaims; got != broker.DefaultMaxClaims {
 		t.Fatalf("max claims = %d, want the default %d", got, broker.DefaultMaxClaims)
 	}

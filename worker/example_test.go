@@ -8,6 +8,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	_ "github.com/redrive/redrive/broker/rabbit" // registers broker: rabbitmq
+	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/worker"
 )
 
@@ -17,14 +18,19 @@ import (
 func Example() {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rt, err := worker.Parse(ctx, []byte(`
+	// Names of this run's own (a prefix, a topic), so that runs side by
+	// side never share a queue; removed at the end.
+	run := broker.NewMessageID()[:8]
+	yaml := `
 broker: rabbitmq
-rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: example}
+rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: example-` + run + `}
 workers:
   - name: payout-executor
-    topic: example.payouts
+    topic: example.payouts.` + run + `
     retry: {max_retries: 3, backoff: "1s -> 5s -> 30s"}
-`), worker.WithoutSignals(), worker.WithLogger(slog.New(slog.DiscardHandler)))
+`
+	defer removeExample(yaml)
+	rt, err := worker.Parse(ctx, []byte(yaml), worker.WithoutSignals(), worker.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -44,7 +50,7 @@ workers:
 		fmt.Println(err)
 		return
 	}
-	if err := rt.Broker().Publish(ctx, "example.payouts", broker.Message{Value: []byte("deal-42")}); err != nil {
+	if err := rt.Broker().Publish(ctx, "example.payouts."+run, broker.Message{Value: []byte("deal-42")}); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -54,4 +60,11 @@ workers:
 	// Output:
 	// paid deal-42
 	// stopped: <nil>
+}
+
+// removeExample deletes what the example declared.
+func removeExample(yaml string) {
+	if c, err := config.Parse([]byte(yaml)); err == nil {
+		removeTopology(c)
+	}
 }

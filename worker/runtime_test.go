@@ -12,13 +12,20 @@ import (
 	"github.com/redrive/redrive/worker"
 )
 
-const twoWorkers = `
+// twoWorkers is a configuration of two workers under a prefix and topic
+// of the test's own, removed when the test ends.
+func twoWorkers(t *testing.T) string {
+	id := broker.NewMessageID()[:6]
+	yaml := `
 broker: rabbitmq
-rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test-defaults}
+rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test-` + id + `}
 workers:
-  - {name: payout-executor, topic: worker-test.payouts}
-  - {name: refund-executor, topic: worker-test.payouts}
+  - {name: payout-executor, topic: worker-test.payouts.` + id + `}
+  - {name: refund-executor, topic: worker-test.payouts.` + id + `}
 `
+	teardown(t, yaml)
+	return yaml
+}
 
 func quiet() worker.Option { return worker.WithLogger(slog.New(slog.DiscardHandler)) }
 
@@ -37,7 +44,7 @@ func TestRunRefusesMismatchedHandlers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rt, err := worker.Parse(t.Context(), []byte(twoWorkers), worker.WithoutSignals(), quiet())
+			rt, err := worker.Parse(t.Context(), []byte(twoWorkers(t)), worker.WithoutSignals(), quiet())
 			if err != nil {
 				t.Fatalf("RabbitMQ is required: %v", err)
 			}

@@ -47,24 +47,7 @@ lag: {thresholds: {%s: {warning: 5, critical: 10}}}
 admin: {listen: %q, token: %q}
 exporter: {listen: %q}
 `, rabbitURL(), e.prefix, redisAddr(), pg, e.topic, e.topic, adminAddr, e.token, metricsAddr))
-	t.Cleanup(func() {
-		conn, err := amqp.Dial(rabbitURL())
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		ch, err := conn.Channel()
-		if err != nil {
-			return
-		}
-		n := rabbit.Names{Prefix: e.prefix}
-		for _, q := range []string{e.queue, e.dlqName, n.Unroutable(), n.Tier(100), n.Tier(200)} {
-			_, _ = ch.QueueDelete(q, false, false, false)
-		}
-		for _, x := range []string{n.Topics(), n.Retry(), n.DLX(), n.Unroutable(), n.Tier(100), n.Tier(200)} {
-			_ = ch.ExchangeDelete(x, false, false)
-		}
-	})
+	teardownAfter(t, e.path)
 	return e
 }
 
