@@ -134,6 +134,9 @@ func (c *adminClient) do(ctx context.Context, method, path string, query url.Val
 	if err != nil {
 		return fmt.Errorf("read the answer of %s %s: %w", method, u.Path, err)
 	}
+	if resp.StatusCode == http.StatusUnauthorized && c.token == "" {
+		return usageErrorf("no token configured: set REDRIVE_ADMIN_TOKEN or --token (the admin API at %s asks for one)", c.base.Redacted())
+	}
 	if resp.StatusCode >= 300 {
 		e := &apiError{status: resp.StatusCode, msg: errorMessage(data)}
 		if resp.StatusCode < 500 {

@@ -156,6 +156,25 @@ func TestDLQClientFromConfig(t *testing.T) {
 	}
 }
 
+// Without a token anywhere, a server that asks for one is answered with
+// what to set, not with its 401; a token that is refused keeps the
+// server's message.
+func TestDLQClientWithoutToken(t *testing.T) {
+	clearEnv(t)
+	_, url := newFakeAdmin(t, func(r *http.Request) (int, string) {
+		return http.StatusUnauthorized, `{"error":"missing or invalid bearer token"}`
+	})
+	path := writeConfig(t, "broker: rabbitmq\nadmin: {listen: \""+strings.TrimPrefix(url, "http://")+"\"}\n")
+	code, out, errOut := cli(t, "dlq", "ls", "--config", path)
+	if code != exitUsage || out != "" || !strings.HasPrefix(errOut, "redrive: dlq ls: no token configured: set REDRIVE_ADMIN_TOKEN or --token") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("dlq ls without a token: %d %q %q", code, out, errOut)
+	}
+	code, _, errOut = cli(t, "dlq", "ls", "--config", path, "--token", "wrong-token")
+	if code != exitUsage || !strings.Contains(errOut, "missing or invalid bearer token (HTTP 401") {
+		t.Errorf("dlq ls with a wrong token: %d %q", code, errOut)
+	}
+}
+
 // Replay-all follows the job to its end; a failed job exits 1 with its
 // error, after the progress lines.
 func TestDLQReplayAllFails(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -35,8 +36,9 @@ func init() {
     (RabbitMQ: <topic>.<worker>.dlq; Kafka: <topic>.dlq, one per topic),
     stores each dead letter, counts it and only then acknowledges it;
   - the admin API on admin.listen (--listen overrides it), with the bearer
-    token admin.token; without a token it refuses to start unless
-    --insecure-no-auth is given and the address is loopback;
+    token admin.token, else $REDRIVE_ADMIN_TOKEN; without a token it
+    refuses to start unless --insecure-no-auth is given and the address is
+    loopback;
   - the console on the same address (http://ADDR/): log in with
     admin.token, or read-only with admin.viewer_token;
   - the exporter on exporter.listen (--metrics-listen overrides it):
@@ -89,12 +91,32 @@ func serve(ctx context.Context, inv *invocation, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := tokenFromEnv(c); err != nil {
+		return err
+	}
 	d, err := newDaemon(c, f, daemonLogger(inv.stderr))
 	if err != nil {
 		return err
 	}
 	defer d.close()
 	return d.run(ctx)
+}
+
+// tokenFromEnv sets admin.token from $REDRIVE_ADMIN_TOKEN when the
+// configuration leaves it out, as `redrive dev` and the dlq commands read
+// it.
+func tokenFromEnv(c *config.Config) error {
+	tok := os.Getenv("REDRIVE_ADMIN_TOKEN")
+	switch {
+	case c.Admin.Token != "" || tok == "":
+		return nil
+	case len(tok) < config.MinTokenLen:
+		return usageErrorf("$REDRIVE_ADMIN_TOKEN is shorter than %d characters", config.MinTokenLen)
+	case tok == c.Admin.ViewerToken:
+		return usageErrorf("$REDRIVE_ADMIN_TOKEN is admin.viewer_token: the operator's token must differ from the viewer's")
+	}
+	c.Admin.Token = tok
+	return nil
 }
 
 // newDaemon checks the flags against c and builds the monitoring and the
@@ -160,7 +182,7 @@ func (d *daemon) check() error {
 	case len(d.policies) == 0:
 		return usageErrorf("no workers configured: serve keeps the DLQs of the configured workers")
 	case d.c.Admin.Token == "" && !d.f.insecure:
-		return usageErrorf("admin.token is empty: set it (e.g. token: \"${REDRIVE_ADMIN_TOKEN}\"), or pass --insecure-no-auth with a loopback --listen address")
+		return usageErrorf("no admin token: set admin.token (e.g. token: \"${REDRIVE_ADMIN_TOKEN}\") or $REDRIVE_ADMIN_TOKEN, or pass --insecure-no-auth with a loopback --listen address")
 	case d.c.Admin.Token == "" && !admin.IsLoopback(d.admin):
 		return usageErrorf("--insecure-no-auth is only allowed on a loopback address, not %s", d.admin)
 	}

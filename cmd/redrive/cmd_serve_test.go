@@ -310,7 +310,7 @@ func TestServeBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--config", local}, "admin.token is empty"},
+		{[]string{"--config", local}, "no admin token: set admin.token"},
 		{[]string{"--config", local, "--insecure-no-auth", "--listen", "0.0.0.0:18080"}, "--insecure-no-auth is only allowed on a loopback address"},
 		{[]string{"--config", local, "--insecure-no-auth", "--metrics-listen", "127.0.0.1:18080"}, "both listen on 127.0.0.1:18080"},
 		{[]string{"--config", local, "--insecure-no-auth", "--listen", "nowhere"}, `--listen "nowhere" is not host:port`},
@@ -322,6 +322,29 @@ func TestServeBadInput(t *testing.T) {
 		if code != exitUsage || out != "" || !strings.Contains(errOut, tt.want) || strings.Count(errOut, "\n") != 1 {
 			t.Errorf("serve %v = %d %q %q, want exit 2 and one line containing %q", tt.args, code, out, errOut, tt.want)
 		}
+	}
+	t.Setenv("REDRIVE_ADMIN_TOKEN", "short")
+	if code, _, errOut := cli(t, "serve", "--config", local); code != exitUsage || !strings.Contains(errOut, "$REDRIVE_ADMIN_TOKEN is shorter than 8 characters") {
+		t.Errorf("serve with a short $REDRIVE_ADMIN_TOKEN = %d %q", code, errOut)
+	}
+}
+
+// Without admin.token, serve takes $REDRIVE_ADMIN_TOKEN, as the dlq
+// commands do; the configuration's own token wins.
+func TestServeTokenFromEnv(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("REDRIVE_ADMIN_TOKEN", "env-token-1")
+	c := &config.Config{}
+	if err := tokenFromEnv(c); err != nil || c.Admin.Token != "env-token-1" {
+		t.Errorf("no admin.token: %q, %v; want the environment's", c.Admin.Token, err)
+	}
+	c = &config.Config{Admin: config.Admin{Token: "cfg-token-1"}}
+	if err := tokenFromEnv(c); err != nil || c.Admin.Token != "cfg-token-1" {
+		t.Errorf("admin.token set: %q, %v; want the configuration's", c.Admin.Token, err)
+	}
+	c = &config.Config{Admin: config.Admin{ViewerToken: "env-token-1"}}
+	if err := tokenFromEnv(c); err == nil {
+		t.Error("the viewer token as the operator's accepted")
 	}
 }
 
