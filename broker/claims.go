@@ -33,6 +33,14 @@ func ClaimKey(group string, parts ...string) string {
 	return "redrive:claims:" + group + ":" + strings.Join(parts, ":")
 }
 
+// UncountedMaxClaims reports whether s chose MaxClaims (it is not a
+// default) but its claims cannot be counted: no Claims, and no count of
+// the broker's own (native: a RabbitMQ quorum queue's x-delivery-count).
+// Poison-pill protection is then off; the backends warn once at start.
+func (s Subscription) UncountedMaxClaims(native bool) bool {
+	return s.MaxClaims > 0 && s.Claims == nil && !native && !s.MaxClaimsDefault
+}
+
 // Claim counts a claim of key when sub has a claim counter and max claims,
 // and reports whether the message is over the limit: it must then be
 // dead-lettered with MaxClaimsOutcome without calling the handler. A

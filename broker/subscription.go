@@ -60,6 +60,10 @@ type Subscription struct {
 	// RabbitMQ classic queues need Claims; RabbitMQ quorum queues without
 	// Claims count with the broker's x-delivery-count.
 	MaxClaims int
+	// MaxClaimsDefault says MaxClaims is a default (a configured worker
+	// that does not set max_claims), not a choice: where claims cannot be
+	// counted it is simply off, and the backends do not warn about it.
+	MaxClaimsDefault bool
 	// Claims counts claims for MaxClaims (handler starts, exactly); nil =
 	// no counting except on RabbitMQ quorum queues.
 	Claims ClaimCounter

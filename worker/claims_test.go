@@ -1,8 +1,12 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"strconv"
 	"testing"
 	"time"
@@ -80,4 +84,73 @@ workers:
 		}
 	}
 	t.Error("redrive_claims_unavailable_total not registered")
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A worker that leaves max_claims to its default, run without a claim
+// counter on a classic queue (the Quick Start), consumes without a word
+// about max_claims; one that sets max_claims there is warned that nothing
+// counts its claims.
+func TestMaxClaimsDefaultIsNoWarning(t *testing.T) {
+	for _, tt := range []struct {
+		setting string
+		warned  bool
+	}{{"", false}, {"max_claims: 3, ", true}} {
+		id := broker.NewMessageID()[:6]
+		name, topic := "mc-"+id, "worker-test.mc."+id
+		yaml := fmt.Sprintf(`
+broker: rabbitmq
+rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test-%s}
+workers:
+  - {name: %s, topic: %s, %sretry: {backoff: 1s}}
+`, id, name, topic, tt.setting)
+		var logs syncBuffer
+		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		rt, err := worker.Parse(t.Context(), []byte(yaml), worker.WithoutSignals(), worker.WithLogger(log))
+		if err != nil {
+			t.Fatalf("RabbitMQ is required: %v", err)
+		}
+		teardown(t, yaml)
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		handled := make(chan struct{}, 1)
+		go func() {
+			done <- rt.Run(ctx, worker.Handlers{name: func(context.Context, *broker.Delivery) error { handled <- struct{}{}; return nil }})
+		}()
+		if err := rt.Broker().Declare(t.Context(), rt.Subscriptions()...); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.Broker().Publish(t.Context(), topic, broker.Message{Value: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-handled: // consuming: the warning, if any, is written
+		case <-time.After(30 * time.Second):
+			t.Fatal("message not handled")
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if warned := strings.Contains(logs.String(), "max_claims is set but there is no claim counter"); warned != tt.warned {
+			t.Errorf("%q: warned %v, want %v; logs:\n%s", tt.setting, warned, tt.warned, logs.String())
+		}
+	}
 }

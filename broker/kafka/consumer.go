@@ -104,7 +104,7 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 	c.retryTopic = RetryTopic(sub.Topic, sub.Group)
 	c.log.Info("consuming", "retry_mode", sub.RetryMode, "concurrency", sub.Concurrency, "max_claims", sub.MaxClaims)
 	defer b.track(sub.Topic, sub.Group, c)()
-	if sub.MaxClaims > 0 && sub.Claims == nil {
+	if sub.UncountedMaxClaims(false) {
 		c.log.Warn("max_claims is set but there is no claim counter (worker.WithClaims): poison-pill protection is off")
 	}
 	if err := c.consume(ctx, sub.Group, sub.Topic, c.retryTopic); err != nil {

@@ -38,7 +38,7 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 	c := &consumer{b: b, sub: sub, h: h, queue: Queue(sub.Topic, sub.Group), instance: b.cfg.InstanceID,
 		log: b.log.With("queue", Queue(sub.Topic, sub.Group))}
 	defer b.probe.track(c.queue, &c.consuming)()
-	if sub.MaxClaims > 0 && sub.Claims == nil && b.cfg.QueueType != Quorum {
+	if sub.UncountedMaxClaims(b.cfg.QueueType == Quorum) {
 		c.log.Warn("rabbit: max_claims is set but there is no claim counter (worker.WithClaims) and the queue is classic: poison-pill protection is off")
 	}
 	wait := minReconnect

@@ -11,7 +11,9 @@ func init() {
 		name:    "config check",
 		summary: "Validate the configuration and print it normalized, secrets masked",
 		help: `Loads the configuration (${ENV} expansion, defaults, validation) and prints
-it as YAML with every default filled in and the secrets (URL passwords,
+it as YAML with every default filled in (the effective values, Kafka
+client settings included; max_claims only when set, since its default
+depends on the program's claim counter) and the secrets (URL passwords,
 admin.token, redis.password, kafka.sasl.password) masked. On problems it
 prints one line per problem, naming the field, and exits with status 2.`,
 		flags: func(*flag.FlagSet) action { return configCheck },

@@ -82,7 +82,9 @@ func (c *Config) ApplyDefaults() {
 }
 
 // WithDefaults returns w with every unset field set to its documented
-// default: queue_ttl 5m, concurrency 1, prefetch 2 × concurrency, retry
+// default: queue_ttl 5m, concurrency 1, prefetch 2 × concurrency (max_claims
+// stays unset: its default depends on the claim counter, see
+// Worker.Subscription), retry
 // max_retries 5 (unless unlimited), backoff "1s -> 5s -> 30s -> 5m -> 30m",
 // repeat_last true, mode blocking, an exponential back-off's initial 1s and
 // multiplier 2, dlq severity warning and retention 30d.
@@ -92,10 +94,6 @@ func (w Worker) WithDefaults() Worker {
 		w.QueueTTL = &ttl
 	}
 	setDefault(&w.Concurrency, DefaultConcurrency)
-	if w.MaxClaims == nil {
-		n := broker.DefaultMaxClaims
-		w.MaxClaims = &n
-	}
 	if w.Prefetch == 0 && w.Concurrency > 0 && w.Concurrency <= broker.MaxConcurrency {
 		w.Prefetch = min(2*w.Concurrency, broker.MaxPrefetch)
 	}

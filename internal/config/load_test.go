@@ -213,8 +213,9 @@ func TestDefaults(t *testing.T) {
 		{"queue_ttl", *w.QueueTTL, Duration(5 * time.Minute)},
 		{"concurrency", w.Concurrency, 1},
 		{"prefetch", w.Prefetch, 2},
-		{"max_claims", *w.MaxClaims, 5},
+		{"max_claims (unset: it depends on the claim counter)", w.MaxClaims, (*int)(nil)},
 		{"subscription max claims", w.Subscription().MaxClaims, 5},
+		{"subscription max claims is a default", w.Subscription().MaxClaimsDefault, true},
 		{"max_retries", *w.Retry.MaxRetries, 5},
 		{"backoff", w.Retry.Backoff.String(), "1s -> 5s -> 30s -> 5m -> 30m"},
 		{"repeat_last", *w.Retry.RepeatLast, true},
@@ -242,7 +243,7 @@ workers:
 	if v.Prefetch != 1 || v.Retry.MaxRetries != nil || !v.Policy().Unlimited {
 		t.Errorf("v: prefetch %d max_retries %v unlimited %v", v.Prefetch, v.Retry.MaxRetries, v.Policy().Unlimited)
 	}
-	if *w.MaxClaims != 0 || w.Subscription().MaxClaims != 0 {
+	if *w.MaxClaims != 0 || w.Subscription().MaxClaims != 0 || w.Subscription().MaxClaimsDefault {
 		t.Errorf("explicit max_claims 0 (off) became %d", *w.MaxClaims)
 	}
 	if s := w.Subscription(); s.MaxAge != 0 || s.Policy.MaxRetries != 0 || s.Policy.Backoff.(retrypolicy.Schedule).NoRepeat != true {
@@ -269,7 +270,7 @@ workers:
 `, nil)
 	sub := c.Workers[0].Subscription()
 	want := broker.Subscription{
-		Topic: "t", Group: "w", RetryMode: broker.NonBlocking, Concurrency: 3, Prefetch: 6, MaxAge: time.Minute, MaxClaims: 5,
+		Topic: "t", Group: "w", RetryMode: broker.NonBlocking, Concurrency: 3, Prefetch: 6, MaxAge: time.Minute, MaxClaims: 5, MaxClaimsDefault: true,
 		DLQ: broker.DLQOptions{Severity: "info", Retention: broker.Forever},
 		Policy: retrypolicy.Policy{
 			MaxRetries:   4,

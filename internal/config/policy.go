@@ -26,19 +26,25 @@ func (w Worker) Policy() retrypolicy.Policy {
 
 // Subscription returns the broker subscription of the worker, defaults
 // applied: group = name, the retry policy and mode, concurrency, prefetch,
-// max age = queue_ttl, and the DLQ severity and retention ("forever" is
-// broker.Forever).
+// max age = queue_ttl, max claims (unset: broker.DefaultMaxClaims marked
+// MaxClaimsDefault, off where nothing counts claims), and the DLQ severity
+// and retention ("forever" is broker.Forever).
 func (w Worker) Subscription() broker.Subscription {
 	w = w.WithDefaults()
+	maxClaims := broker.DefaultMaxClaims
+	if w.MaxClaims != nil {
+		maxClaims = *w.MaxClaims
+	}
 	return broker.Subscription{
-		Topic:       w.Topic,
-		Group:       w.Name,
-		Policy:      w.Policy(),
-		RetryMode:   broker.RetryMode(w.Retry.Mode),
-		Concurrency: w.Concurrency,
-		Prefetch:    w.Prefetch,
-		MaxAge:      time.Duration(*w.QueueTTL),
-		MaxClaims:   *w.MaxClaims,
+		Topic:            w.Topic,
+		Group:            w.Name,
+		Policy:           w.Policy(),
+		RetryMode:        broker.RetryMode(w.Retry.Mode),
+		Concurrency:      w.Concurrency,
+		Prefetch:         w.Prefetch,
+		MaxAge:           time.Duration(*w.QueueTTL),
+		MaxClaims:        maxClaims,
+		MaxClaimsDefault: w.MaxClaims == nil,
 		DLQ: broker.DLQOptions{
 			Severity:  w.DLQ.Severity,
 			Retention: w.DLQ.Retention.Value(),

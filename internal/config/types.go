@@ -216,8 +216,13 @@ type Worker struct {
 	Prefetch int `yaml:"prefetch"`
 	// MaxClaims dead-letters a message with reason max_claims once it was
 	// delivered this many times without its handler finishing (a handler
-	// that kills the process). Default 5; 0 = off.
-	MaxClaims *int  `yaml:"max_claims"`
+	// that kills the process); >= 0, 0 = off. Counting claims needs a
+	// claim counter (worker.WithClaims or WithHeartbeat: Redis) or, on
+	// RabbitMQ, quorum queues (the broker's x-delivery-count). Unset = 5
+	// where claims are counted and off elsewhere, silently; a value set
+	// where nothing counts claims logs a warning at start (protection
+	// off).
+	MaxClaims *int `yaml:"max_claims,omitempty"`
 	Retry     Retry `yaml:"retry"`
 	DLQ       DLQ   `yaml:"dlq"`
 }
