@@ -138,6 +138,12 @@ func TestConfigCheckExamples(t *testing.T) {
 		if strings.Contains(out, "guest:guest") || strings.Contains(out, "redrive:redrive@") {
 			t.Errorf("%s: a URL password is printed:\n%s", path, out)
 		}
+		// Effective values, not zero values: the Kafka client's defaults.
+		for _, want := range []string{"client_id: redrive", "commit_interval: 1s", "session_timeout: 45s"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: output lacks the effective %q:\n%s", path, want, out)
+			}
+		}
 	}
 }
 

@@ -22,6 +22,15 @@ const (
 
 	DefaultKafkaPartitions        = 3
 	DefaultKafkaReplicationFactor = -1
+	// The Kafka client's settings: broker/kafka's defaults (a test keeps
+	// them equal), filled in so that `redrive config check` shows what
+	// runs.
+	DefaultKafkaClientID          = "redrive"
+	DefaultKafkaCommitInterval    = time.Second
+	DefaultKafkaFetchMaxWait      = 500 * time.Millisecond
+	DefaultKafkaHeartbeatInterval = 3 * time.Second
+	DefaultKafkaSessionTimeout    = 45 * time.Second
+	DefaultKafkaRebalanceTimeout  = 60 * time.Second
 
 	DefaultRedisAddr      = "127.0.0.1:6379"
 	DefaultAdminListen    = "127.0.0.1:8080"
@@ -64,6 +73,13 @@ func (c *Config) ApplyDefaults() {
 	c.Kafka.Brokers = splitBrokers(c.Kafka.Brokers)
 	setDefault(&c.Kafka.Partitions, DefaultKafkaPartitions)
 	setDefault(&c.Kafka.ReplicationFactor, DefaultKafkaReplicationFactor)
+	k := &c.Kafka
+	setDefault(&k.ClientID, DefaultKafkaClientID)
+	setDefault(&k.CommitInterval, Duration(DefaultKafkaCommitInterval))
+	setDefault(&k.FetchMaxWait, Duration(DefaultKafkaFetchMaxWait))
+	setDefault(&k.HeartbeatInterval, Duration(DefaultKafkaHeartbeatInterval))
+	setDefault(&k.SessionTimeout, Duration(DefaultKafkaSessionTimeout))
+	setDefault(&k.RebalanceTimeout, Duration(DefaultKafkaRebalanceTimeout))
 
 	setDefault(&c.Redis.Addr, DefaultRedisAddr)
 	setDefault(&c.Admin.Listen, DefaultAdminListen)

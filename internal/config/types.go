@@ -103,23 +103,22 @@ type Kafka struct {
 	// default, else >= 1.
 	ReplicationFactor int `yaml:"replication_factor"`
 
-	// Client tuning: unset = the Kafka backend's default (see
-	// broker/kafka.Config).
+	// Client tuning: the defaults are the Kafka backend's (see
+	// broker/kafka.Config); 0 or unset = the default.
 
-	// ClientID is the client id the brokers see; unset = `redrive`.
+	// ClientID is the client id the brokers see.
 	ClientID string `yaml:"client_id"`
 	// CommitInterval is how often the offsets of done records are
-	// committed (also on revoke and shutdown); >= 0; unset = 1s.
+	// committed (also on revoke and shutdown); >= 0.
 	CommitInterval Duration `yaml:"commit_interval"`
-	// FetchMaxWait is how long a fetch waits on the broker for data; >= 0;
-	// unset = 500ms.
+	// FetchMaxWait is how long a fetch waits on the broker for data; >= 0.
 	FetchMaxWait Duration `yaml:"fetch_max_wait"`
 	// HeartbeatInterval is the group heartbeat period; shorter than
-	// session_timeout; unset = 3s.
+	// session_timeout.
 	HeartbeatInterval Duration `yaml:"heartbeat_interval"`
-	// SessionTimeout is the group session timeout; unset = 45s.
+	// SessionTimeout is the group session timeout.
 	SessionTimeout Duration `yaml:"session_timeout"`
-	// RebalanceTimeout is how long a rebalance may take; unset = 60s.
+	// RebalanceTimeout is how long a rebalance may take.
 	RebalanceTimeout Duration `yaml:"rebalance_timeout"`
 
 	// TLS, when present, connects to the brokers over TLS ({} = the
