@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/heartbeat"
 )
 
 // kafkaCluster is a kfake cluster whose topic "orders" (2 partitions)
@@ -143,6 +144,31 @@ func TestExporterBadInput(t *testing.T) {
 		code, _, errOut := cli(t, append([]string{"exporter", "--config", path}, tt.args...)...)
 		if code != exitUsage || !strings.Contains(errOut, tt.want) || strings.Count(errOut, "\n") != 1 {
 			t.Errorf("exporter %v = %d %q, want exit 2 and %q", tt.args, code, errOut, tt.want)
+		}
+	}
+}
+
+// The exit of `redrive workers` follows the worst severity of the
+// configured workers; other worker types are shown but do not count.
+func TestWorkersExit(t *testing.T) {
+	row := func(typ string, s heartbeat.Severity) heartbeat.WorkerStatus {
+		return heartbeat.WorkerStatus{Type: typ, Severity: s}
+	}
+	tests := []struct {
+		rows       []heartbeat.WorkerStatus
+		configured []string
+		want       int
+	}{
+		{nil, nil, exitOK},
+		{[]heartbeat.WorkerStatus{row("a", heartbeat.SeverityOK)}, []string{"a"}, exitOK},
+		{[]heartbeat.WorkerStatus{row("a", heartbeat.SeverityOK), row("a", heartbeat.SeverityWarning)}, []string{"a"}, exitWarning},
+		{[]heartbeat.WorkerStatus{row("a", heartbeat.SeverityWarning), row("b", heartbeat.SeverityCritical)}, []string{"a", "b"}, exitCritical},
+		{[]heartbeat.WorkerStatus{row("a", heartbeat.SeverityOK), row("stale", heartbeat.SeverityCritical)}, []string{"a"}, exitOK},
+		{[]heartbeat.WorkerStatus{row("stale", heartbeat.SeverityCritical)}, nil, exitCritical},
+	}
+	for i, tt := range tests {
+		if got := exitCode(workersExit(tt.rows, tt.configured)); got != tt.want {
+			t.Errorf("%d: exit %d, want %d", i, got, tt.want)
 		}
 	}
 }

@@ -22,7 +22,7 @@ import (
 // RabbitMQ prefix and topic of its own, a PostgreSQL schema of its own,
 // free ports, and the topology removed when the test ends.
 type serveEnv struct {
-	path, topic, queue, dlqName, token string
+	path, topic, queue, dlqName, token, worker string
 	admin, metrics                     string // base URLs
 	prefix                             string
 }
@@ -31,7 +31,8 @@ func newServeEnv(t *testing.T) *serveEnv {
 	t.Helper()
 	id := strings.ToLower(broker.NewMessageID()[:8])
 	e := &serveEnv{topic: "srv." + id, prefix: "srv-" + id, token: "t0ken-" + id}
-	e.queue = rabbit.Queue(e.topic, "billing")
+	e.worker = "billing-" + id
+	e.queue = rabbit.Queue(e.topic, e.worker)
 	e.dlqName = rabbit.DLQ(e.queue)
 	adminAddr, metricsAddr := freeAddr(t), freeAddr(t)
 	e.admin, e.metrics = "http://"+adminAddr, "http://"+metricsAddr
@@ -42,11 +43,11 @@ rabbitmq: {url: %q, prefix: %s, delay: {resolution: 100ms, factor: 2, levels: 2}
 redis: {addr: %q}
 postgres: {url: %q}
 workers:
-  - {name: billing, topic: %s, retry: {max_retries: 0, backoff: 100ms}, dlq: {severity: critical}}
+  - {name: %s, topic: %s, retry: {max_retries: 0, backoff: 100ms}, dlq: {severity: critical}}
 lag: {thresholds: {%s: {warning: 5, critical: 10}}}
 admin: {listen: %q, token: %q}
 exporter: {listen: %q}
-`, rabbitURL(), e.prefix, redisAddr(), pg, e.topic, e.topic, adminAddr, e.token, metricsAddr))
+`, rabbitURL(), e.prefix, redisAddr(), pg, e.worker, e.topic, e.topic, adminAddr, e.token, metricsAddr))
 	teardownAfter(t, e.path)
 	return e
 }
@@ -94,7 +95,7 @@ func (e *serveEnv) deadLetter(t *testing.T, ch *amqp.Channel, body, errMsg strin
 		MessageId: broker.NewMessageID(), Body: []byte(body), DeliveryMode: amqp.Persistent,
 		Headers: amqp.Table{
 			broker.HeaderReason: "max_retries", broker.HeaderError: errMsg, broker.HeaderErrorClass: "db.Timeout",
-			broker.HeaderWorker: "billing", broker.HeaderSource: e.queue, broker.HeaderTopic: e.topic,
+			broker.HeaderWorker: e.worker, broker.HeaderSource: e.queue, broker.HeaderTopic: e.topic,
 			broker.HeaderAttempt: "4", broker.HeaderFirstFailureAt: now, broker.HeaderLastFailureAt: now,
 		},
 	})
@@ -232,21 +233,27 @@ func TestServeDLQOperations(t *testing.T) {
 	}
 	e.pending(t, 0)
 
-	// The tables of workers and lag.
+	// The tables of workers and lag. The configured worker, never seen,
+	// is MISSING (exit 4); once it beats, RUNNING (exit 0).
+	code, out, errOut = cli(t, "workers", "--config", e.path)
+	if f := fields(out, e.worker+" "); code != exitCritical || len(f) < 4 || f[1] != "-" || f[2] != "MISSING" || f[3] != "CRITICAL" ||
+		!strings.Contains(errOut, "worst severity of the configured workers: CRITICAL (exit 4)") {
+		t.Errorf("workers before a heartbeat: %d, row %v\n%s%s", code, f, out, errOut)
+	}
 	rdb := newRedisClient(t)
-	pub, err := heartbeat.NewPublisher(rdb, heartbeat.PublisherConfig{Type: e.prefix, Instance: "test-1"})
+	pub, err := heartbeat.NewPublisher(rdb, heartbeat.PublisherConfig{Type: e.worker, Instance: "test-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = pub.Deregister(context.Background())
-		rdb.SRem(context.Background(), "workers", e.prefix)
+		rdb.SRem(context.Background(), "workers", e.worker)
 	})
 	if err := pub.Beat(t.Context()); err != nil {
 		t.Fatalf("beat: %v", err)
 	}
 	code, out, errOut = cli(t, "workers", "--config", e.path)
-	if f := fields(out, e.prefix+" "); code != exitOK || len(f) < 4 || f[1] != "test-1" || f[2] != "RUNNING" || f[3] != "OK" {
+	if f := fields(out, e.worker+" "); code != exitOK || len(f) < 4 || f[1] != "test-1" || f[2] != "RUNNING" || f[3] != "OK" || errOut != "" {
 		t.Errorf("workers: %d, row %v\n%s%s", code, f, out, errOut)
 	}
 	code, out, errOut = cli(t, "lag", "--config", e.path)

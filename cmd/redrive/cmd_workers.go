@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"text/tabwriter"
 	"time"
 
@@ -19,10 +20,16 @@ func init() {
 		help: `Reads every worker heartbeat from Redis once and prints one line per
 instance: its status (RUNNING, SHUTTING_DOWN, LATE, MISSING), severity
 (OK, WARNING, CRITICAL), when it last beat and last handled a message, the
-lag it reports and why it is not OK. Thresholds come from the heartbeat:
-section and, per worker, from lag.thresholds of its topic. Exits with
-status 1 when Redis cannot be read. --retired prints the last retirements
-('redrive workers retire') instead.`,
+lag it reports and why it is not OK. A configured worker of which no
+heartbeat was seen is one line, instance "-", MISSING and CRITICAL.
+Thresholds come from the heartbeat: section and, per worker, from
+lag.thresholds of its topic. --retired prints the last retirements
+('redrive workers retire') instead.
+
+Exit status, for scripts and cron, from the configured workers' rows
+(rows of other worker types are shown but do not count): 0 all OK, 3 the
+worst is WARNING, 4 the worst is CRITICAL; 1 Redis cannot be read (health
+unknown), 2 bad input.`,
 		flags: func(fs *flag.FlagSet) action {
 			timeout := fs.Duration("timeout", 10*time.Second, "give up reading Redis after `DURATION`")
 			retired := fs.Int("retired", 0, "print the last `N` retirements (who, when, why) instead of the table")
@@ -84,7 +91,31 @@ func workers(ctx context.Context, inv *invocation, timeout time.Duration, retire
 	if err != nil {
 		return fmt.Errorf("cannot read heartbeats from redis at %s: %w", c.Redis.Addr, err)
 	}
-	return heartbeat.Render(inv.stdout, rows)
+	names := workerNames(c)
+	rows = heartbeat.WithExpected(rows, names, time.Now())
+	if err := heartbeat.Render(inv.stdout, rows); err != nil {
+		return err
+	}
+	return workersExit(rows, names)
+}
+
+// workersExit is the exit of `redrive workers`: the worst severity of the
+// configured workers' rows (of every row when none is configured), 0 for
+// OK, else a statusError of exitWarning or exitCritical. Rows of worker
+// types the configuration does not name (another application's, stale
+// ones) are shown but do not count.
+func workersExit(rows []heartbeat.WorkerStatus, configured []string) error {
+	if len(configured) > 0 {
+		rows = slices.DeleteFunc(slices.Clone(rows), func(r heartbeat.WorkerStatus) bool { return !slices.Contains(configured, r.Type) })
+	}
+	switch worst := heartbeat.Worst(rows); worst {
+	case heartbeat.SeverityOK:
+		return nil
+	case heartbeat.SeverityWarning:
+		return &statusError{code: exitWarning, msg: "worst severity of the configured workers: WARNING (exit 3)"}
+	default:
+		return &statusError{code: exitCritical, msg: fmt.Sprintf("worst severity of the configured workers: %s (exit 4)", worst)}
+	}
 }
 
 func retireWorker(ctx context.Context, inv *invocation, actor, reason string) error {

@@ -30,12 +30,26 @@ func usageErrorf(format string, args ...any) error {
 	return badInput(fmt.Errorf(format, args...))
 }
 
+// statusError ends a command that ran to completion with an exit status
+// of its own (redrive workers: the worst severity) and a one-line
+// message.
+type statusError struct {
+	code int
+	msg  string
+}
+
+// Error returns the message.
+func (e *statusError) Error() string { return e.msg }
+
 // exitCode maps an action's error to the exit status.
 func exitCode(err error) int {
 	var u *usageError
+	var s *statusError
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &s):
+		return s.code
 	case errors.As(err, &u):
 		return exitUsage
 	}

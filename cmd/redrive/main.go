@@ -34,6 +34,9 @@ const (
 	exitOK      = 0 // success
 	exitFailure = 1 // runtime failure
 	exitUsage   = 2 // bad input: usage or configuration
+	// redrive workers: the worst severity when it is not OK.
+	exitWarning  = 3
+	exitCritical = 4
 )
 
 // run runs the command line args (without the program name) and returns

@@ -28,7 +28,8 @@ Commands:
 Every command takes --config FILE (default $REDRIVE_CONFIG, else %s).
 Run 'redrive <command> --help' for its flags.
 
-Exit status: 0 success, 1 runtime failure, 2 bad input (usage or configuration).
+Exit status: 0 success, 1 runtime failure, 2 bad input (usage or configuration);
+redrive workers also 3 (worst severity WARNING) and 4 (CRITICAL).
 `, defaultConfigFile)
 }
 
