@@ -94,7 +94,27 @@ type QueueDepth struct {
 	Messages int
 	// Consumers is the number of consumers.
 	Consumers int
+	// Role says what the queue is for, hence whether it should have a
+	// consumer: group queues and DLQs should, delay and unroutable queues
+	// never have one. Empty when the sampler was not told (SamplerConfig.
+	// RabbitRoles).
+	Role QueueRole
 }
+
+// QueueRole is what a RabbitMQ queue is for.
+type QueueRole string
+
+// Queue roles.
+const (
+	RoleGroup      QueueRole = "group"      // <topic>.<group>: its worker consumes it
+	RoleDLQ        QueueRole = "dlq"        // <topic>.<group>.dlq: the keeper (redrive serve) consumes it
+	RoleDelay      QueueRole = "delay"      // delay tiers or route levels: messages wait out a TTL, no consumer by design
+	RoleUnroutable QueueRole = "unroutable" // parked messages wait for an operator, no consumer by design
+)
+
+// ExpectsConsumer reports whether a queue of role r should have a
+// consumer (an unknown role is assumed to).
+func (r QueueRole) ExpectsConsumer() bool { return r != RoleDelay && r != RoleUnroutable }
 
 // Measure returns the depth of each queue, in order. A queue that does not
 // exist reads Exists false. It fails (wrapping ErrUnavailable) when
@@ -187,4 +207,18 @@ func RabbitQueues(n rabbit.Names, delayQueues []string, groupQueues ...string) [
 	}
 	out = append(out, delayQueues...)
 	return append(out, n.Unroutable())
+}
+
+// RabbitRoles gives the role of each queue RabbitQueues lists for the same
+// arguments.
+func RabbitRoles(n rabbit.Names, delayQueues []string, groupQueues ...string) map[string]QueueRole {
+	out := make(map[string]QueueRole, 2*len(groupQueues)+len(delayQueues)+1)
+	for _, q := range delayQueues {
+		out[q] = RoleDelay
+	}
+	out[n.Unroutable()] = RoleUnroutable
+	for _, q := range groupQueues {
+		out[q], out[rabbit.DLQ(q)] = RoleGroup, RoleDLQ
+	}
+	return out
 }

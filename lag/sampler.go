@@ -58,6 +58,9 @@ type SamplerConfig struct {
 	// Rabbit measures RabbitQueues; nil = no RabbitMQ.
 	Rabbit       *Rabbit
 	RabbitQueues []string
+	// RabbitRoles gives the depths their Role (see RabbitRoles); a queue
+	// not in it has none.
+	RabbitRoles map[string]QueueRole
 	// Logger receives failed samples, once per outage of each source;
 	// default slog.Default().
 	Logger *slog.Logger
@@ -161,6 +164,9 @@ func (s *Sampler) Sample(ctx context.Context) error {
 		depths, err := s.cfg.Rabbit.Measure(ctx, s.cfg.RabbitQueues...)
 		if err != nil {
 			depths = nil
+		}
+		for i := range depths {
+			depths[i].Role = s.cfg.RabbitRoles[depths[i].Queue]
 		}
 		s.mu.Lock()
 		s.rabbit, s.rabbitAt, s.rabbitErr, s.rabbitOnce = depths, time.Now(), err, true

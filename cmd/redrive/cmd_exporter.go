@@ -175,6 +175,7 @@ func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (
 			return nil, badInput(err)
 		}
 		lc.RabbitQueues = lag.RabbitQueues(names, delay, queues...)
+		lc.RabbitRoles = lag.RabbitRoles(names, delay, queues...)
 		m.cfg.Unroutable = names.Unroutable()
 	}
 	s, err := lag.NewSampler(lc)
