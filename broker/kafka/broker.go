@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -65,13 +66,24 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
+	started := time.Now()
 	if err := cl.Ping(pctx); err != nil {
 		cl.Close()
-		return nil, fmt.Errorf("kafka: cannot reach brokers %s within %s: %w", b.brokerList(), cfg.ConnectTimeout, err)
+		return nil, fmt.Errorf("kafka: cannot reach brokers %s (%s): %w", b.brokerList(), waited(time.Since(started), cfg.ConnectTimeout), err)
 	}
 	b.prod = cl
 	b.adm = kadm.NewClient(cl)
 	return b, nil
+}
+
+// waited says how long a failed attempt took against its limit: "gave up
+// after 10s" when it ran out of time, "failed after 3ms" when every
+// broker refused before that.
+func waited(took, limit time.Duration) string {
+	if took >= limit {
+		return "gave up after " + limit.String()
+	}
+	return fmt.Sprintf("failed after %s, before the %s connect timeout", took.Round(time.Millisecond), limit)
 }
 
 // baseOptions are the options every client of b shares.

@@ -52,7 +52,7 @@ func readParams(r *http.Request, allowed ...string) *params {
 	for k, vs := range v {
 		switch {
 		case !slices.Contains(allowed, k):
-			p.err = bad(k, "unknown parameter (allowed: %s)", strings.Join(allowed, ", "))
+			p.err = unknownParam(k, allowed)
 		case len(vs) > 1:
 			p.err = bad(k, "given %d times", len(vs))
 		}
@@ -61,6 +61,15 @@ func readParams(r *http.Request, allowed ...string) *params {
 		}
 	}
 	return p
+}
+
+// unknownParam is the error of a query parameter k the endpoint does not
+// take, naming the ones it does.
+func unknownParam(k string, allowed []string) error {
+	if len(allowed) == 0 {
+		return bad(k, "unknown parameter: this endpoint takes no query parameters")
+	}
+	return bad(k, "unknown parameter (allowed: %s)", strings.Join(allowed, ", "))
 }
 
 func (p *params) str(name string) string { return p.v.Get(name) }
