@@ -23,8 +23,8 @@ import (
 // free ports, and the topology removed when the test ends.
 type serveEnv struct {
 	path, topic, queue, dlqName, token, worker string
-	admin, metrics                     string // base URLs
-	prefix                             string
+	admin, metrics                             string // base URLs
+	prefix                                     string
 }
 
 func newServeEnv(t *testing.T) *serveEnv {

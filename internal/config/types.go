@@ -221,7 +221,7 @@ type Worker struct {
 	// where claims are counted and off elsewhere, silently; a value set
 	// where nothing counts claims logs a warning at start (protection
 	// off).
-	MaxClaims *int `yaml:"max_claims,omitempty"`
+	MaxClaims *int  `yaml:"max_claims,omitempty"`
 	Retry     Retry `yaml:"retry"`
 	DLQ       DLQ   `yaml:"dlq"`
 }
