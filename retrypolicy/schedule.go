@@ -60,28 +60,53 @@ func (s Schedule) longest(n int) time.Duration {
 	return longest
 }
 
+// ScheduleError is ParseSchedule's error for a schedule with bad steps:
+// every one of them, not only the first. It wraps ErrInvalid.
+type ScheduleError struct {
+	// Schedule is the text parsed.
+	Schedule string
+	// Steps say what is wrong with each bad step, in order:
+	// `step 2: "5x" is not a duration`, `step 3 is empty`.
+	Steps []string
+}
+
+// Error lists every bad step on one line.
+func (e *ScheduleError) Error() string {
+	return fmt.Sprintf("%s: schedule %q: %s", ErrInvalid, e.Schedule, strings.Join(e.Steps, "; "))
+}
+
+// Unwrap returns ErrInvalid.
+func (e *ScheduleError) Unwrap() error { return ErrInvalid }
+
 // ParseSchedule parses "1s -> 5s -> 30s -> 5m -> 30m". Steps are separated
 // by "->" or commas; each step is a duration as ParseDuration reads it.
-// Empty and negative steps are errors that name the step (1-based).
+// Empty and negative steps are errors that name the step (1-based); a
+// *ScheduleError reports every bad step.
 func ParseSchedule(s string) (Schedule, error) {
 	if strings.TrimSpace(s) == "" {
 		return Schedule{}, fmt.Errorf("%w: schedule %q is empty", ErrInvalid, s)
 	}
 	steps := strings.Split(strings.ReplaceAll(s, "->", ","), ",")
 	sch := Schedule{Delays: make([]time.Duration, 0, len(steps))}
+	bad := &ScheduleError{Schedule: s}
 	for i, f := range steps {
 		f = strings.TrimSpace(f)
 		if f == "" {
-			return Schedule{}, fmt.Errorf("%w: schedule %q: step %d is empty", ErrInvalid, s, i+1)
+			bad.Steps = append(bad.Steps, fmt.Sprintf("step %d is empty", i+1))
+			continue
 		}
 		d, problem := parseDuration(f)
 		if problem == "" && d < 0 {
 			problem = "is negative"
 		}
 		if problem != "" {
-			return Schedule{}, fmt.Errorf("%w: schedule %q: step %d: %q %s", ErrInvalid, s, i+1, f, problem)
+			bad.Steps = append(bad.Steps, fmt.Sprintf("step %d: %q %s", i+1, f, problem))
+			continue
 		}
 		sch.Delays = append(sch.Delays, d)
+	}
+	if len(bad.Steps) > 0 {
+		return Schedule{}, bad
 	}
 	return sch, nil
 }

@@ -71,6 +71,7 @@ func TestParseScheduleErrors(t *testing.T) {
 		{"9999999d", []string{"step 1", "out of range"}},
 		{"106751d23h47m17s", []string{"step 1", "out of range"}},
 		{"1s -> 5s\n -> oops\nmore", []string{"step 3", `"oops\nmore"`}},
+		{"1s -> 5x -> -1s -> 30s ->", []string{"step 2", `"5x"`, "step 3", `"-1s" is negative`, "step 5 is empty"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

@@ -175,7 +175,7 @@ workers:
   - name: post-scheduler
     topic: delivery.commands
     queue_ttl: 5x
-    retry: {backoff: "1s -> 5x"}
+    retry: {backoff: "1s -> 5x -> -2s"}
 `)
 	code, out, errOut := cli(t, "config", "check", "--config", path)
 	want := []string{
@@ -183,6 +183,7 @@ workers:
 		`redrive: config check: workers[0].retry.backof: unknown key (line 7); did you mean "backoff"?`,
 		`redrive: config check: workers[1].queue_ttl: "5x" is not a duration`,
 		`redrive: config check: workers[1].retry.backoff: step 2: "5x" is not a duration`,
+		`redrive: config check: workers[1].retry.backoff: step 3: "-2s" is negative`,
 	}
 	if code != exitUsage || out != "" {
 		t.Errorf("exit %d, stdout %q; want 2 and nothing", code, out)

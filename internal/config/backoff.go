@@ -89,7 +89,9 @@ func (b *Backoff) decodeNode(d *decoder, path string, n *yaml.Node) {
 		}
 		sch, err := retrypolicy.ParseSchedule(s)
 		if err != nil {
-			d.fail(path, n, err, "%s", scheduleMsg(s, err))
+			for _, msg := range scheduleMsgs(s, err) { // every bad step, one line each
+				d.fail(path, n, err, "%s", msg)
+			}
 			return
 		}
 		*b = Backoff{Delays: sch.Delays}
@@ -139,6 +141,22 @@ func scheduleMsg(s string, err error) string {
 		msg = strings.TrimPrefix(msg, "step 1: ")
 	}
 	return msg
+}
+
+// scheduleMsgs is scheduleMsg for each bad step of a ScheduleError.
+func scheduleMsgs(s string, err error) []string {
+	var se *retrypolicy.ScheduleError
+	if !errors.As(err, &se) {
+		return []string{scheduleMsg(s, err)}
+	}
+	out := make([]string, len(se.Steps))
+	for i, step := range se.Steps {
+		out[i] = step
+		if len(se.Steps) == 1 && !strings.Contains(s, "->") && !strings.Contains(s, ",") {
+			out[i] = strings.TrimPrefix(strings.TrimPrefix(step, "step 1: "), "step 1 ")
+		}
+	}
+	return out
 }
 
 // policyMsg strips retrypolicy's "invalid retry policy: " prefix from err,
