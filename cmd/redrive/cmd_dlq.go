@@ -150,7 +150,7 @@ func positional(fs *flag.FlagSet, inv *invocation, minArgs, maxArgs int) ([]stri
 				printCommandUsage(inv.stdout, registry[inv.name], fs)
 				return nil, errHelpShown
 			}
-			return nil, usageErrorf("%v (run 'redrive %s --help')", err, inv.name)
+			return nil, flagError(fs, inv.name, err)
 		}
 		rest = fs.Args()
 	}

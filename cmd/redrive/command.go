@@ -121,7 +121,7 @@ func execute(ctx context.Context, cmd *command, args []string, stdout, stderr io
 			printCommandUsage(stdout, cmd, fs)
 			return exitOK
 		}
-		printError(stderr, cmd.name, fmt.Errorf("%w (run 'redrive %s --help')", err, cmd.name))
+		printError(stderr, cmd.name, flagError(fs, cmd.name, err))
 		return exitUsage
 	}
 	if cmd.args == "" && fs.NArg() > 0 {

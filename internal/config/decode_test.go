@@ -302,7 +302,7 @@ func TestSuggest(t *testing.T) {
 		"Prefetch": "prefetch", "retries": "", "x": "", "dql": "dlq", "severity": "",
 	}
 	for key, want := range tests {
-		if got := suggest(key, names); got != want {
+		if got := Suggest(key, names); got != want {
 			t.Errorf("suggest(%q) = %q, want %q", key, got, want)
 		}
 	}

@@ -23,7 +23,7 @@ func (d *decoder) unknownKey(path string, p pair, names []string) {
 		return
 	}
 	msg := fmt.Sprintf("unknown key (line %d)", line)
-	if s := suggest(p.key, names); s != "" {
+	if s := Suggest(p.key, names); s != "" {
 		msg += fmt.Sprintf("; did you mean %q?", s)
 	}
 	d.errs = append(d.errs, &FieldError{Path: joinPath(path, p.key), Line: line, Msg: msg, Err: ErrUnknownKey})
@@ -62,8 +62,9 @@ func describe(n *yaml.Node) string {
 	return "nothing"
 }
 
-// suggest returns the name closest to key when it is a likely typo of it.
-func suggest(key string, names []string) string {
+// Suggest returns the name of names closest to key when key is a likely
+// typo of it ("" otherwise): for "did you mean" hints.
+func Suggest(key string, names []string) string {
 	best, bestDist := "", 3
 	for _, name := range names {
 		if d := editDistance(strings.ToLower(key), name); d < bestDist {
