@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -82,6 +83,31 @@ type TopicPlan struct {
 	// than Config.Partitions is reported, never changed, because adding
 	// partitions moves keys between partitions and breaks their order.
 	Notes []string
+}
+
+// String renders p as one line of `redrive topology apply --dry-run`:
+// the action, the topic and its role, the partitions, the managed configs
+// (with their current values when they change) and the notes.
+func (p TopicPlan) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-8s topic %s (%s) partitions %d", p.Action, p.Topic, p.Role, p.Partitions)
+	if p.Action == ActionCreate {
+		rf := "broker default"
+		if p.ReplicationFactor > 0 {
+			rf = strconv.Itoa(int(p.ReplicationFactor))
+		}
+		fmt.Fprintf(&b, ", replication %s", rf)
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Configs)) {
+		fmt.Fprintf(&b, " %s=%s", k, p.Configs[k])
+		if have, ok := p.CurrentConfigs[k]; ok && have != p.Configs[k] {
+			fmt.Fprintf(&b, " (now %s)", have)
+		}
+	}
+	for _, n := range p.Notes {
+		b.WriteString("; " + n)
+	}
+	return b.String()
 }
 
 // topicSpec is a topic the subscriptions need.

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/config"
 )
@@ -85,11 +86,6 @@ func declareTopology(ctx context.Context, c *config.Config) error {
 	return b.Declare(ctx, c.Subscriptions()...)
 }
 
-// planner is a broker that can say what Declare would do.
-type planner interface {
-	PlanTopology(ctx context.Context, c *config.Config) ([]string, error)
-}
-
 // topologyPlan renders the plan compared with what exists, and the
 // conflicts (nil when there are none). Both backends connect.
 func topologyPlan(ctx context.Context, c *config.Config) ([]string, error, error) {
@@ -116,10 +112,17 @@ func topologyPlan(ctx context.Context, c *config.Config) ([]string, error, error
 		return nil, nil, err
 	}
 	defer b.Close()
-	p, ok := b.(planner)
+	kb, ok := b.(*kafka.Broker)
 	if !ok {
 		return nil, nil, fmt.Errorf("broker %s cannot plan its topology", c.Broker)
 	}
-	lines, err := p.PlanTopology(ctx, c)
-	return lines, nil, err
+	plans, err := kb.Plan(ctx, c.Subscriptions()...)
+	if err != nil {
+		return nil, nil, err
+	}
+	lines := make([]string, len(plans))
+	for i, p := range plans {
+		lines[i] = p.String()
+	}
+	return lines, nil, nil
 }
