@@ -153,7 +153,7 @@ func stripComment(l string) string {
 func TestStripComment(t *testing.T) {
 	for in, want := range map[string]string{
 		`redrive serve --config redrive.yaml &   # keeper`: `redrive serve --config redrive.yaml &   `,
-		`echo '{"a":"#1"}' | x  # c`:                      `echo '{"a":"#1"}' | x  `,
+		`echo '{"a":"#1"}' | x  # c`:                       `echo '{"a":"#1"}' | x  `,
 		`# only a comment`:                                 ``,
 		`curl http://h/#frag`:                              `curl http://h/#frag`,
 	} {
