@@ -81,7 +81,7 @@ exporter: {listen: %q}
 		var code int
 		code, out, _ = cli(t, "workers", "--config", path)
 		f := fields(out, name+" ")
-		return code == exitOK && len(f) > 3 && f[1] == pod && f[3] == "WARNING" && strings.Contains(out, "while lag is 4")
+		return code == exitWarning && len(f) > 3 && f[1] == pod && f[3] == "WARNING" && strings.Contains(out, "while lag is 4")
 	}, func() string { return out })
 	var page string
 	eventually(t, "the console shows the instance stuck", func() bool {
