@@ -45,9 +45,10 @@ func (o *Ops) Replay(ctx context.Context, dlq, id, actor string) (Record, error)
 }
 
 // republish calls the Republisher for r, which is replaying, and records
-// the outcome.
+// the outcome; the audit row names where the replay went (Destination).
 func (o *Ops) republish(ctx context.Context, r Record, actor string) (Record, error) {
 	key := r.Key()
+	to := auditTo(o.Destination(r))
 	pctx, cancel := context.WithTimeout(ctx, o.replayTimeout)
 	err := o.pub.Republish(pctx, r.Entry, key)
 	cancel()
@@ -58,7 +59,7 @@ func (o *Ops) republish(ctx context.Context, r Record, actor string) (Record, er
 	if err != nil {
 		_, terr := o.store.Transition(sctx, Transition{
 			DLQ: r.DLQ, ID: r.ID, From: []Status{StatusReplaying}, To: StatusPending, IfVersion: r.Version,
-			Actor: actor, Action: ActionReplayFailed, Reason: clip(err.Error()), At: o.now(),
+			Actor: actor, Action: ActionReplayFailed, Reason: clip(to + ": " + err.Error()), At: o.now(),
 		})
 		if terr != nil {
 			o.log.Error("dlq: replay failed and the entry could not be set back to pending; the reconciler will replay it",
@@ -68,7 +69,7 @@ func (o *Ops) republish(ctx context.Context, r Record, actor string) (Record, er
 	}
 	done, err := o.store.Transition(sctx, Transition{
 		DLQ: r.DLQ, ID: r.ID, From: []Status{StatusReplaying}, To: StatusReplayed, IfVersion: r.Version,
-		Actor: actor, Action: ActionReplay, At: o.now(),
+		Actor: actor, Action: ActionReplay, Reason: clip(to), At: o.now(),
 	})
 	if err != nil {
 		o.log.Error("dlq: entry republished but not marked replayed; the reconciler will replay it again",
@@ -76,8 +77,16 @@ func (o *Ops) republish(ctx context.Context, r Record, actor string) (Record, er
 		return Record{}, fmt.Errorf("dlq: replay %s: republished, but recording it failed (the reconciler will replay it again): %w", key, err)
 	}
 	o.metrics.replayed(r.DLQ)
-	o.log.Info("dlq: replayed", "entry", key, "actor", actor, "source", r.Entry.Source)
+	o.log.Info("dlq: replayed", "entry", key, "actor", actor, "to", o.Destination(r))
 	return done, nil
+}
+
+// auditTo is the reason of a replay's audit row: where it went.
+func auditTo(dest string) string {
+	if dest == "" {
+		return "to its source"
+	}
+	return "to " + dest
 }
 
 // Discard gives up on entry id of dlq: it becomes discarded, with an audit
@@ -175,8 +184,8 @@ func (o *Ops) reconcileOne(ctx context.Context, r Record) (bool, error) {
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	reason := fmt.Sprintf("replay by %s at %s was interrupted before it was recorded; replayed again: the message may have been delivered twice",
-		orUnknown(r.StatusBy), r.StatusChangedAt.UTC().Format(time.RFC3339))
+	reason := fmt.Sprintf("%s: replay by %s at %s was interrupted before it was recorded; replayed again: the message may have been delivered twice",
+		auditTo(o.Destination(r)), orUnknown(r.StatusBy), r.StatusChangedAt.UTC().Format(time.RFC3339))
 	if _, err := o.store.Transition(sctx, Transition{
 		DLQ: r.DLQ, ID: r.ID, From: []Status{StatusReplaying}, To: StatusReplayed, IfVersion: claimed.Version,
 		Actor: ReconcileActor, Action: ActionReconcile, Reason: reason, At: o.now(),

@@ -72,3 +72,16 @@ func (b *Broker) topicExists(ctx context.Context, topic string) (bool, error) {
 	}
 	return false, nil
 }
+
+var _ dlq.ReplayTargeter = (*Broker)(nil)
+
+// ReplayTarget implements dlq.ReplayTargeter: the retry topic of the
+// worker that gave up on e, or, for an entry that names none, its
+// original topic (every group of it). Republish falls back to the original
+// topic too when the retry topic does not exist.
+func (b *Broker) ReplayTarget(e dlq.Entry) (target, worker string) {
+	if e.Worker != "" {
+		return RetryTopic(e.OriginalTopic, e.Worker), e.Worker
+	}
+	return e.OriginalTopic, ""
+}

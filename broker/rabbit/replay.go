@@ -45,3 +45,9 @@ func (b *Broker) Republish(ctx context.Context, e dlq.Entry, replayedFrom string
 	}
 	return nil
 }
+
+var _ dlq.ReplayTargeter = (*Broker)(nil)
+
+// ReplayTarget implements dlq.ReplayTargeter: Republish puts e back on the
+// queue it failed in, its worker's group queue.
+func (b *Broker) ReplayTarget(e dlq.Entry) (target, worker string) { return e.Source, e.Worker }

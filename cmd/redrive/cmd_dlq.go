@@ -62,11 +62,13 @@ error message, any case).
 	})
 	register(&command{
 		name:    "dlq replay",
-		summary: "Replay one dead letter to the queue or topic it failed in",
+		summary: "Replay one dead letter to the worker that gave up on it",
 		args:    "DLQ ID",
-		help: `Republishes the entry byte for byte to its source (the worker's queue on
-RabbitMQ, the topic on Kafka), waits for the broker's confirm and marks it
-replayed, with an audit row.
+		help: `Republishes the entry byte for byte to its destination, the worker that
+gave up on it (RabbitMQ: its queue <topic>.<worker>; Kafka: its retry topic
+<topic>.retry.<worker>), waits for the broker's confirm and marks it
+replayed, with an audit row naming the destination. It prints the
+destination as the console and the audit log name it.
 
 ` + dlqHelp,
 		flags: func(fs *flag.FlagSet) action {
@@ -264,7 +266,7 @@ func dlqReplay(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adminF
 	if err := c.do(ctx, http.MethodPost, "/replay", nil, body, &out); err != nil {
 		return err
 	}
-	fmt.Fprintf(inv.stdout, "replayed %s/%s to %s (status %s)\n", printable(args[0]), printable(args[1]), printable(dashed(out.Entry.Source)), printable(string(out.Entry.Status)))
+	fmt.Fprintf(inv.stdout, "replayed %s/%s to %s (status %s)\n", printable(args[0]), printable(args[1]), printable(dashed(out.Entry.ReplayDestination)), printable(string(out.Entry.Status)))
 	return nil
 }
 

@@ -67,6 +67,7 @@ func renderDetail(w io.Writer, d admin.Detail) error {
 		field("partition/offset", fmt.Sprintf("%d/%d", *d.OriginalPartition, *d.OriginalOffset))
 	}
 	field("source", d.Source)
+	field("replays to", d.ReplayDestination)
 	field("worker", strings.TrimSuffix(d.Worker+" ("+d.WorkerInstance+")", " ()"))
 	field("reason", d.Reason)
 	field("retries", fmt.Sprint(d.RetryCount))

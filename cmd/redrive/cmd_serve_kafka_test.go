@@ -84,8 +84,9 @@ exporter: {listen: %q}
 	if v, ok := metricValue(t, "http://"+metricsAddr, "worker_dlq_messages_total", map[string]string{"dlq": "orders.dlq", "severity": "critical"}); !ok || v != 1 {
 		t.Errorf("worker_dlq_messages_total{orders.dlq,critical} = %v (present %v), want 1", v, ok)
 	}
-	if code, out, errOut := cli(t, "dlq", "replay", "orders.dlq", id, "--config", path); code != exitOK {
-		t.Fatalf("dlq replay: %d %s%s", code, out, errOut)
+	const dest = "topic orders.retry.billing (worker billing)"
+	if code, out, errOut := cli(t, "dlq", "replay", "orders.dlq", id, "--config", path); code != exitOK || !strings.Contains(out, " to "+dest+" ") {
+		t.Fatalf("dlq replay: %d %q %s; want it to name %q", code, out, errOut, dest)
 	}
 
 	// The replay is back, byte for byte, marked: on the topic, or on the
@@ -112,8 +113,8 @@ exporter: {listen: %q}
 			}
 		})
 		if found != nil {
-			if string(found.Key) != "deal-7" || string(found.Value) != `{"amount":7}` {
-				t.Errorf("replayed record = key %q value %q", found.Key, found.Value)
+			if string(found.Key) != "deal-7" || string(found.Value) != `{"amount":7}` || found.Topic != kafka.RetryTopic("orders", "billing") {
+				t.Errorf("replayed record = topic %s key %q value %q; want the topic the CLI named", found.Topic, found.Key, found.Value)
 			}
 			break
 		}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -173,9 +175,30 @@ func TestServeDLQOperations(t *testing.T) {
 		}
 	}
 
+	// One name for where a replay goes: the API, the CLI and the audit row
+	// say the same, the worker's queue and the worker.
+	dest := "queue " + e.queue + " (worker " + e.worker + ")"
+	var entry struct {
+		ReplayDestination string `json:"replay_destination"`
+	}
+	req, _ := http.NewRequest(http.MethodGet, e.admin+"/internal/v1/dlq/"+e.dlqName+"/"+id, nil)
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		err = json.NewDecoder(resp.Body).Decode(&entry)
+		resp.Body.Close()
+		if err != nil || entry.ReplayDestination != dest {
+			t.Errorf("API replay_destination = %q (%v), want %q", entry.ReplayDestination, err, dest)
+		}
+	}
+	if _, out, _ := e.dlq(t, "show", e.dlqName, id); !regexp.MustCompile(`replays to: +` + regexp.QuoteMeta(dest)).MatchString(out) {
+		t.Errorf("dlq show does not say where a replay goes (%q):\n%s", dest, out)
+	}
+
 	// Replay: back on the group queue, byte for byte, marked.
-	if code, out, errOut := e.dlq(t, "replay", e.dlqName, id); code != exitOK || !strings.Contains(out, "replayed "+e.dlqName+"/"+id) {
-		t.Fatalf("dlq replay: %d %s%s", code, out, errOut)
+	if code, out, errOut := e.dlq(t, "replay", e.dlqName, id); code != exitOK || out != "replayed "+e.dlqName+"/"+id+" to "+dest+" (status replayed)\n" {
+		t.Fatalf("dlq replay: %d %q %s; want it to name %q", code, out, errOut, dest)
 	}
 	conn, err := amqp.Dial(rabbitURL())
 	if err != nil {
@@ -193,8 +216,8 @@ func TestServeDLQOperations(t *testing.T) {
 	if string(m.Body) != `{"amount":-5}` || m.Headers[broker.HeaderReplayedFrom] != e.dlqName+"/"+id || m.Headers["trace"] != "abc" {
 		t.Errorf("replayed message = %q headers %v", m.Body, m.Headers)
 	}
-	if _, out, _ := e.dlq(t, "show", e.dlqName, id); !strings.Contains(out, "replayed") || !strings.Contains(out, "alice") {
-		t.Errorf("dlq show after replay lacks the audit row by alice:\n%s", out)
+	if _, out, _ := e.dlq(t, "show", e.dlqName, id); !strings.Contains(out, "replayed") || !strings.Contains(out, "alice") || !strings.Contains(out, "to "+dest) {
+		t.Errorf("dlq show after replay lacks the audit row by alice naming %q:\n%s", dest, out)
 	}
 	code, _, errOut = e.dlq(t, "replay", e.dlqName, id)
 	if code != exitUsage || !strings.Contains(errOut, "HTTP 409") || strings.Count(errOut, "\n") != 1 {

@@ -152,7 +152,7 @@ func (s *Server) listEntries(w http.ResponseWriter, r *http.Request) {
 		NextCursor string  `json:"next_cursor,omitempty"`
 	}{DLQ: q.DLQ, Entries: make([]Entry, 0, len(page.Records)), NextCursor: page.Next}
 	for _, rec := range page.Records {
-		out.Entries = append(out.Entries, toEntry(rec))
+		out.Entries = append(out.Entries, toEntry(rec, s.ops.Destination))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -226,7 +226,7 @@ func (s *Server) showEntry(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toDetail(rec, trail))
+	writeJSON(w, http.StatusOK, toDetail(rec, trail, s.ops.Destination))
 }
 
 // decodeBody reads a JSON object into v; an empty body is allowed when
@@ -280,7 +280,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Entry Entry `json:"entry"`
-	}{toEntry(rec)})
+	}{toEntry(rec, s.ops.Destination)})
 }
 
 // discard serves DELETE /internal/v1/dlq/{topic}/{id}; the reason comes
@@ -318,5 +318,5 @@ func (s *Server) discard(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Entry Entry `json:"entry"`
-	}{toEntry(rec)})
+	}{toEntry(rec, s.ops.Destination)})
 }

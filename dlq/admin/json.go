@@ -66,6 +66,10 @@ type Entry struct {
 	FirstFailureAt    *time.Time `json:"first_failure_at,omitempty"`
 	LastFailureAt     *time.Time `json:"last_failure_at,omitempty"`
 	PayloadBytes      int        `json:"payload_bytes"`
+	// ReplayDestination is where a replay of the entry goes, named as the
+	// console, the CLI and the audit log name it (dlq.Destination): "queue
+	// escrow.commands.payout-executor (worker payout-executor)".
+	ReplayDestination string `json:"replay_destination,omitempty"`
 }
 
 // Detail is one entry with its payload and audit trail.
@@ -96,7 +100,8 @@ type Audit struct {
 	Reason string     `json:"reason,omitempty"`
 }
 
-func toEntry(r dlq.Record) Entry {
+// toEntry renders r; dest names where its replay goes.
+func toEntry(r dlq.Record, dest func(dlq.Record) string) Entry {
 	e := r.Entry
 	out := Entry{
 		ID: r.ID, DLQ: r.DLQ, Broker: r.Broker, Status: r.Status, Severity: r.Severity,
@@ -104,6 +109,7 @@ func toEntry(r dlq.Record) Entry {
 		MessageID: e.MessageID, OriginalTopic: e.OriginalTopic, Source: e.Source,
 		ErrorClass: e.ErrorClass, ErrorMessage: e.ErrorMessage, Reason: e.Reason, RetryCount: e.RetryCount,
 		Worker: e.Worker, WorkerInstance: e.WorkerInstance, PayloadBytes: len(e.OriginalValue),
+		ReplayDestination: dest(r),
 	}
 	if e.OriginalPartition >= 0 && e.OriginalOffset >= 0 {
 		out.OriginalPartition, out.OriginalOffset = &e.OriginalPartition, &e.OriginalOffset
@@ -117,9 +123,9 @@ func toEntry(r dlq.Record) Entry {
 	return out
 }
 
-func toDetail(r dlq.Record, trail []dlq.AuditEntry) Detail {
+func toDetail(r dlq.Record, trail []dlq.AuditEntry, dest func(dlq.Record) string) Detail {
 	e := r.Entry
-	out := Detail{Entry: toEntry(r), StackTrace: e.StackTrace, Audit: make([]Audit, 0, len(trail))}
+	out := Detail{Entry: toEntry(r, dest), StackTrace: e.StackTrace, Audit: make([]Audit, 0, len(trail))}
 	if e.OriginalKey != nil {
 		k, enc := string(e.OriginalKey), EncodingUTF8
 		if !utf8.Valid(e.OriginalKey) {

@@ -151,7 +151,9 @@ func (c *Console) entries(w http.ResponseWriter, r *http.Request, ss *session) {
 
 // entryView is the entry page's data.
 type entryView struct {
-	R       dlq.Record
+	R dlq.Record
+	// Destination is where a replay goes (dlq.Destination).
+	Destination string
 	Key     payload
 	Payload payload
 	Headers []header
@@ -175,7 +177,7 @@ func (c *Console) entry(w http.ResponseWriter, r *http.Request, ss *session) {
 		return
 	}
 	e := rec.Entry
-	view := entryView{R: rec, Key: renderPayload(e.OriginalKey), Payload: renderPayload(e.OriginalValue),
+	view := entryView{R: rec, Destination: c.ops.Destination(rec), Key: renderPayload(e.OriginalKey), Payload: renderPayload(e.OriginalValue),
 		Headers: sortedHeaders(e.OriginalHeaders), Audit: trail}
 	c.renderPage(w, r, ss, http.StatusOK, "entry", page{Title: name + " / " + id, Nav: "dlqs", Data: view})
 }
