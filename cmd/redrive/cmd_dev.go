@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,7 +77,14 @@ the console.`,
 			fs.StringVar(&f.prefix, "prefix", devstack.DefaultPrefix, "start every name declared on RabbitMQ with `PREFIX`")
 			fs.BoolVar(&f.keep, "keep", false, "keep the exchanges and queues declared on RabbitMQ at exit")
 			fs.BoolVar(&f.noSamples, "no-samples", false, "run only the embedded Kafka and Redis, for your own program")
-			fs.IntVar(&f.kafkaPort, "kafka-port", -1, "first `PORT` of the embedded Kafka brokers; 0 = random (default 9092 with --no-samples, else random)")
+			fs.Func("kafka-port", "first `PORT` of the embedded Kafka brokers; 0 = random (default 9092 with --no-samples, else random)", func(s string) error {
+				n, err := strconv.Atoi(s)
+				if err != nil {
+					return fmt.Errorf("%q is not a port number", s)
+				}
+				f.kafkaPort, f.kafkaPortSet = n, true
+				return nil
+			})
 			return func(ctx context.Context, inv *invocation) error { return dev(ctx, inv, f) }
 		},
 	})
@@ -86,16 +94,13 @@ type devFlags struct {
 	broker, listen, metricsListen, token, prefix string
 	rate                                         float64
 	crashEvery, stallEvery                       time.Duration
-	keep, noSamples                              bool
+	keep, noSamples, kafkaPortSet                bool
 	kafkaPort                                    int
 }
 
 func (f *devFlags) check() error {
-	if f.kafkaPort == -1 { // not given
-		f.kafkaPort = 0
-		if f.noSamples && f.broker == devstack.BrokerKafka {
-			f.kafkaPort = devstack.DefaultKafkaPort
-		}
+	if !f.kafkaPortSet && f.noSamples && f.broker == devstack.BrokerKafka {
+		f.kafkaPort = devstack.DefaultKafkaPort
 	}
 	switch {
 	case f.broker != devstack.BrokerKafka && f.broker != devstack.BrokerRabbitMQ:

@@ -28,6 +28,8 @@ func TestDevBadInput(t *testing.T) {
 		{[]string{"--rate", "-1"}, "--rate -1 is not in [0, 10000] messages per second"},
 		{[]string{"--rate", "NaN"}, "--rate NaN is not in [0, 10000]"},
 		{[]string{"--kafka-port", "70000"}, "--kafka-port 70000 is not in [0, 65533]"},
+		{[]string{"--kafka-port", "-1"}, "--kafka-port -1 is not in [0, 65533]"},
+		{[]string{"--kafka-port", "x"}, `invalid value "x" for flag --kafka-port: "x" is not a port number`},
 		{[]string{"--broker", "rabbitmq", "--kafka-port", "9092"}, "--kafka-port is for the embedded Kafka"},
 		{[]string{"--prefix", "a.b"}, `--prefix "a.b" is not 1 to 100 characters of [a-zA-Z0-9_-]`},
 		{[]string{"--crash-every", "-1s"}, "--crash-every -1s is negative"},
