@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -260,4 +261,26 @@ func existing(t *testing.T, plan []rabbit.Declaration) []string {
 		}
 	}
 	return out
+}
+
+// The tour's binary path runs: "redrive" only when that is what $PATH
+// finds, else a path to this executable (relative below the working
+// directory, else absolute).
+func TestSelfPath(t *testing.T) {
+	exe, _ := os.Executable()
+	exe, _ = filepath.EvalSymlinks(exe)
+	t.Setenv("PATH", t.TempDir()) // no redrive on it
+	p := selfPath()
+	abs := p
+	if !filepath.IsAbs(p) {
+		wd, _ := os.Getwd()
+		abs = filepath.Join(wd, p)
+	}
+	if abs != exe {
+		t.Errorf("selfPath() = %q, not this executable %q", p, exe)
+	}
+	t.Chdir(filepath.Dir(exe))
+	if got := selfPath(); got != filepath.Base(exe) {
+		t.Errorf("from the executable's directory selfPath() = %q, want %q", got, filepath.Base(exe))
+	}
 }
