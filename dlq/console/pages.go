@@ -154,10 +154,10 @@ type entryView struct {
 	R dlq.Record
 	// Destination is where a replay goes (dlq.Destination).
 	Destination string
-	Key     payload
-	Payload payload
-	Headers []header
-	Audit   []dlq.AuditEntry
+	Key         payload
+	Payload     payload
+	Headers     []header
+	Audit       []dlq.AuditEntry
 }
 
 // entry serves GET /dlq/{name}/{id}.
