@@ -132,7 +132,8 @@ func TestTopologyDryRunConflicts(t *testing.T) {
 	if code != exitFailure || strings.Count(out, "conflict ") != 2 || !strings.Contains(out, "# dry run:") {
 		t.Fatalf("dry run with two clashes: exit %d, want 1 and two conflict lines\n%s%s", code, out, errOut)
 	}
-	for _, want := range []string{"would fail", q + `" exists with x-message-ttl=300000 but the config wants x-message-ttl=60000`, rabbit.DLQ(q) + `" exists with x-max-length=3`} {
+	for _, want := range []string{"would fail", `queue "` + q + `" (0 messages ready, 0 consumers) exists with x-message-ttl=300000 but the config wants x-message-ttl=60000`,
+		`queue "` + rabbit.DLQ(q) + `" (0 messages ready, 0 consumers) exists with x-max-length=3`} {
 		if !strings.Contains(errOut, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errOut)
 		}
