@@ -190,7 +190,13 @@ workers:
 	if code, out, errOut := cli(t, "topology", "apply", "--config", classic); code != exitOK {
 		t.Fatalf("apply classic: %d %s%s", code, out, errOut)
 	}
-	code, _, errOut := cli(t, "topology", "apply", "--config", doc("quorum"))
+	quorum := doc("quorum")
+	// The dry run finds the same five, explained the same way.
+	code, out, errOut := cli(t, "topology", "apply", "--dry-run", "--config", quorum)
+	if code != exitFailure || strings.Count(out, "\nconflict ") != 5 || strings.Count(errOut, "is classic") != 5 {
+		t.Errorf("dry run of quorum over classic = %d, want 1 and 5 conflicts naming a classic queue:\n%s%s", code, out, errOut)
+	}
+	code, _, errOut = cli(t, "topology", "apply", "--config", quorum)
 	lines := strings.Split(strings.TrimSpace(errOut), "\n")
 	if code != exitFailure || len(lines) != 5 { // group queue, DLQ, unroutable, 2 delay levels
 		t.Fatalf("apply quorum over classic = %d, %d lines, want 1 and 5 lines:\n%s", code, len(lines), errOut)
