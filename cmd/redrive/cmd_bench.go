@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -20,9 +21,22 @@ func init() {
 		summary: "Measure redrive against the raw RabbitMQ and Kafka clients and print a markdown table",
 		help: `Runs each scenario through redrive and through the raw client doing the same
 work, in one process and one run, and prints a markdown table: messages/s,
-p50/p99 latency, allocations per message and the ratio redrive/raw, with
-the issue's target met or missed per row. Targets are reported, never
-enforced: the exit status is 0 whenever the run completes.
+p50/p99 latency, CPU time (user+system, getrusage) and allocations per
+message, and the ratio redrive/raw, with the issue's target met or missed
+per row. Targets are reported, never enforced: the exit status is 0
+whenever the run completes.
+
+--peers also measures, in the same run on the same broker, the libraries
+a user might pick instead: watermill-amqp v3 (with watermill's Retry and
+PoisonQueue middleware for retry and dlq) on RabbitMQ, watermill-kafka v3
+(Sarama) and segmentio/kafka-go (publish and consume) on Kafka, on the
+publish, consume, retry and dlq scenarios; the "vs best peer" column is
+redrive's rate over the fastest peer's. The peers live in a Go module of
+their own (internal/bench/peers of redrive's source, found above the
+working directory or named by --peers-dir) that the go command builds
+first; each measurement runs in a child process, whose own CPU and
+allocations are added to the row's. A peer's notes say where its
+guarantees are weaker than redrive's.
 
 Scenarios:
   publish  Publish in batches with confirms (RabbitMQ) / acks=all,
@@ -69,6 +83,8 @@ one. --config is not read.`,
 			fs.IntVar(&o.cfg.Scrapes, "scrapes", bench.DefaultScrapes, "`N` timed scrapes (scrape) and checks (monitor)")
 			fs.DurationVar(&o.cfg.Timeout, "timeout", 10*time.Minute, "give up on a scenario after `DURATION`")
 			fs.StringVar(&o.kafkaBrokers, "kafka-brokers", "", "comma-separated `HOST:PORT` list of a Kafka cluster (default: in-process kfake)")
+			fs.BoolVar(&o.cfg.Peers, "peers", false, "also measure watermill-amqp, watermill-kafka and kafka-go (builds internal/bench/peers with the go command)")
+			fs.StringVar(&o.cfg.PeersDir, "peers-dir", "", "`DIR` of the peers module (default: internal/bench/peers above the working directory)")
 			fs.StringVar(&o.out, "out", "", "also write the table to `FILE`")
 			fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
 			fs.BoolVar(&o.verbose, "verbose", false, "log progress and the brokers' warnings to stderr")
@@ -117,6 +133,18 @@ func (o *benchOptions) config(inv *invocation) (bench.Config, error) {
 	}
 	if cfg.Resolution <= 0 {
 		return cfg, usageErrorf("--resolution must be positive")
+	}
+	if cfg.Peers {
+		if cfg.PeersDir == "" {
+			dir, err := bench.FindPeersDir()
+			if err != nil {
+				return cfg, badInput(fmt.Errorf("--peers: %w", err))
+			}
+			cfg.PeersDir = dir
+		}
+		if _, err := os.Stat(filepath.Join(cfg.PeersDir, "go.mod")); err != nil {
+			return cfg, usageErrorf("--peers-dir %q is not the peers module (%s of redrive's source): %v", cfg.PeersDir, bench.PeersModuleDir, err)
+		}
 	}
 	cfg.RabbitURL = os.Getenv("RABBITMQ_URL")
 	cfg.RedisAddr = os.Getenv("REDIS_ADDR")

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -132,6 +131,13 @@ type Config struct {
 	// Scrapes is how many scrapes (scrape) and checks (monitor) are timed;
 	// default 20.
 	Scrapes int
+	// Peers, when set, also measures the libraries a user might pick
+	// instead (ClientWatermillAMQP, ClientWatermillKafka, ClientKafkaGo)
+	// on the PeerScenarios, each in a child process built from the peers
+	// module with the go command.
+	Peers bool
+	// PeersDir is the peers module's directory; default FindPeersDir.
+	PeersDir string
 	// Timeout bounds each scenario; default 10 minutes.
 	Timeout time.Duration
 	// Logger receives the brokers' logs and progress; default discards.
@@ -246,7 +252,7 @@ func (c Config) runs(scenario string) bool { return slices.Contains(c.Scenarios,
 type Row struct {
 	Scenario string
 	Broker   string
-	Client   string // ClientRedrive or ClientRaw
+	Client   string // ClientRedrive, ClientRaw or a peer (ClientWatermillAMQP, ...)
 	// Messages is how many messages the measurement covered.
 	Messages int
 	// Elapsed is the measured time (see Rate).
@@ -259,8 +265,18 @@ type Row struct {
 	P50, P99, Max time.Duration
 	// AllocsPerMsg is runtime.MemStats.Mallocs over the measurement
 	// divided by Messages: every allocation of the process, including the
-	// client library's (and kfake's, when it runs in-process).
+	// client library's (and kfake's, when it runs in-process); a peer's
+	// row adds its child process's.
 	AllocsPerMsg float64
+	// CPUPerMsg is the process's user+system CPU time (getrusage) over
+	// the measurement divided by Messages, kfake's included when it runs
+	// in-process; a peer's row adds its child process's. Zero where
+	// getrusage is not available.
+	CPUPerMsg time.Duration
+	// VsPeer is this redrive row's Rate over the fastest peer row's of the
+	// same scenario and broker (BestPeer); 0 when there is none.
+	VsPeer   float64
+	BestPeer string
 	// Ratio is this row's Rate over its baseline's (the raw client, or the
 	// no-failure redrive figure for retry and dlq); 0 when it has none.
 	Ratio float64
@@ -291,25 +307,41 @@ type Report struct {
 // Run runs the configured scenarios on the configured brokers, redrive
 // and raw client side by side, and returns the rows. A broker that cannot
 // be reached fails the run.
-func Run(ctx context.Context, cfg Config) (*Report, error) {
+func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	rep := &Report{Config: cfg, Started: time.Now()}
+	var peers *peerRunner
+	if cfg.Peers {
+		dir := cfg.PeersDir
+		if dir == "" {
+			if dir, err = FindPeersDir(); err != nil {
+				return nil, err
+			}
+		}
+		if peers, err = buildPeers(ctx, dir, cfg.Logger); err != nil {
+			return nil, err
+		}
+		defer peers.close()
+	}
+	rep = &Report{Config: cfg, Started: time.Now()}
+	defer func() {
+		comparePeers(rep.Rows)
+		rep.Took = time.Since(rep.Started)
+	}()
 	runID := broker.NewMessageID()[:8]
 	for _, b := range cfg.Brokers {
 		var rows []Row
 		var err error
 		switch b {
 		case RabbitMQ:
-			rows, err = runRabbit(ctx, cfg, "bench-"+runID)
+			rows, err = runRabbit(ctx, cfg, "bench-"+runID, peers)
 		case Kafka:
-			rows, err = runKafka(ctx, cfg, "bench-"+runID)
+			rows, err = runKafka(ctx, cfg, "bench-"+runID, peers)
 		}
 		rep.Rows = append(rep.Rows, rows...)
 		if err != nil {
-			rep.Took = time.Since(rep.Started)
 			return rep, fmt.Errorf("bench %s: %w", b, err)
 		}
 	}
@@ -319,43 +351,58 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		cancel()
 		rep.Rows = append(rep.Rows, rows...)
 		if err != nil {
-			rep.Took = time.Since(rep.Started)
 			return rep, fmt.Errorf("bench %s: %s: %w", Redis, ScenarioMonitor, err)
 		}
 	}
-	rep.Took = time.Since(rep.Started)
 	return rep, nil
 }
 
-// meter measures the time and allocations of one measurement.
+// meter measures the time, CPU and allocations of one measurement.
 type meter struct {
-	start   time.Time
-	mallocs uint64
+	start time.Time
+	u0    usage
 }
 
 func startMeter() meter {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return meter{start: time.Now(), mallocs: ms.Mallocs}
+	u := readUsage()
+	return meter{start: time.Now(), u0: u}
 }
 
-// stop returns the elapsed time and the allocations since start.
-func (m meter) stop() (time.Duration, uint64) {
+// stop returns the elapsed time and the process's usage since start.
+func (m meter) stop() (time.Duration, usage) {
 	el := time.Since(m.start)
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return el, ms.Mallocs - m.mallocs
+	return el, readUsage().sub(m.u0)
 }
 
-// row fills a Row's rate and allocation figures.
-func row(scenario, brokerName, client string, n int, elapsed time.Duration, mallocs uint64) Row {
+// sub returns u - v.
+func (u usage) sub(v usage) usage {
+	return usage{cpu: u.cpu - v.cpu, mallocs: u.mallocs - v.mallocs}
+}
+
+// add returns u + v.
+func (u usage) add(v usage) usage {
+	return usage{cpu: u.cpu + v.cpu, mallocs: u.mallocs + v.mallocs}
+}
+
+// row fills a Row's rate, CPU and allocation figures.
+func row(scenario, brokerName, client string, n int, elapsed time.Duration, u usage) Row {
 	r := Row{Scenario: scenario, Broker: brokerName, Client: client, Messages: n, Elapsed: elapsed}
 	if elapsed > 0 {
 		r.Rate = float64(n) / elapsed.Seconds()
 	}
 	if n > 0 {
-		r.AllocsPerMsg = float64(mallocs) / float64(n)
+		r.AllocsPerMsg = float64(u.mallocs) / float64(n)
+		r.CPUPerMsg = u.cpu / time.Duration(n)
 	}
+	return r
+}
+
+// perCheck divides a row's per-message costs by k: the scrape and monitor
+// rows repeat their work over the same "messages" k times.
+func (r Row) perCheck(k int) Row {
+	k = max(k, 1)
+	r.AllocsPerMsg /= float64(k)
+	r.CPUPerMsg /= time.Duration(k)
 	return r
 }
 

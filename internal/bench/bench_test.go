@@ -70,6 +70,8 @@ func TestRunTiny(t *testing.T) {
 			t.Errorf("%v: %d messages, want 200", k, r.Messages)
 		case r.AllocsPerMsg <= 0:
 			t.Errorf("%v: %.1f allocs/msg", k, r.AllocsPerMsg)
+		case cpuMeasured && r.CPUPerMsg <= 0:
+			t.Errorf("%v: %s CPU/msg", k, r.CPUPerMsg)
 		}
 		if k.scenario == ScenarioScrape || k.scenario == ScenarioMonitor {
 			// Timed per scrape / check against an absolute target.

@@ -106,8 +106,8 @@ func messages(n, batch int, b []byte) [][]broker.Message {
 }
 
 // row is the Row of a finished drain, its start-up time in the note.
-func (d *drain) row(scenario, brokerName, client string, mallocs uint64) Row {
-	r := row(scenario, brokerName, client, int(d.n), d.elapsed(), mallocs)
+func (d *drain) row(scenario, brokerName, client string, u usage) Row {
+	r := row(scenario, brokerName, client, int(d.n), d.elapsed(), u)
 	r.Note = "first after " + dur(d.startup())
 	return r
 }
@@ -121,7 +121,7 @@ func consumeThrough(ctx context.Context, b broker.Broker, s broker.Subscription,
 	dr := newDrain(n)
 	go func() { done <- b.Consume(cctx, s, dr.handler(mode)) }()
 	werr := dr.wait(ctx, timeout)
-	_, allocs := m.stop()
+	_, u := m.stop()
 	cancel()
 	if cerr := <-done; cerr != nil {
 		return Row{}, fmt.Errorf("redrive consume: %w", cerr)
@@ -129,5 +129,5 @@ func consumeThrough(ctx context.Context, b broker.Broker, s broker.Subscription,
 	if werr != nil {
 		return Row{}, fmt.Errorf("redrive: %w", werr)
 	}
-	return dr.row(scenario, brokerName, ClientRedrive, allocs), nil
+	return dr.row(scenario, brokerName, ClientRedrive, u), nil
 }

@@ -22,6 +22,7 @@ const kafkaPartitions = 3
 // producer and the topics to delete at the end.
 type kafkaEnv struct {
 	cfg     Config
+	peers   *peerRunner // nil without Config.Peers
 	prefix  string
 	brokers []string
 	b       *kafka.Broker
@@ -30,8 +31,8 @@ type kafkaEnv struct {
 	topics  []string
 }
 
-func runKafka(ctx context.Context, cfg Config, prefix string) (rows []Row, err error) {
-	e := &kafkaEnv{cfg: cfg, prefix: prefix, brokers: cfg.KafkaBrokers}
+func runKafka(ctx context.Context, cfg Config, prefix string, peers *peerRunner) (rows []Row, err error) {
+	e := &kafkaEnv{cfg: cfg, prefix: prefix, brokers: cfg.KafkaBrokers, peers: peers}
 	if len(e.brokers) == 0 {
 		c, err := kfake.NewCluster(kfake.NumBrokers(3))
 		if err != nil {
@@ -93,6 +94,13 @@ func runKafka(ctx context.Context, cfg Config, prefix string) (rows []Row, err e
 		if err != nil {
 			return rows, fmt.Errorf("%s: %w", s.scenario, err)
 		}
+		if peers != nil && runsPeers(s.scenario) {
+			rs, err := e.peer(ctx, s.scenario)
+			rows = append(rows, rs...)
+			if err != nil {
+				return rows, fmt.Errorf("%s: %w", s.scenario, err)
+			}
+		}
 	}
 	return rows, nil
 }
@@ -121,15 +129,21 @@ func (e *kafkaEnv) sub(ctx context.Context, name string) (broker.Subscription, e
 // rawTopic creates a topic for the raw client.
 func (e *kafkaEnv) rawTopic(ctx context.Context, name string) (string, error) {
 	topic := e.prefix + ".raw." + name
+	return topic, e.createTopic(ctx, topic)
+}
+
+// createTopic creates topic with the run's partitions and remembers it for
+// cleanup.
+func (e *kafkaEnv) createTopic(ctx context.Context, topic string) error {
 	e.topics = append(e.topics, topic)
 	resp, err := e.adm.CreateTopics(ctx, kafkaPartitions, -1, nil, topic)
 	if err == nil {
 		err = resp.Error()
 	}
 	if err != nil {
-		return "", fmt.Errorf("raw: create topic %s: %w", topic, err)
+		return fmt.Errorf("create topic %s: %w", topic, err)
 	}
-	return topic, nil
+	return nil
 }
 
 // records turns a batch of messages into raw records.
@@ -173,8 +187,8 @@ func (e *kafkaEnv) publish(ctx context.Context) ([]Row, error) {
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	el, allocs := m.stop()
-	raw := row(ScenarioPublish, Kafka, ClientRaw, n, el, allocs).withLatencies(lat)
+	el, u := m.stop()
+	raw := row(ScenarioPublish, Kafka, ClientRaw, n, el, u).withLatencies(lat)
 
 	e.progress(ScenarioPublish, ClientRedrive)
 	s, err := e.sub(ctx, "publish")
@@ -193,8 +207,8 @@ func (e *kafkaEnv) publish(ctx context.Context) ([]Row, error) {
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	el, allocs = m.stop()
-	rd := row(ScenarioPublish, Kafka, ClientRedrive, n, el, allocs).withLatencies(lat)
+	el, u = m.stop()
+	rd := row(ScenarioPublish, Kafka, ClientRedrive, n, el, u).withLatencies(lat)
 	compare(&rd, raw, ClientRaw, 0.95)
 	return []Row{raw, rd}, nil
 }
@@ -271,7 +285,7 @@ func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
 		})
 	}
 	werr := dr.wait(ctx, e.cfg.Timeout)
-	_, allocs := m.stop()
+	_, u := m.stop()
 	stop()
 	for _, w := range workers {
 		close(w)
@@ -281,7 +295,7 @@ func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
 	if werr != nil {
 		return nil, fmt.Errorf("raw: %w", werr)
 	}
-	raw := dr.row(ScenarioConsume, Kafka, ClientRaw, allocs)
+	raw := dr.row(ScenarioConsume, Kafka, ClientRaw, u)
 
 	rd, err := e.redriveDrain(ctx, ScenarioConsume, failNone)
 	if err != nil {

@@ -89,13 +89,13 @@ func runMonitor(ctx context.Context, cfg Config, prefix string) (rows []Row, err
 			return nil, fmt.Errorf("check: %d workers, want %d", len(ws), n)
 		}
 	}
-	el, allocs := m.stop()
-	r := row(ScenarioMonitor, Redis, ClientRedrive, n, el, allocs).withLatencies(lat)
+	el, u := m.stop()
+	r := row(ScenarioMonitor, Redis, ClientRedrive, n, el, u).withLatencies(lat)
 	r.Rate = 0 // per check, not a message rate
-	r.AllocsPerMsg /= float64(max(cfg.Scrapes, 1))
+	r = r.perCheck(cfg.Scrapes)
 	r.Target = "p99 ≤ 100ms"
 	r.Met = r.P99 <= 100*time.Millisecond
-	r.Note = fmt.Sprintf("heartbeat.Monitor.Check over %d workers of %d types (messages = workers), %d checks; allocs per worker per check",
+	r.Note = fmt.Sprintf("heartbeat.Monitor.Check over %d workers of %d types (messages = workers), %d checks; CPU and allocs per worker per check",
 		n, monitorTypes, cfg.Scrapes)
 	return []Row{r}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ import (
 // prefix, and the names declared for the raw client, deleted at the end.
 type rabbitEnv struct {
 	cfg    Config
+	peers  *peerRunner // nil without Config.Peers
 	rcfg   rabbit.Config
 	prefix string
 	b      *rabbit.Broker
@@ -30,8 +32,8 @@ type rabbitEnv struct {
 // benchPolicy retries at once, up to three times.
 var benchPolicy = retrypolicy.Policy{MaxRetries: 3, Backoff: retrypolicy.Schedule{Delays: []time.Duration{0}}}
 
-func runRabbit(ctx context.Context, cfg Config, prefix string) (rows []Row, err error) {
-	e := &rabbitEnv{cfg: cfg, prefix: prefix}
+func runRabbit(ctx context.Context, cfg Config, prefix string, peers *peerRunner) (rows []Row, err error) {
+	e := &rabbitEnv{cfg: cfg, prefix: prefix, peers: peers}
 	e.rcfg = rabbit.Config{
 		URL:    cfg.RabbitURL,
 		Prefix: prefix,
@@ -72,6 +74,15 @@ func runRabbit(ctx context.Context, cfg Config, prefix string) (rows []Row, err 
 		rows = append(rows, rs...)
 		if err != nil {
 			return rows, fmt.Errorf("%s: %w", s.scenario, err)
+		}
+		if peers != nil && runsPeers(s.scenario) {
+			sctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+			r, err := e.peer(sctx, s.scenario)
+			cancel()
+			if err != nil {
+				return rows, fmt.Errorf("%s: %w", s.scenario, err)
+			}
+			rows = append(rows, r)
 		}
 	}
 	return rows, nil
@@ -115,24 +126,33 @@ func (e *rabbitEnv) dial() (*amqp.Connection, *amqp.Channel, error) {
 // rawQueue declares a durable queue of redrive's queue type bound to a raw
 // topic exchange with key, as redrive's group queues are.
 func (e *rabbitEnv) rawQueue(name, key string) (exchange, queue string, err error) {
+	exchange, queue = e.prefix+".raw", e.prefix+".raw."+name
+	return exchange, queue, e.declare(exchange, queue, key)
+}
+
+// declare declares a durable topic exchange and a durable queue of
+// redrive's queue type bound to it with key, and remembers both for
+// cleanup.
+func (e *rabbitEnv) declare(exchange, queue, key string) error {
 	conn, ch, err := e.dial()
 	if err != nil {
-		return "", "", err
+		return err
 	}
 	defer conn.Close()
-	exchange, queue = e.prefix+".raw", e.prefix+".raw."+name
-	e.exch = append(e.exch, exchange)
+	if !slices.Contains(e.exch, exchange) {
+		e.exch = append(e.exch, exchange)
+	}
 	e.queues = append(e.queues, queue)
 	if err := ch.ExchangeDeclare(exchange, amqp.ExchangeTopic, true, false, false, false, nil); err != nil {
-		return "", "", fmt.Errorf("raw: declare exchange: %w", err)
+		return fmt.Errorf("declare exchange %s: %w", exchange, err)
 	}
 	if _, err := ch.QueueDeclare(queue, true, false, false, false, amqp.Table{"x-queue-type": e.cfg.QueueType}); err != nil {
-		return "", "", fmt.Errorf("raw: declare queue: %w", err)
+		return fmt.Errorf("declare queue %s: %w", queue, err)
 	}
 	if err := ch.QueueBind(queue, key, exchange, false, nil); err != nil {
-		return "", "", fmt.Errorf("raw: bind queue: %w", err)
+		return fmt.Errorf("bind queue %s: %w", queue, err)
 	}
-	return exchange, queue, nil
+	return nil
 }
 
 // purge empties queue.
@@ -238,8 +258,8 @@ func (e *rabbitEnv) publish(ctx context.Context) ([]Row, error) {
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	el, allocs := m.stop()
-	raw := row(ScenarioPublish, RabbitMQ, ClientRaw, n, el, allocs).withLatencies(lat)
+	el, u := m.stop()
+	raw := row(ScenarioPublish, RabbitMQ, ClientRaw, n, el, u).withLatencies(lat)
 	_ = conn.Close()
 	if err := e.purge(queue); err != nil {
 		return []Row{raw}, err
@@ -260,8 +280,8 @@ func (e *rabbitEnv) publish(ctx context.Context) ([]Row, error) {
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	el, allocs = m.stop()
-	rd := row(ScenarioPublish, RabbitMQ, ClientRedrive, n, el, allocs).withLatencies(lat)
+	el, u = m.stop()
+	rd := row(ScenarioPublish, RabbitMQ, ClientRedrive, n, el, u).withLatencies(lat)
 	compare(&rd, raw, ClientRaw, 0.95)
 	if err := e.purge(rabbit.Queue(s.Topic, s.Group)); err != nil {
 		return []Row{raw, rd}, err
@@ -319,13 +339,13 @@ func (e *rabbitEnv) consume(ctx context.Context) ([]Row, error) {
 		})
 	}
 	err = dr.wait(ctx, e.cfg.Timeout)
-	_, allocs := m.stop()
+	_, u := m.stop()
 	_ = conn.Close()
 	wg.Wait()
 	if err != nil {
 		return nil, fmt.Errorf("raw: %w", err)
 	}
-	raw := dr.row(ScenarioConsume, RabbitMQ, ClientRaw, allocs)
+	raw := dr.row(ScenarioConsume, RabbitMQ, ClientRaw, u)
 
 	// redrive
 	rd, err := e.redriveDrain(ctx, ScenarioConsume, failNone)
@@ -484,7 +504,7 @@ func (e *rabbitEnv) delay(ctx context.Context) ([]Row, error) {
 	close(next)
 	wg.Wait()
 	werr := dr.wait(ctx, e.cfg.Timeout)
-	el, allocs := m.stop()
+	el, u := m.stop()
 	cancel()
 	if cerr := <-done; cerr != nil {
 		return nil, fmt.Errorf("redrive consume: %w", cerr)
@@ -492,7 +512,7 @@ func (e *rabbitEnv) delay(ctx context.Context) ([]Row, error) {
 	if werr != nil {
 		return nil, fmt.Errorf("redrive: %w", werr)
 	}
-	r := row(ScenarioDelay, RabbitMQ, ClientRedrive, n, el, allocs).withLatencies(late)
+	r := row(ScenarioDelay, RabbitMQ, ClientRedrive, n, el, u).withLatencies(late)
 	r.Rate = 0
 	r.Early = early
 	bound := e.cfg.Resolution + 50*time.Millisecond

@@ -10,12 +10,15 @@ import (
 // Markdown writes the rows as a markdown table, one line per row.
 func (r *Report) Markdown(w io.Writer) error {
 	var sb strings.Builder
-	sb.WriteString("| scenario | broker | client | messages | msg/s | p50 | p99 | allocs/msg | ratio | target | met | notes |\n")
-	sb.WriteString("|---|---|---|--:|--:|--:|--:|--:|--:|---|---|---|\n")
+	sb.WriteString("| scenario | broker | client | messages | msg/s | p50 | p99 | CPU/msg | allocs/msg | ratio | vs best peer | target | met | notes |\n")
+	sb.WriteString("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|---|---|\n")
 	for _, row := range r.Rows {
-		ratio, met := "", ""
+		ratio, peer, met := "", "", ""
 		if row.Ratio > 0 {
 			ratio = fmt.Sprintf("%.2f (vs %s)", row.Ratio, row.Baseline)
+		}
+		if row.BestPeer != "" {
+			peer = fmt.Sprintf("%.2f (vs %s)", row.VsPeer, row.BestPeer)
 		}
 		if row.Target != "" {
 			met = "missed"
@@ -27,9 +30,9 @@ func (r *Report) Markdown(w io.Writer) error {
 		if row.Rate > 0 {
 			rate = fmt.Sprintf("%.0f", row.Rate)
 		}
-		fmt.Fprintf(&sb, "| %s | %s | %s | %d | %s | %s | %s | %.1f | %s | %s | %s | %s |\n",
+		fmt.Fprintf(&sb, "| %s | %s | %s | %d | %s | %s | %s | %s | %.1f | %s | %s | %s | %s | %s |\n",
 			row.Scenario, row.Broker, row.Client, row.Messages, rate,
-			dur(row.P50), dur(row.P99), row.AllocsPerMsg, ratio, row.Target, met, row.Note)
+			dur(row.P50), dur(row.P99), cpu(row.CPUPerMsg), row.AllocsPerMsg, ratio, peer, row.Target, met, row.Note)
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err
@@ -46,5 +49,21 @@ func dur(d time.Duration) string {
 		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
 	default:
 		return fmt.Sprintf("%.0fms", float64(d)/float64(time.Millisecond))
+	}
+}
+
+// cpu renders a CPU time per message in microseconds; "" for 0 (not
+// measured).
+func cpu(d time.Duration) string {
+	us := float64(d) / float64(time.Microsecond)
+	switch {
+	case d <= 0:
+		return ""
+	case us < 10:
+		return fmt.Sprintf("%.2fµs", us)
+	case us < 1000:
+		return fmt.Sprintf("%.1fµs", us)
+	default:
+		return dur(d)
 	}
 }

@@ -52,8 +52,8 @@ func (e *rabbitEnv) replay(ctx context.Context) ([]Row, error) {
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	el, allocs := m.stop()
-	raw := row(ScenarioReplay, RabbitMQ, ClientRaw, n, el, allocs).withLatencies(lat)
+	el, u := m.stop()
+	raw := row(ScenarioReplay, RabbitMQ, ClientRaw, n, el, u).withLatencies(lat)
 	_ = conn.Close()
 	if err := e.purge(queue); err != nil {
 		return []Row{raw}, err
@@ -93,14 +93,14 @@ func (e *rabbitEnv) replay(ctx context.Context) ([]Row, error) {
 			}
 		},
 	})
-	el, allocs = m.stop()
+	el, u = m.stop()
 	if err != nil {
 		return []Row{raw}, err
 	}
 	if p.Replayed != int64(n) {
 		return []Row{raw}, fmt.Errorf("replayed %d of %d entries (%d skipped, %d failed)", p.Replayed, n, p.Skipped, p.Failed)
 	}
-	rd := row(ScenarioReplay, RabbitMQ, ClientRedrive, n, el, allocs).withLatencies(lat)
+	rd := row(ScenarioReplay, RabbitMQ, ClientRedrive, n, el, u).withLatencies(lat)
 	rd.Note = "memstore, status change + audit row per entry"
 	compare(&rd, raw, ClientRaw, 0.8) // issue 8: replay ≥ 0.8 × raw publish
 	if err := e.purge(src); err != nil {
