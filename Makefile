@@ -2,6 +2,10 @@ GO        ?= go
 PKGS      ?= ./...
 FUZZTIME  ?= 5s
 STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) env GOPATH)/bin/staticcheck)
+# PEERS: the peers module of `redrive bench --peers` (watermill, Sarama,
+# kafka-go), a Go module of its own so that redrive's never requires them;
+# test, vet and staticcheck run there too.
+PEERS     ?= internal/bench/peers
 
 .PHONY: all build test test-containers faults cluster-up cluster-down lint fmt vet staticcheck fuzz bench run tools
 
@@ -13,6 +17,7 @@ build:
 ## test: every test, with the race detector, against the real services
 test: tools
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	cd $(PEERS) && $(GO) test -race -count=1 -timeout 5m ./...
 
 ## test-containers: the e2e suite against a real Kafka in a container
 ## (testcontainers-go; skips with one line when no Docker engine answers)
@@ -41,9 +46,11 @@ cluster-down:
 
 vet:
 	$(GO) vet $(PKGS)
+	cd $(PEERS) && $(GO) vet ./...
 
 staticcheck: tools
 	$(STATICCHECK) $(PKGS)
+	cd $(PEERS) && $(STATICCHECK) ./...
 
 ## fmt: fail when a tracked Go file is not gofmt-clean (fix: gofmt -w FILE)
 fmt:
@@ -79,7 +86,8 @@ fuzz:
 
 ## bench: the micro-benchmarks, then `redrive bench` (redrive vs the raw
 ## clients on RabbitMQ at $RABBITMQ_URL and in-process kfake) with modest
-## sizes; BENCH_FLAGS overrides them (see BENCHMARKS.md for a full run)
+## sizes; BENCH_FLAGS overrides them (see BENCHMARKS.md for a full run;
+## add --peers for watermill and kafka-go in the same run)
 BENCH_FLAGS ?= --messages 20000 --delay-messages 2000 --replay-messages 2000
 
 bench:

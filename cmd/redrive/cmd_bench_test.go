@@ -15,6 +15,7 @@ func TestBenchBadInput(t *testing.T) {
 		{"bench", "--resolution", "1500us"},
 		{"bench", "--scrape-groups", "0"},
 		{"bench", "--monitor-workers", "-1"},
+		{"bench", "--peers", "--peers-dir", "/nonexistent/peers"},
 	} {
 		code, out, errOut := cli(t, args...)
 		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, "redrive: bench: ") || strings.Count(errOut, "\n") != 1 {
@@ -49,5 +50,24 @@ func TestBenchTiny(t *testing.T) {
 	file, err := os.ReadFile(out)
 	if err != nil || string(file) != stdout {
 		t.Errorf("--out: %v, %q", err, file)
+	}
+}
+
+// TestBenchPeersTiny: --peers builds the peers module (found above the
+// working directory) and adds its rows; it checks the table, never the
+// figures.
+func TestBenchPeersTiny(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the peers module; talks to RabbitMQ")
+	}
+	code, stdout, errOut := cli(t, "bench", "--peers", "--broker", "rabbitmq", "--scenarios", "publish",
+		"--messages", "100", "--batch", "10")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"| vs best peer |", "| publish | rabbitmq | watermill-amqp | 100 |", "(vs watermill-amqp)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
 	}
 }

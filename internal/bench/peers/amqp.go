@@ -97,7 +97,7 @@ func amqpConsume(ctx context.Context, r Request, m *meter, _ *slog.Logger) error
 	note := fmt.Sprintf("router, %d subscriptions × prefetch %d, ack after the handler", r.Concurrency, cfg.Consume.Qos.PrefetchCount)
 	switch r.Scenario {
 	case ScenarioRetry:
-		note += "; Retry middleware: the handler is re-run in-process at once, no broker round trip (weaker: the attempt count dies with the process, nothing records the retry)"
+		note += "; weaker: Retry middleware re-runs the handler in-process at once, no broker round trip (the attempt count dies with the process)"
 	case ScenarioDLQ:
 		note += "; PoisonQueue middleware: publish with confirm, then ack"
 	}

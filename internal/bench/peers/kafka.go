@@ -97,10 +97,10 @@ func saramaConsume(ctx context.Context, r Request, m *meter, _ *slog.Logger) err
 		defer p.Close()
 		pub = p
 	}
-	note := "router on a Sarama consumer group: one message in flight per partition, offsets marked on ack and auto-committed every 1 s"
+	note := "router on a Sarama consumer group: one message in flight per partition, offsets committed every 1 s"
 	switch r.Scenario {
 	case ScenarioRetry:
-		note += "; Retry middleware: the handler is re-run in-process at once, no broker round trip (weaker: the attempt count dies with the process)"
+		note += "; Retry middleware re-runs the handler in-process at once (as redrive's blocking mode)"
 	case ScenarioDLQ:
 		note += "; PoisonQueue middleware: SyncProducer (acks=all) to <topic>.poison, then ack"
 	}
