@@ -192,6 +192,11 @@ func (p *peerRunner) run(ctx context.Context, req peerRequest, brokerName string
 	case res.Messages != req.Messages:
 		return Row{}, fmt.Errorf("%s: result of %d messages, want %d", req.Peer, res.Messages, req.Messages)
 	}
+	// The child's CPU over its measured interval is part of what the
+	// kernel counted for its whole life (wait4's rusage).
+	if life := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(); cpuMeasured && time.Duration(res.CPUNS) > life+time.Millisecond {
+		return Row{}, fmt.Errorf("%s: reported %s of CPU in its measured interval, more than its whole life's %s", req.Peer, time.Duration(res.CPUNS), life)
+	}
 	u := usage{cpu: time.Duration(res.CPUNS), mallocs: res.Mallocs}.add(parent)
 	r := row(req.Scenario, brokerName, req.Peer, res.Messages, time.Duration(res.ElapsedNS), u)
 	r.P50, r.P99, r.Max = time.Duration(res.P50NS), time.Duration(res.P99NS), time.Duration(res.MaxNS)
