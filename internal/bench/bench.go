@@ -374,16 +374,6 @@ func (m meter) stop() (time.Duration, usage) {
 	return el, readUsage().sub(m.u0)
 }
 
-// sub returns u - v.
-func (u usage) sub(v usage) usage {
-	return usage{cpu: u.cpu - v.cpu, mallocs: u.mallocs - v.mallocs}
-}
-
-// add returns u + v.
-func (u usage) add(v usage) usage {
-	return usage{cpu: u.cpu + v.cpu, mallocs: u.mallocs + v.mallocs}
-}
-
 // row fills a Row's rate, CPU and allocation figures.
 func row(scenario, brokerName, client string, n int, elapsed time.Duration, u usage) Row {
 	r := Row{Scenario: scenario, Broker: brokerName, Client: client, Messages: n, Elapsed: elapsed}

@@ -40,38 +40,19 @@ func amqpPublish(ctx context.Context, r Request, m *meter, _ *slog.Logger) error
 	}
 	defer pub.Close()
 	batches := wmMessages(r.Messages, r.Batch, body(r.Size))
-	lat := make([]time.Duration, 0, len(batches))
-	if err := m.start(); err != nil {
-		return err
-	}
-	for _, batch := range batches {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		t0 := time.Now()
-		if err := pub.Publish(r.Topic, batch...); err != nil {
-			return fmt.Errorf("publish: %w", err)
-		}
-		lat = append(lat, time.Since(t0))
-	}
-	return m.finish(result{messages: r.Messages, lat: lat,
-		note: "Publish per batch, each message's confirm awaited before the next (ConfirmDelivery on, pooled channel)"})
+	return publishTimed(ctx, m, r.Messages, batches,
+		func(batch []*message.Message) error { return pub.Publish(r.Topic, batch...) },
+		"Publish per batch, each message's confirm awaited before the next (ConfirmDelivery on, pooled channel)")
 }
 
 // wmMessages returns n watermill messages of body with the sequence
 // header, in batches of batch.
 func wmMessages(n, batch int, b []byte) [][]*message.Message {
-	var out [][]*message.Message
-	for start := 0; start < n; start += batch {
-		ms := make([]*message.Message, 0, min(batch, n-start))
-		for i := start; i < min(start+batch, n); i++ {
-			msg := message.NewMessage(watermill.NewUUID(), b)
-			msg.Metadata.Set(headerSeq, strconv.Itoa(i))
-			ms = append(ms, msg)
-		}
-		out = append(out, ms)
-	}
-	return out
+	return batched(n, batch, func(i int) *message.Message {
+		msg := message.NewMessage(watermill.NewUUID(), b)
+		msg.Metadata.Set(headerSeq, strconv.Itoa(i))
+		return msg
+	})
 }
 
 // amqpConsume drains the bench's pre-filled queue through a watermill

@@ -98,3 +98,36 @@ func body(size int) []byte {
 	}
 	return b
 }
+
+// batched returns n items made by mk(0..n-1) in batches of batch.
+func batched[T any](n, batch int, mk func(i int) T) [][]T {
+	var out [][]T
+	for start := 0; start < n; start += batch {
+		b := make([]T, 0, min(batch, n-start))
+		for i := start; i < min(start+batch, n); i++ {
+			b = append(b, mk(i))
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// publishTimed is the measured interval of a publish scenario: every batch
+// through publish, in order, each call timed.
+func publishTimed[T any](ctx context.Context, m *meter, n int, batches [][]T, publish func([]T) error, note string) error {
+	lat := make([]time.Duration, 0, len(batches))
+	if err := m.start(); err != nil {
+		return err
+	}
+	for _, batch := range batches {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		t0 := time.Now()
+		if err := publish(batch); err != nil {
+			return fmt.Errorf("publish: %w", err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	return m.finish(result{messages: n, lat: lat, note: note})
+}

@@ -33,36 +33,31 @@ func saramaPublisherConfig() *sarama.Config {
 // (unmeasured, as the bench's own Kafka publish rows), then Messages in
 // Publish calls of Batch.
 func saramaPublish(ctx context.Context, r Request, m *meter, _ *slog.Logger) error {
-	pub, err := wkafka.NewPublisher(wkafka.PublisherConfig{
-		Brokers:               r.Brokers,
-		Marshaler:             wkafka.DefaultMarshaler{},
-		OverwriteSaramaConfig: saramaPublisherConfig(),
-	}, watermill.NopLogger{})
+	pub, err := saramaPublisher(r)
 	if err != nil {
-		return fmt.Errorf("publisher: %w", err)
+		return err
 	}
 	defer pub.Close()
 	b := body(r.Size)
 	if err := pub.Publish(r.Topic, message.NewMessage(watermill.NewUUID(), b)); err != nil {
 		return fmt.Errorf("warm-up publish: %w", err)
 	}
-	batches := wmMessages(r.Messages, r.Batch, b)
-	lat := make([]time.Duration, 0, len(batches))
-	if err := m.start(); err != nil {
-		return err
+	return publishTimed(ctx, m, r.Messages, wmMessages(r.Messages, r.Batch, b),
+		func(batch []*message.Message) error { return pub.Publish(r.Topic, batch...) },
+		"Sarama SyncProducer: one message per round trip, acks=all, idempotent (watermill's default: leader ack only)")
+}
+
+// saramaPublisher is watermill-kafka's publisher with saramaPublisherConfig.
+func saramaPublisher(r Request) (*wkafka.Publisher, error) {
+	pub, err := wkafka.NewPublisher(wkafka.PublisherConfig{
+		Brokers:               r.Brokers,
+		Marshaler:             wkafka.DefaultMarshaler{},
+		OverwriteSaramaConfig: saramaPublisherConfig(),
+	}, watermill.NopLogger{})
+	if err != nil {
+		return nil, fmt.Errorf("publisher: %w", err)
 	}
-	for _, batch := range batches {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		t0 := time.Now()
-		if err := pub.Publish(r.Topic, batch...); err != nil {
-			return fmt.Errorf("publish: %w", err)
-		}
-		lat = append(lat, time.Since(t0))
-	}
-	return m.finish(result{messages: r.Messages, lat: lat,
-		note: "Sarama SyncProducer: one message per round trip, acks=all, idempotent (watermill's default: leader ack only)"})
+	return pub, nil
 }
 
 // saramaConsume drains the pre-filled topic through a watermill router on
@@ -86,13 +81,9 @@ func saramaConsume(ctx context.Context, r Request, m *meter, _ *slog.Logger) err
 	defer sub.Close()
 	var pub message.Publisher
 	if r.Scenario != ScenarioConsume {
-		p, err := wkafka.NewPublisher(wkafka.PublisherConfig{
-			Brokers:               r.Brokers,
-			Marshaler:             wkafka.DefaultMarshaler{},
-			OverwriteSaramaConfig: saramaPublisherConfig(),
-		}, watermill.NopLogger{})
+		p, err := saramaPublisher(r)
 		if err != nil {
-			return fmt.Errorf("publisher: %w", err)
+			return err
 		}
 		defer p.Close()
 		pub = p
@@ -126,27 +117,12 @@ func kafkaGoPublish(ctx context.Context, r Request, m *meter, _ *slog.Logger) er
 	if err := w.WriteMessages(ctx, kafkago.Message{Value: b}); err != nil {
 		return fmt.Errorf("warm-up write: %w", err)
 	}
-	var batches [][]kafkago.Message
-	for start := 0; start < r.Messages; start += r.Batch {
-		ms := make([]kafkago.Message, 0, min(r.Batch, r.Messages-start))
-		for i := start; i < min(start+r.Batch, r.Messages); i++ {
-			ms = append(ms, kafkago.Message{Value: b, Headers: []kafkago.Header{{Key: headerSeq, Value: []byte(strconv.Itoa(i))}}})
-		}
-		batches = append(batches, ms)
-	}
-	lat := make([]time.Duration, 0, len(batches))
-	if err := m.start(); err != nil {
-		return err
-	}
-	for _, batch := range batches {
-		t0 := time.Now()
-		if err := w.WriteMessages(ctx, batch...); err != nil {
-			return fmt.Errorf("write: %w", err)
-		}
-		lat = append(lat, time.Since(t0))
-	}
-	return m.finish(result{messages: r.Messages, lat: lat,
-		note: "Writer, BatchTimeout 1 ms, acks=all; weaker: not idempotent (kafka-go has no idempotent producer)"})
+	batches := batched(r.Messages, r.Batch, func(i int) kafkago.Message {
+		return kafkago.Message{Value: b, Headers: []kafkago.Header{{Key: headerSeq, Value: []byte(strconv.Itoa(i))}}}
+	})
+	return publishTimed(ctx, m, r.Messages, batches,
+		func(batch []kafkago.Message) error { return w.WriteMessages(ctx, batch...) },
+		"Writer, BatchTimeout 1 ms, acks=all; weaker: not idempotent (kafka-go has no idempotent producer)")
 }
 
 // kafkaGoConsume drains the pre-filled topic with a kafka-go Reader in the
