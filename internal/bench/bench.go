@@ -1,9 +1,13 @@
 // Package bench measures redrive against the raw broker clients doing the
 // same work, in one process and one run: publishing with confirms,
 // draining a queue or topic with a no-op handler, the retry and dead-letter
-// paths, and RabbitMQ delayed delivery. Run returns one Row per scenario,
-// broker and client; Report.Markdown renders them as the table
-// `redrive bench` prints and BENCHMARKS.md records.
+// paths, and RabbitMQ delayed delivery. With Config.Peers it also measures
+// the libraries a user might pick instead (watermill-amqp, watermill-kafka,
+// kafka-go), each in a child process built from the peers module
+// (PeersModuleDir), a Go module of its own so that redrive's never
+// requires them. Run returns one Row per scenario, broker and client, each
+// with its CPU time and allocations per message; Report.Markdown renders
+// them as the table `redrive bench` prints and BENCHMARKS.md records.
 //
 // Figures are measurements of one machine at one moment; nothing here
 // asserts a target. Targets are reported as met or missed per row.
