@@ -68,37 +68,50 @@ func ErrorMessage(err error) string {
 }
 
 // FailureHeaders returns a copy of d's headers with the x-redrive-* story of
-// this failure: for a retry, the attempt number of the next delivery; for a
-// dead letter, the reason. now is the failure time.
+// this failure (see Story): the string view of a retry or dead-letter copy.
 func FailureHeaders(d *Delivery, o Outcome, now time.Time) map[string]string {
-	h := make(map[string]string, len(d.Headers)+8)
+	set, del := Story(d, o, now)
+	h := make(map[string]string, len(d.Headers)+len(set))
 	maps.Copy(h, d.Headers)
+	for _, k := range del {
+		delete(h, k)
+	}
+	maps.Copy(h, set)
+	return h
+}
+
+// Story returns the x-redrive-* headers a copy of d carries after failure
+// o at now (set): for a retry, the attempt number of the next delivery; for
+// a dead letter, the reason; and those it no longer carries (del). Both
+// backends apply it to the copy's exact headers (wire.Table.Patch).
+func Story(d *Delivery, o Outcome, now time.Time) (set map[string]string, del []string) {
+	set = make(map[string]string, 9)
 	first := d.FirstFailureAt
 	if first.IsZero() {
 		first = now
 	}
-	h[HeaderFirstFailureAt] = FormatTime(first)
-	h[HeaderLastFailureAt] = FormatTime(now)
-	h[HeaderError] = o.Error
-	h[HeaderErrorClass] = o.Class
-	h[HeaderWorker] = d.Group
+	set[HeaderFirstFailureAt] = FormatTime(first)
+	set[HeaderLastFailureAt] = FormatTime(now)
+	set[HeaderError] = o.Error
+	set[HeaderErrorClass] = o.Class
+	set[HeaderWorker] = d.Group
 	if d.Instance != "" {
-		h[HeaderWorkerInstance] = d.Instance
+		set[HeaderWorkerInstance] = d.Instance
 	}
 	if d.Source != "" {
-		h[HeaderSource] = d.Source
+		set[HeaderSource] = d.Source
 	}
 	if d.Topic != "" {
-		h[HeaderTopic] = d.Topic
+		set[HeaderTopic] = d.Topic
 	}
 	if o.Retry {
-		h[HeaderAttempt] = strconv.Itoa(min(max(d.Attempt, 1), MaxAttempt-1) + 1)
-		delete(h, HeaderReason)
+		set[HeaderAttempt] = strconv.Itoa(min(max(d.Attempt, 1), MaxAttempt-1) + 1)
+		del = []string{HeaderReason}
 	} else {
-		h[HeaderAttempt] = strconv.Itoa(max(d.Attempt, 1))
-		h[HeaderReason] = o.Reason
+		set[HeaderAttempt] = strconv.Itoa(max(d.Attempt, 1))
+		set[HeaderReason] = o.Reason
 	}
-	return h
+	return set, del
 }
 
 // ReadStory fills d's Attempt, failure times and LastError from its

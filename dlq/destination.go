@@ -24,20 +24,13 @@ func Destination(brokerName, target, worker string) string {
 	return unit + " " + target + " (worker " + worker + ")"
 }
 
-// ReplayTargeter is a Republisher that says where Republish puts an
-// entry: the queue or topic, and the worker that handles it there.
-type ReplayTargeter interface {
-	ReplayTarget(e Entry) (target, worker string)
-}
-
-// Destination is where a replay of r goes, as Destination names it: what
-// the Republisher says (ReplayTargeter), else the entry's source queue and
-// worker; "" when unknown.
+// Destination is where a replay of r goes, as Destination names it: the
+// target and worker of its route (Target), from the configuration; ""
+// when it cannot be replayed (Target's error says why).
 func (o *Ops) Destination(r Record) string {
-	if t, ok := o.pub.(ReplayTargeter); ok {
-		if target, worker := t.ReplayTarget(r.Entry); target != "" {
-			return Destination(r.Broker, target, worker)
-		}
+	rt, err := o.Target(r)
+	if err != nil {
+		return ""
 	}
-	return Destination(r.Broker, r.Entry.Source, r.Entry.Worker)
+	return Destination(r.Broker, rt.Target, rt.Worker)
 }

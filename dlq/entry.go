@@ -20,6 +20,14 @@ type Entry struct {
 	OriginalKey     []byte
 	OriginalValue   []byte
 	OriginalHeaders map[string]string
+	// OriginalWire is the exact wire form of the original message's
+	// application headers (types, order, repeated and binary names) and,
+	// on RabbitMQ, its properties: wire.Encode's versioned bytes, opaque to
+	// stores, decoded by the backend that replays it and by the admin API.
+	// OriginalHeaders is its string view. Nil for entries stored before
+	// redrive kept it and for foreign or unparseable messages whose form is
+	// unknown: a replay then sends OriginalHeaders as strings.
+	OriginalWire []byte
 	// ErrorClass, ErrorMessage and StackTrace (at most 500 characters)
 	// describe the last failure.
 	ErrorClass   string

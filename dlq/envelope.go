@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/redrive/redrive/broker/wire"
 )
 
 // Encodings of the envelope's original_value, original_key and header
@@ -54,6 +56,7 @@ const maxEmbedDepth = 1000
 //	  "original_headers": {"k": "v"},           // omitted for nil headers
 //	  "original_headers_encoding": {"k": "base64"}, // values that are not UTF-8
 //	  "original_binary_headers": {"<base64 name>": "<base64 value>"}, // names that are not UTF-8
+//	  "original_wire": "<base64>",              // the exact headers (wire.Encode); omitted when unknown
 //	  "error_details": {"exception_class": "…", "message": "…", "stack_trace": "…"},
 //	  "reason": "max_retries",
 //	  "retry_count": 5,
@@ -65,8 +68,11 @@ const maxEmbedDepth = 1000
 //	}
 //
 // message_id, original_key_encoding, original_headers_encoding,
-// original_binary_headers, worker and source extend the envelope of the
-// design; readers that do not know them may ignore them.
+// original_binary_headers, original_wire, worker and source extend the
+// envelope of the design; readers that do not know them may ignore them.
+// original_headers is a map, a repeated header name keeping its last value;
+// original_wire (Entry.OriginalWire, base64) keeps the headers exactly: in
+// order, repeated names and null values included.
 //
 // The original key, value and headers survive byte for byte. The value is
 // embedded as JSON (encoding "json") only when it is valid UTF-8, compact
@@ -127,6 +133,10 @@ func EncodeEnvelope(e Entry) ([]byte, error) {
 
 	if e.OriginalHeaders != nil {
 		w.headers(e.OriginalHeaders)
+	}
+	if e.OriginalWire != nil {
+		w.field("original_wire")
+		w.b = appendBase64(w.b, e.OriginalWire)
 	}
 
 	w.field("error_details")
@@ -372,6 +382,7 @@ type rawEnvelope struct {
 	OriginalHeaders         map[string]string `json:"original_headers"`
 	OriginalHeadersEncoding map[string]string `json:"original_headers_encoding"`
 	OriginalBinaryHeaders   map[string]string `json:"original_binary_headers"`
+	OriginalWire            *string           `json:"original_wire"`
 	ErrorDetails            struct {
 		ExceptionClass string `json:"exception_class"`
 		Message        string `json:"message"`
@@ -447,6 +458,14 @@ func DecodeEnvelope(data []byte) (Entry, error) {
 	}
 	if e.OriginalHeaders, err = decodeHeaders(&raw); err != nil {
 		return Entry{}, fmt.Errorf("dlq: decode envelope: %w", err)
+	}
+	if raw.OriginalWire != nil {
+		if e.OriginalWire, err = decodeBase64(*raw.OriginalWire); err != nil {
+			return Entry{}, fmt.Errorf("dlq: decode envelope: original_wire: %w", err)
+		}
+		if _, err := wire.Decode(e.OriginalWire); err != nil {
+			return Entry{}, fmt.Errorf("dlq: decode envelope: original_wire: %w", err)
+		}
 	}
 	if e.FirstFailureAt, err = decodeTime(raw.FirstFailureAt); err != nil {
 		return Entry{}, fmt.Errorf("dlq: decode envelope: first_failure_at: %w", err)

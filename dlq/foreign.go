@@ -33,14 +33,16 @@ const (
 
 // FromForeignHeaders maps the dead-letter headers of Spring Kafka
 // (kafka_dlt-*) or Kafka Connect (__connect.errors.*) into an Entry, so
-// that their DLQ topics are triaged with redrive's. It reports false when
-// neither tool's headers are there. The record's key and value are the
-// caller's to fill in; the tools' own headers are left out of
-// OriginalHeaders.
-func FromForeignHeaders(h map[string]string) (Entry, bool) {
+// that their DLQ topics are triaged with redrive's, and returns the prefix
+// of the tool's own headers. It reports false when neither tool's headers
+// are there. The record's key, value and wire form are the caller's to
+// fill in; the tools' own headers (prefix) are left out of OriginalHeaders.
+// The tools' record of where the message came from (topic, group) is
+// checked against the DLQ's configured route like redrive's (Ops.Target).
+func FromForeignHeaders(h map[string]string) (e Entry, prefix string, ok bool) {
 	switch {
 	case h[springTopic] != "" || h[springFQCN] != "":
-		e := Entry{
+		e = Entry{
 			OriginalTopic:     h[springTopic],
 			OriginalPartition: int32(beInt(h[springPartition])),
 			OriginalOffset:    beInt(h[springOffset]),
@@ -54,7 +56,7 @@ func FromForeignHeaders(h map[string]string) (Entry, bool) {
 		if ms := beInt(h[springTimestamp]); ms > 0 && ms <= maxUnixMilli {
 			e.FirstFailureAt = time.UnixMilli(ms).UTC()
 		}
-		return e, true
+		return e, springPrefix, true
 	case h[connectTopic] != "" || h[connectClass] != "":
 		p, _ := strconv.ParseInt(h[connectPartition], 10, 32)
 		o, err := strconv.ParseInt(h[connectOffset], 10, 64)
@@ -71,9 +73,9 @@ func FromForeignHeaders(h map[string]string) (Entry, bool) {
 			Worker:            h[connectConnector],
 			Reason:            "connect_error",
 			OriginalHeaders:   without(h, connectPrefix),
-		}, true
+		}, connectPrefix, true
 	}
-	return Entry{}, false
+	return Entry{}, "", false
 }
 
 // maxUnixMilli is the last millisecond of year 9999, the largest time an

@@ -27,7 +27,7 @@ func FuzzFromForeignHeaders(f *testing.F) {
 			k, v, _ := strings.Cut(line, "=")
 			h[k] = v
 		}
-		e, ok := FromForeignHeaders(h)
+		e, _, ok := FromForeignHeaders(h)
 		if !ok {
 			return
 		}

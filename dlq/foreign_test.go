@@ -57,7 +57,7 @@ func TestFromForeignHeaders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := FromForeignHeaders(tt.h)
+			got, _, ok := FromForeignHeaders(tt.h)
 			if ok != tt.ok {
 				t.Fatalf("ok = %v, want %v", ok, tt.ok)
 			}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"time"
@@ -14,12 +15,14 @@ import (
 	"github.com/redrive/redrive/broker"
 )
 
-// Republisher puts a dead letter back on its source, byte for byte, with
-// the x-redrive-replayed-from header set to replayedFrom ("<dlq>/<id>"). It
+// Republisher puts a dead letter back where its route says (to.Target, the
+// configured worker's queue or retry topic; never a place the entry names),
+// with its original key, payload, headers and properties, and the
+// x-redrive-replayed-from header set to replayedFrom ("<dlq>/<id>"). It
 // returns once the broker confirmed. *rabbit.Broker implements it; so does
 // the Kafka backend.
 type Republisher interface {
-	Republish(ctx context.Context, e Entry, replayedFrom string) error
+	Republish(ctx context.Context, e Entry, to Route, replayedFrom string) error
 }
 
 // ErrReasonRequired is returned by Discard without a reason (HTTP 400).
@@ -55,6 +58,14 @@ type OpsConfig struct {
 	// Republisher replays entries; nil makes a read-only Ops whose replays
 	// fail with ErrNoRepublisher.
 	Republisher Republisher
+	// Routes are the configured workers' replay routes (see Route): an
+	// entry is replayed only to the route of the DLQ it sits in. A DLQ
+	// without a route cannot be replayed (ErrNoRoute).
+	Routes []Route
+	// MaxPayloadPreview bounds what Show loads and the API and console
+	// render of a payload inline; the whole payload is read with Payload.
+	// Default DefaultPayloadPreview.
+	MaxPayloadPreview int
 	// Policies maps DLQ names to their settings. DLQs without one use
 	// Policy{} (warning, DefaultRetention), with the severity of their
 	// newest record. Several workers sharing one Kafka "<topic>.dlq"
@@ -89,6 +100,8 @@ type OpsConfig struct {
 type Ops struct {
 	store    Store
 	pub      Republisher
+	routes   map[string][]Route
+	preview  int
 	policies map[string]Policy
 	log      *slog.Logger
 	metrics  *metrics
@@ -111,6 +124,8 @@ func NewOps(cfg OpsConfig) (*Ops, error) {
 		store:             cfg.Store,
 		pub:               cfg.Republisher,
 		policies:          make(map[string]Policy, len(cfg.Policies)),
+		routes:            make(map[string][]Route, len(cfg.Routes)),
+		preview:           cfg.MaxPayloadPreview,
 		log:               cfg.Logger,
 		now:               cfg.Now,
 		replayTimeout:     orDefault(cfg.ReplayTimeout, 30*time.Second),
@@ -127,6 +142,18 @@ func NewOps(cfg OpsConfig) (*Ops, error) {
 	}
 	if o.reconcileAfter <= o.replayTimeout {
 		return nil, fmt.Errorf("dlq: new ops: reconcile after (%s) must exceed the replay timeout (%s)", o.reconcileAfter, o.replayTimeout)
+	}
+	if o.preview <= 0 {
+		o.preview = DefaultPayloadPreview
+	}
+	for _, rt := range cfg.Routes {
+		if rt.DLQ == "" || rt.Topic == "" || rt.Worker == "" || rt.Target == "" {
+			return nil, fmt.Errorf("dlq: new ops: route %+v: dlq, topic, worker and target are required", rt)
+		}
+		if slices.ContainsFunc(o.routes[rt.DLQ], func(x Route) bool { return x.Worker == rt.Worker }) {
+			return nil, fmt.Errorf("dlq: new ops: two routes of worker %q in %q", rt.Worker, rt.DLQ)
+		}
+		o.routes[rt.DLQ] = append(o.routes[rt.DLQ], rt)
 	}
 	for name, p := range cfg.Policies {
 		switch p.Severity {
@@ -246,9 +273,17 @@ func (o *Ops) List(ctx context.Context, q Query) (Page, error) {
 	return p, nil
 }
 
-// Show returns entry id of dlq with its audit trail, oldest first.
+// DefaultPayloadPreview is the default of OpsConfig.MaxPayloadPreview.
+const DefaultPayloadPreview = 64 << 10
+
+// PayloadPreview is how many bytes of a payload Show loads.
+func (o *Ops) PayloadPreview() int { return o.preview }
+
+// Show returns entry id of dlq with its audit trail, oldest first. The
+// payload holds at most PayloadPreview bytes; Record.ValueSize says how
+// large it is (Payload reads it whole).
 func (o *Ops) Show(ctx context.Context, dlq, id string) (Record, []AuditEntry, error) {
-	r, err := o.store.Get(ctx, dlq, id)
+	r, err := o.store.Preview(ctx, dlq, id, o.preview)
 	if err != nil {
 		return Record{}, nil, fmt.Errorf("dlq: show %s: %w", ReplayedFrom(dlq, id), err)
 	}
@@ -257,4 +292,35 @@ func (o *Ops) Show(ctx context.Context, dlq, id string) (Record, []AuditEntry, e
 		return Record{}, nil, fmt.Errorf("dlq: show %s: audit: %w", ReplayedFrom(dlq, id), err)
 	}
 	return r, trail, nil
+}
+
+// payloadChunk is how much of a payload Payload holds at a time.
+const payloadChunk = 1 << 20
+
+// Payload writes the whole payload of entry id of dlq to w, a chunk at a
+// time (memory does not grow with its size), after calling start with its
+// size (so that an HTTP handler can set its headers); nil is a nil value
+// (no payload at all). An error before start was called is the store's
+// (ErrNotFound); later ones are w's or the store's.
+func (o *Ops) Payload(ctx context.Context, dlq, id string, start func(size int64, isNil bool), w io.Writer) error {
+	r, err := o.store.Preview(ctx, dlq, id, 0)
+	if err != nil {
+		return fmt.Errorf("dlq: payload of %s: %w", ReplayedFrom(dlq, id), err)
+	}
+	isNil := r.Entry.OriginalValue == nil
+	start(r.ValueSize, isNil)
+	for off := int64(0); off < r.ValueSize; {
+		b, err := o.store.ReadValue(ctx, dlq, id, off, payloadChunk)
+		if err != nil {
+			return fmt.Errorf("dlq: payload of %s at byte %d: %w", ReplayedFrom(dlq, id), off, err)
+		}
+		if len(b) == 0 {
+			return fmt.Errorf("dlq: payload of %s: ends at byte %d of %d", ReplayedFrom(dlq, id), off, r.ValueSize)
+		}
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		off += int64(len(b))
+	}
+	return nil
 }

@@ -166,7 +166,8 @@ func TestReplayToRabbitMQ(t *testing.T) {
 			ctx := context.Background()
 			f := newRabbit(t)
 			s := st.open(t)
-			ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: f.b, Logger: slog.New(slog.DiscardHandler)})
+			ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: f.b, Logger: slog.New(slog.DiscardHandler),
+				Routes: []dlq.Route{rabbit.Route(f.sub.Topic, f.sub.Group)}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -240,7 +241,8 @@ func TestReplayAllToRabbitMQ(t *testing.T) {
 			ctx := context.Background()
 			f := newRabbit(t)
 			s := st.open(t)
-			ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: f.b, Logger: slog.New(slog.DiscardHandler)})
+			ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: f.b, Logger: slog.New(slog.DiscardHandler),
+				Routes: []dlq.Route{rabbit.Route(f.sub.Topic, f.sub.Group)}})
 			if err != nil {
 				t.Fatal(err)
 			}

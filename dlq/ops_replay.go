@@ -19,21 +19,36 @@ const MaxReasonLen = 1024
 // answered, even when the caller's context has ended.
 const settleTimeout = 15 * time.Second
 
-// Replay republishes entry id of dlq to its source and marks it replayed,
-// with an audit row by actor, in three steps: the entry is marked replaying
-// (the intent, in a transaction), the Republisher is called, then the entry
-// is marked replayed with its audit row (in a transaction). When the broker
-// refuses or does not confirm, the entry goes back to pending with a
-// replay_failed audit row (the unconfirmed message may still have arrived).
-// A crash between the steps leaves the entry replaying, for Reconcile.
+// Replay republishes entry id of dlq to the target of its route (Target:
+// the configured worker of the DLQ it sits in, never a place the entry
+// names) and marks it replayed, with an audit row by actor, in three steps:
+// the entry is marked replaying (the intent, in a transaction), the
+// Republisher is called, then the entry is marked replayed with its audit
+// row (in a transaction). When the broker refuses or does not confirm, the
+// entry goes back to pending with a replay_failed audit row (the
+// unconfirmed message may still have arrived). A crash between the steps
+// leaves the entry replaying, for Reconcile.
 //
 // An entry that is not pending is ErrNotPending; an unknown one
-// ErrNotFound.
+// ErrNotFound; one whose recorded origin disagrees with its route
+// ErrOriginMismatch, and one of a DLQ no worker is configured for
+// ErrNoRoute (both leave it pending, untouched).
 func (o *Ops) Replay(ctx context.Context, dlq, id, actor string) (Record, error) {
 	if o.pub == nil {
 		return Record{}, ErrNoRepublisher
 	}
 	actor = cleanActor(actor)
+	full, err := o.store.Get(ctx, dlq, id)
+	if err != nil {
+		return Record{}, fmt.Errorf("dlq: replay %s: %w", ReplayedFrom(dlq, id), err)
+	}
+	if full.Status != StatusPending {
+		return Record{}, fmt.Errorf("dlq: replay %s: %w: it is %s", ReplayedFrom(dlq, id), ErrNotPending, full.Status)
+	}
+	rt, err := o.Target(full)
+	if err != nil {
+		return Record{}, fmt.Errorf("dlq: replay %s: %w", ReplayedFrom(dlq, id), err)
+	}
 	r, err := o.store.Transition(ctx, Transition{
 		DLQ: dlq, ID: id, From: []Status{StatusPending}, To: StatusReplaying,
 		Actor: actor, At: o.now(),
@@ -41,16 +56,19 @@ func (o *Ops) Replay(ctx context.Context, dlq, id, actor string) (Record, error)
 	if err != nil {
 		return Record{}, fmt.Errorf("dlq: replay %s: %w", ReplayedFrom(dlq, id), err)
 	}
-	return o.republish(ctx, r, actor)
+	return o.republish(ctx, r, full.Entry, rt, actor)
 }
 
-// republish calls the Republisher for r, which is replaying, and records
-// the outcome; the audit row names where the replay went (Destination).
-func (o *Ops) republish(ctx context.Context, r Record, actor string) (Record, error) {
+// republish calls the Republisher for r, which is replaying, with its
+// whole entry e (read by Store.Get: r itself is Brief) and its route rt,
+// and records the outcome; the audit row names where the replay went
+// (Destination).
+func (o *Ops) republish(ctx context.Context, r Record, e Entry, rt Route, actor string) (Record, error) {
 	key := r.Key()
-	to := auditTo(o.Destination(r))
+	dest := Destination(r.Broker, rt.Target, rt.Worker)
+	to := auditTo(dest)
 	pctx, cancel := context.WithTimeout(ctx, o.replayTimeout)
-	err := o.pub.Republish(pctx, r.Entry, key)
+	err := o.pub.Republish(pctx, e, rt, key)
 	cancel()
 
 	// The broker has answered: record the outcome even if ctx just ended.
@@ -77,7 +95,7 @@ func (o *Ops) republish(ctx context.Context, r Record, actor string) (Record, er
 		return Record{}, fmt.Errorf("dlq: replay %s: republished, but recording it failed (the reconciler will replay it again): %w", key, err)
 	}
 	o.metrics.replayed(r.DLQ)
-	o.log.Info("dlq: replayed", "entry", key, "actor", actor, "to", o.Destination(r))
+	o.log.Info("dlq: replayed", "entry", key, "actor", actor, "to", dest)
 	return done, nil
 }
 
@@ -162,8 +180,25 @@ func (o *Ops) Reconcile(ctx context.Context) (int, error) {
 }
 
 // reconcileOne claims r and replays it; false when another instance
-// claimed it first.
+// claimed it first. An entry whose route no longer agrees (the
+// configuration changed meanwhile) goes back to pending with a
+// replay_failed audit row saying why.
 func (o *Ops) reconcileOne(ctx context.Context, r Record) (bool, error) {
+	rt, terr := o.Target(r)
+	if terr != nil {
+		_, err := o.store.Transition(ctx, Transition{
+			DLQ: r.DLQ, ID: r.ID, From: []Status{StatusReplaying}, To: StatusPending, IfVersion: r.Version,
+			Actor: ReconcileActor, Action: ActionReplayFailed, Reason: clip(terr.Error()), At: o.now(),
+		})
+		if errors.Is(err, ErrNotPending) || errors.Is(err, ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("set %s back to pending: %w", r.Key(), err)
+		}
+		o.log.Warn("dlq: reconcile: an interrupted replay has no route any more; the entry is pending again", "entry", r.Key(), "error", terr)
+		return false, nil
+	}
 	claimed, err := o.store.Transition(ctx, Transition{
 		DLQ: r.DLQ, ID: r.ID, From: []Status{StatusReplaying}, To: StatusReplaying, IfVersion: r.Version,
 		Actor: ReconcileActor, At: o.now(),
@@ -175,8 +210,12 @@ func (o *Ops) reconcileOne(ctx context.Context, r Record) (bool, error) {
 		return false, fmt.Errorf("claim %s: %w", r.Key(), err)
 	}
 	key := r.Key()
+	full, err := o.store.Get(ctx, r.DLQ, r.ID)
+	if err != nil {
+		return false, fmt.Errorf("read %s: %w", key, err)
+	}
 	pctx, cancel := context.WithTimeout(ctx, o.replayTimeout)
-	err = o.pub.Republish(pctx, r.Entry, key)
+	err = o.pub.Republish(pctx, full.Entry, rt, key)
 	cancel()
 	if err != nil {
 		o.log.Warn("dlq: reconcile: replay failed again; the entry stays replaying", "entry", key, "error", err)
@@ -185,7 +224,7 @@ func (o *Ops) reconcileOne(ctx context.Context, r Record) (bool, error) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	reason := fmt.Sprintf("%s: replay by %s at %s was interrupted before it was recorded; replayed again: the message may have been delivered twice",
-		auditTo(o.Destination(r)), orUnknown(r.StatusBy), r.StatusChangedAt.UTC().Format(time.RFC3339))
+		auditTo(Destination(r.Broker, rt.Target, rt.Worker)), orUnknown(r.StatusBy), r.StatusChangedAt.UTC().Format(time.RFC3339))
 	if _, err := o.store.Transition(sctx, Transition{
 		DLQ: r.DLQ, ID: r.ID, From: []Status{StatusReplaying}, To: StatusReplayed, IfVersion: claimed.Version,
 		Actor: ReconcileActor, Action: ActionReconcile, Reason: reason, At: o.now(),

@@ -56,10 +56,17 @@ type ReplayAllOptions struct {
 	// far, and once more at the end with Done set. It runs on ReplayAll's
 	// goroutine and should return quickly.
 	Progress func(Progress)
-	// PageSize is how many records are read from the store at a time;
-	// default 100, at most MaxLimit.
+	// PageSize is how many records are listed at a time (without their
+	// messages); default 100, at most MaxLimit.
 	PageSize int
+	// BatchBytes bounds the payload bytes read from the store at a time:
+	// the messages of a page are read in batches of at most this many
+	// bytes of payload (a larger entry alone). Default DefaultBatchBytes.
+	BatchBytes int64
 }
+
+// DefaultBatchBytes is the default of ReplayAllOptions.BatchBytes.
+const DefaultBatchBytes = 16 << 20
 
 // Progress is how far a ReplayAll has come.
 type Progress struct {
@@ -67,10 +74,13 @@ type Progress struct {
 	Total int64
 	// Replayed entries are replayed; Skipped ones were no longer pending
 	// when their turn came; Failed ones were refused by the broker (pending
-	// again).
-	Replayed int64
-	Skipped  int64
-	Failed   int64
+	// again); Mismatched ones were not replayed because their recorded
+	// origin disagrees with their DLQ's route, or the DLQ has none (see
+	// Ops.Target): they stay pending.
+	Replayed   int64
+	Skipped    int64
+	Failed     int64
+	Mismatched int64
 	// Done is set on the last report.
 	Done bool
 }
@@ -78,7 +88,11 @@ type Progress struct {
 // ReplayAll replays the pending entries of q.DLQ that q selects (ErrorClass,
 // Text, Since, Until; q.Status must be empty or pending), oldest first, one
 // by one with the steps and audit rows of Replay, at most opts.Rate per
-// second. It reads the store a page at a time, so memory stays bounded.
+// second. Entries whose origin disagrees with their route (Ops.Target) are
+// skipped, counted in Progress.Mismatched and left pending. It lists the
+// store a page at a time without payloads and reads the payloads in
+// batches bounded by bytes (opts.BatchBytes), so memory stays bounded
+// whatever the entries' number and size.
 // Entries received after it started are left alone, so that a replayed
 // message that fails again is not replayed in a loop. It stops at the
 // first failed replay (that entry is pending again) or when ctx ends, and
@@ -129,6 +143,10 @@ func (o *Ops) ReplayAll(ctx context.Context, q Query, opts ReplayAllOptions) (Pr
 	}
 	report()
 
+	batchBytes := opts.BatchBytes
+	if batchBytes <= 0 {
+		batchBytes = DefaultBatchBytes
+	}
 	pace := newPacer(opts.Rate)
 	actor := cleanActor(opts.Actor)
 	for {
@@ -136,34 +154,86 @@ func (o *Ops) ReplayAll(ctx context.Context, q Query, opts ReplayAllOptions) (Pr
 		if err != nil {
 			return finish(err)
 		}
-		for _, r := range page.Records {
-			if err := pace.wait(ctx, opts.Stop); err != nil {
-				return finish(err)
+		recs := page.Records
+		for len(recs) > 0 {
+			// The next batch: routable entries up to batchBytes of payload.
+			var batch []Record
+			var routes []Route
+			var size int64
+			for len(recs) > 0 && (len(batch) == 0 || size+recs[0].ValueSize <= batchBytes) {
+				r := recs[0]
+				recs = recs[1:]
+				rt, err := o.Target(r)
+				if err != nil {
+					p.Mismatched++
+					o.log.Warn("dlq: replay all: entry left pending", "entry", r.Key(), "error", err)
+					report()
+					continue
+				}
+				batch, routes = append(batch, r), append(routes, rt)
+				size += r.ValueSize
 			}
-			claimed, err := o.store.Transition(ctx, Transition{
-				DLQ: r.DLQ, ID: r.ID, From: []Status{StatusPending}, To: StatusReplaying,
-				Actor: actor, At: o.now(),
-			})
-			switch {
-			case errors.Is(err, ErrNotPending) || errors.Is(err, ErrNotFound):
-				p.Skipped++
-				report()
+			if len(batch) == 0 {
 				continue
-			case err != nil:
+			}
+			if err := o.replayBatch(ctx, batch, routes, pace, opts.Stop, actor, &p, report); err != nil {
 				return finish(err)
 			}
-			if _, err := o.republish(ctx, claimed, actor); err != nil {
-				p.Failed++
-				return finish(err)
-			}
-			p.Replayed++
-			report()
 		}
 		if page.Next == "" {
 			return finish(nil)
 		}
 		q.Cursor = page.Next
 	}
+}
+
+// replayBatch reads the messages of batch (Brief records of one DLQ) and
+// replays them one by one to their routes.
+func (o *Ops) replayBatch(ctx context.Context, batch []Record, routes []Route, pace *pacer, stop <-chan struct{}, actor string, p *Progress, report func()) error {
+	ids := make([]string, len(batch))
+	for i, r := range batch {
+		ids[i] = r.ID
+	}
+	full, err := o.store.GetMany(ctx, batch[0].DLQ, ids)
+	if err != nil {
+		return err
+	}
+	entries := make(map[string]*Entry, len(full))
+	for i := range full {
+		entries[full[i].ID] = &full[i].Entry
+	}
+	for i, r := range batch {
+		if err := pace.wait(ctx, stop); err != nil {
+			return err
+		}
+		e := entries[r.ID]
+		if e == nil {
+			p.Skipped++ // gone meanwhile
+			report()
+			continue
+		}
+		claimed, err := o.store.Transition(ctx, Transition{
+			DLQ: r.DLQ, ID: r.ID, From: []Status{StatusPending}, To: StatusReplaying,
+			Actor: actor, At: o.now(),
+		})
+		switch {
+		case errors.Is(err, ErrNotPending) || errors.Is(err, ErrNotFound):
+			p.Skipped++
+			report()
+			continue
+		case err != nil:
+			return err
+		}
+		_, err = o.republish(ctx, claimed, *e, routes[i], actor)
+		delete(entries, r.ID) // its payload may go
+		if err != nil {
+			p.Failed++
+			return err
+		}
+		p.Replayed++
+		report()
+	}
+	return nil
 }
 
 // pacer spaces events at most rate per second.

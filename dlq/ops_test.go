@@ -45,8 +45,9 @@ func TestRunReconcilesAtStart(t *testing.T) {
 	if _, err := s.Transition(ctx, dlq.Transition{DLQ: r.DLQ, ID: r.ID, From: []dlq.Status{dlq.StatusPending}, To: dlq.StatusReplaying, Actor: "x", At: time.Now().Add(-time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
-	pub := republisherFunc(func(context.Context, dlq.Entry, string) error { return nil })
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: pub, Logger: slog.New(slog.DiscardHandler)})
+	pub := republisherFunc(func(context.Context, dlq.Entry, dlq.Route, string) error { return nil })
+	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: pub, Logger: slog.New(slog.DiscardHandler),
+		Routes: []dlq.Route{{DLQ: "run.dlq", Topic: "run", Worker: "w", Target: "run.retry.w", Sources: []string{"run"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +79,8 @@ func TestRunReconcilesAtStart(t *testing.T) {
 	}
 }
 
-type republisherFunc func(ctx context.Context, e dlq.Entry, from string) error
+type republisherFunc func(ctx context.Context, e dlq.Entry, to dlq.Route, from string) error
 
-func (f republisherFunc) Republish(ctx context.Context, e dlq.Entry, from string) error {
-	return f(ctx, e, from)
+func (f republisherFunc) Republish(ctx context.Context, e dlq.Entry, to dlq.Route, from string) error {
+	return f(ctx, e, to, from)
 }

@@ -98,6 +98,15 @@ type Record struct {
 	// Version counts the record's status changes, from 1 at insert; a
 	// Transition may require it (optimistic concurrency).
 	Version int64
+	// ValueSize is the size of Entry.OriginalValue as stored, also when
+	// the value is not loaded (Brief) or cut (Store.Preview).
+	ValueSize int64
+	// Brief is set on records read without their message: listings and
+	// status changes (Store.List, Store.Transition) never load
+	// Entry.OriginalKey, OriginalValue, OriginalHeaders and OriginalWire,
+	// so that their memory does not grow with payloads. Store.Get loads
+	// them; a replay always republishes a record read by Get.
+	Brief bool
 }
 
 // Key returns the record's address, "<dlq>/<id>", also used as the
@@ -132,6 +141,10 @@ type AuditEntry struct {
 // ErrInvalidRecord is wrapped by Insert errors for a record that cannot be
 // stored as given (missing DLQ or identity, malformed id, unknown broker).
 var ErrInvalidRecord = errors.New("invalid dead-letter record")
+
+// ListedErrorLen is how many characters of an error message listings
+// (brief records) carry; Get carries it whole.
+const ListedErrorLen = 4096
 
 // MaxIDLen and MaxNameLen bound record ids and DLQ names.
 const (
@@ -220,6 +233,7 @@ func (r Record) PrepareInsert(now time.Time) (Record, error) {
 		r.ReceivedAt = now
 	}
 	r.Status, r.StatusChangedAt, r.StatusBy, r.Version = StatusPending, now, "", 1
+	r.ValueSize, r.Brief = int64(len(r.Entry.OriginalValue)), false
 
 	e := &r.Entry
 	for _, s := range []*string{&e.MessageID, &e.OriginalTopic, &e.ErrorClass, &e.ErrorMessage,

@@ -38,11 +38,24 @@ type Store interface {
 	// inserts of the same identity. An r.ID already used by another
 	// identity is ErrIDConflict.
 	Insert(ctx context.Context, r Record) (stored Record, inserted bool, err error)
-	// Get returns the record id of dlq, live or archived; ErrNotFound when
-	// there is none.
+	// Get returns the record id of dlq, live or archived, with its whole
+	// message; ErrNotFound when there is none.
 	Get(ctx context.Context, dlq, id string) (Record, error)
+	// GetMany returns the records ids of dlq (live or archived) with their
+	// whole messages, in the order of ids; ids without a record are left
+	// out. Callers bound the bytes they ask for (Record.ValueSize).
+	GetMany(ctx context.Context, dlq string, ids []string) ([]Record, error)
+	// Preview is Get with at most max bytes of the value
+	// (Record.ValueSize is the whole size): what a page shows of an entry,
+	// whatever its payload's size.
+	Preview(ctx context.Context, dlq, id string, max int) (Record, error)
+	// ReadValue returns at most n bytes of the value of entry id of dlq,
+	// from byte off (fewer, or none, at its end; nil for a nil value):
+	// the whole payload, streamed a chunk at a time.
+	ReadValue(ctx context.Context, dlq, id string, off int64, n int) ([]byte, error)
 	// List returns one page of the records q selects, in insertion order
 	// (or newest first with q.NewestFirst), and the cursor of the next.
+	// The records are Brief: their messages are not loaded.
 	List(ctx context.Context, q Query) (Page, error)
 	// Count returns how many records q selects, ignoring its cursor and
 	// limit.
@@ -54,7 +67,8 @@ type Store interface {
 	// is set, writes the audit row in the same transaction. When the
 	// record's status is not one of t.From (or its version is not
 	// t.IfVersion) nothing changes and the error wraps ErrNotPending;
-	// archived records are never changed. It returns the updated record.
+	// archived records are never changed. It returns the updated record,
+	// Brief.
 	Transition(ctx context.Context, t Transition) (Record, error)
 	// Audit returns the audit rows of entry id of dlq, oldest first (none,
 	// not an error, for an unknown entry).

@@ -10,12 +10,12 @@ import (
 	"github.com/redrive/redrive/dlq"
 )
 
-// deadLetter writes d to <topic>.dlq and reports whether the broker
-// acknowledged it (the source offset may then be committed). A write the
-// broker refuses is tried again with back-off; the source offset is not
-// committed meanwhile.
-func (p *partition) deadLetter(d *broker.Delivery, o broker.Outcome, cause error, now time.Time) bool {
-	rec, err := p.c.deadLetterRecord(d, o, cause, now)
+// deadLetter writes r (delivered as d) to <topic>.dlq and reports whether
+// the broker acknowledged it (the source offset may then be committed). A
+// write the broker refuses is tried again with back-off; the source offset
+// is not committed meanwhile.
+func (p *partition) deadLetter(r *kgo.Record, d *broker.Delivery, o broker.Outcome, cause error, now time.Time) bool {
+	rec, err := p.c.deadLetterRecord(r, d, o, cause, now)
 	if err != nil {
 		// The envelope cannot be encoded: nothing to write, and dropping
 		// the message is not an option. Hold the partition, loudly.
@@ -26,10 +26,11 @@ func (p *partition) deadLetter(d *broker.Delivery, o broker.Outcome, cause error
 	return p.write(rec, "dead-letter")
 }
 
-// deadLetterRecord builds the <topic>.dlq record of d: value = the JSON
-// envelope (dlq.EncodeEnvelope), key = the original key, headers = the
-// original headers plus the x-redrive-* story (reason, worker, ...).
-func (c *consumer) deadLetterRecord(d *broker.Delivery, o broker.Outcome, cause error, now time.Time) (*kgo.Record, error) {
+// deadLetterRecord builds the <topic>.dlq record of r (delivered as d):
+// value = the JSON envelope (dlq.EncodeEnvelope, with the exact headers in
+// original_wire), key = the original key, headers = the original headers
+// exactly, then the x-redrive-* story (reason, worker, ...).
+func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o broker.Outcome, cause error, now time.Time) (*kgo.Record, error) {
 	part, off := origin(d)
 	first, last := d.FirstFailureAt, d.LastFailureAt
 	if cause != nil { // a handler failure, not an expiry
@@ -43,9 +44,10 @@ func (c *consumer) deadLetterRecord(d *broker.Delivery, o broker.Outcome, cause 
 		OriginalTopic:     d.Topic,
 		OriginalPartition: part,
 		OriginalOffset:    off,
-		OriginalKey:       d.Key,
-		OriginalValue:     d.Value,
-		OriginalHeaders:   broker.AppHeaders(d.Headers),
+		OriginalKey:       r.Key,
+		OriginalValue:     r.Value,
+		OriginalHeaders:   wireHeaders(r.Headers).App().Strings(),
+		OriginalWire:      appWire(wireHeaders(r.Headers)),
 		ErrorClass:        o.Class,
 		ErrorMessage:      o.Error,
 		StackTrace:        stackTrace(cause),
@@ -61,12 +63,8 @@ func (c *consumer) deadLetterRecord(d *broker.Delivery, o broker.Outcome, cause 
 	if err != nil {
 		return nil, err
 	}
-	h := broker.FailureHeaders(d, o, now)
-	delete(h, broker.HeaderDueAt)
-	delete(h, headerOriginPartition)
-	delete(h, headerOriginOffset)
-	delete(h, headerOriginTimestamp)
-	return &kgo.Record{Topic: DLQTopic(c.sub.Topic), Key: d.Key, Value: val, Headers: toHeaders(h), Timestamp: now}, nil
+	h := storyHeaders(r, d, o, now, broker.HeaderDueAt, headerOriginPartition, headerOriginOffset, headerOriginTimestamp)
+	return &kgo.Record{Topic: DLQTopic(c.sub.Topic), Key: r.Key, Value: val, Headers: recordHeaders(h), Timestamp: now}, nil
 }
 
 // stackTrace returns the first characters of a recovered panic's stack.

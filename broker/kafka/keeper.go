@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 )
 
@@ -96,8 +98,11 @@ func deadLetterOf(r *kgo.Record) dlq.DeadLetter {
 		return dl
 	}
 	h := fromHeaders(r.Headers)
-	if fe, ok := dlq.FromForeignHeaders(h); ok {
+	if fe, prefix, ok := dlq.FromForeignHeaders(h); ok {
 		fe.OriginalKey, fe.OriginalValue = r.Key, r.Value
+		fe.OriginalWire = appWire(slices.DeleteFunc(wireHeaders(r.Headers), func(f wire.Field) bool {
+			return strings.HasPrefix(f.Name, prefix)
+		}))
 		dl.Entry = fe
 		return dl
 	}
@@ -109,6 +114,7 @@ func deadLetterOf(r *kgo.Record) dlq.DeadLetter {
 		OriginalKey:       r.Key,
 		OriginalValue:     r.Value,
 		OriginalHeaders:   broker.AppHeaders(h),
+		OriginalWire:      appWire(wireHeaders(r.Headers)),
 		ErrorMessage:      err.Error(),
 		Reason:            dlq.ReasonUnparseable,
 		Worker:            h[broker.HeaderWorker],

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"maps"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -167,7 +169,7 @@ func TestRepublishReachesOnlyTheFailingGroup(t *testing.T) {
 	}
 	dls := kafkatest.DeadLetters(t.Context(), t, brokers, topic, "failing", 1, 0)
 	from := dlq.ReplayedFrom(kafka.DLQTopic(topic), dlq.KafkaID(dls[0].Record.Partition, dls[0].Record.Offset))
-	if err := b.Republish(t.Context(), dls[0].Entry, from); err != nil {
+	if err := b.Republish(t.Context(), dls[0].Entry, kafka.Route(topic, "failing"), from); err != nil {
 		t.Fatalf("Republish: %v", err)
 	}
 	got := recF.waitUntil(t, 30*time.Second, "the replay", func(c []call) bool { return successes(c)["m"] == 1 })
@@ -176,18 +178,17 @@ func TestRepublishReachesOnlyTheFailingGroup(t *testing.T) {
 		r.d.Attempt != 1 || r.d.Headers[broker.HeaderReplayedFrom] != from || r.d.Topic != topic || r.d.Source != kafka.RetryTopic(topic, "failing") {
 		t.Errorf("replay = key %q value %q headers %v attempt %d source %s", r.d.Key, r.d.Value, r.d.Headers, r.d.Attempt, r.d.Source)
 	}
-	// A dead letter of a group without a retry topic goes to the topic
-	// itself: every group gets it.
-	e := dls[0].Entry
-	e.Worker = "never-ran"
-	if err := b.Republish(t.Context(), e, from); err != nil {
-		t.Fatalf("Republish of a foreign group's entry: %v", err)
+	// A route whose retry topic does not exist (a worker never declared)
+	// is an error: nothing goes to the topic, which every group reads.
+	before := kafkatest.EndOffsets(t.Context(), t, brokers, topic)
+	err := b.Republish(t.Context(), dls[0].Entry, kafka.Route(topic, "never-ran"), from)
+	if err == nil || !strings.Contains(err.Error(), kafka.RetryTopic(topic, "never-ran")) {
+		t.Fatalf("Republish to a missing retry topic = %v, want an error naming it", err)
 	}
-	recH.waitUntil(t, 30*time.Second, "the healthy group to get the topic-wide replay", func(c []call) bool { return len(c) == 2 })
-	recF.waitUntil(t, 30*time.Second, "the failing group to get the topic-wide replay", func(c []call) bool { return successes(c)["m"] == 2 })
-	// The group-specific replay never reached the healthy group: it saw
-	// the message once, then the topic-wide replay once.
-	if h := recH.snapshot(); len(h) != 2 || h[0].d.Headers[broker.HeaderReplayedFrom] != "" || h[1].d.Headers[broker.HeaderReplayedFrom] != from {
-		t.Errorf("healthy group calls = %d, want the original and the topic-wide replay", len(h))
+	if after := kafkatest.EndOffsets(t.Context(), t, brokers, topic); !maps.Equal(after, before) {
+		t.Errorf("end offsets of %s went from %v to %v", topic, before, after)
+	}
+	if h := recH.snapshot(); len(h) != 1 || h[0].d.Headers[broker.HeaderReplayedFrom] != "" {
+		t.Errorf("healthy group calls = %d, want the original only", len(h))
 	}
 }

@@ -318,7 +318,7 @@ func (p *partition) process(r *kgo.Record) bool {
 				Error:  fmt.Sprintf("message is %s old, over the max age %s", age.Round(time.Millisecond), sub.MaxAge),
 			}
 			p.log.Info("message expired", "offset", r.Offset, "message_id", d.ID, "age", age)
-			return p.deadLetter(d, o, nil, time.Now())
+			return p.deadLetter(r, d, o, nil, time.Now())
 		}
 	}
 	var key string // only built when claims are counted
@@ -328,7 +328,7 @@ func (p *partition) process(r *kgo.Record) bool {
 	if n, over := sub.Claim(p.ctx, key); over {
 		o := broker.MaxClaimsOutcome(n, sub.MaxClaims)
 		p.log.Warn("dead-lettering a poison pill", "offset", r.Offset, "message_id", d.ID, "claims", n, "reason", o.Reason)
-		return p.released(key, p.deadLetter(d, o, nil, time.Now()))
+		return p.released(key, p.deadLetter(r, d, o, nil, time.Now()))
 	}
 	return p.released(key, p.handle(d, r))
 }
@@ -368,11 +368,11 @@ func (p *partition) handle(d *broker.Delivery, r *kgo.Record) bool {
 		o := broker.Decide(sub, d, err, now)
 		if !o.Retry {
 			p.log.Info("dead-lettering", "offset", r.Offset, "message_id", d.ID, "attempt", d.Attempt, "reason", o.Reason, "error_class", o.Class, "error", o.Error)
-			return p.deadLetter(d, o, err, now)
+			return p.deadLetter(r, d, o, err, now)
 		}
 		p.log.Debug("retrying", "offset", r.Offset, "message_id", d.ID, "attempt", d.Attempt, "delay", o.Delay, "error_class", o.Class, "error", o.Error)
 		if sub.RetryMode == broker.NonBlocking {
-			return p.retryLater(d, o, now)
+			return p.retryLater(r, d, o, now)
 		}
 		if !p.retryInPlace(d, o, now) {
 			return false

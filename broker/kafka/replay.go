@@ -5,56 +5,75 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 )
 
 var _ dlq.Republisher = (*Broker)(nil)
 
-// Republish implements dlq.Republisher: it puts the dead letter e back,
-// byte for byte (key, value, application headers, message id), with
-// x-redrive-replayed-from set to replayedFrom, and returns once the broker
-// acknowledged it. It goes to the retry topic of the group that gave up on
-// it (<topic>.retry.<worker>), so that only that group handles it again;
-// when that topic does not exist (a foreign dead letter, or a group that
-// never ran), to the original topic, which every group reads. The replay is
-// stamped now: the group's max age counts from the replay.
-func (b *Broker) Republish(ctx context.Context, e dlq.Entry, replayedFrom string) error {
+// Republish implements dlq.Republisher: it puts the dead letter e back on
+// its route's topic (to.Target, the configured worker's retry topic
+// "<topic>.retry.<worker>", so that only that worker handles it again;
+// never a topic the entry names), with the original key and value (null and
+// empty kept apart) and headers exactly (in order, repeated and binary
+// names, null values; entries stored without their wire form send their
+// string headers, sorted), the message id, and x-redrive-replayed-from set
+// to replayedFrom. It returns once the broker acknowledged it. A missing
+// retry topic is an error (redrive topology apply creates it). The replay is
+// stamped now: the worker's max age counts from the replay.
+func (b *Broker) Republish(ctx context.Context, e dlq.Entry, to dlq.Route, replayedFrom string) error {
 	if b.isClosed() {
 		return broker.ErrClosed
 	}
-	if e.OriginalTopic == "" {
-		return errors.New("kafka: republish: entry has no original topic")
+	if to.Target == "" {
+		return errors.New("kafka: republish: the route has no target topic")
 	}
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.DeliveryTimeout)
 	defer cancel()
-	target := e.OriginalTopic
-	if e.Worker != "" {
-		retry := RetryTopic(e.OriginalTopic, e.Worker)
-		exists, err := b.topicExists(ctx, retry)
+	exists, err := b.topicExists(ctx, to.Target)
+	if err != nil {
+		return fmt.Errorf("kafka: republish (brokers %s): %w", b.brokerList(), err)
+	}
+	if !exists {
+		return fmt.Errorf("kafka: republish %s: topic %q does not exist (redrive topology apply creates the workers' retry topics)", replayedFrom, to.Target)
+	}
+	var t wire.Table
+	if e.OriginalWire != nil {
+		f, err := wire.Decode(e.OriginalWire)
 		if err != nil {
-			return fmt.Errorf("kafka: republish (brokers %s): %w", b.brokerList(), err)
+			return fmt.Errorf("kafka: republish %s: its stored wire form: %w", replayedFrom, err)
 		}
-		if exists {
-			target = retry
+		t = f.Headers.App()
+	} else {
+		for _, k := range slices.Sorted(maps.Keys(broker.AppHeaders(e.OriginalHeaders))) {
+			t = append(t, wire.Field{Name: k, Value: []byte(e.OriginalHeaders[k])})
 		}
 	}
-	h := make(map[string]string, len(e.OriginalHeaders)+3)
-	maps.Copy(h, e.OriginalHeaders)
-	h[broker.HeaderReplayedFrom] = replayedFrom
-	h[broker.HeaderMessageID] = e.MessageID
-	if e.MessageID == "" {
-		h[broker.HeaderMessageID] = broker.NewMessageID()
+	id := e.MessageID
+	if id == "" {
+		id = broker.NewMessageID()
 	}
-	r := &kgo.Record{Topic: target, Key: e.OriginalKey, Value: e.OriginalValue, Headers: toHeaders(h), Timestamp: time.Now()}
+	t = append(t, wire.Field{Name: broker.HeaderReplayedFrom, Value: replayedFrom}, wire.Field{Name: broker.HeaderMessageID, Value: id})
+	r := &kgo.Record{Topic: to.Target, Key: e.OriginalKey, Value: e.OriginalValue, Headers: recordHeaders(t), Timestamp: time.Now()}
 	if err := b.produce(ctx, r); err != nil {
-		return fmt.Errorf("kafka: republish %s to %q: %w", replayedFrom, target, err)
+		return fmt.Errorf("kafka: republish %s to %q: %w", replayedFrom, to.Target, err)
 	}
 	return nil
+}
+
+// Route is the replay route of a worker (topic, group) on Kafka: its
+// entries sit in the topic's shared DLQ "<topic>.dlq" and replay to the
+// worker's retry topic; they may say they failed in the topic or in that
+// retry topic.
+func Route(topic, group string) dlq.Route {
+	retry := RetryTopic(topic, group)
+	return dlq.Route{DLQ: DLQTopic(topic), Topic: topic, Worker: group, Target: retry, Sources: []string{topic, retry}}
 }
 
 // topicExists reports whether topic exists, remembering the ones that do.
@@ -71,17 +90,4 @@ func (b *Broker) topicExists(ctx context.Context, topic string) (bool, error) {
 		return true, nil
 	}
 	return false, nil
-}
-
-var _ dlq.ReplayTargeter = (*Broker)(nil)
-
-// ReplayTarget implements dlq.ReplayTargeter: the retry topic of the
-// worker that gave up on e, or, for an entry that names none, its
-// original topic (every group of it). Republish falls back to the original
-// topic too when the retry topic does not exist.
-func (b *Broker) ReplayTarget(e dlq.Entry) (target, worker string) {
-	if e.Worker != "" {
-		return RetryTopic(e.OriginalTopic, e.Worker), e.Worker
-	}
-	return e.OriginalTopic, ""
 }

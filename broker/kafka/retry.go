@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/wire"
 )
 
 // retryInPlace is the blocking mode: d's story is updated as the next
@@ -23,24 +24,24 @@ func (p *partition) retryInPlace(d *broker.Delivery, o broker.Outcome, now time.
 // retryLater is the non_blocking mode: a copy of d goes to the group's retry
 // topic, due after the back-off, and d is done once the copy is
 // acknowledged.
-func (p *partition) retryLater(d *broker.Delivery, o broker.Outcome, now time.Time) bool {
-	return p.write(p.c.retryRecord(d, o, now), "retry")
+func (p *partition) retryLater(r *kgo.Record, d *broker.Delivery, o broker.Outcome, now time.Time) bool {
+	return p.write(p.c.retryRecord(r, d, o, now), "retry")
 }
 
-// retryRecord is the copy of d written to the retry topic: same key, value
-// and headers, the story of this failure, the due time, and where the
-// message first came from (the original partition, offset and timestamp;
-// the copy itself is stamped now so that the retry topic's retention counts
-// from the retry).
-func (c *consumer) retryRecord(d *broker.Delivery, o broker.Outcome, now time.Time) *kgo.Record {
-	h := broker.FailureHeaders(d, o, now)
-	h[broker.HeaderDueAt] = broker.FormatTime(dueAt(now, o.Delay))
-	if _, ok := h[headerOriginPartition]; !ok {
-		h[headerOriginPartition] = strconv.FormatInt(int64(d.Partition), 10)
-		h[headerOriginOffset] = strconv.FormatInt(d.Offset, 10)
+// retryRecord is the copy of r (delivered as d) written to the retry topic:
+// same key, value and headers (in order, repeated names included), the
+// story of this failure, the due time, and where the message first came
+// from (the original partition, offset and timestamp; the copy itself is
+// stamped now so that the retry topic's retention counts from the retry).
+func (c *consumer) retryRecord(r *kgo.Record, d *broker.Delivery, o broker.Outcome, now time.Time) *kgo.Record {
+	t := storyHeaders(r, d, o, now, broker.HeaderDueAt)
+	t = append(t, wire.Field{Name: broker.HeaderDueAt, Value: broker.FormatTime(dueAt(now, o.Delay))})
+	if _, ok := t.Get(headerOriginPartition); !ok {
+		t = append(t, wire.Field{Name: headerOriginPartition, Value: strconv.FormatInt(int64(d.Partition), 10)},
+			wire.Field{Name: headerOriginOffset, Value: strconv.FormatInt(d.Offset, 10)})
 	}
-	if _, ok := h[headerOriginTimestamp]; !ok {
-		h[headerOriginTimestamp] = broker.FormatTime(d.Timestamp)
+	if _, ok := t.Get(headerOriginTimestamp); !ok {
+		t = append(t, wire.Field{Name: headerOriginTimestamp, Value: broker.FormatTime(d.Timestamp)})
 	}
-	return &kgo.Record{Topic: c.retryTopic, Key: d.Key, Value: d.Value, Headers: toHeaders(h), Timestamp: now}
+	return &kgo.Record{Topic: c.retryTopic, Key: r.Key, Value: r.Value, Headers: recordHeaders(t), Timestamp: now}
 }

@@ -218,7 +218,7 @@ func (c *consumer) process(ctx context.Context, m amqp.Delivery, fwd chan<- forw
 		o := broker.MaxClaimsOutcome(cl.n, c.sub.MaxClaims)
 		c.log.Warn("rabbit: dead-lettering a poison pill", "id", m.MessageId, "attempt", d.Attempt,
 			"claims", cl.n, "reason", o.Reason)
-		out := outgoing{exchange: c.b.names.DLX(), key: c.queue, msg: republish(m, toTable(broker.FailureHeaders(d, o, now)))}
+		out := outgoing{exchange: c.b.names.DLX(), key: c.queue, msg: republish(m, storyTable(m, d, o, now))}
 		c.send(ctx, fwd, forwardJob{m: m, out: out, then: func() { c.release(ctx, cl) }})
 		return
 	}
@@ -233,7 +233,7 @@ func (c *consumer) process(ctx context.Context, m amqp.Delivery, fwd chan<- forw
 	}
 	now := time.Now()
 	o := broker.Decide(c.sub, d, err, now)
-	h := toTable(broker.FailureHeaders(d, o, now))
+	h := storyTable(m, d, o, now)
 	var out outgoing
 	if o.Retry {
 		out = c.delayed(m, h, o.Delay, 0)
@@ -378,8 +378,10 @@ func (c *consumer) delivery(m amqp.Delivery) *broker.Delivery {
 }
 
 // republish copies m's body and properties into a new publishing with
-// headers h. Per-message expiration is dropped (a copy waits in tiers) and
-// so is user-id (RabbitMQ checks it against the publishing connection).
+// headers h: a retry, delay or dead-letter copy carries the original's
+// properties, delivery mode included, except per-message expiration (a
+// copy waits in tiers) and user id (RabbitMQ checks it against the
+// publishing connection); both stay in the dead-letter entry.
 func republish(m amqp.Delivery, h amqp.Table) amqp.Publishing {
 	id := m.MessageId
 	if id == "" {
@@ -389,7 +391,7 @@ func republish(m amqp.Delivery, h amqp.Table) amqp.Publishing {
 		Headers:         h,
 		ContentType:     m.ContentType,
 		ContentEncoding: m.ContentEncoding,
-		DeliveryMode:    amqp.Persistent,
+		DeliveryMode:    m.DeliveryMode,
 		Priority:        m.Priority,
 		CorrelationId:   m.CorrelationId,
 		ReplyTo:         m.ReplyTo,

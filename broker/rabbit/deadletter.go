@@ -7,13 +7,16 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 )
 
 // EntryFromDelivery reads a message taken from a "<queue>.dlq" queue into
-// the dead-letter view: the original body and application headers byte for
-// byte, the x-redrive-* story when redrive dead-lettered it, or the x-death
-// story when the broker did (queue TTL expired, rejected, max length).
+// the dead-letter view: the original body byte for byte, the application
+// headers with their AMQP types and the properties (Entry.OriginalWire;
+// OriginalHeaders is their string view), the x-redrive-* story when redrive
+// dead-lettered it, or the x-death story when the broker did (queue TTL
+// expired, rejected, max length).
 func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 	h := fromTable(m.Headers)
 	e := dlq.Entry{
@@ -35,6 +38,9 @@ func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 	if k, ok := h[broker.HeaderKey]; ok {
 		e.OriginalKey = []byte(k)
 	}
+	if w, err := wire.Encode(formOf(m)); err == nil { // values amqp091-go read always encode
+		e.OriginalWire = w
+	}
 	if n, err := strconv.Atoi(h[broker.HeaderAttempt]); err == nil && n > 0 {
 		e.RetryCount = n - 1
 	}
@@ -46,7 +52,10 @@ func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 			if e.Source == "" {
 				e.Source = d.Queue
 			}
-			if w, ok := strings.CutPrefix(d.Queue, h[broker.HeaderTopic]+"."); ok && e.Worker == "" && h[broker.HeaderTopic] != "" {
+			if e.OriginalTopic == "" && len(d.RoutingKeys) > 0 {
+				e.OriginalTopic = d.RoutingKeys[0] // as published: the topic
+			}
+			if w, ok := strings.CutPrefix(d.Queue, e.OriginalTopic+"."); ok && e.Worker == "" && e.OriginalTopic != "" {
 				e.Worker = w // the group queue is "<topic>.<group>"
 			}
 			if e.ErrorClass == "" {
@@ -62,9 +71,6 @@ func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 				e.FirstFailureAt = d.Time
 			}
 		}
-	}
-	if e.OriginalTopic == "" {
-		e.OriginalTopic = m.RoutingKey
 	}
 	return e
 }

@@ -1,7 +1,6 @@
 package rabbit
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -9,6 +8,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/wire"
 )
 
 // toTable turns string headers into an AMQP table.
@@ -28,28 +28,21 @@ func brokerOwned(k string) bool {
 		strings.HasPrefix(k, "x-first-death-") || strings.HasPrefix(k, "x-last-death-")
 }
 
-// fromTable turns an AMQP table into string headers. Values of other types
-// (from foreign producers) are rendered as text; broker-owned headers and
-// nested tables are left out (see parseDeath for x-death).
+// fromTable turns an AMQP table into the string view of a delivery's
+// headers (wire.Text): values of other types (from foreign producers) are
+// rendered as text; broker-owned headers, nested tables and arrays are left
+// out (see parseDeath for x-death; the exact form is wireTable's).
 func fromTable(t amqp.Table) map[string]string {
 	h := make(map[string]string, len(t))
 	for k, v := range t {
 		if brokerOwned(k) {
 			continue
 		}
-		switch v := v.(type) {
-		case string:
-			h[k] = v
-		case []byte:
-			h[k] = string(v)
-		case int, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float32, float64, bool, amqp.Decimal:
-			h[k] = fmt.Sprint(v)
-		case time.Time:
-			h[k] = broker.FormatTime(v)
-		case nil:
-			h[k] = ""
-		default: // tables and arrays
-			continue
+		if d, ok := v.(amqp.Decimal); ok {
+			v = wire.Decimal{Scale: d.Scale, Value: d.Value}
+		}
+		if s, ok := wire.Text(v); ok {
+			h[k] = s
 		}
 	}
 	return h
@@ -63,6 +56,9 @@ type Death struct {
 	Count    int64
 	Exchange string
 	Time     time.Time
+	// RoutingKeys are the routing keys the message was published with
+	// (at most 16 are read).
+	RoutingKeys []string
 }
 
 // parseDeath reads x-death defensively: foreign producers may send anything.
@@ -87,6 +83,13 @@ func parseDeath(t amqp.Table) []Death {
 		d.Time, _ = m["time"].(time.Time)
 		if y := d.Time.Year(); y < 1 || y > 9999 {
 			d.Time = time.Time{} // a foreign timestamp no envelope can carry
+		}
+		if keys, ok := m["routing-keys"].([]any); ok {
+			for _, k := range keys[:min(len(keys), 16)] {
+				if s, ok := k.(string); ok {
+					d.RoutingKeys = append(d.RoutingKeys, s)
+				}
+			}
 		}
 		switch c := m["count"].(type) {
 		case int64:

@@ -8,46 +8,55 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 )
 
-// Republish puts a dead letter back on the queue it failed in, and only
-// there: through the retry exchange with the source queue as routing key.
-// The body, key and application headers are the original ones byte for
-// byte; x-redrive-replayed-from names the entry (replayedFrom) and the
-// attempt count starts again at 1. It returns once the broker confirmed.
-// A source queue that no longer exists parks the message in the
-// unroutable queue.
-func (b *Broker) Republish(ctx context.Context, e dlq.Entry, replayedFrom string) error {
-	if e.Source == "" {
-		return errors.New("rabbit: republish: entry has no source queue")
+// Republish implements dlq.Republisher: it puts a dead letter back on its
+// route's queue (to.Target, from the configuration), and only there:
+// through the retry exchange with that queue as routing key. The body, key,
+// application headers with their AMQP types and the properties are the
+// original ones (entries stored before redrive kept the wire form replay
+// with their string headers, persistent); expiration and user id are not
+// set (the copy would expire, or be refused for another connection's
+// user). x-redrive-replayed-from names the entry (replayedFrom),
+// x-redrive-topic is the route's topic, and the attempt count starts again
+// at 1. It returns once the broker confirmed. A queue that no longer exists
+// parks the message in the unroutable queue.
+func (b *Broker) Republish(ctx context.Context, e dlq.Entry, to dlq.Route, replayedFrom string) error {
+	if to.Target == "" {
+		return errors.New("rabbit: republish: the route has no target queue")
 	}
-	h := toTable(e.OriginalHeaders)
-	h[broker.HeaderReplayedFrom] = replayedFrom
-	if e.OriginalTopic != "" {
-		h[broker.HeaderTopic] = e.OriginalTopic
+	var msg amqp.Publishing
+	if e.OriginalWire != nil {
+		f, err := wire.Decode(e.OriginalWire)
+		if err != nil {
+			return fmt.Errorf("rabbit: republish %s: its stored wire form: %w", replayedFrom, err)
+		}
+		msg = publishing(f, amqpTable(f.Headers.App()))
+	} else {
+		msg = amqp.Publishing{Headers: toTable(broker.AppHeaders(e.OriginalHeaders)), DeliveryMode: amqp.Persistent}
 	}
+	msg.Headers[broker.HeaderReplayedFrom] = replayedFrom
+	msg.Headers[broker.HeaderTopic] = to.Topic
 	if e.OriginalKey != nil {
-		h[broker.HeaderKey] = string(e.OriginalKey)
+		msg.Headers[broker.HeaderKey] = string(e.OriginalKey)
 	}
-	id := e.MessageID
-	if id == "" {
-		id = broker.NewMessageID()
+	msg.MessageId = e.MessageID
+	if msg.MessageId == "" {
+		msg.MessageId = broker.NewMessageID()
 	}
-	err := b.pub.publish(ctx, outgoing{exchange: b.names.Retry(), key: e.Source, msg: amqp.Publishing{
-		Headers:      h,
-		DeliveryMode: amqp.Persistent,
-		MessageId:    id,
-		Body:         e.OriginalValue,
-	}})
-	if err != nil {
-		return fmt.Errorf("rabbit: republish to queue %q: %w", e.Source, err)
+	msg.Body = e.OriginalValue
+	if err := b.pub.publish(ctx, outgoing{exchange: b.names.Retry(), key: to.Target, msg: msg}); err != nil {
+		return fmt.Errorf("rabbit: republish to queue %q: %w", to.Target, err)
 	}
 	return nil
 }
 
-var _ dlq.ReplayTargeter = (*Broker)(nil)
-
-// ReplayTarget implements dlq.ReplayTargeter: Republish puts e back on the
-// queue it failed in, its worker's group queue.
-func (b *Broker) ReplayTarget(e dlq.Entry) (target, worker string) { return e.Source, e.Worker }
+// Route is the replay route of a worker (topic, group) on RabbitMQ: its
+// DLQ "<topic>.<group>.dlq" replays to its queue "<topic>.<group>", the
+// only queue its entries may say they failed in.
+func Route(topic, group string) dlq.Route {
+	q := Queue(topic, group)
+	return dlq.Route{DLQ: DLQ(q), Topic: topic, Worker: group, Target: q, Sources: []string{q}}
+}

@@ -55,6 +55,7 @@ type jrec struct {
 	Key               []byte      `json:"key"`
 	Value             []byte      `json:"value"`
 	Headers           [][2][]byte `json:"headers"`
+	Wire              []byte      `json:"wire,omitempty"`
 	ErrorClass        string      `json:"error_class"`
 	ErrorMessage      string      `json:"error_message"`
 	StackTrace        string      `json:"stack_trace"`
@@ -73,7 +74,7 @@ func encodeRec(n *rec) *jrec {
 		Seq: n.seq, ID: r.ID, Broker: r.Broker, DLQ: r.DLQ, Identity: r.Identity, Severity: r.Severity,
 		ReceivedAt: r.ReceivedAt, Status: r.Status, StatusChangedAt: r.StatusChangedAt, StatusBy: r.StatusBy, Version: r.Version,
 		MessageID: e.MessageID, OriginalTopic: e.OriginalTopic, OriginalPartition: e.OriginalPartition, OriginalOffset: e.OriginalOffset,
-		Key: e.OriginalKey, Value: e.OriginalValue,
+		Key: e.OriginalKey, Value: e.OriginalValue, Wire: e.OriginalWire,
 		ErrorClass: e.ErrorClass, ErrorMessage: e.ErrorMessage, StackTrace: e.StackTrace, Reason: e.Reason, RetryCount: e.RetryCount,
 		Worker: e.Worker, WorkerInstance: e.WorkerInstance, Source: e.Source,
 		FirstFailureAt: e.FirstFailureAt, LastFailureAt: e.LastFailureAt,
@@ -91,9 +92,10 @@ func (j *jrec) decode() *rec {
 	n := &rec{seq: j.Seq, r: dlq.Record{
 		ID: j.ID, Broker: j.Broker, DLQ: j.DLQ, Identity: j.Identity, Severity: j.Severity,
 		ReceivedAt: j.ReceivedAt, Status: j.Status, StatusChangedAt: j.StatusChangedAt, StatusBy: j.StatusBy, Version: j.Version,
+		ValueSize: int64(len(j.Value)),
 		Entry: dlq.Entry{
 			MessageID: j.MessageID, OriginalTopic: j.OriginalTopic, OriginalPartition: j.OriginalPartition, OriginalOffset: j.OriginalOffset,
-			OriginalKey: j.Key, OriginalValue: j.Value,
+			OriginalKey: j.Key, OriginalValue: j.Value, OriginalWire: j.Wire,
 			ErrorClass: j.ErrorClass, ErrorMessage: j.ErrorMessage, StackTrace: j.StackTrace, Reason: j.Reason, RetryCount: j.RetryCount,
 			Worker: j.Worker, WorkerInstance: j.WorkerInstance, Source: j.Source,
 			FirstFailureAt: j.FirstFailureAt, LastFailureAt: j.LastFailureAt,

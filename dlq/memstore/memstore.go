@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/redrive/redrive/dlq"
 )
@@ -166,6 +167,70 @@ func (s *Store) Get(ctx context.Context, dlqName, id string) (dlq.Record, error)
 	return clone(n.r), nil
 }
 
+// GetMany implements dlq.Store.
+func (s *Store) GetMany(ctx context.Context, dlqName string, ids []string) ([]dlq.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	out := make([]dlq.Record, 0, len(ids))
+	for _, id := range ids {
+		if n, ok := s.byID[key{dlqName, id}]; ok {
+			out = append(out, clone(n.r))
+		}
+	}
+	return out, nil
+}
+
+// Preview implements dlq.Store.
+func (s *Store) Preview(ctx context.Context, dlqName, id string, limit int) (dlq.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return dlq.Record{}, err
+	}
+	if err := s.lock(); err != nil {
+		return dlq.Record{}, err
+	}
+	defer s.mu.Unlock()
+	n, ok := s.byID[key{dlqName, id}]
+	if !ok {
+		return dlq.Record{}, fmt.Errorf("memstore: preview %s: %w", dlq.ReplayedFrom(dlqName, id), dlq.ErrNotFound)
+	}
+	r := n.r
+	if v := r.Entry.OriginalValue; len(v) > limit {
+		r.Entry.OriginalValue = v[:max(limit, 0)]
+	}
+	return clone(r), nil
+}
+
+// ReadValue implements dlq.Store.
+func (s *Store) ReadValue(ctx context.Context, dlqName, id string, off int64, n int) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.lock(); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	r, ok := s.byID[key{dlqName, id}]
+	if !ok {
+		return nil, fmt.Errorf("memstore: read value of %s: %w", dlq.ReplayedFrom(dlqName, id), dlq.ErrNotFound)
+	}
+	v := r.r.Entry.OriginalValue
+	if v == nil {
+		return nil, nil
+	}
+	if off < 0 || n < 0 {
+		return nil, fmt.Errorf("memstore: read value of %s: negative offset or length", dlq.ReplayedFrom(dlqName, id))
+	}
+	if off >= int64(len(v)) {
+		return []byte{}, nil
+	}
+	return cloneBytes(v[off:min(off+int64(n), int64(len(v)))]), nil
+}
+
 // matches reports whether r is selected by q, cursor aside.
 func matches(r *dlq.Record, q *dlq.Query) bool {
 	switch {
@@ -215,7 +280,7 @@ func (s *Store) List(ctx context.Context, q dlq.Query) (dlq.Page, error) {
 			page.Next = dlq.Cursor{After: last, NewestFirst: q.NewestFirst}.Encode()
 			return false
 		}
-		page.Records = append(page.Records, clone(n.r))
+		page.Records = append(page.Records, brief(n.r))
 		last = n.seq
 		return true
 	}
@@ -334,10 +399,10 @@ func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, e
 	}
 	from := n.r.Status
 	if from == dlq.StatusArchived || !slices.Contains(t.From, from) {
-		return clone(n.r), fmt.Errorf("memstore: transition %s to %s: %w: it is %s", name, t.To, dlq.ErrNotPending, from)
+		return brief(n.r), fmt.Errorf("memstore: transition %s to %s: %w: it is %s", name, t.To, dlq.ErrNotPending, from)
 	}
 	if t.IfVersion > 0 && n.r.Version != t.IfVersion {
-		return clone(n.r), fmt.Errorf("memstore: transition %s to %s: %w: it changed meanwhile (version %d, not %d)",
+		return brief(n.r), fmt.Errorf("memstore: transition %s to %s: %w: it changed meanwhile (version %d, not %d)",
 			name, t.To, dlq.ErrNotPending, n.r.Version, t.IfVersion)
 	}
 	next := &rec{seq: n.seq, r: n.r}
@@ -358,7 +423,7 @@ func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, e
 		s.auditSeq = a.Seq
 		s.audit[key{t.DLQ, t.ID}] = append(s.audit[key{t.DLQ, t.ID}], *a)
 	}
-	return clone(n.r), nil
+	return brief(n.r), nil
 }
 
 // Audit implements dlq.Store.
@@ -414,9 +479,21 @@ func clone(r dlq.Record) dlq.Record {
 	e := &r.Entry
 	e.OriginalKey = cloneBytes(e.OriginalKey)
 	e.OriginalValue = cloneBytes(e.OriginalValue)
+	e.OriginalWire = cloneBytes(e.OriginalWire)
 	if e.OriginalHeaders != nil {
 		e.OriginalHeaders = maps.Clone(e.OriginalHeaders)
 	}
+	return r
+}
+
+// brief returns r without its message, as listings return records.
+func brief(r dlq.Record) dlq.Record {
+	e := &r.Entry
+	e.OriginalKey, e.OriginalValue, e.OriginalHeaders, e.OriginalWire = nil, nil, nil, nil
+	if utf8.RuneCountInString(e.ErrorMessage) > dlq.ListedErrorLen {
+		e.ErrorMessage = string([]rune(e.ErrorMessage)[:dlq.ListedErrorLen])
+	}
+	r.Brief = true
 	return r
 }
 

@@ -2,7 +2,6 @@ package pgstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -14,81 +13,6 @@ import (
 
 	"github.com/redrive/redrive/dlq"
 )
-
-// liveCols are the columns of a record read from dlq_entries, in scan
-// order.
-const liveCols = `seq, dlq, id, identity, broker, severity, status, status_changed_at, status_by, version, received_at,
-	message_id, original_topic, original_partition, original_offset, original_key, original_value, original_headers,
-	error_class, error_message, stack_trace, reason, retry_count, worker, worker_instance, source,
-	first_failure_at, last_failure_at`
-
-// archivedCols read a record from dlq_entries_archive: status archived,
-// changed when archived, by the archiver.
-const archivedCols = `seq, dlq, id, identity, broker, severity, 'archived', archived_at, '` + dlq.ArchiverActor + `', version, received_at,
-	message_id, original_topic, original_partition, original_offset, original_key, original_value, original_headers,
-	error_class, error_message, stack_trace, reason, retry_count, worker, worker_instance, source,
-	first_failure_at, last_failure_at`
-
-// scanRecord reads one row of liveCols or archivedCols.
-func scanRecord(row pgx.Row) (int64, dlq.Record, error) {
-	var (
-		seq         int64
-		r           dlq.Record
-		status      string
-		headers     []byte
-		first, last *time.Time
-	)
-	e := &r.Entry
-	err := row.Scan(&seq, &r.DLQ, &r.ID, &r.Identity, &r.Broker, &r.Severity, &status, &r.StatusChangedAt, &r.StatusBy, &r.Version, &r.ReceivedAt,
-		&e.MessageID, &e.OriginalTopic, &e.OriginalPartition, &e.OriginalOffset, &e.OriginalKey, &e.OriginalValue, &headers,
-		&e.ErrorClass, &e.ErrorMessage, &e.StackTrace, &e.Reason, &e.RetryCount, &e.Worker, &e.WorkerInstance, &e.Source,
-		&first, &last)
-	if err != nil {
-		return 0, r, err
-	}
-	r.Status = dlq.Status(status)
-	r.StatusChangedAt = r.StatusChangedAt.UTC()
-	r.ReceivedAt = r.ReceivedAt.UTC()
-	if first != nil {
-		e.FirstFailureAt = first.UTC()
-	}
-	if last != nil {
-		e.LastFailureAt = last.UTC()
-	}
-	if e.OriginalHeaders, err = decodeHeaders(headers); err != nil {
-		return 0, r, fmt.Errorf("headers of %s: %w", r.Key(), err)
-	}
-	return seq, r, nil
-}
-
-// encodeHeaders renders headers as a JSON array of [name, value] pairs,
-// each base64, sorted by name; nil for nil headers.
-func encodeHeaders(h map[string]string) []byte {
-	if h == nil {
-		return nil
-	}
-	pairs := make([][2][]byte, 0, len(h))
-	for _, k := range slices.Sorted(maps.Keys(h)) {
-		pairs = append(pairs, [2][]byte{[]byte(k), []byte(h[k])})
-	}
-	b, _ := json.Marshal(pairs) // cannot fail: only byte slices
-	return b
-}
-
-func decodeHeaders(b []byte) (map[string]string, error) {
-	if b == nil {
-		return nil, nil
-	}
-	var pairs [][2][]byte
-	if err := json.Unmarshal(b, &pairs); err != nil {
-		return nil, err
-	}
-	h := make(map[string]string, len(pairs))
-	for _, kv := range pairs {
-		h[string(kv[0])] = string(kv[1])
-	}
-	return h, nil
-}
 
 // nullTime is t, or NULL when t is zero.
 func nullTime(t time.Time) *time.Time {
@@ -108,8 +32,8 @@ func (s *Store) Insert(ctx context.Context, r dlq.Record) (dlq.Record, bool, err
 	}
 	name := r.Key()
 	// Idempotent across the archive too.
-	_, old, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+archivedCols+` FROM dlq_entries_archive
-		WHERE dlq = $1 AND (identity = $2 OR id = $3) ORDER BY identity = $2 DESC LIMIT 1`, r.DLQ, r.Identity, r.ID))
+	_, old, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+cols(true, whole)+` FROM dlq_entries_archive
+		WHERE dlq = $1 AND (identity = $2 OR id = $3) ORDER BY identity = $2 DESC LIMIT 1`, r.DLQ, r.Identity, r.ID), whole)
 	switch {
 	case err == nil && old.Identity == r.Identity:
 		return old, false, nil
@@ -122,13 +46,13 @@ func (s *Store) Insert(ctx context.Context, r dlq.Record) (dlq.Record, bool, err
 	e := &r.Entry
 	var seq int64
 	err = s.pool.QueryRow(ctx, `INSERT INTO dlq_entries (dlq, id, identity, broker, severity, status, status_changed_at, status_by, version, received_at,
-			message_id, original_topic, original_partition, original_offset, original_key, original_value, original_headers,
+			message_id, original_topic, original_partition, original_offset, original_key, original_value, original_headers, original_wire,
 			error_class, error_message, stack_trace, reason, retry_count, worker, worker_instance, source, first_failure_at, last_failure_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)
 		ON CONFLICT DO NOTHING
 		RETURNING seq`,
 		r.DLQ, r.ID, r.Identity, r.Broker, r.Severity, string(r.Status), r.StatusChangedAt, r.StatusBy, r.Version, r.ReceivedAt,
-		e.MessageID, e.OriginalTopic, e.OriginalPartition, e.OriginalOffset, e.OriginalKey, e.OriginalValue, encodeHeaders(e.OriginalHeaders),
+		e.MessageID, e.OriginalTopic, e.OriginalPartition, e.OriginalOffset, e.OriginalKey, e.OriginalValue, encodeHeaders(e.OriginalHeaders), e.OriginalWire,
 		e.ErrorClass, e.ErrorMessage, e.StackTrace, e.Reason, e.RetryCount, e.Worker, e.WorkerInstance, e.Source,
 		nullTime(e.FirstFailureAt), nullTime(e.LastFailureAt),
 	).Scan(&seq)
@@ -139,7 +63,7 @@ func (s *Store) Insert(ctx context.Context, r dlq.Record) (dlq.Record, bool, err
 		return dlq.Record{}, false, fmt.Errorf("pgstore: insert entry %q: %w", name, err)
 	}
 	// A conflict: the same identity (a redelivery), or the id of another.
-	_, old, err = scanRecord(s.pool.QueryRow(ctx, `SELECT `+liveCols+` FROM dlq_entries WHERE dlq = $1 AND identity = $2`, r.DLQ, r.Identity))
+	_, old, err = scanRecord(s.pool.QueryRow(ctx, `SELECT `+cols(false, whole)+` FROM dlq_entries WHERE dlq = $1 AND identity = $2`, r.DLQ, r.Identity), whole)
 	switch {
 	case err == nil:
 		return old, false, nil
@@ -152,11 +76,76 @@ func (s *Store) Insert(ctx context.Context, r dlq.Record) (dlq.Record, bool, err
 
 // Get implements dlq.Store.
 func (s *Store) Get(ctx context.Context, dlqName, id string) (dlq.Record, error) {
-	r, err := get(ctx, s.pool, dlqName, id, false)
+	r, err := get(ctx, s.pool, dlqName, id, whole, false)
 	if err != nil {
 		return dlq.Record{}, fmt.Errorf("pgstore: get entry %q: %w", dlq.ReplayedFrom(dlqName, id), err)
 	}
 	return r, nil
+}
+
+// Preview implements dlq.Store: the value is cut by the database, so that
+// only limit bytes of it cross the connection.
+func (s *Store) Preview(ctx context.Context, dlqName, id string, limit int) (dlq.Record, error) {
+	r, err := get(ctx, s.pool, dlqName, id, preview, false, max(limit, 0))
+	if err != nil {
+		return dlq.Record{}, fmt.Errorf("pgstore: preview entry %q: %w", dlq.ReplayedFrom(dlqName, id), err)
+	}
+	return r, nil
+}
+
+// GetMany implements dlq.Store.
+func (s *Store) GetMany(ctx context.Context, dlqName string, ids []string) ([]dlq.Record, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+cols(false, whole)+` FROM dlq_entries WHERE dlq = $1 AND id = ANY($2)
+		UNION ALL SELECT `+cols(true, whole)+` FROM dlq_entries_archive WHERE dlq = $1 AND id = ANY($2)`, dlqName, ids)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: get %d entries of %q: %w", len(ids), dlqName, err)
+	}
+	byID := make(map[string]dlq.Record, len(ids))
+	for rows.Next() {
+		_, r, err := scanRecord(rows, whole)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("pgstore: get %d entries of %q: %w", len(ids), dlqName, err)
+		}
+		if _, dup := byID[r.ID]; !dup { // live before archived (a record moving meanwhile)
+			byID[r.ID] = r
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pgstore: get %d entries of %q: %w", len(ids), dlqName, err)
+	}
+	out := make([]dlq.Record, 0, len(byID))
+	for _, id := range ids {
+		if r, ok := byID[id]; ok {
+			out = append(out, r)
+			delete(byID, id)
+		}
+	}
+	return out, nil
+}
+
+// ReadValue implements dlq.Store: the database cuts the chunk.
+func (s *Store) ReadValue(ctx context.Context, dlqName, id string, off int64, n int) ([]byte, error) {
+	name := dlq.ReplayedFrom(dlqName, id)
+	if off < 0 || n < 0 {
+		return nil, fmt.Errorf("pgstore: read value of %q: negative offset or length", name)
+	}
+	var b []byte
+	for _, table := range []string{"dlq_entries", "dlq_entries_archive"} {
+		err := s.pool.QueryRow(ctx, `SELECT substring(original_value FROM $3 FOR $4) FROM `+table+` WHERE dlq = $1 AND id = $2`,
+			dlqName, id, off+1, n).Scan(&b)
+		if err == nil {
+			return b, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return nil, fmt.Errorf("pgstore: read value of %q: %w", name, err)
+		}
+	}
+	return nil, fmt.Errorf("pgstore: read value of %q: %w", name, dlq.ErrNotFound)
 }
 
 // querier is a pool or a transaction.
@@ -165,17 +154,22 @@ type querier interface {
 }
 
 // get reads a live record (locking it FOR UPDATE when lock is set) or, when
-// there is none, an archived one; dlq.ErrNotFound when neither exists.
-func get(ctx context.Context, q querier, dlqName, id string, lock bool) (dlq.Record, error) {
-	sql := `SELECT ` + liveCols + ` FROM dlq_entries WHERE dlq = $1 AND id = $2`
+// there is none, an archived one, loading m of its message (previewLen:
+// the preview's length); dlq.ErrNotFound when neither exists.
+func get(ctx context.Context, q querier, dlqName, id string, m message, lock bool, previewLen ...int) (dlq.Record, error) {
+	args := []any{dlqName, id}
+	if m == preview {
+		args = append(args, previewLen[0])
+	}
+	sql := `SELECT ` + cols(false, m) + ` FROM dlq_entries WHERE dlq = $1 AND id = $2`
 	if lock {
 		sql += ` FOR UPDATE`
 	}
-	_, r, err := scanRecord(q.QueryRow(ctx, sql, dlqName, id))
+	_, r, err := scanRecord(q.QueryRow(ctx, sql, args...), m)
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return r, err
 	}
-	_, r, err = scanRecord(q.QueryRow(ctx, `SELECT `+archivedCols+` FROM dlq_entries_archive WHERE dlq = $1 AND id = $2`, dlqName, id))
+	_, r, err = scanRecord(q.QueryRow(ctx, `SELECT `+cols(true, m)+` FROM dlq_entries_archive WHERE dlq = $1 AND id = $2`, args...), m)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, dlq.ErrNotFound
 	}
@@ -200,12 +194,12 @@ func (w *where) String() string {
 	return " WHERE " + strings.Join(w.conds, " AND ")
 }
 
-// filter returns the table q reads, its columns and q's conditions.
-func filter(q dlq.Query) (table, cols string, w *where) {
+// filter returns the table q reads, its brief columns and q's conditions.
+func filter(q dlq.Query) (table, columns string, w *where) {
 	w = &where{}
-	table, cols = "dlq_entries", liveCols
+	table, columns = "dlq_entries", cols(false, brief)
 	if q.Status == dlq.StatusArchived {
-		table, cols = "dlq_entries_archive", archivedCols
+		table, columns = "dlq_entries_archive", cols(true, brief)
 	}
 	if q.DLQ != "" {
 		w.add("dlq = $%d", q.DLQ)
@@ -225,7 +219,7 @@ func filter(q dlq.Query) (table, cols string, w *where) {
 	if !q.Until.IsZero() {
 		w.add("received_at < $%d", q.Until)
 	}
-	return table, cols, w
+	return table, columns, w
 }
 
 // List implements dlq.Store: keyset paging on seq.
@@ -233,7 +227,7 @@ func (s *Store) List(ctx context.Context, q dlq.Query) (dlq.Page, error) {
 	if err := q.Validate(); err != nil {
 		return dlq.Page{}, fmt.Errorf("pgstore: list: %w", err)
 	}
-	table, cols, w := filter(q)
+	table, columns, w := filter(q)
 	order := "ASC"
 	if q.NewestFirst {
 		order = "DESC"
@@ -247,7 +241,7 @@ func (s *Store) List(ctx context.Context, q dlq.Query) (dlq.Page, error) {
 		}
 	}
 	limit := q.PageLimit()
-	rows, err := s.pool.Query(ctx, `SELECT `+cols+` FROM `+table+w.String()+` ORDER BY seq `+order+fmt.Sprintf(` LIMIT %d`, limit+1), w.args...)
+	rows, err := s.pool.Query(ctx, `SELECT `+columns+` FROM `+table+w.String()+` ORDER BY seq `+order+fmt.Sprintf(` LIMIT %d`, limit+1), w.args...)
 	if err != nil {
 		return dlq.Page{}, fmt.Errorf("pgstore: list %q: %w", q.DLQ, err)
 	}
@@ -255,7 +249,7 @@ func (s *Store) List(ctx context.Context, q dlq.Query) (dlq.Page, error) {
 	var page dlq.Page
 	var last int64
 	for rows.Next() {
-		seq, r, err := scanRecord(rows)
+		seq, r, err := scanRecord(rows, brief)
 		if err != nil {
 			return dlq.Page{}, fmt.Errorf("pgstore: list %q: %w", q.DLQ, err)
 		}

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -131,5 +132,97 @@ func TestMaskURL(t *testing.T) {
 		if got := pgstore.MaskURL(tt.in); got != tt.want {
 			t.Errorf("MaskURL(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// recorder is a Republisher that keeps what it is given.
+type recorder struct {
+	mu      sync.Mutex
+	entries []dlq.Entry
+	routes  []dlq.Route
+}
+
+func (r *recorder) Republish(_ context.Context, e dlq.Entry, to dlq.Route, _ string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.entries, r.routes = append(r.entries, e), append(r.routes, to)
+	return nil
+}
+
+// An entry written by the version 1 schema (before the wire form) reads
+// back after the migration to the latest version, without a wire form, and
+// replays with its string headers; the archive migrates too.
+func TestVersion1EntryReplays(t *testing.T) {
+	ctx := context.Background()
+	schema := "redrive_test_" + broker.NewMessageID()[:12]
+	t.Cleanup(func() { dropSchema(t, schema) })
+	conn, err := pgx.Connect(ctx, databaseURL())
+	if err != nil {
+		t.Fatalf("PostgreSQL is required: %v", err)
+	}
+	defer conn.Close(ctx)
+	v1, err := os.ReadFile("migrations/0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ident := pgx.Identifier{schema}.Sanitize()
+	for _, sql := range []string{
+		`CREATE SCHEMA ` + ident,
+		`SET search_path TO ` + ident,
+		string(v1),
+		`CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`,
+		`INSERT INTO schema_migrations (version, name) VALUES (1, 'init')`,
+		// What pgstore version 1 wrote: headers as base64 [name, value]
+		// pairs ("tenant": "acme", "n": "42").
+		`INSERT INTO dlq_entries (dlq, id, identity, broker, severity, status, status_changed_at, received_at,
+			message_id, original_topic, original_key, original_value, original_headers, error_class, error_message, reason, worker, source)
+		VALUES ('orders.billing.dlq', 'old1', 'old1', 'rabbitmq', 'warning', 'pending', now(), now(),
+			'm1', 'orders', 'k', '\x7b7d', '[["dGVuYW50","YWNtZQ=="],["bg==","NDI="]]', 'E', 'boom', 'permanent', 'billing', 'orders.billing')`,
+		`INSERT INTO dlq_entries_archive (seq, dlq, id, identity, broker, severity, status, status_changed_at, received_at, archived_at, original_value)
+		VALUES (1000, 'orders.billing.dlq', 'old2', 'old2', 'rabbitmq', 'warning', 'pending', now(), now(), now(), 'x')`,
+	} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatalf("version 1 schema: %v\n%s", err, sql)
+		}
+	}
+
+	s := open(t, schema)
+	var version int
+	if err := s.Pool().QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&version); err != nil || version != pgstore.SchemaVersion() || version < 2 {
+		t.Fatalf("schema version after Open = %d, %v; want %d", version, err, pgstore.SchemaVersion())
+	}
+	old, err := s.Get(ctx, "orders.billing.dlq", "old1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Entry.OriginalWire != nil || old.Entry.OriginalHeaders["tenant"] != "acme" || old.Entry.OriginalHeaders["n"] != "42" ||
+		string(old.Entry.OriginalValue) != "{}" || old.ValueSize != 2 {
+		t.Errorf("version 1 entry reads back as %+v", old)
+	}
+	if a, err := s.Get(ctx, "orders.billing.dlq", "old2"); err != nil || a.Status != dlq.StatusArchived || a.Entry.OriginalWire != nil {
+		t.Errorf("version 1 archived entry = %+v, %v", a, err)
+	}
+
+	rec := &recorder{}
+	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: rec, Logger: slog.New(slog.DiscardHandler),
+		Routes: []dlq.Route{{DLQ: "orders.billing.dlq", Topic: "orders", Worker: "billing", Target: "orders.billing", Sources: []string{"orders.billing"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ops.Replay(ctx, "orders.billing.dlq", "old1", "t"); err != nil {
+		t.Fatalf("Replay of a version 1 entry: %v", err)
+	}
+	if len(rec.entries) != 1 || rec.entries[0].OriginalHeaders["tenant"] != "acme" || rec.entries[0].OriginalWire != nil ||
+		rec.routes[0].Target != "orders.billing" {
+		t.Errorf("republished %+v to %+v", rec.entries, rec.routes)
+	}
+	// New entries keep their wire form next to the old ones.
+	r, _, err := s.Insert(ctx, dlq.Record{Broker: dlq.BrokerRabbitMQ, DLQ: "orders.billing.dlq", Identity: "new",
+		Entry: dlq.Entry{OriginalWire: []byte{1, 0, 0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := s.Get(ctx, "orders.billing.dlq", r.ID); err != nil || string(back.Entry.OriginalWire) != "\x01\x00\x00" {
+		t.Errorf("new entry's wire form = %q, %v", back.Entry.OriginalWire, err)
 	}
 }

@@ -38,12 +38,12 @@ func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, e
 				UPDATE dlq_entries
 				SET status = $3, status_changed_at = $4, status_by = $5, version = version + 1
 				WHERE dlq = $1 AND id = $2 AND status = $6 AND ($7::bigint <= 0 OR version = $7::bigint)
-				RETURNING `+liveCols+`),
+				RETURNING `+cols(false, brief)+`),
 			audit AS (
 				INSERT INTO audit_log (at, actor, action, dlq, entry_id, from_status, to_status, reason)
 				SELECT $4, $5, $8::text, dlq, id, $6, $3, $9 FROM moved WHERE $8::text <> '')
-			SELECT `+liveCols+` FROM moved`,
-			t.DLQ, t.ID, string(t.To), at, t.Actor, string(t.From[0]), t.IfVersion, t.Action, t.Reason))
+			SELECT * FROM moved`,
+			t.DLQ, t.ID, string(t.To), at, t.Actor, string(t.From[0]), t.IfVersion, t.Action, t.Reason), brief)
 		switch {
 		case err == nil:
 			return r, nil
@@ -62,7 +62,7 @@ func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, e
 		return dlq.Record{}, fmt.Errorf("pgstore: transition entry %q: begin: %w", name, err)
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	cur, err := get(ctx, tx, t.DLQ, t.ID, true)
+	cur, err := get(ctx, tx, t.DLQ, t.ID, brief, true)
 	if err != nil {
 		return dlq.Record{}, fmt.Errorf("pgstore: transition entry %q: %w", name, err)
 	}
@@ -77,7 +77,7 @@ func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, e
 	_, r, err := scanRecord(tx.QueryRow(ctx, `UPDATE dlq_entries
 		SET status = $3, status_changed_at = $4, status_by = $5, version = version + 1
 		WHERE dlq = $1 AND id = $2
-		RETURNING `+liveCols, t.DLQ, t.ID, string(t.To), at, t.Actor))
+		RETURNING `+cols(false, brief), t.DLQ, t.ID, string(t.To), at, t.Actor), brief)
 	if err != nil {
 		return dlq.Record{}, fmt.Errorf("pgstore: transition entry %q: update: %w", name, err)
 	}
@@ -116,7 +116,7 @@ func (s *Store) Audit(ctx context.Context, dlqName, id string) ([]dlq.AuditEntry
 
 // movedCols are the columns copied to the archive; the version counts the
 // move.
-var movedCols = strings.ReplaceAll(liveCols, "version,", "version + 1,")
+var movedCols = strings.ReplaceAll(tableCols, "version,", "version + 1,")
 
 // Archive implements dlq.Store in one statement: the rows are picked
 // (skipping any locked by a transition in progress), deleted and inserted
@@ -131,8 +131,8 @@ func (s *Store) Archive(ctx context.Context, dlqName string, before time.Time, l
 				WHERE dlq = $1 AND received_at < $2 AND status <> 'replaying'
 				ORDER BY seq LIMIT $3
 				FOR UPDATE SKIP LOCKED)
-			RETURNING `+liveCols+`)
-		INSERT INTO dlq_entries_archive (`+liveCols+`, archived_at)
+			RETURNING `+tableCols+`)
+		INSERT INTO dlq_entries_archive (`+tableCols+`, archived_at)
 		SELECT `+movedCols+`, $4 FROM moved`,
 		dlqName, dlq.StoreTime(before), limit, dlq.StoreTime(s.now()))
 	if err != nil {

@@ -19,11 +19,11 @@ func testInsertRoundTrip(t *testing.T, s dlq.Store) {
 		mod  func(e *dlq.Entry)
 	}{
 		{"binary key, value and header", func(*dlq.Entry) {}},
-		{"nil key, value and headers", func(e *dlq.Entry) {
-			e.OriginalKey, e.OriginalValue, e.OriginalHeaders = nil, nil, nil
+		{"nil key, value, headers and wire form", func(e *dlq.Entry) {
+			e.OriginalKey, e.OriginalValue, e.OriginalHeaders, e.OriginalWire = nil, nil, nil, nil
 		}},
-		{"empty key, value and headers", func(e *dlq.Entry) {
-			e.OriginalKey, e.OriginalValue, e.OriginalHeaders = []byte{}, []byte{}, map[string]string{}
+		{"empty key, value, headers and wire form", func(e *dlq.Entry) {
+			e.OriginalKey, e.OriginalValue, e.OriginalHeaders, e.OriginalWire = []byte{}, []byte{}, map[string]string{}, []byte{}
 		}},
 		{"kafka coordinates and binary header name", func(e *dlq.Entry) {
 			e.OriginalPartition, e.OriginalOffset = 3, 12345

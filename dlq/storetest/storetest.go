@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 )
 
@@ -59,6 +60,12 @@ func Run(t *testing.T, newStore func(t *testing.T) dlq.Store) {
 		{"Archive", testArchive},
 		{"ArchiveExpired", testArchiveExpired},
 		{"Metrics", testMetrics},
+		{"BriefReads", testBriefReads},
+		{"ReadValue", testReadValue},
+		{"ShowAndPayload", testShowAndPayload},
+		{"ReplayRoutes", testReplayRoutes},
+		{"ReplayAllBatchBytes", testReplayAllBatchBytes},
+		{"ReconcileWithoutRoute", testReconcileWithoutRoute},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -83,6 +90,7 @@ func entry(i int) dlq.Entry {
 		OriginalKey:       []byte{'k', 0x00, 0xff, byte(i)},
 		OriginalValue:     []byte(fmt.Sprintf("{\n  \"n\": %d,\n  \"bin\": \"\xfe\"\n}", i)),
 		OriginalHeaders:   map[string]string{"content-type": "application/json", "bin": "\x00\xff", "empty": ""},
+		OriginalWire:      wireForm(i),
 		ErrorClass:        "payout.BankError",
 		ErrorMessage:      fmt.Sprintf("bank rejected transfer %d", i),
 		StackTrace:        "goroutine 1 [running]:\nmain.main()",
@@ -94,6 +102,17 @@ func entry(i int) dlq.Entry {
 		FirstFailureAt:    base.Add(-time.Hour),
 		LastFailureAt:     base.Add(-time.Minute),
 	}
+}
+
+// wireForm is the exact form of entry i's headers.
+func wireForm(i int) []byte {
+	b, err := wire.Encode(wire.Form{Headers: wire.Table{{Name: "content-type", Value: "application/json"},
+		{Name: "bin", Value: []byte{0, 0xff}}, {Name: "empty", Value: ""}, {Name: "n", Value: int32(i)}},
+		Props: &wire.Properties{ContentType: "application/json", DeliveryMode: 2}})
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // record returns a RabbitMQ record of dlqName whose identity is identity,
@@ -182,6 +201,22 @@ func ids(recs []dlq.Record) []string {
 	return out
 }
 
+// checkBrief checks that got is the Brief form of want: everything but
+// the message, whose size is ValueSize.
+func checkBrief(t *testing.T, got dlq.Record, want dlq.Entry) {
+	t.Helper()
+	e := got.Entry
+	if !got.Brief || e.OriginalKey != nil || e.OriginalValue != nil || e.OriginalHeaders != nil || e.OriginalWire != nil {
+		t.Errorf("record %s is not brief: Brief %v, key %q, value of %d bytes, headers %q, wire %q",
+			got.ID, got.Brief, e.OriginalKey, len(e.OriginalValue), e.OriginalHeaders, e.OriginalWire)
+	}
+	if got.ValueSize != int64(len(want.OriginalValue)) {
+		t.Errorf("record %s: ValueSize %d, want %d", got.ID, got.ValueSize, len(want.OriginalValue))
+	}
+	e.OriginalKey, e.OriginalValue, e.OriginalHeaders, e.OriginalWire = want.OriginalKey, want.OriginalValue, want.OriginalHeaders, want.OriginalWire
+	checkEntry(t, e, want)
+}
+
 // checkEntry compares two entries field by field, byte for byte, nil apart
 // from empty.
 func checkEntry(t *testing.T, got, want dlq.Entry) {
@@ -193,11 +228,12 @@ func checkEntry(t *testing.T, got, want dlq.Entry) {
 	}
 	sameBytes("OriginalKey", got.OriginalKey, want.OriginalKey)
 	sameBytes("OriginalValue", got.OriginalValue, want.OriginalValue)
+	sameBytes("OriginalWire", got.OriginalWire, want.OriginalWire)
 	if !maps.Equal(got.OriginalHeaders, want.OriginalHeaders) || (got.OriginalHeaders == nil) != (want.OriginalHeaders == nil) {
 		t.Errorf("OriginalHeaders = %q, want %q", got.OriginalHeaders, want.OriginalHeaders)
 	}
-	got.OriginalKey, got.OriginalValue, got.OriginalHeaders = nil, nil, nil
-	want.OriginalKey, want.OriginalValue, want.OriginalHeaders = nil, nil, nil
+	got.OriginalKey, got.OriginalValue, got.OriginalHeaders, got.OriginalWire = nil, nil, nil, nil
+	want.OriginalKey, want.OriginalValue, want.OriginalHeaders, want.OriginalWire = nil, nil, nil, nil
 	if !got.FirstFailureAt.Equal(want.FirstFailureAt) || !got.LastFailureAt.Equal(want.LastFailureAt) {
 		t.Errorf("failure times = %v, %v; want %v, %v", got.FirstFailureAt, got.LastFailureAt, want.FirstFailureAt, want.LastFailureAt)
 	}
@@ -232,10 +268,11 @@ type publisher struct {
 
 type published struct {
 	entry dlq.Entry
+	to    dlq.Route
 	from  string
 }
 
-func (p *publisher) Republish(ctx context.Context, e dlq.Entry, from string) error {
+func (p *publisher) Republish(ctx context.Context, e dlq.Entry, to dlq.Route, from string) error {
 	p.mu.Lock()
 	during := p.during
 	p.mu.Unlock()
@@ -250,7 +287,7 @@ func (p *publisher) Republish(ctx context.Context, e dlq.Entry, from string) err
 	if p.fail != nil {
 		return p.fail
 	}
-	p.calls = append(p.calls, published{entry: e, from: from})
+	p.calls = append(p.calls, published{entry: e, to: to, from: from})
 	return nil
 }
 
@@ -266,13 +303,27 @@ func (p *publisher) published() []published {
 	return slices.Clone(p.calls)
 }
 
+// routedDLQs are the DLQs of the suite whose entries (entry: worker
+// "billing" of topic "orders") have a route.
+var routedDLQs = []string{"all.dlq", "arch.dlq", "cr.dlq", "disc.dlq", "fail.dlq", "rate.dlq", "rate2.dlq",
+	"rec.dlq", "recf.dlq", "replay.dlq", "stop.dlq", "tr.dlq", "conc.dlq", "conc-k.dlq", "batch.dlq", "mis.dlq", "m.dlq", "m2.dlq", "m3.dlq"}
+
+// route is the route of the suite's worker in dlqName.
+func route(dlqName string) dlq.Route {
+	return dlq.Route{DLQ: dlqName, Topic: "orders", Worker: "billing", Target: "orders.billing", Sources: []string{"orders.billing"}}
+}
+
 // opsConfig is the base configuration of the suite's Ops.
 func opsConfig(s dlq.Store, p dlq.Republisher) dlq.OpsConfig {
-	return dlq.OpsConfig{
+	cfg := dlq.OpsConfig{
 		Store:       s,
 		Republisher: p,
 		Logger:      slog.New(slog.DiscardHandler),
 	}
+	for _, name := range routedDLQs {
+		cfg.Routes = append(cfg.Routes, route(name))
+	}
+	return cfg
 }
 
 // newOps returns Ops over s with p, or fails.

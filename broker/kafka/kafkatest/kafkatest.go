@@ -194,3 +194,26 @@ func Committed(ctx context.Context, t testing.TB, brokers []string, group, topic
 	}
 	return -1
 }
+
+// EndOffsets returns the end offset of each partition of topic: how many
+// records were ever written to it, to tell that nothing was.
+func EndOffsets(ctx context.Context, t testing.TB, brokers []string, topic string) map[int32]int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatalf("offset probe client: %v", err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", topic, err)
+	}
+	out := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil {
+			t.Fatalf("end offset of %s/%d: %v", topic, o.Partition, o.Err)
+		}
+		out[o.Partition] = o.Offset
+	})
+	return out
+}

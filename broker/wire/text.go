@@ -1,0 +1,116 @@
+package wire
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redrive/redrive/broker"
+)
+
+// Text renders a header value as the string view shows it: strings and
+// byte arrays as their bytes, numbers and booleans as Go prints them, a
+// decimal as "12.34", a timestamp as RFC 3339 UTC, void as "". Nested
+// tables and arrays have no text form (false).
+func Text(v any) (string, bool) {
+	switch v := v.(type) {
+	case string:
+		return v, true
+	case []byte:
+		return string(v), true
+	case nil:
+		return "", true
+	case bool:
+		return strconv.FormatBool(v), true
+	case int8:
+		return strconv.FormatInt(int64(v), 10), true
+	case int16:
+		return strconv.FormatInt(int64(v), 10), true
+	case int32:
+		return strconv.FormatInt(int64(v), 10), true
+	case int64:
+		return strconv.FormatInt(v, 10), true
+	case uint8:
+		return strconv.FormatUint(uint64(v), 10), true
+	case uint16:
+		return strconv.FormatUint(uint64(v), 10), true
+	case uint32:
+		return strconv.FormatUint(uint64(v), 10), true
+	case float32:
+		return strconv.FormatFloat(float64(v), 'g', -1, 32), true
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64), true
+	case Decimal:
+		return v.String(), true
+	case time.Time:
+		return broker.FormatTime(v), true
+	}
+	return "", false
+}
+
+// String renders d in decimal notation: Decimal{2, 1234} is "12.34".
+func (d Decimal) String() string {
+	neg := d.Value < 0
+	digits := strconv.FormatUint(uint64(abs64(int64(d.Value))), 10)
+	if s := int(d.Scale); s > 0 {
+		if len(digits) <= s {
+			digits = strings.Repeat("0", s-len(digits)+1) + digits
+		}
+		digits = digits[:len(digits)-s] + "." + digits[len(digits)-s:]
+	}
+	if neg {
+		return "-" + digits
+	}
+	return digits
+}
+
+func abs64(n int64) int64 {
+	if n < 0 {
+		return -n
+	}
+	return n
+}
+
+// TypeName names the type of a header value as the API shows it: void,
+// bool, int8, uint8, int16, uint16, int32, uint32, int64, float32,
+// float64, decimal, timestamp, string, bytes, table, array; "unknown" for
+// a value of no wire type.
+func TypeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "void"
+	case bool:
+		return "bool"
+	case int8:
+		return "int8"
+	case uint8:
+		return "uint8"
+	case int16:
+		return "int16"
+	case uint16:
+		return "uint16"
+	case int32:
+		return "int32"
+	case uint32:
+		return "uint32"
+	case int64:
+		return "int64"
+	case float32:
+		return "float32"
+	case float64:
+		return "float64"
+	case Decimal:
+		return "decimal"
+	case time.Time:
+		return "timestamp"
+	case string:
+		return "string"
+	case []byte:
+		return "bytes"
+	case Table:
+		return "table"
+	case []any:
+		return "array"
+	}
+	return "unknown"
+}
