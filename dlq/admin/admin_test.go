@@ -38,7 +38,7 @@ type publisher struct {
 	gate  chan struct{}
 }
 
-func (p *publisher) Republish(ctx context.Context, e dlq.Entry, from string) error {
+func (p *publisher) Republish(ctx context.Context, e dlq.Entry, to dlq.Route, from string) error {
 	p.mu.Lock()
 	gate := p.gate
 	p.mu.Unlock()
@@ -70,6 +70,20 @@ func (p *publisher) count() int {
 	return len(p.calls)
 }
 
+// routedDLQs are the DLQs of the tests whose entries (worker "billing" of
+// topic "orders") have a replay route; others have none.
+var routedDLQs = []string{"auth.dlq", "bad.dlq", "ds.dlq", "h.dlq", "list.dlq", "open.dlq", "orders.billing.dlq",
+	"orders.dlq", "ra.dlq", "ra2.dlq", "rp.dlq", "rt.dlq", "show.dlq", "sj.dlq", "pl.dlq", "eb.dlq", "cj.dlq", "rate.dlq", "dl.dlq"}
+
+// testRoutes are the routes of routedDLQs.
+func testRoutes() []dlq.Route {
+	routes := make([]dlq.Route, 0, len(routedDLQs))
+	for _, name := range routedDLQs {
+		routes = append(routes, dlq.Route{DLQ: name, Topic: "orders", Worker: "billing", Target: "orders.billing", Sources: []string{"orders.billing"}})
+	}
+	return routes
+}
+
 type fixture struct {
 	t     *testing.T
 	store dlq.Store
@@ -81,7 +95,7 @@ func newFixture(t *testing.T, s dlq.Store) *fixture {
 	t.Helper()
 	pub := &publisher{}
 	ops, err := dlq.NewOps(dlq.OpsConfig{
-		Store: s, Republisher: pub, Logger: quiet,
+		Store: s, Republisher: pub, Logger: quiet, Routes: testRoutes(), MaxPayloadPreview: 1024,
 		Policies: map[string]dlq.Policy{"empty.dlq": {Severity: dlq.SeverityCritical, Retention: broker.Forever}},
 	})
 	if err != nil {

@@ -31,6 +31,13 @@ const (
 	// CodeNotPending (409): the entry is not pending (replayed, discarded,
 	// being replayed or archived).
 	CodeNotPending = "not_pending"
+	// CodeOriginMismatch (409): the entry's recorded origin disagrees with
+	// the configured worker of its DLQ; the message names where the entry
+	// claims to come from and where its DLQ replays to.
+	CodeOriginMismatch = "origin_mismatch"
+	// CodeNoRoute (409): no configured worker has the entry's DLQ: a
+	// replay has nowhere to go.
+	CodeNoRoute = "no_route"
 	// CodeJobRunning (409): the DLQ already has a running replay-all job
 	// (the body carries it).
 	CodeJobRunning = "job_running"
@@ -109,9 +116,11 @@ const (
 )
 
 // fail maps an Ops error to its response: ErrNotFound 404, ErrNotPending
-// 409, bad input 400, a broker refusal 502, no republisher 503, anything
-// else 500. The body holds a fixed message and the code; the error goes
-// to the log.
+// 409, ErrOriginMismatch and ErrNoRoute 409, bad input 400, a broker
+// refusal 502, no republisher 503, anything else 500. The body holds a
+// fixed message and the code (an origin mismatch's message names the
+// entry's claim and the configured target, quoted and clipped, as the
+// operator must see them); the error goes to the log.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, code, param, msg := http.StatusInternalServerError, CodeInternal, "", msgInternal
 	switch {
@@ -119,6 +128,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status, code, msg = http.StatusNotFound, CodeNotFound, msgNotFound
 	case errors.Is(err, dlq.ErrNotPending):
 		status, code, msg = http.StatusConflict, CodeNotPending, msgNotPending
+	case errors.Is(err, dlq.ErrOriginMismatch):
+		status, code, msg = http.StatusConflict, CodeOriginMismatch, err.Error()
+	case errors.Is(err, dlq.ErrNoRoute):
+		status, code, msg = http.StatusConflict, CodeNoRoute, err.Error()
 	case errors.Is(err, dlq.ErrReasonRequired):
 		status, code, param, msg = http.StatusBadRequest, CodeInvalidRequest, "reason", msgReason
 	case errors.Is(err, dlq.ErrInvalidQuery):

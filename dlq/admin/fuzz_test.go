@@ -19,7 +19,7 @@ import (
 func fuzzServer(f *testing.F) (*memstore.Store, *admin.Server) {
 	s := memstore.New(memstore.Options{Logger: quiet})
 	f.Cleanup(func() { _ = s.Close() })
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: &publisher{}, Logger: quiet})
+	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: &publisher{}, Logger: quiet, Routes: testRoutes()})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -152,7 +152,7 @@ func (s *Server) listEntries(w http.ResponseWriter, r *http.Request) {
 		NextCursor string  `json:"next_cursor,omitempty"`
 	}{DLQ: q.DLQ, Entries: make([]Entry, 0, len(page.Records)), NextCursor: page.Next}
 	for _, rec := range page.Records {
-		out.Entries = append(out.Entries, toEntry(rec, s.ops.Destination))
+		out.Entries = append(out.Entries, toEntry(rec, s.ops.Target))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -226,7 +226,45 @@ func (s *Server) showEntry(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toDetail(rec, trail, s.ops.Destination))
+	writeJSON(w, http.StatusOK, toDetail(rec, trail, s.ops.Target))
+}
+
+// payload serves GET /internal/v1/dlq/{topic}/{id}/payload: the entry's
+// whole payload, raw, as an attachment, streamed from the store a chunk at
+// a time. An entry without a payload (nil, not empty) is 204.
+func (s *Server) payload(w http.ResponseWriter, r *http.Request) {
+	name, id, err := pathEntry(r)
+	if err == nil {
+		err = readParams(r).err
+	}
+	if err != nil {
+		s.reject(w, r, err)
+		return
+	}
+	started := false
+	err = s.ops.Payload(r.Context(), name, id, func(size int64, isNil bool) {
+		started = true
+		h := w.Header()
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Content-Type-Options", "nosniff")
+		if isNil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set("Content-Disposition", `attachment; filename="`+id+`.payload"`) // ids are [A-Za-z0-9._-]
+		h.Set("Content-Length", strconv.FormatInt(size, 10))
+		w.WriteHeader(http.StatusOK)
+	}, w)
+	switch {
+	case err == nil:
+	case !started:
+		s.fail(w, r, err)
+	default:
+		// The status is sent: a short body (Content-Length) tells the
+		// client the download failed.
+		s.log.Error("admin: payload download failed", "entry", dlq.ReplayedFrom(name, id), "error", err)
+	}
 }
 
 // decodeBody reads a JSON object into v; an empty body is allowed when
@@ -280,7 +318,7 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Entry Entry `json:"entry"`
-	}{toEntry(rec, s.ops.Destination)})
+	}{toEntry(rec, s.ops.Target)})
 }
 
 // discard serves DELETE /internal/v1/dlq/{topic}/{id}; the reason comes
@@ -318,5 +356,5 @@ func (s *Server) discard(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Entry Entry `json:"entry"`
-	}{toEntry(rec, s.ops.Destination)})
+	}{toEntry(rec, s.ops.Target)})
 }

@@ -23,7 +23,7 @@ func openServer(t *testing.T, allowed ...string) (*fixture, string) {
 	s := memstore.New(memstore.Options{Logger: quiet})
 	t.Cleanup(func() { _ = s.Close() })
 	pub := &publisher{}
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: pub, Logger: quiet})
+	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: pub, Logger: quiet, Routes: testRoutes()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func documentedCodes(t *testing.T) map[string]bool {
 	}
 	out := map[string]bool{}
 	for _, c := range []string{admin.CodeInvalidRequest, admin.CodeUnauthorized, admin.CodeCrossOrigin, admin.CodeNotFound,
-		admin.CodeMethodNotAllowed, admin.CodeNotPending, admin.CodeJobRunning, admin.CodeJobNotRunning, admin.CodeTooLarge,
+		admin.CodeMethodNotAllowed, admin.CodeNotPending, admin.CodeOriginMismatch, admin.CodeNoRoute, admin.CodeJobRunning, admin.CodeJobNotRunning, admin.CodeTooLarge,
 		admin.CodeUnsupportedMediaType, admin.CodeHostNotAllowed, admin.CodeInternal, admin.CodeReplayFailed, admin.CodeUnavailable} {
 		if strings.Contains(string(data), "- "+c+"\n") {
 			out[c] = true
@@ -243,7 +243,7 @@ func TestReplayAllRate(t *testing.T) {
 			t.Errorf("StartReplayAll(rate %v) = %v, want ErrInvalidQuery", rate, err)
 		}
 	}
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: f.store, Republisher: f.pub, Logger: quiet})
+	ops, err := dlq.NewOps(dlq.OpsConfig{Store: f.store, Republisher: f.pub, Logger: quiet, Routes: testRoutes()})
 	if err != nil {
 		t.Fatal(err)
 	}

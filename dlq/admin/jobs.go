@@ -44,12 +44,19 @@ type Filter struct {
 	Until      *time.Time `json:"until,omitempty"`
 }
 
-// Progress counts a replay-all job's entries so far.
+// Progress counts a replay-all job's entries so far (see dlq.Progress):
+// Mismatched entries were left pending because their recorded origin
+// disagrees with their DLQ's route.
 type Progress struct {
-	Total    int64 `json:"total"`
-	Replayed int64 `json:"replayed"`
-	Skipped  int64 `json:"skipped"`
-	Failed   int64 `json:"failed"`
+	Total      int64 `json:"total"`
+	Replayed   int64 `json:"replayed"`
+	Skipped    int64 `json:"skipped"`
+	Failed     int64 `json:"failed"`
+	Mismatched int64 `json:"mismatched"`
+}
+
+func progressOf(p dlq.Progress) Progress {
+	return Progress{Total: p.Total, Replayed: p.Replayed, Skipped: p.Skipped, Failed: p.Failed, Mismatched: p.Mismatched}
 }
 
 // Errors of the job methods.
@@ -223,14 +230,14 @@ func (s *Server) runReplayAll(ctx context.Context, j *job, q dlq.Query) {
 		Actor: j.Actor, Rate: j.Rate, Stop: j.stop,
 		Progress: func(p dlq.Progress) {
 			j.mu.Lock()
-			j.Progress = Progress{Total: p.Total, Replayed: p.Replayed, Skipped: p.Skipped, Failed: p.Failed}
+			j.Progress = progressOf(p)
 			j.mu.Unlock()
 		},
 	})
 	now := time.Now().UTC()
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	j.Progress = Progress{Total: p.Total, Replayed: p.Replayed, Skipped: p.Skipped, Failed: p.Failed}
+	j.Progress = progressOf(p)
 	j.FinishedAt = &now
 	switch {
 	case err == nil:
@@ -242,7 +249,8 @@ func (s *Server) runReplayAll(ctx context.Context, j *job, q dlq.Query) {
 	default:
 		j.State, j.Error = JobFailed, err.Error()
 	}
-	s.log.Info("admin: replay-all finished", "job", j.ID, "dlq", j.DLQ, "state", j.State, "replayed", p.Replayed, "error", err)
+	s.log.Info("admin: replay-all finished", "job", j.ID, "dlq", j.DLQ, "state", j.State, "replayed", p.Replayed,
+		"mismatched", p.Mismatched, "error", err)
 }
 
 // Job returns the replay-all job id (running, or among the last

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"net/url"
 	"time"
 	"unicode/utf8"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 )
 
@@ -65,11 +68,20 @@ type Entry struct {
 	WorkerInstance    string     `json:"worker_instance,omitempty"`
 	FirstFailureAt    *time.Time `json:"first_failure_at,omitempty"`
 	LastFailureAt     *time.Time `json:"last_failure_at,omitempty"`
-	PayloadBytes      int        `json:"payload_bytes"`
+	PayloadBytes      int64      `json:"payload_bytes"`
 	// ReplayDestination is where a replay of the entry goes, named as the
 	// console, the CLI and the audit log name it (dlq.Destination): "queue
-	// escrow.commands.payout-executor (worker payout-executor)".
+	// escrow.commands.payout-executor (worker payout-executor)". It comes
+	// from the configured workers (the route of the entry's DLQ); empty
+	// when the entry cannot be replayed (ReplayRefused says why).
 	ReplayDestination string `json:"replay_destination,omitempty"`
+	// OriginMismatch marks an entry whose recorded origin (worker, topic,
+	// source) disagrees with the route of the DLQ it sits in: it is
+	// refused on replay (409) and skipped by replay-all.
+	OriginMismatch bool `json:"origin_mismatch,omitempty"`
+	// ReplayRefused says why a replay of the entry would be refused:
+	// the origin mismatch, or no configured worker for its DLQ.
+	ReplayRefused string `json:"replay_refused,omitempty"`
 }
 
 // Detail is one entry with its payload and audit trail.
@@ -80,14 +92,22 @@ type Detail struct {
 	Key         *string `json:"key"`
 	KeyEncoding string  `json:"key_encoding,omitempty"`
 	// Payload is null for no payload; PayloadEncoding json, utf8 or
-	// base64.
-	Payload         json.RawMessage `json:"payload"`
-	PayloadEncoding string          `json:"payload_encoding,omitempty"`
-	// Headers are the application's headers; HeadersBase64 names those
-	// whose value is shown in base64 (not UTF-8).
+	// base64. At most the server's payload preview
+	// (dlq.max_payload_preview) is shown: PayloadTruncated is then set, and
+	// PayloadURL downloads the whole payload.
+	Payload          json.RawMessage `json:"payload"`
+	PayloadEncoding  string          `json:"payload_encoding,omitempty"`
+	PayloadTruncated bool            `json:"payload_truncated,omitempty"`
+	PayloadURL       string          `json:"payload_url"`
+	// Headers are the application's headers as strings; HeadersBase64
+	// names those whose value is shown in base64 (not UTF-8).
 	Headers       map[string]string `json:"headers,omitempty"`
 	HeadersBase64 []string          `json:"headers_base64,omitempty"`
-	Audit         []Audit           `json:"audit"`
+	// Wire is the exact form of the original message: every header with
+	// its type, in wire order, and (RabbitMQ) the properties; absent for
+	// entries stored without it.
+	Wire  *wire.View `json:"wire,omitempty"`
+	Audit []Audit    `json:"audit"`
 }
 
 // Audit is one audit-log row of an entry.
@@ -100,16 +120,20 @@ type Audit struct {
 	Reason string     `json:"reason,omitempty"`
 }
 
-// toEntry renders r; dest names where its replay goes.
-func toEntry(r dlq.Record, dest func(dlq.Record) string) Entry {
+// toEntry renders r; target gives its replay route.
+func toEntry(r dlq.Record, target func(dlq.Record) (dlq.Route, error)) Entry {
 	e := r.Entry
 	out := Entry{
 		ID: r.ID, DLQ: r.DLQ, Broker: r.Broker, Status: r.Status, Severity: r.Severity,
 		ReceivedAt: r.ReceivedAt, StatusChangedAt: r.StatusChangedAt, StatusBy: r.StatusBy,
 		MessageID: e.MessageID, OriginalTopic: e.OriginalTopic, Source: e.Source,
 		ErrorClass: e.ErrorClass, ErrorMessage: e.ErrorMessage, Reason: e.Reason, RetryCount: e.RetryCount,
-		Worker: e.Worker, WorkerInstance: e.WorkerInstance, PayloadBytes: len(e.OriginalValue),
-		ReplayDestination: dest(r),
+		Worker: e.Worker, WorkerInstance: e.WorkerInstance, PayloadBytes: r.ValueSize,
+	}
+	if rt, err := target(r); err != nil {
+		out.ReplayRefused, out.OriginMismatch = err.Error(), errors.Is(err, dlq.ErrOriginMismatch)
+	} else {
+		out.ReplayDestination = dlq.Destination(r.Broker, rt.Target, rt.Worker)
 	}
 	if e.OriginalPartition >= 0 && e.OriginalOffset >= 0 {
 		out.OriginalPartition, out.OriginalOffset = &e.OriginalPartition, &e.OriginalOffset
@@ -123,9 +147,16 @@ func toEntry(r dlq.Record, dest func(dlq.Record) string) Entry {
 	return out
 }
 
-func toDetail(r dlq.Record, trail []dlq.AuditEntry, dest func(dlq.Record) string) Detail {
+// payloadPath is the URL of the whole payload of entry id of dlqName.
+func payloadPath(dlqName, id string) string {
+	return "/internal/v1/dlq/" + url.PathEscape(dlqName) + "/" + url.PathEscape(id) + "/payload"
+}
+
+// toDetail renders r, read by Ops.Show (its payload a preview).
+func toDetail(r dlq.Record, trail []dlq.AuditEntry, target func(dlq.Record) (dlq.Route, error)) Detail {
 	e := r.Entry
-	out := Detail{Entry: toEntry(r, dest), StackTrace: e.StackTrace, Audit: make([]Audit, 0, len(trail))}
+	out := Detail{Entry: toEntry(r, target), StackTrace: e.StackTrace, Audit: make([]Audit, 0, len(trail)),
+		PayloadURL: payloadPath(r.DLQ, r.ID)}
 	if e.OriginalKey != nil {
 		k, enc := string(e.OriginalKey), EncodingUTF8
 		if !utf8.Valid(e.OriginalKey) {
@@ -134,7 +165,21 @@ func toDetail(r dlq.Record, trail []dlq.AuditEntry, dest func(dlq.Record) string
 		out.Key, out.KeyEncoding = &k, enc
 	}
 	if e.OriginalValue != nil {
-		out.Payload, out.PayloadEncoding = renderPayload(e.OriginalValue)
+		out.PayloadTruncated = int64(len(e.OriginalValue)) < r.ValueSize
+		if out.PayloadTruncated {
+			// A cut payload is not JSON, and may end inside a UTF-8
+			// sequence: shown as text when it is text up to the cut.
+			v := e.OriginalValue
+			if text := completeRunes(v); utf8.Valid(text) {
+				b, _ := json.Marshal(string(text))
+				out.Payload, out.PayloadEncoding = b, EncodingUTF8
+			} else {
+				b, _ := json.Marshal(base64.StdEncoding.EncodeToString(v))
+				out.Payload, out.PayloadEncoding = b, EncodingBase64
+			}
+		} else {
+			out.Payload, out.PayloadEncoding = renderPayload(e.OriginalValue)
+		}
 	}
 	if e.OriginalHeaders != nil {
 		out.Headers = make(map[string]string, len(e.OriginalHeaders))
@@ -146,10 +191,30 @@ func toDetail(r dlq.Record, trail []dlq.AuditEntry, dest func(dlq.Record) string
 			out.Headers[k] = v
 		}
 	}
+	if e.OriginalWire != nil {
+		if f, err := wire.Decode(e.OriginalWire); err == nil {
+			v := f.View()
+			out.Wire = &v
+		}
+	}
 	for _, a := range trail {
 		out.Audit = append(out.Audit, Audit{At: a.At, Actor: a.Actor, Action: a.Action, From: a.From, To: a.To, Reason: a.Reason})
 	}
 	return out
+}
+
+// completeRunes returns v without an incomplete UTF-8 sequence at its end
+// (a cut in the middle of a character).
+func completeRunes(v []byte) []byte {
+	for i := len(v) - 1; i >= 0 && i > len(v)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(v[i]) {
+			if !utf8.FullRune(v[i:]) {
+				return v[:i]
+			}
+			break
+		}
+	}
+	return v
 }
 
 // renderPayload shows v as JSON when it is (UTF-8) JSON, else as a UTF-8

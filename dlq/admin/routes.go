@@ -15,6 +15,7 @@ var routes = []struct {
 	{"GET /internal/v1/dlq", (*Server).listDLQs},
 	{"GET /internal/v1/dlq/{topic}", (*Server).listEntries},
 	{"GET /internal/v1/dlq/{topic}/{id}", (*Server).showEntry},
+	{"GET /internal/v1/dlq/{topic}/{id}/payload", (*Server).payload},
 	{"DELETE /internal/v1/dlq/{topic}/{id}", (*Server).discard},
 	{"POST /internal/v1/dlq/replay", (*Server).replay},
 	{"POST /internal/v1/dlq/replay-all", (*Server).replayAll},

@@ -18,7 +18,7 @@ import (
 func TestUI(t *testing.T) {
 	s := memstore.New(memstore.Options{Logger: quiet})
 	t.Cleanup(func() { _ = s.Close() })
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: &publisher{}, Logger: quiet})
+	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: &publisher{}, Logger: quiet, Routes: testRoutes()})
 	if err != nil {
 		t.Fatal(err)
 	}
