@@ -61,6 +61,7 @@ func kafkaBroker(t *testing.T) *kafka.Broker {
 func newFixture(t *testing.T, s dlq.Store, edit func(*console.Config)) *fixture {
 	t.Helper()
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: kafkaBroker(t), Logger: quiet,
+		Routes: []dlq.Route{kafka.Route(topic, group)}, MaxPayloadPreview: 1024,
 		Policies: map[string]dlq.Policy{kafka.DLQTopic(topic): {Severity: dlq.SeverityCritical}, "empty.dlq": {}}})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"html/template"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/redrive/redrive/broker"
@@ -25,6 +26,11 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, ss *session, err 
 		status, msg = http.StatusNotFound, "entry: no such entry in this DLQ"
 	case errors.Is(err, dlq.ErrNotPending):
 		status, msg = http.StatusConflict, "status: the entry is no longer pending (someone replayed or discarded it); reload it"
+	case errors.Is(err, dlq.ErrOriginMismatch), errors.Is(err, dlq.ErrNoRoute):
+		// The operator must see where the entry claims to come from and
+		// where its DLQ replays to (quoted and clipped names; the page
+		// escapes them).
+		status, msg = http.StatusConflict, "replay refused: "+clip(err.Error(), 1000)
 	case errors.Is(err, dlq.ErrReasonRequired):
 		status, msg = http.StatusBadRequest, "reason: required: say why the entry is discarded"
 	case errors.Is(err, dlq.ErrInvalidQuery):
@@ -83,11 +89,20 @@ func (c *Console) dlqs(w http.ResponseWriter, r *http.Request, ss *session) {
 	}{rows, pending})
 }
 
+// entryRow is one line of the entries table: the record and, when it
+// cannot be replayed, why (OriginMismatch: its recorded origin disagrees
+// with its DLQ's route).
+type entryRow struct {
+	dlq.Record
+	OriginMismatch bool
+	Refused        string
+}
+
 // entriesView is the entries page's data.
 type entriesView struct {
 	DLQ      string
 	Filter   filter
-	Records  []dlq.Record
+	Records  []entryRow
 	Next     template.URL // the next page, "" on the last
 	First    template.URL // the first page of this filter
 	Pending  int64
@@ -138,7 +153,11 @@ func (c *Console) entries(w http.ResponseWriter, r *http.Request, ss *session) {
 		c.fail(w, r, ss, err)
 		return
 	}
-	view := entriesView{DLQ: name, Filter: f, Records: pg.Records, Pending: pending, Statuses: dlq.Statuses, Paged: q.Cursor != ""}
+	rows := make([]entryRow, len(pg.Records))
+	for i, rec := range pg.Records {
+		rows[i] = c.row(rec)
+	}
+	view := entriesView{DLQ: name, Filter: f, Records: rows, Pending: pending, Statuses: dlq.Statuses, Paged: q.Cursor != ""}
 	base := "/dlq/" + pathEscape(name) + "?"
 	view.First = template.URL(base + f.Query().Encode()) // #nosec: built from escaped parts
 	if pg.Next != "" {
@@ -149,15 +168,36 @@ func (c *Console) entries(w http.ResponseWriter, r *http.Request, ss *session) {
 	c.renderPage(w, r, ss, http.StatusOK, "entries", page{Title: name, Nav: "dlqs", Data: view})
 }
 
+// row returns rec's line, with its replay route checked.
+func (c *Console) row(rec dlq.Record) entryRow {
+	row := entryRow{Record: rec}
+	if _, err := c.ops.Target(rec); err != nil {
+		row.Refused, row.OriginMismatch = err.Error(), errors.Is(err, dlq.ErrOriginMismatch)
+	}
+	return row
+}
+
 // entryView is the entry page's data.
 type entryView struct {
-	R dlq.Record
-	// Destination is where a replay goes (dlq.Destination).
-	Destination string
-	Key         payload
-	Payload     payload
-	Headers     []header
-	Audit       []dlq.AuditEntry
+	R       dlq.Record
+	Key     payload
+	Payload payload
+	// Cut is set when Payload shows only the first bytes of the payload
+	// (the preview); Download is the URL of the whole payload.
+	Cut      bool
+	Download string
+	Headers  []header
+	// Typed is set when Headers come from the exact wire form (with
+	// types); Props are its properties (RabbitMQ).
+	Typed bool
+	Props []header
+	// Destination is where a replay goes (dlq.Destination of its route);
+	// Refused, why the entry cannot be replayed (OriginMismatch: its
+	// recorded origin disagrees with its DLQ's route).
+	Destination    string
+	Refused        string
+	OriginMismatch bool
+	Audit          []dlq.AuditEntry
 }
 
 // entry serves GET /dlq/{name}/{id}.
@@ -177,7 +217,48 @@ func (c *Console) entry(w http.ResponseWriter, r *http.Request, ss *session) {
 		return
 	}
 	e := rec.Entry
-	view := entryView{R: rec, Destination: c.ops.Destination(rec), Key: renderPayload(e.OriginalKey), Payload: renderPayload(e.OriginalValue),
+	view := entryView{R: rec, Key: renderPayload(e.OriginalKey), Payload: renderPayload(e.OriginalValue),
+		Cut: int64(len(e.OriginalValue)) < rec.ValueSize, Download: entryURL(name, id) + "/payload",
 		Headers: sortedHeaders(e.OriginalHeaders), Audit: trail}
+	view.Payload.Bytes = rec.ValueSize
+	if hs, props, ok := typedHeaders(e.OriginalWire); ok {
+		view.Headers, view.Props, view.Typed = hs, props, true
+	}
+	if rt, err := c.ops.Target(rec); err != nil {
+		view.Refused, view.OriginMismatch = err.Error(), errors.Is(err, dlq.ErrOriginMismatch)
+	} else {
+		view.Destination = dlq.Destination(rec.Broker, rt.Target, rt.Worker)
+	}
 	c.renderPage(w, r, ss, http.StatusOK, "entry", page{Title: name + " / " + id, Nav: "dlqs", Data: view})
+}
+
+// payload serves GET /dlq/{name}/{id}/payload: the whole payload, raw, as
+// an attachment, streamed from the store a chunk at a time (the entry page
+// shows at most the preview).
+func (c *Console) payload(w http.ResponseWriter, r *http.Request, ss *session) {
+	name, id, err := pathEntry(r)
+	if err != nil {
+		c.fail(w, r, ss, err)
+		return
+	}
+	started := false
+	err = c.ops.Payload(r.Context(), name, id, func(size int64, isNil bool) {
+		started = true
+		h := w.Header()
+		if isNil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		h.Set("Content-Type", "application/octet-stream")
+		h.Set("Content-Disposition", `attachment; filename="`+id+`.payload"`) // ids are [A-Za-z0-9._-]
+		h.Set("Content-Length", strconv.FormatInt(size, 10))
+		w.WriteHeader(http.StatusOK)
+	}, w)
+	switch {
+	case err == nil:
+	case !started:
+		c.fail(w, r, ss, err)
+	default:
+		c.log.Error("console: payload download failed", "entry", dlq.ReplayedFrom(name, id), "error", err)
+	}
 }

@@ -2,10 +2,15 @@ package console
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"slices"
 	"unicode/utf8"
+
+	"github.com/redrive/redrive/broker/wire"
 )
 
 // Payload kinds.
@@ -20,7 +25,7 @@ const (
 type payload struct {
 	Kind  string
 	Text  string
-	Bytes int
+	Bytes int64
 }
 
 // maxShown bounds what a page shows of one payload.
@@ -29,7 +34,7 @@ const maxShown = 256 << 10
 // renderPayload shows b as indented JSON when it is JSON, as text when it
 // is printable UTF-8, else as a hex dump.
 func renderPayload(b []byte) payload {
-	p := payload{Bytes: len(b)}
+	p := payload{Bytes: int64(len(b))}
 	switch {
 	case b == nil:
 		p.Kind = kindNone
@@ -66,10 +71,57 @@ func printable(b []byte) bool {
 	return true
 }
 
-// header is one application header; binary values shown as hex.
+// header is one application header (or property): binary names and
+// values shown as hex; Type is its wire type when known.
 type header struct {
-	Name, Value string
-	Binary      bool
+	Name, Type, Value string
+	Binary, BinaryName bool
+}
+
+// typedHeaders returns the headers of a stored wire form with their types,
+// in wire order, and its properties; false when there is none (or it does
+// not decode).
+func typedHeaders(b []byte) (hs, props []header, ok bool) {
+	if b == nil {
+		return nil, nil, false
+	}
+	f, err := wire.Decode(b)
+	if err != nil {
+		return nil, nil, false
+	}
+	v := f.View()
+	for _, fv := range v.Headers {
+		h := header{Name: fv.Name, Type: fv.Type, BinaryName: fv.NameEncoding != ""}
+		if h.BinaryName {
+			raw, _ := base64.StdEncoding.DecodeString(fv.Name)
+			h.Name = hex.EncodeToString(raw)
+		}
+		switch val := fv.Value.(type) {
+		case string:
+			h.Value = val
+			if fv.Encoding != "" {
+				raw, _ := base64.StdEncoding.DecodeString(val)
+				h.Value, h.Binary = hex.EncodeToString(raw), true
+			} else if !printable([]byte(val)) {
+				h.Value, h.Binary = hex.EncodeToString([]byte(val)), true
+			}
+		case nil:
+			h.Value = ""
+		default: // numbers, bools, nested tables and arrays
+			b, _ := json.Marshal(val)
+			h.Value = string(b)
+		}
+		hs = append(hs, h)
+	}
+	if p := v.Properties; p != nil {
+		b, _ := json.Marshal(p)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			props = append(props, header{Name: k, Value: fmt.Sprint(m[k])})
+		}
+	}
+	return hs, props, true
 }
 
 func sortedHeaders(h map[string]string) []header {

@@ -24,6 +24,7 @@ func (c *Console) routes() {
 		{"GET /{$}", viewer, (*Console).dlqs},
 		{"GET /dlq/{name}", viewer, (*Console).entries},
 		{"GET /dlq/{name}/{id}", viewer, (*Console).entry},
+		{"GET /dlq/{name}/{id}/payload", viewer, (*Console).payload},
 		{"POST /dlq/{name}/{id}/replay", operator, (*Console).replay},
 		{"POST /dlq/{name}/{id}/discard", operator, (*Console).discard},
 		{"POST /dlq/{name}/replay-all", operator, (*Console).replayAll},
