@@ -144,13 +144,19 @@ func (s *suite) keeper(t *testing.T, b broker.Broker, st dlq.Store, dlqName stri
 	return stop
 }
 
-func (s *suite) ops(t *testing.T, b broker.Broker, st dlq.Store) *dlq.Ops {
+// ops returns Ops replaying to the routes of the given workers (topic,
+// group pairs) of the backend.
+func (s *suite) ops(t *testing.T, b broker.Broker, st dlq.Store, workers ...[2]string) *dlq.Ops {
 	t.Helper()
 	rp, ok := b.(dlq.Republisher)
 	if !ok {
 		t.Fatalf("%s broker does not implement dlq.Republisher", s.env.Name)
 	}
-	o, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: rp, Logger: quietLogger()})
+	var routes []dlq.Route
+	for _, w := range workers {
+		routes = append(routes, s.env.Route(w[0], w[1]))
+	}
+	o, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: rp, Logger: quietLogger(), Routes: routes})
 	if err != nil {
 		t.Fatalf("NewOps: %v", err)
 	}
@@ -186,14 +192,18 @@ func (s *suite) storeReplayDiscard(t *testing.T) {
 		broker.Message{ID: "json", Key: []byte("deal-2"), Value: pretty, Headers: map[string]string{"tenant": "globex"}})
 	st.waitAll(t, name, 2, 60*time.Second)
 
-	o := s.ops(t, b, st)
+	o := s.ops(t, b, st, [2]string{topic, "payer"})
 	page, err := o.List(t.Context(), dlq.Query{DLQ: name})
 	if err != nil || len(page.Records) != 2 {
 		t.Fatalf("List = %d records, %v; want 2", len(page.Records), err)
 	}
 	byMsg := map[string]dlq.Record{}
 	for _, r := range page.Records {
-		byMsg[r.Entry.MessageID] = r
+		full, err := st.Get(t.Context(), name, r.ID) // listings are brief
+		if err != nil {
+			t.Fatal(err)
+		}
+		byMsg[r.Entry.MessageID] = full
 	}
 	bin := byMsg["bin"]
 	if e := bin.Entry; !bytes.Equal(e.OriginalValue, binary) || string(e.OriginalKey) != "deal-1" ||
@@ -261,7 +271,7 @@ func (s *suite) replayAll(t *testing.T) {
 		publish(t, b, topic, msgs[i:i+250]...)
 	}
 	st.waitAll(t, name, n, 120*time.Second)
-	p, err := s.ops(t, b, st).ReplayAll(t.Context(), dlq.Query{DLQ: name}, dlq.ReplayAllOptions{Actor: "e2e"})
+	p, err := s.ops(t, b, st, [2]string{topic, "payer"}).ReplayAll(t.Context(), dlq.Query{DLQ: name}, dlq.ReplayAllOptions{Actor: "e2e"})
 	if err != nil || p.Replayed != n {
 		t.Fatalf("ReplayAll = %+v, %v; want %d replayed", p, err, n)
 	}

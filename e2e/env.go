@@ -34,4 +34,7 @@ type Env struct {
 	// DLQName names the dead-letter queue of (topic, group) as the keeper
 	// stores it: RabbitMQ "<topic>.<group>.dlq", Kafka "<topic>.dlq".
 	DLQName func(topic, group string) string
+	// Route is the replay route of the worker (topic, group), as the
+	// daemon builds it from the configuration.
+	Route func(topic, group string) dlq.Route
 }

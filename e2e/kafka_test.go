@@ -46,5 +46,6 @@ kafka:
 		},
 		Resolution: 100 * time.Millisecond,
 		DLQName:    func(topic, _ string) string { return kafka.DLQTopic(topic) },
+		Route:      kafka.Route,
 	}
 }

@@ -88,6 +88,7 @@ rabbitmq: {url: %q, prefix: %s, delay: {mode: %s, resolution: 100ms, factor: 4, 
 		},
 		MaxTierPasses: func(time.Duration) int { return maxPasses },
 		DLQName:       func(topic, group string) string { return rabbit.DLQ(rabbit.Queue(topic, group)) },
+		Route:         rabbit.Route,
 	}
 }
 

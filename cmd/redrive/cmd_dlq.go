@@ -338,8 +338,8 @@ func dlqReplayAll(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adm
 	}
 	bar.done()
 	p := job.Progress
-	fmt.Fprintf(inv.stdout, "replay-all of %s %s: %d replayed, %d skipped, %d failed of %d (job %s)\n",
-		printable(job.DLQ), printable(job.State), p.Replayed, p.Skipped, p.Failed, p.Total, printable(job.ID))
+	fmt.Fprintf(inv.stdout, "replay-all of %s %s: %d replayed, %d skipped, %d failed, %d mismatched of %d (job %s)\n",
+		printable(job.DLQ), printable(job.State), p.Replayed, p.Skipped, p.Failed, p.Mismatched, p.Total, printable(job.ID))
 	if job.State != "done" {
 		return fmt.Errorf("replay-all job %s %s: %s", job.ID, job.State, dashed(oneLine(job.Error, 0)))
 	}

@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq/admin"
 )
 
@@ -32,12 +33,25 @@ func renderDLQs(w io.Writer, dlqs []admin.DLQ) error {
 // renderEntries writes the entry table of `dlq ls DLQ`.
 func renderEntries(w io.Writer, entries []admin.Entry) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tRECEIVED\tREASON\tRETRIES\tERROR CLASS\tERROR")
+	fmt.Fprintln(tw, "ID\tSTATUS\tRECEIVED\tREASON\tRETRIES\tREPLAYS TO\tERROR CLASS\tERROR")
 	for _, e := range entries {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", printable(e.ID), printable(string(e.Status)), e.ReceivedAt.UTC().Format(time.RFC3339),
-			dashed(oneLine(e.Reason, 0)), e.RetryCount, dashed(oneLine(e.ErrorClass, 0)), dashed(oneLine(e.ErrorMessage, 72)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", printable(e.ID), printable(string(e.Status)), e.ReceivedAt.UTC().Format(time.RFC3339),
+			dashed(oneLine(e.Reason, 0)), e.RetryCount, printable(replaysTo(e)), dashed(oneLine(e.ErrorClass, 0)), dashed(oneLine(e.ErrorMessage, 72)))
 	}
 	return tw.Flush()
+}
+
+// replaysTo is where a replay of e goes: its destination, "ORIGIN
+// MISMATCH" (refused: its recorded origin disagrees with its DLQ's
+// worker) or "NO ROUTE" (no configured worker for its DLQ).
+func replaysTo(e admin.Entry) string {
+	switch {
+	case e.OriginMismatch:
+		return "ORIGIN MISMATCH"
+	case e.ReplayDestination == "":
+		return "NO ROUTE"
+	}
+	return e.ReplayDestination
 }
 
 // renderDetail writes one entry, its payload and its audit trail.
@@ -68,6 +82,11 @@ func renderDetail(w io.Writer, d admin.Detail) error {
 	}
 	field("source", d.Source)
 	field("replays to", d.ReplayDestination)
+	if d.OriginMismatch {
+		field("origin mismatch", oneLine(d.ReplayRefused, 0))
+	} else {
+		field("not replayable", oneLine(d.ReplayRefused, 0))
+	}
 	field("worker", strings.TrimSuffix(d.Worker+" ("+d.WorkerInstance+")", " ()"))
 	field("reason", d.Reason)
 	field("retries", fmt.Sprint(d.RetryCount))
@@ -81,7 +100,9 @@ func renderDetail(w io.Writer, d admin.Detail) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if len(d.Headers) > 0 {
+	if d.Wire != nil {
+		renderWire(w, *d.Wire)
+	} else if len(d.Headers) > 0 {
 		fmt.Fprintln(w, "headers:")
 		names := make([]string, 0, len(d.Headers))
 		for k := range d.Headers {
@@ -102,6 +123,9 @@ func renderDetail(w io.Writer, d admin.Detail) error {
 	}
 	fmt.Fprintf(w, "payload (%d bytes, %s):\n", d.PayloadBytes, printable(dashed(d.PayloadEncoding)))
 	fmt.Fprintln(w, indent(printableLines(payloadText(d.Payload, d.PayloadEncoding))))
+	if d.PayloadTruncated {
+		fmt.Fprintf(w, "  (the first bytes of %d; the whole payload: GET %s)\n", d.PayloadBytes, printable(d.PayloadURL))
+	}
 	if d.StackTrace != "" {
 		fmt.Fprintln(w, "stack trace:")
 		fmt.Fprintln(w, indent(printableLines(d.StackTrace)))
@@ -118,6 +142,31 @@ func renderDetail(w io.Writer, d admin.Detail) error {
 			printable(string(a.From)), printable(string(a.To)), dashed(oneLine(a.Reason, 0)))
 	}
 	return tw.Flush()
+}
+
+// renderWire writes the exact headers, with their types, and the
+// properties of an entry.
+func renderWire(w io.Writer, v wire.View) {
+	fmt.Fprintln(w, "headers (exact, in wire order):")
+	if len(v.Headers) == 0 {
+		fmt.Fprintln(w, "  (none)")
+	}
+	for _, h := range v.Headers {
+		name := h.Name
+		if h.NameEncoding != "" {
+			name += " (name " + h.NameEncoding + ")"
+		}
+		val, _ := json.Marshal(h.Value)
+		enc := ""
+		if h.Encoding != "" {
+			enc = ", " + h.Encoding
+		}
+		fmt.Fprintf(w, "  %s (%s%s): %s\n", printable(name), printable(h.Type), printable(enc), printable(string(val)))
+	}
+	if v.Properties != nil {
+		b, _ := json.Marshal(v.Properties)
+		fmt.Fprintf(w, "properties: %s\n", printable(string(b)))
+	}
 }
 
 // payloadText renders a payload as the API shows it: JSON indented, text
@@ -198,17 +247,17 @@ const barWidth = 30
 // progressLine renders the bar of a job.
 func progressLine(j admin.Job) string {
 	p := j.Progress
-	done := p.Replayed + p.Skipped + p.Failed
+	done := p.Replayed + p.Skipped + p.Failed + p.Mismatched
 	if p.Total == 0 && j.State == "running" { // still counting what to replay
-		return fmt.Sprintf("[%s] %d/?  replayed %d, skipped %d, failed %d", strings.Repeat("-", barWidth), done, p.Replayed, p.Skipped, p.Failed)
+		return fmt.Sprintf("[%s] %d/?  replayed %d, skipped %d, failed %d, mismatched %d", strings.Repeat("-", barWidth), done, p.Replayed, p.Skipped, p.Failed, p.Mismatched)
 	}
 	filled, pct := barWidth, 100
 	if p.Total > 0 {
 		filled = int(min(done, p.Total) * barWidth / p.Total)
 		pct = int(min(done, p.Total) * 100 / p.Total)
 	}
-	return fmt.Sprintf("[%s%s] %d/%d %3d%%  replayed %d, skipped %d, failed %d",
-		strings.Repeat("#", filled), strings.Repeat("-", barWidth-filled), done, p.Total, pct, p.Replayed, p.Skipped, p.Failed)
+	return fmt.Sprintf("[%s%s] %d/%d %3d%%  replayed %d, skipped %d, failed %d, mismatched %d",
+		strings.Repeat("#", filled), strings.Repeat("-", barWidth-filled), done, p.Total, pct, p.Replayed, p.Skipped, p.Failed, p.Mismatched)
 }
 
 // update draws j's progress unless it did not change.

@@ -196,11 +196,11 @@ func TestDLQReplayAllFails(t *testing.T) {
 	code, out, errOut := cli(t, "dlq", "replay-all", "q.dlq", "--server", url, "--rate", "10", "--poll", "1ms")
 	lines := strings.Split(strings.TrimSpace(errOut), "\n")
 	if code != exitFailure || len(lines) != 4 ||
-		lines[0] != "[------------------------------] 0/4   0%  replayed 0, skipped 0, failed 0" ||
-		lines[1] != "[###############---------------] 2/4  50%  replayed 2, skipped 0, failed 0" ||
-		lines[2] != "[######################--------] 3/4  75%  replayed 2, skipped 0, failed 1" ||
+		lines[0] != "[------------------------------] 0/4   0%  replayed 0, skipped 0, failed 0, mismatched 0" ||
+		lines[1] != "[###############---------------] 2/4  50%  replayed 2, skipped 0, failed 0, mismatched 0" ||
+		lines[2] != "[######################--------] 3/4  75%  replayed 2, skipped 0, failed 1, mismatched 0" ||
 		lines[3] != "redrive: dlq replay-all: replay-all job j1 failed: the broker did not take the replay" ||
-		out != "replay-all of q.dlq failed: 2 replayed, 0 skipped, 1 failed of 4 (job j1)\n" {
+		out != "replay-all of q.dlq failed: 2 replayed, 0 skipped, 1 failed, 0 mismatched of 4 (job j1)\n" {
 		t.Errorf("replay-all: %d\nstdout %q\nstderr:\n%s", code, out, errOut)
 	}
 	if code, _, errOut := cli(t, "dlq", "replay-all", "q.dlq", "--server", url, "--rate", "fast"); code != exitUsage || !strings.Contains(errOut, `"fast" is not 0 (as fast as the broker confirms)`) {
@@ -211,11 +211,11 @@ func TestDLQReplayAllFails(t *testing.T) {
 func TestProgressLine(t *testing.T) {
 	var j admin.Job
 	j.State = "running"
-	if got := progressLine(j); got != "[------------------------------] 0/?  replayed 0, skipped 0, failed 0" {
+	if got := progressLine(j); got != "[------------------------------] 0/?  replayed 0, skipped 0, failed 0, mismatched 0" {
 		t.Errorf("counting: %q", got)
 	}
 	j.State = "done"
-	if got := progressLine(j); got != "[##############################] 0/0 100%  replayed 0, skipped 0, failed 0" {
+	if got := progressLine(j); got != "[##############################] 0/0 100%  replayed 0, skipped 0, failed 0, mismatched 0" {
 		t.Errorf("nothing to do: %q", got)
 	}
 	var w strings.Builder
@@ -224,7 +224,7 @@ func TestProgressLine(t *testing.T) {
 	b.update(j)
 	b.update(j) // unchanged: not redrawn
 	b.done()
-	if got := w.String(); got != "\r[##############################] 10/10 100%  replayed 10, skipped 0, failed 0\n" {
+	if got := w.String(); got != "\r[##############################] 10/10 100%  replayed 10, skipped 0, failed 0, mismatched 0\n" {
 		t.Errorf("terminal output %q", got)
 	}
 }

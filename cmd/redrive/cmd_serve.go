@@ -219,6 +219,7 @@ func (d *daemon) keep(ctx context.Context) error {
 		return fmt.Errorf("declare the topology of %d workers: %w", len(d.c.Workers), err)
 	}
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: rp, Policies: d.policies,
+		Routes: replayRoutes(d.c), MaxPayloadPreview: d.c.DLQ.MaxPayloadPreview,
 		Registerer: d.exp.Registerer(), Logger: d.log, MetricsInterval: d.f.interval})
 	if err != nil {
 		return err
@@ -362,6 +363,20 @@ func keptDLQs(c *config.Config) map[string]dlq.Policy {
 			}
 		}
 		out[name] = p
+	}
+	return out
+}
+
+// replayRoutes returns the replay route of every configured worker: where
+// the entries of its DLQ go back to (never where a message says).
+func replayRoutes(c *config.Config) []dlq.Route {
+	out := make([]dlq.Route, 0, len(c.Workers))
+	for _, w := range c.Workers {
+		if c.Broker == config.BrokerKafka {
+			out = append(out, kafka.Route(w.Topic, w.Name))
+		} else {
+			out = append(out, rabbit.Route(w.Topic, w.Name))
+		}
 	}
 	return out
 }

@@ -169,7 +169,7 @@ func TestServeDLQOperations(t *testing.T) {
 	}, func() string { return fmt.Sprintf("%+v", h) })
 
 	code, out, errOut := e.dlq(t, "show", e.dlqName, id)
-	for _, want := range []string{"status:", "pending", `"amount": -5`, "amount is negative", "permanent", `"deal-42"`, "trace: abc", "audit:", "(none)"} {
+	for _, want := range []string{"status:", "pending", `"amount": -5`, "amount is negative", "permanent", `"deal-42"`, `trace (string): "abc"`, "replays to:    " + e.queue, "audit:", "(none)"} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("dlq show: %d, output lacks %q:\n%s%s", code, want, out, errOut)
 		}
@@ -245,7 +245,7 @@ func TestServeDLQOperations(t *testing.T) {
 	}
 	e.pending(t, 3)
 	code, out, errOut = e.dlq(t, "replay-all", e.dlqName, "--rate", "0", "--poll", "50ms")
-	if code != exitOK || !strings.Contains(out, "3 replayed, 0 skipped, 0 failed of 3") || !strings.Contains(errOut, "3/3 100%") {
+	if code != exitOK || !strings.Contains(out, "3 replayed, 0 skipped, 0 failed, 0 mismatched of 3") || !strings.Contains(errOut, "3/3 100%") {
 		t.Fatalf("replay-all: %d\nstdout: %s\nstderr: %s", code, out, errOut)
 	}
 	for i := range 3 {

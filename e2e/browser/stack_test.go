@@ -161,7 +161,7 @@ func newStack(t *testing.T) *stack {
 	run("keeper", k.Run)
 
 	// Ops, the admin API and the console.
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s.store, Republisher: b, Logger: log,
+	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s.store, Republisher: b, Logger: log, Routes: []dlq.Route{kafka.Route(topic, group)},
 		Policies: map[string]dlq.Policy{s.dlq: {Severity: dlq.SeverityCritical}}})
 	if err != nil {
 		t.Fatal(err)

@@ -77,7 +77,8 @@ func (e *rabbitEnv) replay(ctx context.Context) ([]Row, error) {
 			return []Row{raw}, fmt.Errorf("memstore insert: %w", err)
 		}
 	}
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: e.b, Logger: e.cfg.Logger})
+	ops, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: e.b, Logger: e.cfg.Logger,
+		Routes: []dlq.Route{rabbit.Route(s.Topic, s.Group)}})
 	if err != nil {
 		return []Row{raw}, err
 	}
@@ -98,7 +99,7 @@ func (e *rabbitEnv) replay(ctx context.Context) ([]Row, error) {
 		return []Row{raw}, err
 	}
 	if p.Replayed != int64(n) {
-		return []Row{raw}, fmt.Errorf("replayed %d of %d entries (%d skipped, %d failed)", p.Replayed, n, p.Skipped, p.Failed)
+		return []Row{raw}, fmt.Errorf("replayed %d of %d entries (%d skipped, %d failed, %d mismatched)", p.Replayed, n, p.Skipped, p.Failed, p.Mismatched)
 	}
 	rd := row(ScenarioReplay, RabbitMQ, ClientRedrive, n, el, u).withLatencies(lat)
 	rd.Note = "memstore, status change + audit row per entry"

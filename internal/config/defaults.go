@@ -32,9 +32,11 @@ const (
 	DefaultKafkaSessionTimeout    = 45 * time.Second
 	DefaultKafkaRebalanceTimeout  = 60 * time.Second
 
-	DefaultRedisAddr      = "127.0.0.1:6379"
-	DefaultAdminListen    = "127.0.0.1:8080"
-	DefaultExporterListen = "127.0.0.1:9477"
+	DefaultRedisAddr   = "127.0.0.1:6379"
+	DefaultAdminListen = "127.0.0.1:8080"
+	// DefaultMaxPayloadPreview is dlq.max_payload_preview's default: 64 KiB.
+	DefaultMaxPayloadPreview = 64 << 10
+	DefaultExporterListen    = "127.0.0.1:9477"
 
 	DefaultHeartbeatInterval      = 10 * time.Second
 	DefaultHeartbeatTTL           = 30 * time.Second
@@ -83,6 +85,7 @@ func (c *Config) ApplyDefaults() {
 
 	setDefault(&c.Redis.Addr, DefaultRedisAddr)
 	setDefault(&c.Admin.Listen, DefaultAdminListen)
+	setDefault(&c.DLQ.MaxPayloadPreview, DefaultMaxPayloadPreview)
 	setDefault(&c.Exporter.Listen, DefaultExporterListen)
 
 	h := &c.Heartbeat

@@ -214,6 +214,7 @@ func TestDefaults(t *testing.T) {
 		{"redis.addr", c.Redis.Addr, "127.0.0.1:6379"},
 		{"admin.listen", c.Admin.Listen, "127.0.0.1:8080"},
 		{"exporter.listen", c.Exporter.Listen, "127.0.0.1:9477"},
+		{"dlq.max_payload_preview", c.DLQ.MaxPayloadPreview, 64 << 10},
 		{"heartbeat", c.Heartbeat, Heartbeat{Interval: Duration(10 * time.Second), TTL: Duration(30 * time.Second), MissingAfter: Duration(60 * time.Second), IdleAfter: Duration(5 * time.Minute), ShutdownStuckAfter: Duration(2 * time.Minute)}},
 		{"health.listen", c.Health.Listen, ""},
 		{"queue_ttl", *w.QueueTTL, Duration(5 * time.Minute)},

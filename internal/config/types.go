@@ -18,10 +18,13 @@ type Config struct {
 	Heartbeat Heartbeat `yaml:"heartbeat"`
 	Health    Health    `yaml:"health"`
 	// Workers has one entry per worker (consumer group).
-	Workers  []Worker `yaml:"workers"`
-	Lag      Lag      `yaml:"lag"`
-	Admin    Admin    `yaml:"admin"`
-	Exporter Exporter `yaml:"exporter"`
+	Workers []Worker `yaml:"workers"`
+	Lag     Lag      `yaml:"lag"`
+	// DLQ configures the dead-letter operations of serve and dev (the
+	// keeper, the admin API, the console).
+	DLQ      DeadLetters `yaml:"dlq"`
+	Admin    Admin       `yaml:"admin"`
+	Exporter Exporter    `yaml:"exporter"`
 }
 
 // Broker names.
@@ -277,6 +280,17 @@ type Lag struct {
 type Threshold struct {
 	Warning  int64 `yaml:"warning"`  // records behind; >= 0
 	Critical int64 `yaml:"critical"` // records behind; >= warning
+}
+
+// DeadLetters configures the dead-letter operations of the daemon.
+type DeadLetters struct {
+	// MaxPayloadPreview is how many bytes of a dead letter's payload the
+	// admin API and the console load and show inline (an entry page, GET
+	// /internal/v1/dlq/{dlq}/{id}); the whole payload is downloaded from
+	// GET /internal/v1/dlq/{dlq}/{id}/payload, streamed. The store always
+	// keeps the whole payload. Bytes, >= 0; default 65536 (64 KiB); 0 =
+	// the default.
+	MaxPayloadPreview int `yaml:"max_payload_preview"`
 }
 
 // Admin configures the admin HTTP API.

@@ -55,6 +55,9 @@ func (c *Config) validate(p *problems) {
 		c.validateDelays(p)
 	}
 	c.Lag.validate(p)
+	if c.DLQ.MaxPayloadPreview < 0 {
+		p.add("dlq.max_payload_preview", fmt.Sprintf("%d is negative (bytes of a payload shown inline)", c.DLQ.MaxPayloadPreview))
+	}
 	c.Admin.validate(p)
 	checkListen(p, "exporter.listen", c.Exporter.Listen)
 	if c.Health.Listen != "" {

@@ -59,6 +59,11 @@ func TestValidateRules(t *testing.T) {
 		// The names a backend derives (queues, topics, keys) are checked by
 		// the backend: broker/rabbit and broker/kafka, check_test.go.
 
+		// dlq
+		{"dlq max_payload_preview negative", "broker: rabbitmq\ndlq: {max_payload_preview: -1}", []string{"dlq.max_payload_preview: -1 is negative (bytes of a payload shown inline)"}},
+		{"dlq max_payload_preview", "broker: rabbitmq\ndlq: {max_payload_preview: 1048576}", nil},
+		{"dlq unknown key", "broker: rabbitmq\ndlq: {max_preview: 5}", []string{"dlq.max_preview: unknown key (line 2)"}},
+
 		// redis, postgres
 		{"redis addr", "broker: rabbitmq\nredis: {addr: localhost}", []string{`redis.addr: "localhost" is not host:port`}},
 		{"redis addr port", "broker: rabbitmq\nredis: {addr: \"h:0\"}", []string{`redis.addr: "h:0" is not host:port`}},
