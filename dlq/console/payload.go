@@ -74,7 +74,7 @@ func printable(b []byte) bool {
 // header is one application header (or property): binary names and
 // values shown as hex; Type is its wire type when known.
 type header struct {
-	Name, Type, Value string
+	Name, Type, Value  string
 	Binary, BinaryName bool
 }
 
