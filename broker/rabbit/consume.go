@@ -271,6 +271,14 @@ func (c *consumer) delayed(m amqp.Delivery, h amqp.Table, delay time.Duration, p
 	return outgoing{exchange: c.b.names.Tier(tier), key: c.queue, msg: republish(m, h)}
 }
 
+// Headers of the properties a copy cannot carry as properties (see
+// republish): the original's expiration and user id, kept for the
+// dead-letter entry, never set back on a replay.
+const (
+	HeaderExpiration = "x-redrive-expiration"
+	HeaderUserID     = "x-redrive-user-id"
+)
+
 // HeaderTierPasses counts the delay tiers a message passed through during
 // its current wait (a PublishDelayed delay or one retry back-off).
 const HeaderTierPasses = "x-redrive-tier-passes"
@@ -381,8 +389,15 @@ func (c *consumer) delivery(m amqp.Delivery) *broker.Delivery {
 // headers h: a retry, delay or dead-letter copy carries the original's
 // properties, delivery mode included, except per-message expiration (a
 // copy waits in tiers) and user id (RabbitMQ checks it against the
-// publishing connection); both stay in the dead-letter entry.
+// publishing connection): those travel as the headers HeaderExpiration and
+// HeaderUserID, so that the dead-letter entry keeps them.
 func republish(m amqp.Delivery, h amqp.Table) amqp.Publishing {
+	if m.Expiration != "" {
+		h[HeaderExpiration] = m.Expiration
+	}
+	if m.UserId != "" {
+		h[HeaderUserID] = m.UserId
+	}
 	id := m.MessageId
 	if id == "" {
 		id = broker.NewMessageID()

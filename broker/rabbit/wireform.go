@@ -89,12 +89,22 @@ func amqpValue(v any) any {
 // formOf returns m's exact form as the dead-letter store keeps it: its
 // application headers (redrive's own and the broker's left out) and its
 // properties.
+//
+// A copy made by redrive carries the original's expiration and user id as
+// the headers HeaderExpiration and HeaderUserID (see republish).
 func formOf(m amqp.Delivery) wire.Form {
-	return wire.Form{Headers: wireTable(m.Headers).App(), Props: &wire.Properties{
+	p := &wire.Properties{
 		ContentType: m.ContentType, ContentEncoding: m.ContentEncoding, DeliveryMode: m.DeliveryMode,
 		Priority: m.Priority, CorrelationID: m.CorrelationId, ReplyTo: m.ReplyTo, Expiration: m.Expiration,
 		Timestamp: m.Timestamp, Type: m.Type, UserID: m.UserId, AppID: m.AppId,
-	}}
+	}
+	if s, ok := m.Headers[HeaderExpiration].(string); ok && p.Expiration == "" {
+		p.Expiration = s
+	}
+	if s, ok := m.Headers[HeaderUserID].(string); ok && p.UserID == "" {
+		p.UserID = s
+	}
+	return wire.Form{Headers: wireTable(m.Headers).App(), Props: p}
 }
 
 // storyTable returns the headers of a retry, delay or dead-letter copy of m
