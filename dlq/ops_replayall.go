@@ -65,8 +65,9 @@ type ReplayAllOptions struct {
 	BatchBytes int64
 }
 
-// DefaultBatchBytes is the default of ReplayAllOptions.BatchBytes.
-const DefaultBatchBytes = 16 << 20
+// DefaultBatchBytes is the default of ReplayAllOptions.BatchBytes: a page
+// of small entries is read at once, an entry of 8 MiB or more alone.
+const DefaultBatchBytes = 8 << 20
 
 // Progress is how far a ReplayAll has come.
 type Progress struct {
@@ -198,20 +199,22 @@ func (o *Ops) replayBatch(ctx context.Context, batch []Record, routes []Route, p
 	if err != nil {
 		return err
 	}
-	entries := make(map[string]*Entry, len(full))
+	index := make(map[string]int, len(full))
 	for i := range full {
-		entries[full[i].ID] = &full[i].Entry
+		index[full[i].ID] = i
 	}
 	for i, r := range batch {
 		if err := pace.wait(ctx, stop); err != nil {
 			return err
 		}
-		e := entries[r.ID]
-		if e == nil {
+		j, ok := index[r.ID]
+		if !ok {
 			p.Skipped++ // gone meanwhile
 			report()
 			continue
 		}
+		e := full[j].Entry
+		full[j] = Record{} // its payload may go once replayed
 		claimed, err := o.store.Transition(ctx, Transition{
 			DLQ: r.DLQ, ID: r.ID, From: []Status{StatusPending}, To: StatusReplaying,
 			Actor: actor, At: o.now(),
@@ -224,8 +227,7 @@ func (o *Ops) replayBatch(ctx context.Context, batch []Record, routes []Route, p
 		case err != nil:
 			return err
 		}
-		_, err = o.republish(ctx, claimed, *e, routes[i], actor)
-		delete(entries, r.ID) // its payload may go
+		_, err = o.republish(ctx, claimed, e, routes[i], actor)
 		if err != nil {
 			p.Failed++
 			return err

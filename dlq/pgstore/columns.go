@@ -1,7 +1,9 @@
 package pgstore
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -55,14 +57,23 @@ func cols(archived bool, m message) string {
 	first_failure_at, last_failure_at, coalesce(octet_length(original_value), 0)`
 	switch m {
 	case whole:
-		c += `, original_key, original_value, original_headers, original_wire`
+		// A large value is read in chunks after the row (fillValues): in
+		// the row, the driver would hold it twice (its read buffer, a
+		// power of two, and the copy).
+		c += `, original_key, CASE WHEN octet_length(original_value) > ` + strconv.Itoa(valueChunk) + ` THEN NULL ELSE original_value END,
+		original_headers, original_wire`
 	case preview:
 		c += `, original_key, substring(original_value FROM 1 FOR ` + previewParam + `), original_headers, original_wire`
 	}
 	return c
 }
 
-// scanRecord reads one row of cols(…, m).
+// valueChunk is how much of a value one query reads: values up to it come
+// with their row, larger ones in chunks of it (fillValues).
+const valueChunk = 1 << 20
+
+// scanRecord reads one row of cols(…, m). A value over valueChunk read
+// whole is left nil: fillValues reads it.
 func scanRecord(row pgx.Row, m message) (int64, dlq.Record, error) {
 	var (
 		seq         int64
@@ -91,6 +102,9 @@ func scanRecord(row pgx.Row, m message) (int64, dlq.Record, error) {
 	}
 	if last != nil {
 		e.LastFailureAt = last.UTC()
+	}
+	if m == whole && e.OriginalValue == nil && r.ValueSize > valueChunk {
+		e.OriginalValue = make([]byte, 0, r.ValueSize) // to fill
 	}
 	var err error
 	if e.OriginalHeaders, err = decodeHeaders(headers); err != nil {
@@ -126,4 +140,63 @@ func decodeHeaders(b []byte) (map[string]string, error) {
 		h[string(kv[0])] = string(kv[1])
 	}
 	return h, nil
+}
+
+// fillValues reads the large values of recs (those scanRecord left empty
+// with room for them) a chunk at a time into their final buffers, so that
+// reading a value costs its size and one chunk.
+func fillValues(ctx context.Context, q querier, recs []dlq.Record) error {
+	for i := range recs {
+		r := &recs[i]
+		v := r.Entry.OriginalValue
+		if v == nil || len(v) != 0 || int64(cap(v)) != r.ValueSize || r.ValueSize <= valueChunk {
+			continue
+		}
+		v = v[:r.ValueSize]
+		if err := readInto(ctx, q, r.DLQ, r.ID, v); err != nil {
+			return fmt.Errorf("value of %s: %w", r.Key(), err)
+		}
+		r.Entry.OriginalValue = v
+	}
+	return nil
+}
+
+// readInto fills dst with the value of entry id of dlqName (live, else
+// archived) from its start, a chunk at a time, copied straight from the
+// driver's buffer.
+func readInto(ctx context.Context, q querier, dlqName, id string, dst []byte) error {
+	table := "dlq_entries"
+	for off := 0; off < len(dst); {
+		chunk := &chunkScanner{dst: dst[off:min(off+valueChunk, len(dst))]}
+		err := q.QueryRow(ctx, `SELECT substring(original_value FROM $3 FOR $4) FROM `+table+` WHERE dlq = $1 AND id = $2`,
+			dlqName, id, off+1, len(chunk.dst)).Scan(chunk)
+		if errors.Is(err, pgx.ErrNoRows) && table == "dlq_entries" {
+			table = "dlq_entries_archive" // archived meanwhile
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if chunk.n != len(chunk.dst) {
+			return fmt.Errorf("%d bytes at byte %d, want %d (changed meanwhile)", chunk.n, off, len(chunk.dst))
+		}
+		off += chunk.n
+	}
+	return nil
+}
+
+// chunkScanner scans a bytea into dst without an intermediate copy
+// (pgtype.BytesScanner).
+type chunkScanner struct {
+	dst []byte
+	n   int
+}
+
+// ScanBytes implements pgtype.BytesScanner.
+func (c *chunkScanner) ScanBytes(v []byte) error {
+	if len(v) > len(c.dst) {
+		return fmt.Errorf("chunk of %d bytes, want at most %d", len(v), len(c.dst))
+	}
+	c.n = copy(c.dst, v)
+	return nil
 }

@@ -36,7 +36,7 @@ func (s *Store) Insert(ctx context.Context, r dlq.Record) (dlq.Record, bool, err
 		WHERE dlq = $1 AND (identity = $2 OR id = $3) ORDER BY identity = $2 DESC LIMIT 1`, r.DLQ, r.Identity, r.ID), whole)
 	switch {
 	case err == nil && old.Identity == r.Identity:
-		return old, false, nil
+		return s.filled(ctx, old, name)
 	case err == nil:
 		return dlq.Record{}, false, fmt.Errorf("pgstore: insert entry %q: %w (archived)", name, dlq.ErrIDConflict)
 	case !errors.Is(err, pgx.ErrNoRows):
@@ -66,7 +66,7 @@ func (s *Store) Insert(ctx context.Context, r dlq.Record) (dlq.Record, bool, err
 	_, old, err = scanRecord(s.pool.QueryRow(ctx, `SELECT `+cols(false, whole)+` FROM dlq_entries WHERE dlq = $1 AND identity = $2`, r.DLQ, r.Identity), whole)
 	switch {
 	case err == nil:
-		return old, false, nil
+		return s.filled(ctx, old, name)
 	case errors.Is(err, pgx.ErrNoRows):
 		return dlq.Record{}, false, fmt.Errorf("pgstore: insert entry %q: %w", name, dlq.ErrIDConflict)
 	default:
@@ -74,9 +74,23 @@ func (s *Store) Insert(ctx context.Context, r dlq.Record) (dlq.Record, bool, err
 	}
 }
 
+// filled returns the existing record old of an insert, its value read.
+func (s *Store) filled(ctx context.Context, old dlq.Record, name string) (dlq.Record, bool, error) {
+	recs := []dlq.Record{old}
+	if err := fillValues(ctx, s.pool, recs); err != nil {
+		return dlq.Record{}, false, fmt.Errorf("pgstore: insert entry %q: read existing: %w", name, err)
+	}
+	return recs[0], false, nil
+}
+
 // Get implements dlq.Store.
 func (s *Store) Get(ctx context.Context, dlqName, id string) (dlq.Record, error) {
 	r, err := get(ctx, s.pool, dlqName, id, whole, false)
+	if err == nil {
+		recs := []dlq.Record{r}
+		err = fillValues(ctx, s.pool, recs)
+		r = recs[0]
+	}
 	if err != nil {
 		return dlq.Record{}, fmt.Errorf("pgstore: get entry %q: %w", dlq.ReplayedFrom(dlqName, id), err)
 	}
@@ -124,6 +138,9 @@ func (s *Store) GetMany(ctx context.Context, dlqName string, ids []string) ([]dl
 			out = append(out, r)
 			delete(byID, id)
 		}
+	}
+	if err := fillValues(ctx, s.pool, out); err != nil {
+		return nil, fmt.Errorf("pgstore: get %d entries of %q: %w", len(ids), dlqName, err)
 	}
 	return out, nil
 }

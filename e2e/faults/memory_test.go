@@ -66,6 +66,9 @@ const (
 	// into records and copied into Kafka batches): an implementation that
 	// kept them, or half of them, exceeds the bound.
 	memGrowthBound = 48 << 20
+	// memWorker is the configured worker of the replayed DLQ: its retry
+	// topic is the replays' target.
+	memWorker = "w"
 )
 
 const (
@@ -141,7 +144,8 @@ func goMemory() goMem {
 // letters of 1 KiB from PostgreSQL to Kafka with dlq.Ops.ReplayAll and
 // checks that the peak RSS of the replaying process stays flat and that
 // every entry was replayed exactly once: 100,000 replayed, none pending,
-// 100,000 replay audit rows, 100,000 records on the source topic, lost 0,
+// 100,000 replay audit rows, 100,000 records on the worker's retry topic (its
+// route), lost 0,
 // duplicates 0 (the table's row). The replay runs in a child process (this
 // test binary again), so that the RSS measured is redrive's alone: the
 // Kafka cluster (kfake, which keeps every record in memory), the bulk load
@@ -168,11 +172,13 @@ func TestReplayAllMemory(t *testing.T) {
 	loadEntries(t, st, dlqName, topic, n)
 	loaded := time.Since(start)
 
-	// Kafka: an in-process cluster with the source topic.
+	// Kafka: an in-process cluster with the worker's retry topic, where
+	// its replays go (the worker "w" of the topic: its route).
 	_, brokers := kafkatest.Fake(t)
 	adm := kadm.NewClient(newKgo(t, kgo.SeedBrokers(brokers...)))
-	if _, err := adm.CreateTopic(ctx, 3, -1, nil, topic); err != nil {
-		t.Fatalf("create topic %s: %v", topic, err)
+	target := kafka.Route(topic, memWorker).Target
+	if _, err := adm.CreateTopic(ctx, 3, -1, nil, target); err != nil {
+		t.Fatalf("create topic %s: %v", target, err)
 	}
 
 	// The replay, in a child process.
@@ -208,8 +214,8 @@ func TestReplayAllMemory(t *testing.T) {
 		t.Errorf("audit: %d replay rows for %d entries and %d other rows, want %d for %d and none", audits, audited, others, n, n)
 	}
 
-	// Every entry arrived at the source topic: read it to its end.
-	arrived := sourceRecords(t, brokers, topic)
+	// Every entry arrived at the worker's retry topic: read it to its end.
+	arrived := sourceRecords(t, brokers, target)
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = dlq.ReplayedFrom(dlqName, entryID(i))
@@ -219,10 +225,10 @@ func TestReplayAllMemory(t *testing.T) {
 		records += c
 	}
 	row := account(t, keys, arrived, nil)
-	t.Logf("source topic: %d records of %d entries; %d replay audit rows; load %v, whole test %v",
+	t.Logf("retry topic: %d records of %d entries; %d replay audit rows; load %v, whole test %v",
 		records, len(arrived), audits, loaded.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	if row.dups != 0 || records != n {
-		t.Errorf("source topic: %d records for %d entries, %d duplicates: every entry must be replayed exactly once", records, n, row.dups)
+		t.Errorf("retry topic: %d records for %d entries, %d duplicates: every entry must be replayed exactly once", records, n, row.dups)
 	}
 }
 
@@ -604,7 +610,8 @@ func replayAllChild(t *testing.T) {
 		return
 	}
 	defer b.Close()
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: b, Logger: quiet})
+	ops, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: b, Logger: quiet,
+		Routes: []dlq.Route{kafka.Route(strings.TrimSuffix(os.Getenv(envMemDLQ), ".dlq"), memWorker)}})
 	if err != nil {
 		rep.Err = err.Error()
 		return
