@@ -18,6 +18,12 @@ import (
 
 var _ dlq.Source = (*Broker)(nil)
 
+// keeperPrefetch is how many dead letters a keeper's queue has delivered
+// but not yet stored: each is stored before the next, so a few keep the
+// pipe full, and the memory they hold stays a few payloads whatever their
+// size (RabbitMQ has no prefetch by bytes).
+const keeperPrefetch = 4
+
 // ConsumeDeadLetters implements dlq.Source over "<queue>.dlq" queues. Each
 // queue is read in order by one goroutine; a message is acked only after
 // handle returned nil for it, and while handle fails the same message is
@@ -76,7 +82,7 @@ func (b *Broker) deadLetterSession(ctx context.Context, queue string, handle fun
 	if err != nil {
 		return fmt.Errorf("rabbit: open keeper channel: %w", err)
 	}
-	if err := ch.Qos(32, 0, false); err != nil {
+	if err := ch.Qos(keeperPrefetch, 0, false); err != nil {
 		return fmt.Errorf("rabbit: set keeper prefetch: %w", err)
 	}
 	msgs, err := ch.Consume(queue, "", false, false, false, false, nil)
