@@ -20,6 +20,7 @@ func sample(identity string) dlq.Record {
 			OriginalTopic: "orders", OriginalPartition: -1, OriginalOffset: -1,
 			OriginalKey: []byte{0, 0xff}, OriginalValue: []byte("{\n \"a\": \"\xfe\"}"),
 			OriginalHeaders: map[string]string{"bin\xff": "\x00\xfe", "empty": ""},
+			OriginalWire:    []byte{1, 0, 1, 1, 'n', 's', 0xff, 0xfe}, // header n: int16 -2
 			ErrorClass:      "x.Err", ErrorMessage: "boom", Source: "orders.billing",
 			LastFailureAt: time.Date(2025, 1, 15, 10, 30, 0, 123456789, time.UTC),
 		},
@@ -80,7 +81,8 @@ func TestJournalSurvivesReopen(t *testing.T) {
 	want := sample("b").Entry
 	if !bytes.Equal(gb.Entry.OriginalKey, want.OriginalKey) || !bytes.Equal(gb.Entry.OriginalValue, want.OriginalValue) ||
 		gb.Entry.OriginalHeaders["bin\xff"] != "\x00\xfe" || gb.Entry.OriginalHeaders["empty"] != "" || len(gb.Entry.OriginalHeaders) != 2 ||
-		!gb.Entry.LastFailureAt.Equal(want.LastFailureAt.Truncate(time.Microsecond)) {
+		!gb.Entry.LastFailureAt.Equal(want.LastFailureAt.Truncate(time.Microsecond)) ||
+		!bytes.Equal(gb.Entry.OriginalWire, want.OriginalWire) || gb.ValueSize != int64(len(want.OriginalValue)) {
 		t.Errorf("reopened entry = %+v, want %+v", gb.Entry, want)
 	}
 	gc, err := s2.Get(ctx, c.DLQ, c.ID)
@@ -98,6 +100,41 @@ func TestJournalSurvivesReopen(t *testing.T) {
 	after, _ := os.ReadFile(path)
 	if got, was := bytes.Count(after, []byte("\n")), bytes.Count(before, []byte("\n")); got != 4 || was != 5 {
 		t.Errorf("journal lines: %d before compaction, %d after; want 5 (one per change) and 4 (3 records, 1 audit row)", was, got)
+	}
+}
+
+// A journal written before entries kept their wire form (no "wire" field)
+// reads back, the entries without it.
+func TestJournalWithoutWire(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "dlq.jsonl")
+	s, err := memstore.Open(path, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := s.Insert(ctx, sample("old"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	old := bytes.Replace(data, []byte(`,"wire":"AQABAW5z//4="`), nil, 1)
+	if bytes.Equal(old, data) {
+		t.Fatalf("the journal has no wire field to remove: %s", data)
+	}
+	if err := os.WriteFile(path, old, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := memstore.Open(path, quiet())
+	if err != nil {
+		t.Fatalf("Open of a journal without wire forms: %v", err)
+	}
+	defer s2.Close()
+	got, err := s2.Get(ctx, r.DLQ, r.ID)
+	if err != nil || got.Entry.OriginalWire != nil || got.Entry.OriginalHeaders["empty"] != "" || len(got.Entry.OriginalHeaders) != 2 {
+		t.Errorf("old entry = %+v, %v; want its string headers and no wire form", got.Entry, err)
 	}
 }
 
