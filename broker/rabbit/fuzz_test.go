@@ -2,6 +2,7 @@ package rabbit
 
 import (
 	"encoding/binary"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 )
 
@@ -157,6 +159,17 @@ func FuzzForeignHeaders(f *testing.F) {
 		}
 		if err := toTable(broker.FailureHeaders(d, broker.Outcome{Retry: true}, time.Now())).Validate(); err != nil {
 			t.Fatalf("republished headers are not a valid table: %v", err)
+		}
+		if err := storyTable(m, d, broker.Outcome{Reason: broker.ReasonPermanent}, time.Now()).Validate(); err != nil {
+			t.Fatalf("a dead-letter copy's headers are not a valid table: %v", err)
+		}
+		// The exact form is kept, and its string view is the entry's.
+		f, err := wire.Decode(dl.Entry.OriginalWire)
+		if err != nil {
+			t.Fatalf("the entry's wire form does not decode: %v", err)
+		}
+		if got, want := f.Headers.Strings(), dl.Entry.OriginalHeaders; !maps.Equal(got, want) {
+			t.Fatalf("wire form's string view %q, entry's headers %q", got, want)
 		}
 	})
 }
