@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -153,16 +152,6 @@ func newRecord(topic string, m broker.Message, due time.Time) *kgo.Record {
 		ts = time.Now()
 	}
 	return &kgo.Record{Topic: topic, Key: m.Key, Value: m.Value, Headers: hs, Timestamp: ts}
-}
-
-// toHeaders renders h as record headers, sorted by name so that records are
-// reproducible.
-func toHeaders(h map[string]string) []kgo.RecordHeader {
-	out := make([]kgo.RecordHeader, 0, len(h))
-	for _, k := range slices.Sorted(maps.Keys(h)) {
-		out = append(out, kgo.RecordHeader{Key: k, Value: []byte(h[k])})
-	}
-	return out
 }
 
 // fromHeaders reads record headers; a repeated name keeps its last value.
