@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -241,8 +242,27 @@ func (s *Server) payload(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, err)
 		return
 	}
-	started := false
-	err = s.ops.Payload(r.Context(), name, id, func(size int64, isNil bool) {
+	started, err := WritePayload(r.Context(), w, s.ops, name, id)
+	switch {
+	case err == nil:
+	case !started:
+		s.fail(w, r, err)
+	default:
+		// The status is sent: a short body (Content-Length) tells the
+		// client the download failed.
+		s.log.Error("admin: payload download failed", "entry", dlq.ReplayedFrom(name, id), "error", err)
+	}
+}
+
+// WritePayload writes the whole payload of entry id of dlqName to w as a
+// download, streamed from the store a chunk at a time: 200 with
+// application/octet-stream, Content-Disposition: attachment and
+// Content-Length, or 204 for a message without payload. started reports
+// whether the response was begun; when it was not, the error (e.g.
+// dlq.ErrNotFound) is the caller's to answer. The console serves its
+// download with it too.
+func WritePayload(ctx context.Context, w http.ResponseWriter, ops *dlq.Ops, dlqName, id string) (started bool, err error) {
+	err = ops.Payload(ctx, dlqName, id, func(size int64, isNil bool) {
 		started = true
 		h := w.Header()
 		h.Set("Cache-Control", "no-store")
@@ -256,15 +276,7 @@ func (s *Server) payload(w http.ResponseWriter, r *http.Request) {
 		h.Set("Content-Length", strconv.FormatInt(size, 10))
 		w.WriteHeader(http.StatusOK)
 	}, w)
-	switch {
-	case err == nil:
-	case !started:
-		s.fail(w, r, err)
-	default:
-		// The status is sent: a short body (Content-Length) tells the
-		// client the download failed.
-		s.log.Error("admin: payload download failed", "entry", dlq.ReplayedFrom(name, id), "error", err)
-	}
+	return started, err
 }
 
 // decodeBody reads a JSON object into v; an empty body is allowed when

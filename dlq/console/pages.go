@@ -4,11 +4,11 @@ import (
 	"errors"
 	"html/template"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/admin"
 )
 
 // fail writes the page of an error: bad input 400 naming the field, the
@@ -241,19 +241,7 @@ func (c *Console) payload(w http.ResponseWriter, r *http.Request, ss *session) {
 		c.fail(w, r, ss, err)
 		return
 	}
-	started := false
-	err = c.ops.Payload(r.Context(), name, id, func(size int64, isNil bool) {
-		started = true
-		h := w.Header()
-		if isNil {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		h.Set("Content-Type", "application/octet-stream")
-		h.Set("Content-Disposition", `attachment; filename="`+id+`.payload"`) // ids are [A-Za-z0-9._-]
-		h.Set("Content-Length", strconv.FormatInt(size, 10))
-		w.WriteHeader(http.StatusOK)
-	}, w)
+	started, err := admin.WritePayload(r.Context(), w, c.ops, name, id)
 	switch {
 	case err == nil:
 	case !started:

@@ -14,11 +14,9 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -493,42 +491,4 @@ type halfway struct {
 func (h *halfway) GetMany(ctx context.Context, dlqName string, ids []string) ([]dlq.Record, error) {
 	h.once.Do(h.read)
 	return h.Store.GetMany(ctx, dlqName, ids)
-}
-
-// startMemChild starts test in a child process (this test binary, as
-// runMemChild does) and returns a function that waits for it and returns
-// its report.
-func startMemChild(t *testing.T, test string, env ...string) (wait func() memReport) {
-	t.Helper()
-	reportFile := filepath.Join(t.TempDir(), "report.json")
-	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
-	cmd.Env = append(append(os.Environ(),
-		envMemChild+"=1",
-		envMemReport+"="+reportFile,
-		"DATABASE_URL="+noSyncCommit(databaseURL()),
-	), env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("child: %v", err)
-	}
-	return func() memReport {
-		t.Helper()
-		if err := cmd.Wait(); err != nil {
-			t.Fatalf("child: %v\n%s", err, out.String())
-		}
-		raw, err := os.ReadFile(reportFile)
-		if err != nil {
-			t.Fatalf("the child wrote no report: %v\n%s", err, out.String())
-		}
-		var r memReport
-		if err := json.Unmarshal(raw, &r); err != nil {
-			t.Fatalf("child report %q: %v", raw, err)
-		}
-		if r.Err != "" {
-			t.Errorf("child: %s", r.Err)
-		}
-		return r
-	}
 }

@@ -412,6 +412,15 @@ func (c *insertCounter) Insert(ctx context.Context, r dlq.Record) (dlq.Record, b
 // added and returns its report.
 func runMemChild(t *testing.T, test string, env ...string) memReport {
 	t.Helper()
+	return startMemChild(t, test, env...)()
+}
+
+// startMemChild starts test in a child process (this test binary, with
+// envMemChild set, its report file and the database URL without
+// synchronous commits) and returns a function that waits for it and
+// returns its report.
+func startMemChild(t *testing.T, test string, env ...string) (wait func() memReport) {
+	t.Helper()
 	reportFile := filepath.Join(t.TempDir(), "report.json")
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
 	cmd.Env = append(append(os.Environ(),
@@ -422,21 +431,27 @@ func runMemChild(t *testing.T, test string, env ...string) memReport {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("child: %v\n%s", err, out.String())
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("child: %v", err)
 	}
-	raw, err := os.ReadFile(reportFile)
-	if err != nil {
-		t.Fatalf("the child wrote no report: %v\n%s", err, out.String())
+	return func() memReport {
+		t.Helper()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child: %v\n%s", err, out.String())
+		}
+		raw, err := os.ReadFile(reportFile)
+		if err != nil {
+			t.Fatalf("the child wrote no report: %v\n%s", err, out.String())
+		}
+		var r memReport
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatalf("child report %q: %v", raw, err)
+		}
+		if r.Err != "" {
+			t.Errorf("child: %s", r.Err)
+		}
+		return r
 	}
-	var r memReport
-	if err := json.Unmarshal(raw, &r); err != nil {
-		t.Fatalf("child report %q: %v", raw, err)
-	}
-	if r.Err != "" {
-		t.Errorf("child: %s", r.Err)
-	}
-	return r
 }
 
 // checkFlat logs the readings of a child that handled n entries with what
