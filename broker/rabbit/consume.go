@@ -288,6 +288,11 @@ const HeaderTierPasses = "x-redrive-tier-passes"
 func (c *consumer) hop(ctx context.Context, m amqp.Delivery, remaining time.Duration, fwd chan<- forwardJob) {
 	h := maps.Clone(m.Headers)
 	maps.DeleteFunc(h, func(k string, _ any) bool { return brokerOwned(k) })
+	if _, ok := h[broker.HeaderTopic]; !ok {
+		// The copy leaves the topic exchange: say which topic it came
+		// from (a foreign producer's delayed message does not).
+		h[broker.HeaderTopic] = c.sub.Topic
+	}
 	c.send(ctx, fwd, forwardJob{m: m, out: c.delayed(m, h, remaining, intHeader(m.Headers, HeaderTierPasses))})
 }
 
