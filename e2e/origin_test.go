@@ -39,7 +39,11 @@ func newOriginAPI(t *testing.T, ops *dlq.Ops) *originAPI {
 func (a *originAPI) do(method, target, body string, out any) int {
 	a.t.Helper()
 	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	req.Host = "127.0.0.1:8080" // a loopback address of the server
 	req.Header.Set("Authorization", "Bearer origin-test-token")
+	if method != http.MethodGet {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	w := httptest.NewRecorder()
 	a.srv.Handler().ServeHTTP(w, req)
 	if out != nil {

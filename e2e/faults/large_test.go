@@ -387,6 +387,9 @@ func apiDo(method, url string, out any) int {
 	if err != nil {
 		return 0
 	}
+	if method != http.MethodGet {
+		req.Header.Set("Content-Type", "application/json") // the API's writes take JSON
+	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0
