@@ -81,8 +81,8 @@ func (a *originAPI) check(dlqName string, forged map[string]bool, wantTarget str
 		}
 		if !isForged {
 			honest++
-			if e.ReplayTarget != wantTarget {
-				t.Errorf("entry %s: replay_target %q, want %q", e.ID, e.ReplayTarget, wantTarget)
+			if !strings.Contains(e.ReplayDestination, " "+wantTarget+" (worker ") {
+				t.Errorf("entry %s: replay_destination %q, want %s and its worker", e.ID, e.ReplayDestination, wantTarget)
 			}
 			continue
 		}

@@ -169,7 +169,7 @@ func TestServeDLQOperations(t *testing.T) {
 	}, func() string { return fmt.Sprintf("%+v", h) })
 
 	code, out, errOut := e.dlq(t, "show", e.dlqName, id)
-	for _, want := range []string{"status:", "pending", `"amount": -5`, "amount is negative", "permanent", `"deal-42"`, `trace (string): "abc"`, "replays to:    " + e.queue, "audit:", "(none)"} {
+	for _, want := range []string{"status:", "pending", `"amount": -5`, "amount is negative", "permanent", `"deal-42"`, `trace (string): "abc"`, "replays to:    queue " + e.queue, "audit:", "(none)"} {
 		if code != exitOK || !strings.Contains(out, want) {
 			t.Errorf("dlq show: %d, output lacks %q:\n%s%s", code, want, out, errOut)
 		}

@@ -36,7 +36,7 @@ func TestOriginMismatch(t *testing.T) {
 	if strings.Contains(r.body, `id="replay"`) {
 		t.Error("the mismatched entry has a replay button")
 	}
-	expect(t, "routed entry", c.get("/dlq/"+f.dlq+"/"+recs[0].ID), http.StatusOK, `id="replay"`, "Replay to orders.retry.billing", `id="target">orders.retry.billing`)
+	expect(t, "routed entry", c.get("/dlq/"+f.dlq+"/"+recs[0].ID), http.StatusOK, `id="replay"`, "Replay to topic orders.retry.billing (worker billing)", `id="destination">topic orders.retry.billing (worker billing)`)
 	expect(t, "replay of the mismatched entry", c.post("/dlq/"+f.dlq+"/"+recs[1].ID+"/replay", nil), http.StatusConflict,
 		"replay refused", "origin mismatch", html.EscapeString(`"payouts"`))
 
