@@ -4,5 +4,5 @@
 // A [Policy] pairs a [Backoff] (an explicit [Schedule] such as
 // "1s -> 5s -> 30s -> 5m -> 30m", or an [Exponential] back-off with cap and
 // jitter) with a maximum number of retries and the error classes that are
-// never retried. A [Table] holds one policy per worker with a default.
+// never retried.
 package retrypolicy

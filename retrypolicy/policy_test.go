@@ -335,31 +335,6 @@ func TestPolicyString(t *testing.T) {
 	}
 }
 
-func TestTableFor(t *testing.T) {
-	def := Policy{MaxRetries: 1}
-	payout := Policy{MaxRetries: 5, Backoff: Schedule{Delays: []time.Duration{time.Second}}}
-	zero := Policy{}
-	tab := Table{Default: def, Workers: map[string]Policy{"payout": payout, "zero": zero}}
-	tests := []struct {
-		worker string
-		want   Policy
-	}{
-		{"payout", payout},
-		{"zero", zero}, // an explicit zero policy is not replaced by the default
-		{"other", def},
-		{"", def},
-	}
-	for _, tt := range tests {
-		got := tab.For(tt.worker)
-		if got.String() != tt.want.String() {
-			t.Errorf("For(%q) = %v, want %v", tt.worker, got, tt.want)
-		}
-	}
-	if got := (Table{Default: def}).For("x"); got.MaxRetries != 1 {
-		t.Errorf("nil Workers: For(x) = %v, want the default", got)
-	}
-}
-
 func BenchmarkPolicyNext(b *testing.B) {
 	p := Policy{
 		MaxRetries:   5,
@@ -370,16 +345,5 @@ func BenchmarkPolicyNext(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		p.Next(i%7+1, "error", time.Minute)
-	}
-}
-
-func BenchmarkTableFor(b *testing.B) {
-	tab := Table{Workers: map[string]Policy{}}
-	for _, w := range []string{"payout-executor", "ledger", "mailer", "indexer", "notifier"} {
-		tab.Workers[w] = Policy{MaxRetries: 5}
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		tab.For("payout-executor")
 	}
 }

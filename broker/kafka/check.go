@@ -11,9 +11,9 @@ import (
 // MaxTopicLen is the longest topic name Kafka takes.
 const MaxTopicLen = 249
 
-func init() { backend.RegisterChecker(config.BrokerKafka, CheckNames) }
+func init() { backend.RegisterChecker(config.BrokerKafka, checkNames) }
 
-// CheckNames computes every topic `topology apply` would create for a
+// checkNames computes every topic `topology apply` would create for a
 // valid configuration (each worker's topic, "<topic>.dlq" and
 // "<topic>.retry.<name>", as this package names them) and reports, naming
 // the field to change, a topic over MaxTopicLen characters and a topic
@@ -21,7 +21,7 @@ func init() { backend.RegisterChecker(config.BrokerKafka, CheckNames) }
 // workers (worker "retry.b" of topic "a" and worker "b" of topic
 // "a.retry.retry"…), or a retry or dead-letter topic that is another
 // worker's topic.
-func CheckNames(c *config.Config) []*config.FieldError {
+func checkNames(c *config.Config) []*config.FieldError {
 	var out []*config.FieldError
 	add := func(path, format string, args ...any) {
 		out = append(out, &config.FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})

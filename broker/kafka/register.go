@@ -15,20 +15,34 @@ import (
 	"github.com/redrive/redrive/internal/config"
 )
 
+// The configuration file reaches this package only through the registry
+// of internal/backend: the open function and the Config mapping
+// (backend.ConfigOf[kafka.Config]).
 func init() {
 	backend.Register(config.BrokerKafka, func(ctx context.Context, c *config.Config, log *slog.Logger) (broker.Broker, error) {
-		cfg, err := ConfigFrom(c.Kafka, log)
+		cfg, err := configOf(c, log)
 		if err != nil {
 			return nil, err
 		}
-		cfg.InstanceID = c.Heartbeat.Instance // empty: hostname-pid
 		return New(ctx, cfg)
 	})
+	backend.RegisterConfig(configOf)
 }
 
-// ConfigFrom maps the kafka section of a redrive configuration file to a
+// configOf is the Config of a redrive configuration: its kafka section and
+// the heartbeat instance.
+func configOf(c *config.Config, log *slog.Logger) (Config, error) {
+	cfg, err := configFrom(c.Kafka, log)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg.InstanceID = c.Heartbeat.Instance // empty: hostname-pid
+	return cfg, nil
+}
+
+// configFrom maps the kafka section of a redrive configuration file to a
 // Config: TLS (its files loaded) and SASL become client options.
-func ConfigFrom(c config.Kafka, log *slog.Logger) (Config, error) {
+func configFrom(c config.Kafka, log *slog.Logger) (Config, error) {
 	cfg := Config{
 		Brokers:           c.Brokers,
 		Partitions:        c.Partitions,

@@ -16,7 +16,7 @@ import (
 func TestConfigDefaultsAreTheBackends(t *testing.T) {
 	var c config.Config
 	c.ApplyDefaults()
-	got, err := ConfigFrom(c.Kafka, slog.Default())
+	got, err := configFrom(c.Kafka, slog.Default())
 	if err != nil {
 		t.Fatal(err)
 	}

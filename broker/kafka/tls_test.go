@@ -9,11 +9,12 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker/kafka"
+	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/tlstest"
 )
 
-// TestTLSFilesReachTheDialer connects through ConfigFrom to a local TLS
+// TestTLSFilesReachTheDialer connects through backend.ConfigOf to a local TLS
 // listener that requires a client certificate: the handshake completes
 // only when the CA file verifies the server and the client certificate is
 // presented. Without the CA the client refuses the server.
@@ -32,7 +33,7 @@ func TestTLSFilesReachTheDialer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			addr, handshakes := tlstest.Listen(t, f)
-			cfg, err := kafka.ConfigFrom(config.Kafka{Brokers: []string{addr}, TLS: &tt.tls}, slog.New(slog.DiscardHandler))
+			cfg, err := backend.ConfigOf[kafka.Config](&config.Config{Kafka: config.Kafka{Brokers: []string{addr}, TLS: &tt.tls}}, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,10 +68,10 @@ func TestConnectErrorsHideTheSASLPassword(t *testing.T) {
 	addr := l.Addr().String()
 	_ = l.Close()
 	for _, mech := range []string{config.SASLPlain, config.SASLScramSHA256, config.SASLScramSHA512} {
-		cfg, err := kafka.ConfigFrom(config.Kafka{
+		cfg, err := backend.ConfigOf[kafka.Config](&config.Config{Kafka: config.Kafka{
 			Brokers: []string{addr},
 			SASL:    &config.SASL{Mechanism: mech, Username: "redrive", Password: secret},
-		}, slog.New(slog.DiscardHandler))
+		}}, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +87,7 @@ func TestConnectErrorsHideTheSASLPassword(t *testing.T) {
 			t.Errorf("%s: error shows the SASL password: %v", mech, err)
 		}
 	}
-	if _, err := kafka.ConfigFrom(config.Kafka{Brokers: []string{addr}, SASL: &config.SASL{Mechanism: "GSSAPI", Password: secret}}, nil); err == nil || strings.Contains(err.Error(), secret) {
+	if _, err := backend.ConfigOf[kafka.Config](&config.Config{Kafka: config.Kafka{Brokers: []string{addr}, SASL: &config.SASL{Mechanism: "GSSAPI", Password: secret}}}, nil); err == nil || strings.Contains(err.Error(), secret) {
 		t.Errorf("unknown mechanism: %v; want an error without the password", err)
 	}
 }

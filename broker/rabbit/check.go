@@ -11,9 +11,9 @@ import (
 // RabbitMQ takes (an AMQP short string).
 const MaxNameLen = 255
 
-func init() { backend.RegisterChecker(config.BrokerRabbitMQ, CheckNames) }
+func init() { backend.RegisterChecker(config.BrokerRabbitMQ, checkNames) }
 
-// CheckNames computes every declaration `topology apply` would make for a
+// checkNames computes every declaration `topology apply` would make for a
 // valid configuration (Plan, the names this package gives) and reports,
 // naming the field to change:
 //
@@ -22,7 +22,7 @@ func init() { backend.RegisterChecker(config.BrokerRabbitMQ, CheckNames) }
 //   - a queue two workers would share, or a worker queue that is also a
 //     shared one: worker "b" of topic "a.x" and worker "x.b" of topic "a"
 //     both get the queue "a.x.b".
-func CheckNames(c *config.Config) []*config.FieldError {
+func checkNames(c *config.Config) []*config.FieldError {
 	r := c.RabbitMQ
 	cfg := Config{Prefix: r.Prefix, QueueType: r.QueueType, MaxLength: r.MaxLength, Delay: delayFrom(r.Delay)}
 	base, err := Plan(cfg)

@@ -39,7 +39,7 @@ func TestCheckNames(t *testing.T) {
 				t.Fatalf("the configuration itself is invalid: %v", err)
 			}
 			var got []string
-			for _, fe := range CheckNames(c) {
+			for _, fe := range checkNames(c) {
 				got = append(got, fe.Error())
 			}
 			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {

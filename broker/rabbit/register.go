@@ -10,20 +10,38 @@ import (
 	"github.com/redrive/redrive/internal/config"
 )
 
+// The configuration file reaches this package only through the registry
+// of internal/backend: the open function, the Config mapping
+// (backend.ConfigOf[rabbit.Config]) and the delay queues
+// (backend.DelayQueues).
 func init() {
 	backend.Register(config.BrokerRabbitMQ, func(ctx context.Context, c *config.Config, log *slog.Logger) (broker.Broker, error) {
-		cfg, err := ConfigFrom(c.RabbitMQ, log)
+		cfg, err := configOf(c, log)
 		if err != nil {
 			return nil, err
 		}
-		cfg.InstanceID = c.Heartbeat.Instance // empty: hostname-pid
 		return New(ctx, cfg)
+	})
+	backend.RegisterConfig(configOf)
+	backend.RegisterDelayQueues(config.BrokerRabbitMQ, func(c *config.Config) ([]string, error) {
+		return delayQueuesFrom(c.RabbitMQ)
 	})
 }
 
-// ConfigFrom maps the rabbitmq section of a redrive configuration file to a
+// configOf is the Config of a redrive configuration: its rabbitmq section
+// and the heartbeat instance.
+func configOf(c *config.Config, log *slog.Logger) (Config, error) {
+	cfg, err := configFrom(c.RabbitMQ, log)
+	if err != nil {
+		return Config{}, err
+	}
+	cfg.InstanceID = c.Heartbeat.Instance // empty: hostname-pid
+	return cfg, nil
+}
+
+// configFrom maps the rabbitmq section of a redrive configuration file to a
 // Config, loading the TLS files it names.
-func ConfigFrom(c config.RabbitMQ, log *slog.Logger) (Config, error) {
+func configFrom(c config.RabbitMQ, log *slog.Logger) (Config, error) {
 	tlsCfg, err := c.TLS.Config()
 	if err != nil {
 		return Config{}, fmt.Errorf("rabbit: rabbitmq.tls: %w", err)
@@ -41,10 +59,10 @@ func ConfigFrom(c config.RabbitMQ, log *slog.Logger) (Config, error) {
 	}, nil
 }
 
-// DelayQueuesFrom returns the queues delayed messages wait in under the
+// delayQueuesFrom returns the queues delayed messages wait in under the
 // rabbitmq section of a redrive configuration (see DelayQueues), without
 // connecting or reading its TLS files.
-func DelayQueuesFrom(c config.RabbitMQ) ([]string, error) {
+func delayQueuesFrom(c config.RabbitMQ) ([]string, error) {
 	return DelayQueues(Config{Prefix: c.Prefix, QueueType: c.QueueType, Delay: delayFrom(c.Delay)})
 }
 

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/tlstest"
 )
 
-// TestTLSFilesReachTheDialer connects through ConfigFrom to a local TLS
+// TestTLSFilesReachTheDialer connects through backend.ConfigOf to a local TLS
 // listener that requires a client certificate: the handshake completes
 // only when the CA file verifies the server and the client certificate is
 // presented. Without the CA the client refuses the server. The failing
@@ -32,7 +33,7 @@ func TestTLSFilesReachTheDialer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			addr, handshakes := tlstest.Listen(t, f)
-			cfg, err := rabbit.ConfigFrom(config.RabbitMQ{URL: "amqps://redrive:" + secret + "@" + addr + "/", TLS: &tt.tls}, slog.New(slog.DiscardHandler))
+			cfg, err := backend.ConfigOf[rabbit.Config](&config.Config{RabbitMQ: config.RabbitMQ{URL: "amqps://redrive:" + secret + "@" + addr + "/", TLS: &tt.tls}}, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
 )
 
@@ -83,7 +84,7 @@ func (d *liveDeployment) cleanup(t *testing.T) {
 		t.Logf("cleanup: %v", err)
 		return
 	}
-	if cfg, err := rabbit.ConfigFrom(c.RabbitMQ, slog.New(slog.DiscardHandler)); err == nil {
+	if cfg, err := backend.ConfigOf[rabbit.Config](c, slog.New(slog.DiscardHandler)); err == nil {
 		if plan, err := rabbit.Plan(cfg, c.Subscriptions()...); err == nil {
 			deletePlan(plan)
 		}

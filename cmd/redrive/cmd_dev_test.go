@@ -16,6 +16,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
 )
 
@@ -171,7 +172,7 @@ func TestDevRabbitMQ(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := rabbit.ConfigFrom(c.RabbitMQ, slog.New(slog.DiscardHandler))
+	rc, err := backend.ConfigOf[rabbit.Config](c, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

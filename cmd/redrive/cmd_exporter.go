@@ -16,6 +16,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
 	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/exporter"
 	"github.com/redrive/redrive/lag"
@@ -170,7 +171,7 @@ func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (
 			queues = append(queues, q)
 			m.cfg.Groups = append(m.cfg.Groups, exporter.Group{Group: w.Name, Topic: w.Topic, Queue: q})
 		}
-		delay, err := rabbit.DelayQueuesFrom(c.RabbitMQ)
+		delay, err := backend.DelayQueues(c)
 		if err != nil {
 			return nil, badInput(err)
 		}

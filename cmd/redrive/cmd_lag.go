@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/lag"
 )
@@ -61,7 +62,7 @@ func printLag(ctx context.Context, inv *invocation, partitions bool, timeout tim
 	for _, w := range c.Workers {
 		queues = append(queues, rabbit.Queue(w.Topic, w.Name))
 	}
-	delay, err := rabbit.DelayQueuesFrom(c.RabbitMQ)
+	delay, err := backend.DelayQueues(c)
 	if err != nil {
 		return badInput(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
 )
 
@@ -46,7 +47,7 @@ func teardownAfter(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := rabbit.ConfigFrom(c.RabbitMQ, slog.New(slog.DiscardHandler))
+	rc, err := backend.ConfigOf[rabbit.Config](c, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

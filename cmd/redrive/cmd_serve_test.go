@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
 )
 
@@ -129,7 +130,7 @@ func TestServeDLQOperations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := rabbit.ConfigFrom(c.RabbitMQ, slog.New(slog.DiscardHandler))
+	rc, err := backend.ConfigOf[rabbit.Config](c, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
 )
 
@@ -72,7 +73,7 @@ func topologyApply(ctx context.Context, inv *invocation, dry bool) error {
 // broker would stop at the first of those).
 func declareTopology(ctx context.Context, c *config.Config) error {
 	if c.Broker == config.BrokerRabbitMQ {
-		rc, err := rabbit.ConfigFrom(c.RabbitMQ, logger())
+		rc, err := backend.ConfigOf[rabbit.Config](c, logger())
 		if err != nil {
 			return err
 		}
@@ -90,7 +91,7 @@ func declareTopology(ctx context.Context, c *config.Config) error {
 // conflicts (nil when there are none). Both backends connect.
 func topologyPlan(ctx context.Context, c *config.Config) ([]string, error, error) {
 	if c.Broker == config.BrokerRabbitMQ {
-		rc, err := rabbit.ConfigFrom(c.RabbitMQ, logger())
+		rc, err := backend.ConfigOf[rabbit.Config](c, logger())
 		if err != nil {
 			return nil, nil, err
 		}

@@ -67,7 +67,7 @@ func brokerAddress(c *config.Config) string {
 // rabbitDepth returns the queue-depth measurer of the configured RabbitMQ,
 // dialing the broker's URLs with its TLS settings.
 func rabbitDepth(c *config.Config) (*lag.Rabbit, error) {
-	rc, err := rabbit.ConfigFrom(c.RabbitMQ, logger())
+	rc, err := backend.ConfigOf[rabbit.Config](c, logger())
 	if err != nil {
 		return nil, err
 	}

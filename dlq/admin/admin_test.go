@@ -19,7 +19,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/memstore"
-	"github.com/redrive/redrive/dlq/storetest"
+	"github.com/redrive/redrive/internal/storekinds"
 )
 
 const secret = "s3cret-token-for-tests"
@@ -27,7 +27,7 @@ const secret = "s3cret-token-for-tests"
 var quiet = slog.New(slog.DiscardHandler)
 
 // stores are the stores the tests run on.
-var stores = storetest.Kinds()
+var stores = storekinds.Kinds()
 
 // publisher records replays; it fails while fail is set and waits on gate
 // when it is set.

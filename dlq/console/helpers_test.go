@@ -20,7 +20,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/console"
-	"github.com/redrive/redrive/dlq/storetest"
+	"github.com/redrive/redrive/internal/storekinds"
 )
 
 const (
@@ -33,7 +33,7 @@ const (
 var quiet = slog.New(slog.DiscardHandler)
 
 // stores are the stores the tests run on.
-var stores = storetest.Kinds()
+var stores = storekinds.Kinds()
 
 // fixture is a console on a real store, replaying to a real (in-process
 // kfake) Kafka cluster, mounted on the admin server as redrive serve

@@ -18,6 +18,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
 )
 
@@ -161,7 +162,7 @@ func (w *walk) teardownRabbitMQ() {
 		w.t.Errorf("teardown: %v", err)
 		return
 	}
-	rc, err := rabbit.ConfigFrom(c.RabbitMQ, slog.New(slog.DiscardHandler))
+	rc, err := backend.ConfigOf[rabbit.Config](c, slog.New(slog.DiscardHandler))
 	if err == nil {
 		_, err = rabbit.Teardown(context.Background(), rc, c.Subscriptions()...)
 	}

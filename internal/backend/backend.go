@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -114,4 +115,73 @@ func Clip(name string) string {
 		return name
 	}
 	return name[:20] + "…" + name[len(name)-20:]
+}
+
+// ConfigMapper maps a loaded configuration to the Config type of one
+// backend package (rabbit.Config, kafka.Config), loading the TLS files it
+// names.
+type ConfigMapper func(cfg *config.Config, log *slog.Logger) (any, error)
+
+var configs = map[reflect.Type]ConfigMapper{}
+
+// RegisterConfig makes mapTo the way to build a T (a backend package's
+// Config) from a configuration; ConfigOf[T] reaches it. It panics when T
+// has one already (a programming error).
+func RegisterConfig[T any](mapTo func(cfg *config.Config, log *slog.Logger) (T, error)) {
+	mu.Lock()
+	defer mu.Unlock()
+	t := reflect.TypeFor[T]()
+	if _, dup := configs[t]; dup {
+		panic("backend: RegisterConfig called twice for " + t.String())
+	}
+	configs[t] = func(cfg *config.Config, log *slog.Logger) (any, error) { return mapTo(cfg, log) }
+}
+
+// ConfigOf returns the T (a backend package's Config, e.g. rabbit.Config)
+// that cfg describes, through the mapping the backend registered. It
+// fails with ErrNotLinked when no linked package registered T.
+func ConfigOf[T any](cfg *config.Config, log *slog.Logger) (T, error) {
+	var zero T
+	t := reflect.TypeFor[T]()
+	mu.RLock()
+	mapTo := configs[t]
+	mu.RUnlock()
+	if mapTo == nil {
+		return zero, fmt.Errorf("%w: no configuration mapping for %s", ErrNotLinked, t)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	v, err := mapTo(cfg, log)
+	if err != nil {
+		return zero, err
+	}
+	return v.(T), nil
+}
+
+var delayQueues = map[string]func(cfg *config.Config) ([]string, error){}
+
+// RegisterDelayQueues makes queues the way backend name lists the queues
+// delayed messages wait in. It panics when name has one already (a
+// programming error).
+func RegisterDelayQueues(name string, queues func(cfg *config.Config) ([]string, error)) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := delayQueues[name]; dup {
+		panic("backend: RegisterDelayQueues called twice for " + name)
+	}
+	delayQueues[name] = queues
+}
+
+// DelayQueues returns the queues delayed messages wait in on the backend
+// cfg.Broker names, without connecting or reading TLS files; nil when the
+// backend has none (Kafka) or is not linked.
+func DelayQueues(cfg *config.Config) ([]string, error) {
+	mu.RLock()
+	queues := delayQueues[cfg.Broker]
+	mu.RUnlock()
+	if queues == nil {
+		return nil, nil
+	}
+	return queues(cfg)
 }

@@ -14,7 +14,7 @@
 // [LoadWorkers] reads a file holding only a workers list.
 //
 // The configuration turns into what the backends use:
-// [Worker.Subscription] and [Worker.Policy] per worker, [Config.PolicyTable]
+// [Worker.Subscription] and [Worker.Policy] per worker, [Config.Subscriptions]
 // for all of them, [Delay.Tiers] and [Delay.MaxDelay] for the RabbitMQ delay
 // tiers. [Config.Redacted] masks secrets for printing and
 // [Config.WriteYAML] prints the normalized configuration.

@@ -71,7 +71,9 @@ func FuzzParse(f *testing.F) {
 		if !reflect.DeepEqual(c, c2) {
 			t.Fatalf("round trip differs:\n%+v\n%+v", c, c2)
 		}
-		_ = c.PolicyTable()
+		for _, w := range c.Workers {
+			_ = w.Policy()
+		}
 		_ = c.Subscriptions()
 	})
 }

@@ -106,17 +106,20 @@ func TestWorkersYAML(t *testing.T) {
 	}
 	checkReferenceWorkers(t, ws)
 
-	table := (&Config{Workers: ws}).PolicyTable()
-	if len(table.Workers) != 7 {
-		t.Fatalf("policy table has %d workers, want 7", len(table.Workers))
+	if len(ws) != 7 {
+		t.Fatalf("%d workers, want 7", len(ws))
+	}
+	byName := make(map[string]Worker, len(ws))
+	for _, w := range ws {
+		byName[w.Name] = w
 	}
 	for _, want := range referenceWorkers {
-		p := table.For(want.name)
+		p := byName[want.name].Policy()
 		if p.MaxRetries != want.maxRetries || p.Backoff.String() != ScheduleBackoff(want.delays...).String() {
-			t.Errorf("table.For(%q) = %s", want.name, p)
+			t.Errorf("worker %q policy = %s", want.name, p)
 		}
 	}
-	def := table.For("someone-else")
+	def := Worker{}.Policy()
 	if def.MaxRetries != DefaultMaxRetries || def.Backoff.String() != DefaultBackoff {
 		t.Errorf("default policy = %s, want max %d retries, backoff %s", def, DefaultMaxRetries, DefaultBackoff)
 	}

@@ -61,19 +61,6 @@ func (c *Config) Subscriptions() []broker.Subscription {
 	return subs
 }
 
-// PolicyTable returns the retry policy of every worker by name, with the
-// default policy (5 retries, "1s -> 5s -> 30s -> 5m -> 30m") for others.
-func (c *Config) PolicyTable() retrypolicy.Table {
-	t := retrypolicy.Table{
-		Default: Worker{}.Policy(),
-		Workers: make(map[string]retrypolicy.Policy, len(c.Workers)),
-	}
-	for _, w := range c.Workers {
-		t.Workers[w.Name] = w.Policy()
-	}
-	return t
-}
-
 // Tiers returns the delay tiers, resolution × factor^k for
 // k = 0..levels-1; nil when d is invalid (defaults not applied).
 func (d Delay) Tiers() []time.Duration {

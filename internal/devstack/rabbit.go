@@ -7,11 +7,12 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/backend"
 )
 
 // rabbitConfig is the stack's RabbitMQ configuration.
 func (s *Stack) rabbitConfig() (rabbit.Config, error) {
-	return rabbit.ConfigFrom(s.Config.RabbitMQ, slog.New(slog.DiscardHandler))
+	return backend.ConfigOf[rabbit.Config](s.Config, slog.New(slog.DiscardHandler))
 }
 
 // Leftovers is what an earlier stack of the same prefix left on RabbitMQ.

@@ -1,4 +1,9 @@
-package storetest
+// Package storekinds opens the dead-letter stores the tests of the
+// stores' users (the admin API, the console) run on: the embedded store
+// and PostgreSQL in a throwaway schema. It is test support, internal so
+// that the public conformance suite dlq/storetest does not import pgx or
+// either store.
+package storekinds
 
 import (
 	"context"
@@ -21,6 +26,7 @@ const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disa
 // Kind is a store the tests of the store's users (the admin API, the
 // console) run on.
 type Kind struct {
+	// Name is the store's package, "memstore" or "pgstore".
 	Name string
 	// Open returns an empty store, closed (and dropped) when t ends.
 	Open func(t *testing.T) dlq.Store
