@@ -9,7 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Metric names Ops exports (see DESIGN.md, "Metrics").
+// Metric names Ops exports (listed in docs/monitoring.md, "Metrics";
+// where Ops sits in docs/architecture.md).
 const (
 	MetricReplayed = "worker_dlq_replayed_total"
 	MetricPending  = "redrive_dlq_pending"

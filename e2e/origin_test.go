@@ -99,17 +99,17 @@ func (a *originAPI) check(dlqName string, forged map[string]bool, wantTarget str
 		t.Fatalf("listed %d entries (%d honest), want the %d forged and the honest ones", len(list.Entries), honest, len(forged))
 	}
 	var started struct {
-		Job admin.Job `json:"job"`
+		Job dlq.Job `json:"job"`
 	}
 	if code := a.do("POST", "/internal/v1/dlq/replay-all?rate=0&topic="+dlqName, "", &started); code != http.StatusAccepted {
 		t.Fatalf("replay-all = %d", code)
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		j, _ := a.srv.Job(started.Job.ID)
-		if j.State != admin.JobRunning {
+		j, _ := a.srv.Jobs().Job(started.Job.ID)
+		if j.State != dlq.JobRunning {
 			p := j.Progress
-			if j.State != admin.JobDone || p.Replayed != int64(honest) || p.Mismatched != int64(len(forged)) {
+			if j.State != dlq.JobDone || p.Replayed != int64(honest) || p.Mismatched != int64(len(forged)) {
 				t.Errorf("replay-all job = %+v, want %d replayed and %d mismatched", j, honest, len(forged))
 			}
 			return

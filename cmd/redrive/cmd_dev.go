@@ -18,6 +18,7 @@ import (
 
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/daemon"
 	"github.com/redrive/redrive/internal/devstack"
 )
 
@@ -120,11 +121,11 @@ func (f *devFlags) check() error {
 	case f.token != "" && len(f.token) < config.MinTokenLen:
 		return usageErrorf("--token is shorter than %d characters", config.MinTokenLen)
 	}
-	if _, err := listenAddr("--listen", f.listen, ""); err != nil {
-		return err
+	if _, err := daemon.ListenAddr("--listen", f.listen, ""); err != nil {
+		return daemonError(err)
 	}
-	_, err := listenAddr("--metrics-listen", f.metricsListen, "")
-	return err
+	_, err := daemon.ListenAddr("--metrics-listen", f.metricsListen, "")
+	return daemonError(err)
 }
 
 func dev(ctx context.Context, inv *invocation, f devFlags) error {
@@ -163,20 +164,20 @@ func dev(ctx context.Context, inv *invocation, f devFlags) error {
 	defer os.Remove(cfgFile)
 
 	c := st.Config
-	d, err := newDaemon(c, serveFlags{interval: 2 * time.Second}, log)
+	d, err := daemon.New(c, daemon.Options{Interval: 2 * time.Second}, log)
 	if err != nil {
 		return err
 	}
-	defer d.close()
+	defer d.Close()
 	b, err := backend.Open(ctx, c, log)
 	if err != nil {
-		return fmt.Errorf("dev: connect the sample workers to %s at %s: %w", c.Broker, brokerAddress(c), err)
+		return fmt.Errorf("dev: connect the sample workers to %s at %s: %w", c.Broker, daemon.BrokerAddress(c), err)
 	}
 	defer b.Close()
 	if err := b.Declare(ctx, c.Subscriptions()...); err != nil {
 		return fmt.Errorf("dev: declare the sample topology: %w", err)
 	}
-	rdb := redisClient(c, log)
+	rdb := daemon.RedisClient(c, log)
 	defer rdb.Close()
 	crashEvery, stallEvery := f.crashEvery, f.stallEvery
 	if crashEvery == 0 {
@@ -188,10 +189,10 @@ func dev(ctx context.Context, inv *invocation, f devFlags) error {
 	producer := st.NewProducer(b, f.rate, log)
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return d.run(gctx) })
+	g.Go(func() error { return d.Run(gctx) })
 	g.Go(func() error {
 		return devstack.RunWorkers(gctx, devstack.WorkersConfig{Broker: b, Subscriptions: c.Subscriptions(), Redis: rdb,
-			Registerer: d.exp.Registerer(), HeartbeatInterval: c.Heartbeat.Interval.Duration(), HeartbeatTTL: c.Heartbeat.TTL.Duration(),
+			Registerer: d.Registerer(), HeartbeatInterval: c.Heartbeat.Interval.Duration(), HeartbeatTTL: c.Heartbeat.TTL.Duration(),
 			CrashEvery: crashEvery, StallEvery: stallEvery, Logger: log})
 	})
 	if f.rate > 0 {
@@ -224,7 +225,7 @@ func devGoodbye(st *devstack.Stack, keep bool) string {
 // devNoSamples runs the embedded Kafka and Redis for the user's own
 // program until ctx ends, printing a configuration for it.
 func devNoSamples(ctx context.Context, inv *invocation, st *devstack.Stack) error {
-	where := "RabbitMQ at " + brokerAddress(st.Config) + " (yours: nothing is declared)"
+	where := "RabbitMQ at " + daemon.BrokerAddress(st.Config) + " (yours: nothing is declared)"
 	if brokers := st.KafkaBrokers(); len(brokers) > 0 {
 		where = "embedded Kafka (kfake) at " + strings.Join(brokers, ",")
 	}
@@ -304,8 +305,8 @@ func writeDevConfig(yaml []byte) (string, error) {
 }
 
 // printTour prints where everything is and what to look at.
-func printTour(w io.Writer, st *devstack.Stack, d *daemon, cfgFile, token string, crashEvery, stallEvery time.Duration, rate float64) {
-	where := "RabbitMQ at " + brokerAddress(st.Config)
+func printTour(w io.Writer, st *devstack.Stack, d *daemon.Daemon, cfgFile, token string, crashEvery, stallEvery time.Duration, rate float64) {
+	where := "RabbitMQ at " + daemon.BrokerAddress(st.Config)
 	if brokers := st.KafkaBrokers(); len(brokers) > 0 {
 		where = "embedded Kafka (kfake) at " + strings.Join(brokers, ",")
 	}
@@ -351,5 +352,5 @@ A short tour:
   4. Workers (console, Workers page): %s;
      %s.
   5. The CLI sees the same: %s workers --config %s   (or lag, dlq ls)
-`, kept, where, st.RedisAddr(), d.admin, token, d.admin, token, d.metrics, cfgFile, traffic, d.metrics, crash, stall, self, cfgFile)
+`, kept, where, st.RedisAddr(), d.AdminAddr(), token, d.AdminAddr(), token, d.MetricsAddr(), cfgFile, traffic, d.MetricsAddr(), crash, stall, self, cfgFile)
 }

@@ -314,7 +314,7 @@ func dlqReplayAll(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adm
 		}
 	}
 	var out struct {
-		Job admin.Job `json:"job"`
+		Job dlq.Job `json:"job"`
 	}
 	if err := c.do(ctx, http.MethodPost, "/replay-all", q, nil, &out); err != nil {
 		return err

@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/redrive/redrive/dlq/admin"
+	"github.com/redrive/redrive/dlq"
 )
 
 func init() {
@@ -56,7 +56,7 @@ func dlqJobs(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adminFla
 		return err
 	}
 	var out struct {
-		Jobs []admin.Job `json:"jobs"`
+		Jobs []dlq.Job `json:"jobs"`
 	}
 	return c.get(ctx, inv, "/jobs", nil, asJSON, &out, func() error { return renderJobs(inv.stdout, out.Jobs) })
 }
@@ -71,7 +71,7 @@ func dlqCancel(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adminF
 		return err
 	}
 	var out struct {
-		Job admin.Job `json:"job"`
+		Job dlq.Job `json:"job"`
 	}
 	if err := c.do(ctx, http.MethodPost, "/jobs/"+url.PathEscape(args[0])+"/cancel", nil, nil, &out); err != nil {
 		return err
@@ -84,7 +84,7 @@ func dlqCancel(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adminF
 }
 
 // renderJobs writes the job table of `dlq jobs`.
-func renderJobs(w io.Writer, jobs []admin.Job) error {
+func renderJobs(w io.Writer, jobs []dlq.Job) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tDLQ\tSTATE\tREPLAYED\tSKIPPED\tFAILED\tTOTAL\tSTARTED\tBY\tCANCELLED BY")
 	for _, j := range jobs {

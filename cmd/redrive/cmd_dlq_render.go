@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker/wire"
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 )
 
@@ -245,7 +246,7 @@ func isTerminal(w io.Writer) bool {
 const barWidth = 30
 
 // progressLine renders the bar of a job.
-func progressLine(j admin.Job) string {
+func progressLine(j dlq.Job) string {
 	p := j.Progress
 	done := p.Replayed + p.Skipped + p.Failed + p.Mismatched
 	if p.Total == 0 && j.State == "running" { // still counting what to replay
@@ -261,7 +262,7 @@ func progressLine(j admin.Job) string {
 }
 
 // update draws j's progress unless it did not change.
-func (b *progressBar) update(j admin.Job) {
+func (b *progressBar) update(j dlq.Job) {
 	line := progressLine(j)
 	if line == b.last {
 		return

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/redrive/redrive/dlq/admin"
+	"github.com/redrive/redrive/dlq"
 )
 
 // fakeAdmin is an admin API that answers from a table and records the
@@ -209,7 +209,7 @@ func TestDLQReplayAllFails(t *testing.T) {
 }
 
 func TestProgressLine(t *testing.T) {
-	var j admin.Job
+	var j dlq.Job
 	j.State = "running"
 	if got := progressLine(j); got != "[------------------------------] 0/?  replayed 0, skipped 0, failed 0, mismatched 0" {
 		t.Errorf("counting: %q", got)

@@ -4,22 +4,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"log/slog"
-	"net"
-	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/redrive/redrive/broker/kafka"
-	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/backend"
-	"github.com/redrive/redrive/internal/config"
-	"github.com/redrive/redrive/internal/exporter"
-	"github.com/redrive/redrive/lag"
+	"github.com/redrive/redrive/internal/daemon"
 )
 
 func init() {
@@ -37,63 +24,21 @@ worker heartbeats in Redis; and, when postgres.url is set, the dead letters
 pending per DLQ (one grouped count per interval). 'redrive serve' runs the
 same exporter next to the DLQ keeper. Stops cleanly on SIGINT or SIGTERM.`,
 		flags: func(fs *flag.FlagSet) action {
-			var f exporterFlags
-			fs.StringVar(&f.listen, "listen", "", "serve on `ADDR` (host:port), overriding exporter.listen")
-			durationFlag(fs, &f.interval, "sample-interval", "sample every `DURATION` (default: lag 30s, heartbeats and DLQ counts 15s)")
+			var f daemon.ExporterOptions
+			fs.StringVar(&f.Listen, "listen", "", "serve on `ADDR` (host:port), overriding exporter.listen")
+			durationFlag(fs, &f.Interval, "sample-interval", "sample every `DURATION` (default: lag 30s, heartbeats and DLQ counts 15s)")
 			return func(ctx context.Context, inv *invocation) error { return runExporter(ctx, inv, f) }
 		},
 	})
 }
 
-type exporterFlags struct {
-	listen   string
-	interval time.Duration
-}
-
 // runExporter serves the exporter alone.
-func runExporter(ctx context.Context, inv *invocation, f exporterFlags) error {
+func runExporter(ctx context.Context, inv *invocation, f daemon.ExporterOptions) error {
 	c, err := inv.loadConfig()
 	if err != nil {
 		return err
 	}
-	listen, err := listenAddr("--listen", f.listen, c.Exporter.Listen)
-	if err != nil {
-		return err
-	}
-	if f.interval < 0 {
-		return usageErrorf("--sample-interval %s is negative", f.interval)
-	}
-	log := daemonLogger(inv.stderr)
-	m, err := newMonitoring(c, log, f.interval)
-	if err != nil {
-		return err
-	}
-	defer m.close()
-	if c.Postgres.URL != "" {
-		counts := &storeCounts{url: c.Postgres.URL, policies: keptDLQs(c), log: log}
-		m.closers = append(m.closers, counts.Close)
-		ds := exporter.NewDLQSampler(counts.DLQs, exporter.DLQSamplerConfig{Interval: f.interval, Logger: log})
-		m.cfg.DLQ = ds
-		m.cfg.Collectors = append(m.cfg.Collectors, ds) // no dlq.Ops exports redrive_dlq_pending here
-	}
-	srv, err := exporter.New(m.cfg)
-	if err != nil {
-		return err
-	}
-	ln, err := listenTCP(ctx, listen)
-	if err != nil {
-		return fmt.Errorf("exporter: %w", err)
-	}
-	return srv.Serve(ctx, ln)
-}
-
-// listenTCP binds addr.
-func listenTCP(ctx context.Context, addr string) (net.Listener, error) {
-	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	return ln, nil
+	return daemonError(daemon.RunExporter(ctx, c, f, daemonLogger(inv.stderr)))
 }
 
 // durationFlag defines a duration flag without a printed default (the
@@ -107,188 +52,4 @@ func durationFlag(fs *flag.FlagSet, p *time.Duration, name, usage string) {
 		*p = d
 		return nil
 	})
-}
-
-// listenAddr returns flagValue, else configured, checked as host:port.
-func listenAddr(flagName, flagValue, configured string) (string, error) {
-	addr := configured
-	if flagValue != "" {
-		addr = flagValue
-	}
-	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
-		return "", usageErrorf("%s %q is not host:port", flagName, addr)
-	}
-	return addr, nil
-}
-
-// monitoring is what the exporter samples, built from the configuration:
-// the lag of the configured broker and the heartbeats in Redis.
-type monitoring struct {
-	cfg        exporter.Config
-	lag        *lag.Sampler       // also in cfg, for the console
-	heartbeats *heartbeat.Sampler // also in cfg, for the console
-	closers    []func() error
-}
-
-// newMonitoring builds the lag and heartbeat samplers of c; interval, when
-// positive, replaces the samplers' default intervals.
-func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (*monitoring, error) {
-	m := &monitoring{cfg: exporter.Config{Broker: c.Broker, Thresholds: lagThresholds(c), Logger: log}}
-	ok := false
-	defer func() {
-		if !ok {
-			m.close()
-		}
-	}()
-	lc := lag.SamplerConfig{Interval: interval, Logger: log}
-	switch c.Broker {
-	case config.BrokerKafka:
-		cl, err := kafkaClient(c)
-		if err != nil {
-			return nil, fmt.Errorf("kafka client for %s: %w", brokerAddress(c), err)
-		}
-		m.closers = append(m.closers, func() error { cl.Close(); return nil })
-		// The keeper's group too: its lag on a DLQ topic with no member
-		// left is alert DLQNotKept.
-		groups := append(workerNames(c), kafka.DefaultKeeperGroup)
-		if lc.Kafka, err = lag.NewKafka(cl, lag.KafkaConfig{Groups: groups}); err != nil {
-			return nil, err
-		}
-		if lc.Tracker, err = lag.NewTracker(lag.TrackerConfig{Thresholds: lagThresholds(c)}); err != nil {
-			return nil, badInput(err)
-		}
-	default:
-		r, err := rabbitDepth(c)
-		if err != nil {
-			return nil, badInput(err)
-		}
-		m.closers = append(m.closers, r.Close)
-		lc.Rabbit = r
-		names := rabbit.Names{Prefix: c.RabbitMQ.Prefix}
-		queues := make([]string, 0, len(c.Workers))
-		for _, w := range c.Workers {
-			q := rabbit.Queue(w.Topic, w.Name)
-			queues = append(queues, q)
-			m.cfg.Groups = append(m.cfg.Groups, exporter.Group{Group: w.Name, Topic: w.Topic, Queue: q})
-		}
-		delay, err := backend.DelayQueues(c)
-		if err != nil {
-			return nil, badInput(err)
-		}
-		lc.RabbitQueues = lag.RabbitQueues(names, delay, queues...)
-		lc.RabbitRoles = lag.RabbitRoles(names, delay, queues...)
-		m.cfg.Unroutable = names.Unroutable()
-	}
-	s, err := lag.NewSampler(lc)
-	if err != nil {
-		return nil, err
-	}
-	m.cfg.Lag = s
-	m.lag = s
-
-	rdb := redisClient(c, log)
-	m.closers = append(m.closers, rdb.Close)
-	mon, err := heartbeatMonitor(c, rdb)
-	if err != nil {
-		return nil, badInput(err)
-	}
-	m.heartbeats = heartbeat.NewSampler(mon, heartbeat.SamplerConfig{Interval: interval, Logger: log, Workers: configuredWorkers(c)})
-	m.cfg.Heartbeats = m.heartbeats
-	ok = true
-	return m, nil
-}
-
-// close releases the connections, last opened first.
-func (m *monitoring) close() {
-	for i := len(m.closers) - 1; i >= 0; i-- {
-		_ = m.closers[i]()
-	}
-	m.closers = nil
-}
-
-// heartbeatMonitor is the monitor of the configured heartbeat thresholds;
-// each worker type is graded on the lag thresholds of its topic.
-func heartbeatMonitor(c *config.Config, rdb redis.Cmdable) (*heartbeat.Monitor, error) {
-	th := map[string]heartbeat.LagThreshold{}
-	for _, w := range c.Workers {
-		if t, ok := c.Lag.Thresholds[w.Topic]; ok {
-			th[w.Name] = heartbeat.LagThreshold{Warning: t.Warning, Critical: t.Critical}
-		}
-	}
-	return heartbeat.NewMonitor(rdb, heartbeat.MonitorConfig{
-		MissingAfter:       c.Heartbeat.MissingAfter.Duration(),
-		IdleAfter:          c.Heartbeat.IdleAfter.Duration(),
-		ShutdownStuckAfter: c.Heartbeat.ShutdownStuckAfter.Duration(),
-		LagThresholds:      th,
-	})
-}
-
-// lagThresholds converts lag.thresholds.
-func lagThresholds(c *config.Config) lag.Thresholds {
-	out := make(lag.Thresholds, len(c.Lag.Thresholds))
-	for topic, t := range c.Lag.Thresholds {
-		out[topic] = lag.Threshold{Warning: t.Warning, Critical: t.Critical}
-	}
-	return out
-}
-
-// configuredWorkers lists the configured worker types with the severity
-// of their dead letters, for redrive_worker_running_instances.
-func configuredWorkers(c *config.Config) []heartbeat.Worker {
-	out := make([]heartbeat.Worker, 0, len(c.Workers))
-	for _, w := range c.Workers {
-		out = append(out, heartbeat.Worker{Type: w.Name, DLQSeverity: w.WithDefaults().DLQ.Severity})
-	}
-	return out
-}
-
-// workerNames lists the configured workers' names: their consumer groups.
-func workerNames(c *config.Config) []string {
-	out := make([]string, 0, len(c.Workers))
-	for _, w := range c.Workers {
-		out = append(out, w.Name)
-	}
-	return out
-}
-
-// storeCounts lists the DLQs of a PostgreSQL store that it opens on first
-// use, and again on every call until it could: the exporter serves (and
-// reports the counts as unreadable) while the database is down.
-type storeCounts struct {
-	url      string
-	policies map[string]dlq.Policy
-	log      *slog.Logger
-
-	mu    sync.Mutex
-	store *pgstore.Store
-	ops   *dlq.Ops
-}
-
-// DLQs implements exporter.DLQLister.
-func (s *storeCounts) DLQs(ctx context.Context) ([]dlq.DLQInfo, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ops == nil {
-		st, err := pgstore.Open(ctx, s.url, pgstore.Options{MaxConns: 2, Logger: s.log})
-		if err != nil {
-			return nil, err
-		}
-		ops, err := dlq.NewOps(dlq.OpsConfig{Store: st, Policies: s.policies, Logger: s.log})
-		if err != nil {
-			_ = st.Close()
-			return nil, err
-		}
-		s.store, s.ops = st, ops
-	}
-	return s.ops.DLQs(ctx)
-}
-
-// Close closes the store when it was opened.
-func (s *storeCounts) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.store == nil {
-		return nil
-	}
-	return s.store.Close()
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/daemon"
 	"github.com/redrive/redrive/lag"
 )
 
@@ -53,7 +54,7 @@ func printLag(ctx context.Context, inv *invocation, partitions bool, timeout tim
 	if partitions {
 		return usageErrorf("--partitions is for Kafka; the broker is %s", c.Broker)
 	}
-	r, err := rabbitDepth(c)
+	r, err := daemon.RabbitDepth(c, logger())
 	if err != nil {
 		return badInput(err)
 	}
@@ -74,22 +75,22 @@ func printLag(ctx context.Context, inv *invocation, partitions bool, timeout tim
 }
 
 func printKafkaLag(ctx context.Context, inv *invocation, c *config.Config, partitions bool) error {
-	cl, err := kafkaClient(c)
+	cl, err := daemon.KafkaClient(c)
 	if err != nil {
-		return fmt.Errorf("kafka client for %s: %w", brokerAddress(c), err)
+		return fmt.Errorf("kafka client for %s: %w", daemon.BrokerAddress(c), err)
 	}
 	defer cl.Close()
-	k, err := lag.NewKafka(cl, lag.KafkaConfig{Groups: workerNames(c)})
+	k, err := lag.NewKafka(cl, lag.KafkaConfig{Groups: daemon.WorkerNames(c)})
 	if err != nil {
 		return err
 	}
-	tr, err := lag.NewTracker(lag.TrackerConfig{Thresholds: lagThresholds(c)})
+	tr, err := lag.NewTracker(lag.TrackerConfig{Thresholds: daemon.LagThresholds(c)})
 	if err != nil {
 		return badInput(err)
 	}
 	s, err := k.Measure(ctx)
 	if err != nil {
-		return fmt.Errorf("measure kafka lag at %s: %w", brokerAddress(c), err)
+		return fmt.Errorf("measure kafka lag at %s: %w", daemon.BrokerAddress(c), err)
 	}
 	rep := tr.Observe(s)
 	if partitions {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/internal/daemon"
 )
 
 func init() {
@@ -69,9 +70,9 @@ func workers(ctx context.Context, inv *invocation, timeout time.Duration, retire
 		return err
 	}
 	log := logger()
-	rdb := redisClient(c, log)
+	rdb := daemon.RedisClient(c, log)
 	defer rdb.Close()
-	mon, err := heartbeatMonitor(c, rdb)
+	mon, err := daemon.HeartbeatMonitor(c, rdb)
 	if err != nil {
 		return badInput(err)
 	}
@@ -91,7 +92,7 @@ func workers(ctx context.Context, inv *invocation, timeout time.Duration, retire
 	if err != nil {
 		return fmt.Errorf("cannot read heartbeats from redis at %s: %w", c.Redis.Addr, err)
 	}
-	names := workerNames(c)
+	names := daemon.WorkerNames(c)
 	rows = heartbeat.WithExpected(rows, names, time.Now())
 	if err := heartbeat.Render(inv.stdout, rows); err != nil {
 		return err
@@ -132,7 +133,7 @@ func retireWorker(ctx context.Context, inv *invocation, actor, reason string) er
 	if err != nil {
 		return err
 	}
-	rdb := redisClient(c, logger())
+	rdb := daemon.RedisClient(c, logger())
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

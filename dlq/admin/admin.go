@@ -1,6 +1,7 @@
-// Package admin serves the DLQ admin HTTP API of DESIGN.md on top of
-// dlq.Ops: JSON in and out, a bearer token, the routes of routes.go
-// (documented in configs/openapi.yaml).
+// Package admin serves the DLQ admin HTTP API on top of dlq.Ops: JSON in
+// and out, a bearer token, the routes of routes.go (documented in
+// configs/openapi.yaml and docs/operations.md; where the package sits in
+// docs/architecture.md).
 //
 // A DLQ is addressed by its name, as GET /internal/v1/dlq lists it:
 // "<topic>.<group>.dlq" for a RabbitMQ worker's dead-letter queue,
@@ -10,9 +11,10 @@
 // Replay-all runs as a background job: POST /internal/v1/dlq/replay-all
 // answers 202 with the job, whose progress GET /internal/v1/dlq/jobs/{id}
 // reports; GET /internal/v1/dlq/jobs lists the jobs and POST
-// /internal/v1/dlq/jobs/{id}/cancel stops one. Jobs live in the server's
-// memory; a restart forgets them (entries a job left replaying are
-// reconciled by dlq.Ops.Run).
+// /internal/v1/dlq/jobs/{id}/cancel stops one. The jobs are a dlq.Jobs
+// (Config.Jobs, shared with the console); they live in memory and a
+// restart forgets them (entries a job left replaying are reconciled by
+// dlq.Ops.Run).
 //
 // Errors are {"error": message, "code": one of the Code constants,
 // "param": field}. Writes need Content-Type: application/json; requests
@@ -46,9 +48,7 @@ var ErrNoToken = errors.New("admin: no token configured: set one, or InsecureNoA
 // Defaults of Config.
 const (
 	DefaultMaxBodyBytes = 64 << 10
-	DefaultRate         = 100 // replay-all messages per second when no rate is given
-	DefaultMaxJobs      = 100
-	DefaultActor        = "admin"
+	DefaultActor        = dlq.DefaultJobActor
 )
 
 // Token is a bearer token with a name: the audit log's actor when the
@@ -73,14 +73,9 @@ type Config struct {
 	InsecureNoAuth bool
 	// MaxBodyBytes bounds request bodies (413 beyond); default 64 KiB.
 	MaxBodyBytes int64
-	// DefaultRate is the replay-all rate (messages/s) when a request
-	// gives none; default 100, negative = as fast as the broker confirms.
-	// Like a request's rate, it is 0 or from dlq.MinReplayRate to
-	// dlq.MaxReplayRate.
-	DefaultRate float64
-	// MaxJobs is how many finished replay-all jobs are remembered;
-	// default 100.
-	MaxJobs int
+	// Jobs runs the replay-all jobs (shared with the console); default a
+	// dlq.Jobs of Ops with its defaults. Close closes it.
+	Jobs *dlq.Jobs
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// UI, when set, serves every request whose path is not under
@@ -107,7 +102,7 @@ type Server struct {
 	tokens  []hashedToken
 	handler http.Handler
 	mux     *http.ServeMux
-	jobs    *jobs
+	jobs    *dlq.Jobs
 	hosts   atomic.Pointer[httpguard.Hosts]
 }
 
@@ -126,22 +121,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if cfg.DefaultRate == 0 {
-		cfg.DefaultRate = DefaultRate
-	}
-	if cfg.DefaultRate < 0 {
-		cfg.DefaultRate = 0
-	}
-	if !dlq.ValidReplayRate(cfg.DefaultRate) {
-		return nil, fmt.Errorf("admin: default rate %v is not from %v to %v messages per second", cfg.DefaultRate, dlq.MinReplayRate, dlq.MaxReplayRate)
-	}
-	if cfg.MaxJobs <= 0 {
-		cfg.MaxJobs = DefaultMaxJobs
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, ops: cfg.Ops, log: cfg.Logger}
+	s := &Server{cfg: cfg, ops: cfg.Ops, log: cfg.Logger, jobs: cfg.Jobs}
 	names := map[string]bool{}
 	for _, t := range cfg.Tokens {
 		if t.Secret == "" {
@@ -165,7 +148,12 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	s.hosts.Store(httpguard.NewHosts(cfg.Listen, cfg.AllowedHosts))
-	s.jobs = newJobs(cfg.MaxJobs)
+	if s.jobs == nil {
+		var err error
+		if s.jobs, err = dlq.NewJobs(dlq.JobsConfig{Ops: cfg.Ops, Logger: cfg.Logger}); err != nil {
+			return nil, fmt.Errorf("admin: %w", err)
+		}
+	}
 	s.mux = http.NewServeMux()
 	for _, rt := range routes {
 		var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { rt.handler(s, w, r) })
@@ -262,7 +250,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // Close stops the running replay-all jobs and waits for them. Entries
 // they were replaying are finished first (the broker's answer is
 // recorded); the rest stay pending.
-func (s *Server) Close() { s.jobs.close() }
+func (s *Server) Close() { s.jobs.Close() }
+
+// Jobs returns the server's replay-all jobs (Config.Jobs).
+func (s *Server) Jobs() *dlq.Jobs { return s.jobs }
 
 // actorKey carries the request's actor in its context.
 type actorKey struct{}

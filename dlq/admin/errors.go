@@ -70,7 +70,7 @@ type errorJSON struct {
 	// Param names the bad parameter of a 400.
 	Param string `json:"param,omitempty"`
 	// Job is the job of a job_running or job_not_running 409.
-	Job *Job `json:"job,omitempty"`
+	Job *dlq.Job `json:"job,omitempty"`
 }
 
 // writeError writes an error response.

@@ -114,9 +114,9 @@ func FuzzRequest(f *testing.F) {
 		f.Add(seed.method, seed.path, seed.query, seed.body, seed.ctype, seed.origin, seed.host)
 	}
 	f.Fuzz(func(t *testing.T, m uint8, path, query, body, ctype, origin, host string) {
-		for _, j := range srv.Jobs() { // a job an earlier input started must not change counts now
-			if j.State == admin.JobRunning {
-				_, _ = srv.CancelJob(context.Background(), j.ID, "fuzz")
+		for _, j := range srv.Jobs().List() { // a job an earlier input started must not change counts now
+			if j.State == dlq.JobRunning {
+				_, _ = srv.Jobs().Cancel(context.Background(), j.ID, "fuzz")
 			}
 		}
 		before, _ := s.Count(context.Background(), dlq.Query{DLQ: "orders.billing.dlq", Status: dlq.StatusPending})

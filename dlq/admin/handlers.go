@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/download"
 )
 
 // dlqName reads and checks a DLQ name.
@@ -242,7 +242,7 @@ func (s *Server) payload(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, err)
 		return
 	}
-	started, err := WritePayload(r.Context(), w, s.ops, name, id)
+	started, err := download.Payload(r.Context(), w, s.ops, name, id)
 	switch {
 	case err == nil:
 	case !started:
@@ -252,31 +252,6 @@ func (s *Server) payload(w http.ResponseWriter, r *http.Request) {
 		// client the download failed.
 		s.log.Error("admin: payload download failed", "entry", dlq.ReplayedFrom(name, id), "error", err)
 	}
-}
-
-// WritePayload writes the whole payload of entry id of dlqName to w as a
-// download, streamed from the store a chunk at a time: 200 with
-// application/octet-stream, Content-Disposition: attachment and
-// Content-Length, or 204 for a message without payload. started reports
-// whether the response was begun; when it was not, the error (e.g.
-// dlq.ErrNotFound) is the caller's to answer. The console serves its
-// download with it too.
-func WritePayload(ctx context.Context, w http.ResponseWriter, ops *dlq.Ops, dlqName, id string) (started bool, err error) {
-	err = ops.Payload(ctx, dlqName, id, func(size int64, isNil bool) {
-		started = true
-		h := w.Header()
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Content-Type-Options", "nosniff")
-		if isNil {
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-		h.Set("Content-Type", "application/octet-stream")
-		h.Set("Content-Disposition", `attachment; filename="`+id+`.payload"`) // ids are [A-Za-z0-9._-]
-		h.Set("Content-Length", strconv.FormatInt(size, 10))
-		w.WriteHeader(http.StatusOK)
-	}, w)
-	return started, err
 }
 
 // decodeBody reads a JSON object into v; an empty body is allowed when

@@ -42,15 +42,15 @@ func (s *Server) replayAll(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, err)
 		return
 	}
-	j, err := s.StartReplayAll(r.Context(), q, actor(r), rate)
+	j, err := s.jobs.StartReplayAll(r.Context(), q, actor(r), rate)
 	switch {
-	case errors.Is(err, ErrUnknownDLQ):
+	case errors.Is(err, dlq.ErrUnknownDLQ):
 		writeError(w, http.StatusNotFound, CodeNotFound, "", fmt.Sprintf("no DLQ named %q (see GET /internal/v1/dlq)", q.DLQ))
 		return
-	case errors.Is(err, ErrJobRunning):
+	case errors.Is(err, dlq.ErrJobRunning):
 		writeJSON(w, http.StatusConflict, errorJSON{Error: err.Error(), Code: CodeJobRunning, Job: &j})
 		return
-	case errors.Is(err, ErrShuttingDown):
+	case errors.Is(err, dlq.ErrShuttingDown):
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "", err.Error())
 		return
 	case err != nil:
@@ -59,7 +59,7 @@ func (s *Server) replayAll(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/internal/v1/dlq/jobs/"+j.ID)
 	writeJSON(w, http.StatusAccepted, struct {
-		Job *Job `json:"job"`
+		Job *dlq.Job `json:"job"`
 	}{&j})
 }
 
@@ -79,13 +79,13 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, err)
 		return
 	}
-	j, ok := s.Job(id)
+	j, ok := s.jobs.Job(id)
 	if !ok {
-		writeError(w, http.StatusNotFound, CodeNotFound, "", ErrNoJob.Error())
+		writeError(w, http.StatusNotFound, CodeNotFound, "", dlq.ErrNoJob.Error())
 		return
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Job *Job `json:"job"`
+		Job *dlq.Job `json:"job"`
 	}{&j})
 }
 
@@ -97,8 +97,8 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, struct {
-		Jobs []Job `json:"jobs"`
-	}{s.Jobs()})
+		Jobs []dlq.Job `json:"jobs"`
+	}{s.jobs.List()})
 }
 
 // cancelJob serves POST /internal/v1/dlq/jobs/{id}/cancel: it stops the
@@ -113,15 +113,15 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, err)
 		return
 	}
-	j, err := s.CancelJob(r.Context(), id, actor(r))
+	j, err := s.jobs.Cancel(r.Context(), id, actor(r))
 	switch {
-	case errors.Is(err, ErrNoJob):
+	case errors.Is(err, dlq.ErrNoJob):
 		writeError(w, http.StatusNotFound, CodeNotFound, "", err.Error())
-	case errors.Is(err, ErrJobNotRunning):
+	case errors.Is(err, dlq.ErrJobNotRunning):
 		writeJSON(w, http.StatusConflict, errorJSON{Error: "job " + j.ID + " has already ended (" + j.State + ")", Code: CodeJobNotRunning, Job: &j})
 	default:
 		writeJSON(w, http.StatusOK, struct {
-			Job *Job `json:"job"`
+			Job *dlq.Job `json:"job"`
 		}{&j})
 	}
 }

@@ -102,8 +102,8 @@ func TestHostHeader(t *testing.T) {
 	}
 	// A write for another host changes nothing.
 	code, _ := send(t, addr, "evil.example:"+port, http.MethodPost, "/internal/v1/dlq/replay-all?topic=orders.billing.dlq&rate=0", "{}", "Content-Type", "application/json")
-	if code != http.StatusMisdirectedRequest || f.pub.count() != 0 || len(f.srv.Jobs()) != 0 {
-		t.Errorf("replay-all for another host = %d, %d republished, jobs %v", code, f.pub.count(), f.srv.Jobs())
+	if code != http.StatusMisdirectedRequest || f.pub.count() != 0 || len(f.srv.Jobs().List()) != 0 {
+		t.Errorf("replay-all for another host = %d, %d republished, jobs %v", code, f.pub.count(), f.srv.Jobs().List())
 	}
 }
 
@@ -142,8 +142,8 @@ func TestCrossSiteWrites(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d %s", tc.name, code, body, tc.status, tc.code)
 		}
 	}
-	if got, _ := f.store.Get(context.Background(), "orders.billing.dlq", rec.ID); got.Status != dlq.StatusPending || f.pub.count() != 0 || len(f.srv.Jobs()) != 0 {
-		t.Fatalf("after refused writes: entry %s, %d republished, jobs %v", got.Status, f.pub.count(), f.srv.Jobs())
+	if got, _ := f.store.Get(context.Background(), "orders.billing.dlq", rec.ID); got.Status != dlq.StatusPending || f.pub.count() != 0 || len(f.srv.Jobs().List()) != 0 {
+		t.Fatalf("after refused writes: entry %s, %d republished, jobs %v", got.Status, f.pub.count(), f.srv.Jobs().List())
 	}
 	// The same-origin JSON write (what the CLI sends) works.
 	code, body := send(t, addr, addr, "POST", "/internal/v1/dlq/replay", `{"topic":"orders.billing.dlq","id":"`+rec.ID+`"}`,
@@ -235,11 +235,11 @@ func TestReplayAllRate(t *testing.T) {
 		w := f.do("POST", "/internal/v1/dlq/replay-all?topic=rate.dlq&rate="+rate, "")
 		expect(t, w, http.StatusBadRequest, "rate")
 	}
-	if jobs := f.srv.Jobs(); len(jobs) != 0 {
+	if jobs := f.srv.Jobs().List(); len(jobs) != 0 {
 		t.Fatalf("refused rates started jobs: %v", jobs)
 	}
 	for _, rate := range []float64{1e-300, 0.0001, 1e9} {
-		if _, err := f.srv.StartReplayAll(context.Background(), dlq.Query{DLQ: "rate.dlq"}, "x", rate); !errors.Is(err, dlq.ErrInvalidQuery) {
+		if _, err := f.srv.Jobs().StartReplayAll(context.Background(), dlq.Query{DLQ: "rate.dlq"}, "x", rate); !errors.Is(err, dlq.ErrInvalidQuery) {
 			t.Errorf("StartReplayAll(rate %v) = %v, want ErrInvalidQuery", rate, err)
 		}
 	}

@@ -60,26 +60,26 @@ func TestStartReplayAll(t *testing.T) {
 	f := newFixture(t, stores[0].Open(t))
 	recs := f.insert("sj.dlq", 3, nil)
 	ctx := context.Background()
-	if _, err := f.srv.StartReplayAll(ctx, dlq.Query{DLQ: "nope.dlq"}, "eve", 0); !errors.Is(err, admin.ErrUnknownDLQ) {
+	if _, err := f.srv.Jobs().StartReplayAll(ctx, dlq.Query{DLQ: "nope.dlq"}, "eve", 0); !errors.Is(err, dlq.ErrUnknownDLQ) {
 		t.Errorf("unknown DLQ: err = %v", err)
 	}
-	if _, err := f.srv.StartReplayAll(ctx, dlq.Query{DLQ: "a/b"}, "eve", 0); !errors.Is(err, dlq.ErrInvalidQuery) {
+	if _, err := f.srv.Jobs().StartReplayAll(ctx, dlq.Query{DLQ: "a/b"}, "eve", 0); !errors.Is(err, dlq.ErrInvalidQuery) {
 		t.Errorf("bad DLQ name: err = %v", err)
 	}
-	j, err := f.srv.StartReplayAll(ctx, dlq.Query{DLQ: "sj.dlq", Status: dlq.StatusReplayed, Limit: 1}, "eve", 0)
+	j, err := f.srv.Jobs().StartReplayAll(ctx, dlq.Query{DLQ: "sj.dlq", Status: dlq.StatusReplayed, Limit: 1}, "eve", 0)
 	// The job runs in the background: three entries may be replayed before
 	// the returned snapshot is taken.
-	if err != nil || (j.State != admin.JobRunning && j.State != admin.JobDone) || j.Actor != "eve" || j.DLQ != "sj.dlq" {
+	if err != nil || (j.State != dlq.JobRunning && j.State != dlq.JobDone) || j.Actor != "eve" || j.DLQ != "sj.dlq" {
 		t.Fatalf("StartReplayAll = %+v, %v", j, err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		got, ok := f.srv.Job(j.ID)
+		got, ok := f.srv.Jobs().Job(j.ID)
 		if !ok {
 			t.Fatal("job not found")
 		}
-		if got.State != admin.JobRunning {
-			if got.State != admin.JobDone || got.Progress.Replayed != 3 {
+		if got.State != dlq.JobRunning {
+			if got.State != dlq.JobDone || got.Progress.Replayed != 3 {
 				t.Errorf("job = %+v", got)
 			}
 			break
@@ -92,11 +92,11 @@ func TestStartReplayAll(t *testing.T) {
 	if trail, _ := f.store.Audit(ctx, "sj.dlq", recs[2].ID); len(trail) != 1 || trail[0].Actor != "eve" {
 		t.Errorf("audit = %+v", trail)
 	}
-	if _, ok := f.srv.Job("01nonexistent"); ok {
+	if _, ok := f.srv.Jobs().Job("01nonexistent"); ok {
 		t.Error("Job of an unknown id found")
 	}
 	f.srv.Close()
-	if _, err := f.srv.StartReplayAll(ctx, dlq.Query{DLQ: "sj.dlq"}, "eve", 0); !errors.Is(err, admin.ErrShuttingDown) {
+	if _, err := f.srv.Jobs().StartReplayAll(ctx, dlq.Query{DLQ: "sj.dlq"}, "eve", 0); !errors.Is(err, dlq.ErrShuttingDown) {
 		t.Errorf("after Close: err = %v", err)
 	}
 }

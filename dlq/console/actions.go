@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/dlq/admin"
 )
 
 // pathEntry reads {name} and {id}.
@@ -85,12 +84,12 @@ func (c *Console) replayAll(w http.ResponseWriter, r *http.Request, ss *session)
 	}
 	j, err := c.cfg.Jobs.StartReplayAll(r.Context(), q, ss.user.Name, rate)
 	switch {
-	case errors.Is(err, admin.ErrJobRunning):
+	case errors.Is(err, dlq.ErrJobRunning):
 		c.log.Info("console: replay-all already running", "dlq", name, "job", j.ID)
-	case errors.Is(err, admin.ErrUnknownDLQ):
+	case errors.Is(err, dlq.ErrUnknownDLQ):
 		c.errorPage(w, r, ss, http.StatusNotFound, "dlq: no DLQ named "+clip(name, 120))
 		return
-	case errors.Is(err, admin.ErrShuttingDown):
+	case errors.Is(err, dlq.ErrShuttingDown):
 		c.errorPage(w, r, ss, http.StatusServiceUnavailable, "the server is shutting down")
 		return
 	case err != nil:
@@ -110,7 +109,7 @@ func (c *Console) job(w http.ResponseWriter, r *http.Request, ss *session) {
 		c.fail(w, r, ss, err)
 		return
 	}
-	var j admin.Job
+	var j dlq.Job
 	ok := false
 	if c.cfg.Jobs != nil {
 		j, ok = c.cfg.Jobs.Job(id)
@@ -120,7 +119,7 @@ func (c *Console) job(w http.ResponseWriter, r *http.Request, ss *session) {
 		return
 	}
 	p := page{Title: "Replay-all " + j.DLQ, Nav: "jobs", Data: j}
-	if j.State == admin.JobRunning {
+	if j.State == dlq.JobRunning {
 		p.Refresh = 2
 	}
 	c.renderPage(w, r, ss, http.StatusOK, "job", p)
@@ -128,13 +127,13 @@ func (c *Console) job(w http.ResponseWriter, r *http.Request, ss *session) {
 
 // jobs serves GET /jobs: the replay-all jobs, newest first.
 func (c *Console) jobs(w http.ResponseWriter, r *http.Request, ss *session) {
-	var list []admin.Job
+	var list []dlq.Job
 	if c.cfg.Jobs != nil {
-		list = c.cfg.Jobs.Jobs()
+		list = c.cfg.Jobs.List()
 	}
 	p := page{Title: "Replay-all jobs", Nav: "jobs", Data: list}
 	for _, j := range list {
-		if j.State == admin.JobRunning {
+		if j.State == dlq.JobRunning {
 			p.Refresh = 5
 		}
 	}
@@ -149,12 +148,12 @@ func (c *Console) cancelJob(w http.ResponseWriter, r *http.Request, ss *session)
 		c.fail(w, r, ss, err)
 		return
 	}
-	_, err = c.cfg.Jobs.CancelJob(r.Context(), id, ss.user.Name)
+	_, err = c.cfg.Jobs.Cancel(r.Context(), id, ss.user.Name)
 	switch {
-	case errors.Is(err, admin.ErrNoJob):
+	case errors.Is(err, dlq.ErrNoJob):
 		c.errorPage(w, r, ss, http.StatusNotFound, "job: no such job (jobs are kept in memory until the server restarts)")
 		return
-	case errors.Is(err, admin.ErrJobNotRunning):
+	case errors.Is(err, dlq.ErrJobNotRunning):
 		c.log.Info("console: cancel of a job that has ended", "job", id, "user", ss.user.Name)
 	case err != nil:
 		c.fail(w, r, ss, err)

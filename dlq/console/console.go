@@ -12,18 +12,18 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/httpguard"
 	"github.com/redrive/redrive/lag"
 )
 
-// Jobs runs replay-all jobs; *admin.Server implements it.
+// Jobs runs replay-all jobs; *dlq.Jobs implements it (the one the admin
+// API shares).
 type Jobs interface {
-	StartReplayAll(ctx context.Context, q dlq.Query, actor string, rate float64) (admin.Job, error)
-	Job(id string) (admin.Job, bool)
-	Jobs() []admin.Job
-	CancelJob(ctx context.Context, id, actor string) (admin.Job, error)
+	StartReplayAll(ctx context.Context, q dlq.Query, actor string, rate float64) (dlq.Job, error)
+	Job(id string) (dlq.Job, bool)
+	List() []dlq.Job
+	Cancel(ctx context.Context, id, actor string) (dlq.Job, error)
 }
 
 // WorkerSource gives the last worker health table; *heartbeat.Sampler

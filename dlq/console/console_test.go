@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/console"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/lag"
@@ -270,11 +269,11 @@ func testReplayAll(t *testing.T, f *fixture) {
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		j, ok := f.srv.Job(id)
+		j, ok := f.srv.Jobs().Job(id)
 		if !ok {
 			t.Fatalf("job %s unknown", id)
 		}
-		if j.State != admin.JobRunning {
+		if j.State != dlq.JobRunning {
 			break
 		}
 		if time.Now().After(deadline) {

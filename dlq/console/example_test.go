@@ -38,7 +38,7 @@ func Example() {
 	}
 	defer srv.Close()
 	c, err := console.New(console.Config{
-		Ops: ops, Jobs: srv, Broker: dlq.BrokerKafka, Logger: quiet,
+		Ops: ops, Jobs: srv.Jobs(), Broker: dlq.BrokerKafka, Logger: quiet,
 		Users: []console.User{
 			{Name: "alice", Token: "operator-secret-token"},
 			{Name: "victor", Token: "viewer-secret-token", ReadOnly: true},

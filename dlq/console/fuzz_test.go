@@ -36,7 +36,7 @@ func renderAll(t *testing.T, text string, asJSON bool) string {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	c, err := console.New(console.Config{Ops: ops, Jobs: srv, Broker: dlq.BrokerRabbitMQ, InsecureNoAuth: true, Logger: quiet})
+	c, err := console.New(console.Config{Ops: ops, Jobs: srv.Jobs(), Broker: dlq.BrokerRabbitMQ, InsecureNoAuth: true, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,9 +78,9 @@ func renderAll(t *testing.T, text string, asJSON bool) string {
 	if len(text) <= 1024 {
 		q.ErrorClass, q.Text = text, text
 	}
-	if j, err := srv.StartReplayAll(context.Background(), q, "fuzz", 0); err == nil {
+	if j, err := srv.Jobs().StartReplayAll(context.Background(), q, "fuzz", 0); err == nil {
 		for deadline := time.Now().Add(10 * time.Second); ; { // the job fails at once: no broker
-			if j, _ = srv.Job(j.ID); j.State != admin.JobRunning || time.Now().After(deadline) {
+			if j, _ = srv.Jobs().Job(j.ID); j.State != dlq.JobRunning || time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(time.Millisecond)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/console"
 )
 
@@ -139,15 +138,15 @@ func TestCancelJob(t *testing.T) {
 	expect(t, "cancel by a viewer", viewer.post("/jobs/"+id+"/cancel", nil), http.StatusForbidden, "read-only:")
 	expect(t, "cancel without csrf", op.post("/jobs/"+id+"/cancel", url.Values{"csrf": {""}}), http.StatusForbidden, "csrf:")
 	expect(t, "cancel from another site", op.post("/jobs/"+id+"/cancel", nil, "Origin", "http://evil.example"), http.StatusForbidden, "origin:")
-	if j, _ := f.srv.Job(id); j.State != admin.JobRunning {
+	if j, _ := f.srv.Jobs().Job(id); j.State != dlq.JobRunning {
 		t.Fatalf("refused cancels stopped the job: %+v", j)
 	}
 	r = op.post("/jobs/"+id+"/cancel", nil)
 	if r.status != http.StatusSeeOther || r.location != "/jobs/"+id {
 		t.Fatalf("cancel = %d %q: %s", r.status, r.location, clip(r.body))
 	}
-	j, _ := f.srv.Job(id)
-	if j.State != admin.JobCancelled || j.CancelledBy != "alice" || j.CancelledAt == nil || time.Since(*j.CancelledAt) > time.Minute {
+	j, _ := f.srv.Jobs().Job(id)
+	if j.State != dlq.JobCancelled || j.CancelledBy != "alice" || j.CancelledAt == nil || time.Since(*j.CancelledAt) > time.Minute {
 		t.Errorf("cancelled job = %+v", j)
 	}
 	r = op.get("/jobs/" + id)

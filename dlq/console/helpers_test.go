@@ -76,7 +76,7 @@ func newFixture(t *testing.T, s dlq.Store, edit func(*console.Config)) *fixture 
 	}
 	t.Cleanup(f.srv.Close)
 	cfg := console.Config{
-		Ops: ops, Jobs: f.srv, Broker: dlq.BrokerKafka, Logger: quiet,
+		Ops: ops, Jobs: f.srv.Jobs(), Broker: dlq.BrokerKafka, Logger: quiet,
 		Users: []console.User{{Name: "alice", Token: opToken}, {Name: "victor", Token: viewerToken, ReadOnly: true}},
 	}
 	if edit != nil {

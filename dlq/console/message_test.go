@@ -12,7 +12,6 @@ import (
 
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/dlq/admin"
 )
 
 // TestOriginMismatch: an entry claiming another worker's origin is marked in
@@ -46,7 +45,7 @@ func TestOriginMismatch(t *testing.T) {
 		t.Fatalf("replay-all = %d %q: %s", r.status, r.location, clip(r.body))
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for j, _ := f.srv.Job(id); j.State == admin.JobRunning; j, _ = f.srv.Job(id) {
+	for j, _ := f.srv.Jobs().Job(id); j.State == dlq.JobRunning; j, _ = f.srv.Jobs().Job(id) {
 		if time.Now().After(deadline) {
 			t.Fatalf("job still running: %+v", j)
 		}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/dlq/admin"
+	"github.com/redrive/redrive/internal/download"
 )
 
 // fail writes the page of an error: bad input 400 naming the field, the
@@ -241,7 +241,7 @@ func (c *Console) payload(w http.ResponseWriter, r *http.Request, ss *session) {
 		c.fail(w, r, ss, err)
 		return
 	}
-	started, err := admin.WritePayload(r.Context(), w, c.ops, name, id)
+	started, err := download.Payload(r.Context(), w, c.ops, name, id)
 	switch {
 	case err == nil:
 	case !started:

@@ -16,7 +16,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/dlq/admin"
 )
 
 // chromium returns the browser's path: REDRIVE_CHROMIUM, else the first of
@@ -265,7 +264,7 @@ func TestConsole(t *testing.T) {
 	if got := text(t, ctx, "job-replayed"); got != "2 of 2" {
 		t.Errorf("job page says %q replayed, want 2 of 2", got)
 	}
-	if j, ok := s.srv.Job(jobID); !ok || j.State != admin.JobDone || j.Actor != "alice" {
+	if j, ok := s.srv.Jobs().Job(jobID); !ok || j.State != dlq.JobDone || j.Actor != "alice" {
 		t.Errorf("job = %+v", j)
 	}
 	screenshot(t, ctx, "replay-all")

@@ -175,7 +175,7 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := console.New(console.Config{Ops: ops, Jobs: s.srv, Workers: workers, Lag: lags, Broker: dlq.BrokerKafka, Logger: log,
+	c, err := console.New(console.Config{Ops: ops, Jobs: s.srv.Jobs(), Workers: workers, Lag: lags, Broker: dlq.BrokerKafka, Logger: log,
 		Users: []console.User{{Name: "alice", Token: operatorToken}, {Name: "victor", Token: viewerToken, ReadOnly: true}}})
 	if err != nil {
 		t.Fatal(err)

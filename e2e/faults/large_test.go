@@ -129,25 +129,25 @@ func TestLargeDeadLettersMemory(t *testing.T) {
 
 	// Replay-all.
 	var started struct {
-		Job admin.Job `json:"job"`
+		Job dlq.Job `json:"job"`
 	}
 	if code := apiDo(http.MethodPost, base+"/internal/v1/dlq/replay-all?rate=0&topic="+dlqName, &started); code != http.StatusAccepted {
 		t.Fatalf("replay-all = %d", code)
 	}
 	var job struct {
-		Job admin.Job `json:"job"`
+		Job dlq.Job `json:"job"`
 	}
 	deadline := time.Now().Add(5 * time.Minute)
 	for {
 		if code := apiGet(base+"/internal/v1/dlq/jobs/"+started.Job.ID, &job); code != http.StatusOK {
 			t.Fatalf("job = %d", code)
 		}
-		if job.Job.State != admin.JobRunning || time.Now().After(deadline) {
+		if job.Job.State != dlq.JobRunning || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if p := job.Job.Progress; job.Job.State != admin.JobDone || p.Replayed != largeEntries || p.Total != largeEntries {
+	if p := job.Job.Progress; job.Job.State != dlq.JobDone || p.Replayed != largeEntries || p.Total != largeEntries {
 		t.Errorf("replay-all job = %+v, want %d replayed", job.Job, largeEntries)
 	}
 	got := replays.wait(t, largeEntries, 2*time.Minute)

@@ -1,0 +1,42 @@
+package daemon
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/redrive/redrive/internal/config"
+)
+
+// TestKeptDLQs: one DLQ per RabbitMQ worker; one per Kafka topic, with the
+// most severe severity and the longest retention of its workers.
+func TestKeptDLQs(t *testing.T) {
+	for _, tt := range []struct {
+		broker string
+		want   string
+	}{
+		{"rabbitmq", "map[a.w1.dlq:{info 720h0m0s} a.w2.dlq:{critical 24h0m0s} a.w3.dlq:{warning -1ns} b.w4.dlq:{warning 720h0m0s}]"},
+		{"kafka", "map[a.dlq:{critical -1ns} b.dlq:{warning 720h0m0s}]"},
+	} {
+		path := filepath.Join(t.TempDir(), "redrive.yaml")
+		if err := os.WriteFile(path, []byte(fmt.Sprintf(`
+broker: %s
+kafka: {brokers: [127.0.0.1:9092]}
+workers:
+  - {name: w1, topic: a, dlq: {severity: info}}
+  - {name: w2, topic: a, dlq: {severity: critical, retention: 1d}}
+  - {name: w3, topic: a, dlq: {retention: forever}}
+  - {name: w4, topic: b}
+`, tt.broker)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := config.Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(keptDLQs(c)); got != tt.want {
+			t.Errorf("%s: keptDLQs = %s, want %s", tt.broker, got, tt.want)
+		}
+	}
+}
