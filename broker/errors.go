@@ -33,8 +33,13 @@ func Permanent(err error) error {
 // PermanentError is the error Permanent returns.
 type PermanentError struct{ Err error }
 
-func (e *PermanentError) Error() string        { return "permanent: " + e.Err.Error() }
-func (e *PermanentError) Unwrap() error        { return e.Err }
+// Error returns "permanent: " and the wrapped error's message.
+func (e *PermanentError) Error() string { return "permanent: " + e.Err.Error() }
+
+// Unwrap returns the wrapped error.
+func (e *PermanentError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrPermanent.
 func (e *PermanentError) Is(target error) bool { return target == ErrPermanent }
 
 // RetryAfter asks for the next retry after d instead of the policy's delay.
@@ -53,7 +58,10 @@ type RetryAfterError struct {
 	Delay time.Duration
 }
 
+// Error returns the delay and the wrapped error's message.
 func (e *RetryAfterError) Error() string { return fmt.Sprintf("retry after %s: %v", e.Delay, e.Err) }
+
+// Unwrap returns the wrapped error.
 func (e *RetryAfterError) Unwrap() error { return e.Err }
 
 // IsPermanent reports whether err was marked with Permanent.
@@ -74,6 +82,7 @@ type PanicError struct {
 	Stack []byte
 }
 
+// Error returns "handler panic: " and the recovered value.
 func (e *PanicError) Error() string { return fmt.Sprintf("handler panic: %v", e.Value) }
 
 // ErrorClass returns err's class: the value of an ErrorClass() string method

@@ -37,3 +37,14 @@ type Source interface {
 	// skipped). It blocks until ctx ends.
 	ConsumeDeadLetters(ctx context.Context, dlqs []string, handle func(context.Context, DeadLetter) error) error
 }
+
+// Router names a backend's dead-letter queues: the replay route of a
+// configured worker, whose DLQ is where the worker's dead letters go
+// (RabbitMQ "<topic>.<worker>.dlq", one per worker; Kafka "<topic>.dlq",
+// shared by the topic's workers) and whose Target is where they are
+// replayed to. Each backend implements it (rabbit.Router, kafka.Router),
+// so that no caller spells a backend's names.
+type Router interface {
+	// Route returns the replay route of worker of topic.
+	Route(topic, worker string) Route
+}

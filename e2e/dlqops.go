@@ -154,7 +154,7 @@ func (s *suite) ops(t *testing.T, b broker.Broker, st dlq.Store, workers ...[2]s
 	}
 	var routes []dlq.Route
 	for _, w := range workers {
-		routes = append(routes, s.env.Route(w[0], w[1]))
+		routes = append(routes, s.env.Router.Route(w[0], w[1]))
 	}
 	o, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: rp, Logger: quietLogger(), Routes: routes})
 	if err != nil {

@@ -31,10 +31,13 @@ type Env struct {
 	// Nil for backends without tiers.
 	TierPasses    func(d *broker.Delivery) int
 	MaxTierPasses func(delay time.Duration) int
-	// DLQName names the dead-letter queue of (topic, group) as the keeper
-	// stores it: RabbitMQ "<topic>.<group>.dlq", Kafka "<topic>.dlq".
-	DLQName func(topic, group string) string
-	// Route is the replay route of the worker (topic, group), as the
-	// daemon builds it from the configuration.
-	Route func(topic, group string) dlq.Route
+	// Router is the backend's dlq.Router: the replay route of a worker
+	// (topic, group), as the daemon builds it from the configuration, and
+	// with it the name of its dead-letter queue.
+	Router dlq.Router
 }
+
+// DLQName names the dead-letter queue of (topic, group) as the keeper
+// stores it (the backend's Router says it: RabbitMQ "<topic>.<group>.dlq",
+// Kafka "<topic>.dlq").
+func (e Env) DLQName(topic, group string) string { return e.Router.Route(topic, group).DLQ }

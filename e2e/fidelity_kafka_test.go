@@ -105,7 +105,7 @@ func TestKafkaFidelity(t *testing.T) {
 	for _, r := range dls {
 		c := caseOf(r)
 		checkKafkaCopy(t, "DLQ record", ref[c], &kgo.Record{Key: r.Key, Value: ref[c].Value, Headers: r.Headers}, wire.Own)
-		e, err := dlq.DecodeEnvelope(r.Value)
+		e, err := kafka.DecodeEnvelope(r.Value)
 		if err != nil {
 			t.Fatalf("case %s: envelope: %v", c, err)
 		}

@@ -183,7 +183,7 @@ rabbitmq: {url: %q, prefix: fid-%s, delay: {mode: route, resolution: 100ms, fact
 	}
 
 	// The keeper stores them: the entry keeps the exact form.
-	s := &suite{env: Env{Name: dlq.BrokerRabbitMQ, Route: rabbit.Route}}
+	s := &suite{env: Env{Name: dlq.BrokerRabbitMQ, Router: rabbit.Router{}}}
 	st := newCounting(s.store(t, DatabaseURL(), ""))
 	s.keeper(t, b, st, dlqName, nil)
 	st.waitAll(t, dlqName, int64(len(cases)), 60*time.Second)

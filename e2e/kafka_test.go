@@ -45,7 +45,6 @@ kafka:
 			return kafkatest.Entries(kafkatest.DeadLetters(ctx, t, brokers, topic, group, want, quiet))
 		},
 		Resolution: 100 * time.Millisecond,
-		DLQName:    func(topic, _ string) string { return kafka.DLQTopic(topic) },
-		Route:      kafka.Route,
+		Router:     kafka.Router{},
 	}
 }

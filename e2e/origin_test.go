@@ -161,7 +161,7 @@ func TestRabbitMQOriginMismatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := &suite{env: Env{Name: dlq.BrokerRabbitMQ, Route: rabbit.Route}}
+	s := &suite{env: Env{Name: dlq.BrokerRabbitMQ, Router: rabbit.Router{}}}
 	st := newCounting(s.store(t, DatabaseURL(), ""))
 	s.keeper(t, b, st, dlq1, nil)
 	st.waitAll(t, dlq1, int64(len(msgs)), 60*time.Second)
@@ -203,7 +203,7 @@ func TestKafkaOriginMismatch(t *testing.T) {
 
 	envelope := func(e dlq.Entry) []byte {
 		e.OriginalPartition, e.OriginalOffset, e.Reason, e.OriginalValue = 0, 0, broker.ReasonPermanent, []byte("inject")
-		v, err := dlq.EncodeEnvelope(e)
+		v, err := kafka.EncodeEnvelope(e)
 		if err != nil {
 			t.Fatal(err)
 		}

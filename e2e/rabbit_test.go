@@ -87,8 +87,7 @@ rabbitmq: {url: %q, prefix: %s, delay: {mode: %s, resolution: 100ms, factor: 4, 
 			return n
 		},
 		MaxTierPasses: func(time.Duration) int { return maxPasses },
-		DLQName:       func(topic, group string) string { return rabbit.DLQ(rabbit.Queue(topic, group)) },
-		Route:         rabbit.Route,
+		Router:        rabbit.Router{},
 	}
 }
 

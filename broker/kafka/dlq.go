@@ -27,7 +27,7 @@ func (p *partition) deadLetter(r *kgo.Record, d *broker.Delivery, o broker.Outco
 }
 
 // deadLetterRecord builds the <topic>.dlq record of r (delivered as d):
-// value = the JSON envelope (dlq.EncodeEnvelope, with the exact headers in
+// value = the JSON envelope (EncodeEnvelope, with the exact headers in
 // original_wire), key = the original key, headers = the original headers
 // exactly, then the x-redrive-* story (reason, worker, ...).
 func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o broker.Outcome, cause error, now time.Time) (*kgo.Record, error) {
@@ -59,7 +59,7 @@ func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o broker.
 		FirstFailureAt:    first,
 		LastFailureAt:     last,
 	}
-	val, err := dlq.EncodeEnvelope(e)
+	val, err := EncodeEnvelope(e)
 	if err != nil {
 		return nil, err
 	}
@@ -74,8 +74,8 @@ func stackTrace(err error) string {
 		return ""
 	}
 	s := string(pe.Stack)
-	if len(s) > dlq.MaxStackTrace {
-		s = s[:dlq.MaxStackTrace]
+	if len(s) > MaxStackTrace {
+		s = s[:MaxStackTrace]
 	}
 	return s
 }

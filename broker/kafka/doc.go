@@ -11,7 +11,8 @@
 //
 //   - <topic>: what applications publish to; every group reads it.
 //   - <topic>.dlq: dead letters of every group of the topic. The value is
-//     the JSON envelope of package dlq, the key the original key, the headers
+//     the JSON envelope of EncodeEnvelope (DecodeEnvelope reads it back;
+//     Spring Kafka's and Kafka Connect's dead letters are read too), the key the original key, the headers
 //     the original headers plus redrive's x-redrive-* story.
 //   - <topic>.retry.<group>: one per group, read by that group only: the
 //     waiting room of its non_blocking retries and where replays of its dead

@@ -92,13 +92,13 @@ func (p *partition) keep(r *kgo.Record, handle func(context.Context, dlq.DeadLet
 func deadLetterOf(r *kgo.Record) dlq.DeadLetter {
 	id := dlq.KafkaID(r.Partition, r.Offset)
 	dl := dlq.DeadLetter{DLQ: r.Topic, ID: id, Identity: id + "@" + strconv.FormatInt(r.Timestamp.UnixMilli(), 10)}
-	e, err := dlq.DecodeEnvelope(r.Value)
+	e, err := DecodeEnvelope(r.Value)
 	if err == nil {
 		dl.Entry = e
 		return dl
 	}
 	h := fromHeaders(r.Headers)
-	if fe, prefix, ok := dlq.FromForeignHeaders(h); ok {
+	if fe, prefix, ok := fromForeignHeaders(h); ok {
 		fe.OriginalKey, fe.OriginalValue = r.Key, r.Value
 		fe.OriginalWire = appWire(slices.DeleteFunc(wireHeaders(r.Headers), func(f wire.Field) bool {
 			return strings.HasPrefix(f.Name, prefix)

@@ -16,8 +16,8 @@ import (
 )
 
 // The configuration file reaches this package only through the registry
-// of internal/backend: the open function and the Config mapping
-// (backend.ConfigOf[kafka.Config]).
+// of internal/backend: the open function, the Config mapping
+// (backend.ConfigOf[kafka.Config]) and the DLQ names (backend.RouterOf).
 func init() {
 	backend.Register(config.BrokerKafka, func(ctx context.Context, c *config.Config, log *slog.Logger) (broker.Broker, error) {
 		cfg, err := configOf(c, log)
@@ -27,6 +27,7 @@ func init() {
 		return New(ctx, cfg)
 	})
 	backend.RegisterConfig(configOf)
+	backend.RegisterRouter(config.BrokerKafka, Router{})
 }
 
 // configOf is the Config of a redrive configuration: its kafka section and

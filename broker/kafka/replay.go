@@ -76,6 +76,12 @@ func Route(topic, group string) dlq.Route {
 	return dlq.Route{DLQ: DLQTopic(topic), Topic: topic, Worker: group, Target: retry, Sources: []string{topic, retry}}
 }
 
+// Router is the dlq.Router of Kafka: its Route is Route.
+type Router struct{}
+
+// Route returns Route(topic, worker).
+func (Router) Route(topic, worker string) dlq.Route { return Route(topic, worker) }
+
 // topicExists reports whether topic exists, remembering the ones that do.
 func (b *Broker) topicExists(ctx context.Context, topic string) (bool, error) {
 	if b.isKnown(topic) {

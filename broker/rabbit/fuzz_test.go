@@ -11,8 +11,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/dlq"
 )
 
 // tableGen builds AMQP header tables from fuzz bytes, with every value
@@ -149,7 +149,7 @@ func FuzzForeignHeaders(f *testing.F) {
 		if dl.Entry.Reason == "" || dl.Identity == "" {
 			t.Fatalf("dead letter without reason or identity: %+v", dl)
 		}
-		if _, err := dlq.EncodeEnvelope(dl.Entry); err != nil {
+		if _, err := kafka.EncodeEnvelope(dl.Entry); err != nil {
 			t.Fatalf("dead letter does not encode: %v", err)
 		}
 		for k := range dl.Entry.OriginalHeaders {

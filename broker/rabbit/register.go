@@ -12,8 +12,8 @@ import (
 
 // The configuration file reaches this package only through the registry
 // of internal/backend: the open function, the Config mapping
-// (backend.ConfigOf[rabbit.Config]) and the delay queues
-// (backend.DelayQueues).
+// (backend.ConfigOf[rabbit.Config]), the DLQ names (backend.RouterOf) and
+// the delay queues (backend.DelayQueues).
 func init() {
 	backend.Register(config.BrokerRabbitMQ, func(ctx context.Context, c *config.Config, log *slog.Logger) (broker.Broker, error) {
 		cfg, err := configOf(c, log)
@@ -23,6 +23,7 @@ func init() {
 		return New(ctx, cfg)
 	})
 	backend.RegisterConfig(configOf)
+	backend.RegisterRouter(config.BrokerRabbitMQ, Router{})
 	backend.RegisterDelayQueues(config.BrokerRabbitMQ, func(c *config.Config) ([]string, error) {
 		return delayQueuesFrom(c.RabbitMQ)
 	})

@@ -60,3 +60,9 @@ func Route(topic, group string) dlq.Route {
 	q := Queue(topic, group)
 	return dlq.Route{DLQ: DLQ(q), Topic: topic, Worker: group, Target: q, Sources: []string{q}}
 }
+
+// Router is the dlq.Router of RabbitMQ: its Route is Route.
+type Router struct{}
+
+// Route returns Route(topic, worker).
+func (Router) Route(topic, worker string) dlq.Route { return Route(topic, worker) }

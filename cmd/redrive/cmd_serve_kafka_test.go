@@ -61,7 +61,7 @@ exporter: {listen: %q}
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	env, err := dlq.EncodeEnvelope(dlq.Entry{MessageID: "m-1", OriginalTopic: "orders", OriginalPartition: 0, OriginalOffset: 7,
+	env, err := kafka.EncodeEnvelope(dlq.Entry{MessageID: "m-1", OriginalTopic: "orders", OriginalPartition: 0, OriginalOffset: 7,
 		OriginalKey: []byte("deal-7"), OriginalValue: []byte(`{"amount":7}`), ErrorClass: "bank.Rejected", ErrorMessage: "rejected",
 		Reason: "permanent", Worker: "billing", Source: "orders", LastFailureAt: time.Now()})
 	if err != nil {

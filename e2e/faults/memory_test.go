@@ -275,7 +275,7 @@ func TestKeeperMemory(t *testing.T) {
 	// One envelope, encoded once (escaping 4 KiB is slow with -race), with
 	// a fixed-width id placeholder that each dead letter replaces.
 	const placeholder = "keeper-??????"
-	envelope, err := dlq.EncodeEnvelope(dlq.Entry{MessageID: placeholder, OriginalTopic: topic, OriginalPartition: 0, OriginalOffset: 0,
+	envelope, err := kafka.EncodeEnvelope(dlq.Entry{MessageID: placeholder, OriginalTopic: topic, OriginalPartition: 0, OriginalOffset: 0,
 		OriginalKey: []byte(placeholder), OriginalValue: bytes.Repeat([]byte("x"), keeperPayload),
 		ErrorClass: "TimeoutError", ErrorMessage: "upstream timed out", Reason: broker.ReasonPermanent, RetryCount: 3,
 		Worker: "g", Source: topic, FirstFailureAt: start, LastFailureAt: start})

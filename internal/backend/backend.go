@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/config"
 )
 
@@ -184,4 +185,30 @@ func DelayQueues(cfg *config.Config) ([]string, error) {
 		return nil, nil
 	}
 	return queues(cfg)
+}
+
+var routers = map[string]dlq.Router{}
+
+// RegisterRouter makes r the dlq.Router of backend name: how it names the
+// DLQs and replay routes of the configured workers. It panics when name
+// has one already (a programming error).
+func RegisterRouter(name string, r dlq.Router) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := routers[name]; dup {
+		panic("backend: RegisterRouter called twice for " + name)
+	}
+	routers[name] = r
+}
+
+// RouterOf returns the dlq.Router of the backend cfg.Broker names, without
+// connecting; ErrNotLinked when that backend is not linked in.
+func RouterOf(cfg *config.Config) (dlq.Router, error) {
+	mu.RLock()
+	r := routers[cfg.Broker]
+	mu.RUnlock()
+	if r == nil {
+		return nil, fmt.Errorf("%w: broker %q", ErrNotLinked, cfg.Broker)
+	}
+	return r, nil
 }

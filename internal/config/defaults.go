@@ -7,10 +7,11 @@ import (
 	"github.com/redrive/redrive/broker"
 )
 
-// Defaults filled in by ApplyDefaults and Worker.WithDefaults.
 // MinTokenLen is the shortest admin.token and admin.viewer_token accepted.
 const MinTokenLen = 8
 
+// Defaults filled in by ApplyDefaults and Worker.WithDefaults
+// (docs/configuration.md lists each with its key).
 const (
 	DefaultRabbitMQURL     = "amqp://guest:guest@127.0.0.1:5672/"
 	DefaultPrefix          = "redrive"

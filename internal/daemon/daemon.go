@@ -53,6 +53,7 @@ type Options struct {
 type Daemon struct {
 	c        *config.Config
 	o        Options
+	router   dlq.Router // the backend's DLQ names and replay routes
 	log      *slog.Logger
 	admin    string // listen address of the admin API
 	metrics  string // listen address of the exporter
@@ -70,11 +71,14 @@ func New(c *config.Config, o Options, log *slog.Logger) (*Daemon, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	d := &Daemon{c: c, o: o, log: log, policies: keptDLQs(c)}
+	router, err := backend.RouterOf(c)
+	if err != nil {
+		return nil, err
+	}
+	d := &Daemon{c: c, o: o, log: log, router: router, policies: keptDLQs(c, router)}
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	var err error
 	if d.mon, err = newMonitoring(c, d.log, o.Interval); err != nil {
 		return nil, err
 	}
@@ -177,7 +181,7 @@ func (d *Daemon) keep(ctx context.Context) error {
 		return fmt.Errorf("declare the topology of %d workers: %w", len(d.c.Workers), err)
 	}
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: rp, Policies: d.policies,
-		Routes: replayRoutes(d.c), MaxPayloadPreview: d.c.DLQ.MaxPayloadPreview,
+		Routes: replayRoutes(d.c, d.router), MaxPayloadPreview: d.c.DLQ.MaxPayloadPreview,
 		Registerer: d.exp.Registerer(), Logger: d.log, MetricsInterval: d.o.Interval})
 	if err != nil {
 		return err

@@ -2,26 +2,20 @@ package daemon
 
 import (
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/broker/kafka"
-	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/config"
 )
 
-// keptDLQs returns the DLQs of the configured workers and their policies.
-// RabbitMQ: one per worker, "<topic>.<worker>.dlq". Kafka: one per topic,
-// "<topic>.dlq", shared by the topic's workers: the most severe severity
-// and the longest retention of those workers apply.
-func keptDLQs(c *config.Config) map[string]dlq.Policy {
+// keptDLQs returns the DLQs of the configured workers, as the backend's
+// router names them, and their policies. A DLQ the workers of a topic
+// share (Kafka "<topic>.dlq") takes the most severe severity and the
+// longest retention of those workers.
+func keptDLQs(c *config.Config, r dlq.Router) map[string]dlq.Policy {
 	out := make(map[string]dlq.Policy, len(c.Workers))
 	for _, w := range c.Workers {
 		w = w.WithDefaults()
 		p := dlq.Policy{Severity: w.DLQ.Severity, Retention: w.DLQ.Retention.Value()}
-		if c.Broker != config.BrokerKafka {
-			out[rabbit.DLQ(rabbit.Queue(w.Topic, w.Name))] = p
-			continue
-		}
-		name := kafka.DLQTopic(w.Topic)
+		name := r.Route(w.Topic, w.Name).DLQ
 		if prev, ok := out[name]; ok {
 			if severityRank(prev.Severity) > severityRank(p.Severity) {
 				p.Severity = prev.Severity
@@ -37,14 +31,10 @@ func keptDLQs(c *config.Config) map[string]dlq.Policy {
 
 // replayRoutes returns the replay route of every configured worker: where
 // the entries of its DLQ go back to (never where a message says).
-func replayRoutes(c *config.Config) []dlq.Route {
+func replayRoutes(c *config.Config, r dlq.Router) []dlq.Route {
 	out := make([]dlq.Route, 0, len(c.Workers))
 	for _, w := range c.Workers {
-		if c.Broker == config.BrokerKafka {
-			out = append(out, kafka.Route(w.Topic, w.Name))
-		} else {
-			out = append(out, rabbit.Route(w.Topic, w.Name))
-		}
+		out = append(out, r.Route(w.Topic, w.Name))
 	}
 	return out
 }

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	_ "github.com/redrive/redrive/broker/kafka"
+	_ "github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
 )
 
@@ -35,7 +38,11 @@ workers:
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := fmt.Sprint(keptDLQs(c)); got != tt.want {
+		r, err := backend.RouterOf(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(keptDLQs(c, r)); got != tt.want {
 			t.Errorf("%s: keptDLQs = %s, want %s", tt.broker, got, tt.want)
 		}
 	}

@@ -50,7 +50,11 @@ func RunExporter(ctx context.Context, c *config.Config, o ExporterOptions, log *
 	}
 	defer m.close()
 	if c.Postgres.URL != "" {
-		counts := &storeCounts{url: c.Postgres.URL, policies: keptDLQs(c), log: log}
+		router, err := backend.RouterOf(c)
+		if err != nil {
+			return err
+		}
+		counts := &storeCounts{url: c.Postgres.URL, policies: keptDLQs(c, router), log: log}
 		m.closers = append(m.closers, counts.Close)
 		ds := exporter.NewDLQSampler(counts.DLQs, exporter.DLQSamplerConfig{Interval: o.Interval, Logger: log})
 		m.cfg.DLQ = ds

@@ -135,7 +135,7 @@ func DeadLetters(ctx context.Context, t testing.TB, brokers []string, topic, gro
 			}
 		})
 		fs.EachRecord(func(r *kgo.Record) {
-			e, err := dlq.DecodeEnvelope(r.Value)
+			e, err := kafka.DecodeEnvelope(r.Value)
 			if err != nil {
 				t.Errorf("dead-letter probe: record %d/%d is not an envelope: %v", r.Partition, r.Offset, err)
 				return

@@ -1,10 +1,12 @@
-package dlq
+package kafka
 
 import (
 	"encoding/binary"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redrive/redrive/dlq"
 )
 
 // Header names written by other tools' dead-letter publishers.
@@ -31,7 +33,7 @@ const (
 	connectPrefix     = "__connect.errors."
 )
 
-// FromForeignHeaders maps the dead-letter headers of Spring Kafka
+// fromForeignHeaders maps the dead-letter headers of Spring Kafka
 // (kafka_dlt-*) or Kafka Connect (__connect.errors.*) into an Entry, so
 // that their DLQ topics are triaged with redrive's, and returns the prefix
 // of the tool's own headers. It reports false when neither tool's headers
@@ -39,10 +41,10 @@ const (
 // fill in; the tools' own headers (prefix) are left out of OriginalHeaders.
 // The tools' record of where the message came from (topic, group) is
 // checked against the DLQ's configured route like redrive's (Ops.Target).
-func FromForeignHeaders(h map[string]string) (e Entry, prefix string, ok bool) {
+func fromForeignHeaders(h map[string]string) (e dlq.Entry, prefix string, ok bool) {
 	switch {
 	case h[springTopic] != "" || h[springFQCN] != "":
-		e = Entry{
+		e = dlq.Entry{
 			OriginalTopic:     h[springTopic],
 			OriginalPartition: int32(beInt(h[springPartition])),
 			OriginalOffset:    beInt(h[springOffset]),
@@ -63,7 +65,7 @@ func FromForeignHeaders(h map[string]string) (e Entry, prefix string, ok bool) {
 		if err != nil {
 			o = -1
 		}
-		return Entry{
+		return dlq.Entry{
 			OriginalTopic:     h[connectTopic],
 			OriginalPartition: int32(p),
 			OriginalOffset:    o,
@@ -75,7 +77,7 @@ func FromForeignHeaders(h map[string]string) (e Entry, prefix string, ok bool) {
 			OriginalHeaders:   without(h, connectPrefix),
 		}, connectPrefix, true
 	}
-	return Entry{}, "", false
+	return dlq.Entry{}, "", false
 }
 
 // maxUnixMilli is the last millisecond of year 9999, the largest time an

@@ -1,9 +1,11 @@
-package dlq
+package kafka
 
 import (
 	"encoding/binary"
 	"strings"
 	"testing"
+
+	"github.com/redrive/redrive/dlq"
 )
 
 func be32(n int32) string {
@@ -23,7 +25,7 @@ func TestFromForeignHeaders(t *testing.T) {
 		name    string
 		h       map[string]string
 		ok      bool
-		want    Entry
+		want    dlq.Entry
 		headers map[string]string
 	}{
 		{
@@ -35,7 +37,7 @@ func TestFromForeignHeaders(t *testing.T) {
 				"kafka_dlt-exception-stacktrace": strings.Repeat("x", 600), "trace": "t1",
 			},
 			ok: true,
-			want: Entry{OriginalTopic: "orders", OriginalPartition: 2, OriginalOffset: 1234, Worker: "billing",
+			want: dlq.Entry{OriginalTopic: "orders", OriginalPartition: 2, OriginalOffset: 1234, Worker: "billing",
 				ErrorClass: "java.lang.IllegalStateException", ErrorMessage: "bad state", Reason: "spring_dlt"},
 			headers: map[string]string{"trace": "t1"},
 		},
@@ -47,17 +49,17 @@ func TestFromForeignHeaders(t *testing.T) {
 				"__connect.errors.exception.message": "schema mismatch",
 			},
 			ok: true,
-			want: Entry{OriginalTopic: "events", OriginalPartition: 1, OriginalOffset: 99, Worker: "pg-sink",
+			want: dlq.Entry{OriginalTopic: "events", OriginalPartition: 1, OriginalOffset: 99, Worker: "pg-sink",
 				ErrorClass: "org.apache.kafka.connect.errors.DataException", ErrorMessage: "schema mismatch", Reason: "connect_error"},
 			headers: map[string]string{},
 		},
 		{name: "neither", h: map[string]string{"k": "v"}},
 		{name: "spring with garbage numbers", h: map[string]string{"kafka_dlt-original-topic": "t", "kafka_dlt-original-offset": "\x01"}, ok: true,
-			want: Entry{OriginalTopic: "t", OriginalPartition: -1, OriginalOffset: -1, Reason: "spring_dlt"}, headers: map[string]string{}},
+			want: dlq.Entry{OriginalTopic: "t", OriginalPartition: -1, OriginalOffset: -1, Reason: "spring_dlt"}, headers: map[string]string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _, ok := FromForeignHeaders(tt.h)
+			got, _, ok := fromForeignHeaders(tt.h)
 			if ok != tt.ok {
 				t.Fatalf("ok = %v, want %v", ok, tt.ok)
 			}

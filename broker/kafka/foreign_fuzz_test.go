@@ -1,4 +1,4 @@
-package dlq
+package kafka
 
 import (
 	"strings"
@@ -27,7 +27,7 @@ func FuzzFromForeignHeaders(f *testing.F) {
 			k, v, _ := strings.Cut(line, "=")
 			h[k] = v
 		}
-		e, _, ok := FromForeignHeaders(h)
+		e, _, ok := fromForeignHeaders(h)
 		if !ok {
 			return
 		}

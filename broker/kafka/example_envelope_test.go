@@ -1,4 +1,4 @@
-package dlq_test
+package kafka_test
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/dlq"
 )
 
@@ -26,7 +27,7 @@ func ExampleEncodeEnvelope() {
 		FirstFailureAt:    time.Date(2025, 1, 15, 10, 30, 0, 0, time.UTC),
 		LastFailureAt:     time.Date(2025, 1, 15, 11, 45, 0, 0, time.UTC),
 	}
-	data, err := dlq.EncodeEnvelope(e)
+	data, err := kafka.EncodeEnvelope(e)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -35,7 +36,7 @@ func ExampleEncodeEnvelope() {
 	_ = json.Indent(&out, data, "", "  ") // for display only: store data as is
 	fmt.Println(out.String())
 
-	back, err := dlq.DecodeEnvelope(data)
+	back, err := kafka.DecodeEnvelope(data)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -70,7 +71,7 @@ func ExampleEncodeEnvelope() {
 }
 
 func ExampleDecodeEnvelope() {
-	_, err := dlq.DecodeEnvelope([]byte("not an envelope"))
-	fmt.Println(errors.Is(err, dlq.ErrNotEnvelope))
+	_, err := kafka.DecodeEnvelope([]byte("not an envelope"))
+	fmt.Println(errors.Is(err, kafka.ErrNotEnvelope))
 	// Output: true
 }
