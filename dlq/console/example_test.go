@@ -15,8 +15,8 @@ import (
 )
 
 // Example mounts the console next to the admin API, as redrive serve
-// does: the admin server runs the replay-all jobs and serves /internal/;
-// the console serves the rest, with its own login.
+// does: both share one dlq.Jobs (the replay-all jobs); the admin server
+// serves /internal/ and the console the rest, with its own login.
 func Example() {
 	store := memstore.New(memstore.Options{})
 	defer store.Close()
@@ -26,19 +26,12 @@ func Example() {
 		log.Fatal(err)
 	}
 
-	// The console needs the server's jobs and the server the console's
-	// handler: a forwarding handler breaks the cycle.
-	var ui http.Handler
-	srv, err := admin.New(admin.Config{
-		Ops: ops, Listen: "127.0.0.1:8080", Logger: quiet, Tokens: []admin.Token{{Name: "ci", Secret: "api-secret-token"}},
-		UI: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ui.ServeHTTP(w, r) }),
-	})
+	jobs, err := dlq.NewJobs(dlq.JobsConfig{Ops: ops, Logger: quiet})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer srv.Close()
 	c, err := console.New(console.Config{
-		Ops: ops, Jobs: srv.Jobs(), Broker: dlq.BrokerKafka, Logger: quiet,
+		Ops: ops, Jobs: jobs, Broker: dlq.BrokerKafka, Logger: quiet,
 		Users: []console.User{
 			{Name: "alice", Token: "operator-secret-token"},
 			{Name: "victor", Token: "viewer-secret-token", ReadOnly: true},
@@ -47,7 +40,14 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	ui = c.Handler()
+	srv, err := admin.New(admin.Config{
+		Ops: ops, Jobs: jobs, Listen: "127.0.0.1:8080", Logger: quiet, Tokens: []admin.Token{{Name: "ci", Secret: "api-secret-token"}},
+		UI: c.Handler(),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close() // closes the jobs too
 
 	// Without a session, pages send the browser to the login form.
 	w := httptest.NewRecorder()
