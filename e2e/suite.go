@@ -1,3 +1,7 @@
+// One file, over the usual length: the cases of the suite that runs
+// unchanged against both brokers, each a method of suite, so that a
+// backend author reads the whole contract in one place.
+
 package e2e
 
 import (

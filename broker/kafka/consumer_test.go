@@ -1,3 +1,7 @@
+// One file, over the usual length: the consumer's behaviour (blocking and
+// non-blocking retries, dead letters, max age, shutdown) on one set of
+// helpers.
+
 package kafka_test
 
 import (

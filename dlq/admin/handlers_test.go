@@ -1,3 +1,6 @@
+// One file, over the usual length: TestAPI walks the API in order on one
+// fixture (each step leaves the state the next one reads).
+
 package admin_test
 
 import (

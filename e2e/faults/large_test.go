@@ -1,5 +1,8 @@
 //go:build faults
 
+// One file, over the usual length: one fault case (large dead letters in
+// bounded memory), its child process and its helpers, read together.
+
 package faults
 
 import (

@@ -1,5 +1,9 @@
 //go:build faults
 
+// One file, over the usual length: the bounded-memory cases of the keeper
+// and replay-all share the child-process harness and the report they are
+// measured by.
+
 package faults
 
 import (

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,4 +103,47 @@ func recvName(e ast.Expr) string {
 		return x.Name
 	}
 	return ""
+}
+
+// maxLines is how long a Go file may grow before its top comment must say
+// why it stays one file.
+const maxLines = 450
+
+// TestLongFilesSayWhy checks that every Go file of the module over
+// maxLines lines has, above its package clause, a comment saying why it
+// stays one file ("one file").
+func TestLongFilesSayWhy(t *testing.T) {
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "peers") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		src := string(data)
+		if strings.Count(src, "\n") <= maxLines {
+			return nil
+		}
+		top, _, found := strings.Cut(src, "\npackage ")
+		if !found {
+			top = "" // the package clause is the first line
+		}
+		if !strings.Contains(strings.ToLower(top), "one file") {
+			t.Errorf("%s: %d lines (over %d) and no top comment saying why it stays one file: split it, or say why", rel(path), strings.Count(src, "\n"), maxLines)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
