@@ -2,6 +2,13 @@
 // running broker.Broker for whichever backend its `broker:` key names. Each
 // backend package registers itself from init (database/sql style), so a
 // program links only the backends it imports and no import cycle arises.
+//
+// It is also the one way from the YAML configuration to a backend's own
+// types, so that the public backends never take internal/config types:
+// ConfigOf maps a configuration to a backend's Config (rabbit.Config,
+// kafka.Config), DelayQueues lists the queues delayed messages wait in, and
+// RouterOf gives the backend's dlq.Router (its DLQ names and replay
+// routes), all without connecting.
 package backend
 
 import (
