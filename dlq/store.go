@@ -38,6 +38,15 @@ type Store interface {
 	// inserts of the same identity. An r.ID already used by another
 	// identity is ErrIDConflict.
 	Insert(ctx context.Context, r Record) (stored Record, inserted bool, err error)
+	// InsertBatch stores rs as Insert stores each, as one batch (pgstore:
+	// one multi-row statement, its summary counts in the same
+	// transaction), and returns one InsertResult per record, in the order
+	// of rs. A record that cannot be stored (invalid, its id used by
+	// another identity, refused by the database) gets its error in its
+	// result while the others are stored; err is set only when the batch
+	// as a whole failed (the database is unreachable, the store closed):
+	// the caller offers it again, inserts being idempotent.
+	InsertBatch(ctx context.Context, rs []Record) (results []InsertResult, err error)
 	// Get returns the record id of dlq, live or archived, with its whole
 	// message; ErrNotFound when there is none.
 	Get(ctx context.Context, dlq, id string) (Record, error)
@@ -80,6 +89,17 @@ type Store interface {
 	Archive(ctx context.Context, dlq string, before time.Time, limit int) (int, error)
 	// Close releases the store's resources.
 	Close() error
+}
+
+// InsertResult is the outcome of one record of Store.InsertBatch: what
+// Store.Insert returns for it.
+type InsertResult struct {
+	// Stored is the record as stored, or the record already stored under
+	// its identity when Inserted is false.
+	Stored   Record
+	Inserted bool
+	// Err is why this record was not stored (nothing else is set then).
+	Err error
 }
 
 // Transition is a status change, for Store.Transition.
@@ -227,8 +247,9 @@ type Summary struct {
 	Severity string
 	// Counts by status.
 	Pending, Replaying, Replayed, Discarded, Archived int64
-	// OldestPending is when the oldest pending record was received (zero
-	// when none is pending); LastReceived when the newest record was.
+	// OldestPending is when the oldest pending record by insertion order
+	// (the first a listing shows) was received, zero when none is pending;
+	// LastReceived when the newest record was.
 	OldestPending time.Time
 	LastReceived  time.Time
 }

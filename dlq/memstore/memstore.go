@@ -132,6 +132,23 @@ func (s *Store) Insert(ctx context.Context, r dlq.Record) (dlq.Record, bool, err
 	return clone(n.r), true, nil
 }
 
+// InsertBatch implements dlq.Store: each record as Insert stores it, under
+// one lock.
+func (s *Store) InsertBatch(ctx context.Context, rs []dlq.Record) ([]dlq.InsertResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]dlq.InsertResult, len(rs))
+	for i, r := range rs {
+		stored, inserted, err := s.Insert(ctx, r)
+		if err != nil && !errors.Is(err, dlq.ErrInvalidRecord) && !errors.Is(err, dlq.ErrIDConflict) {
+			return nil, err // the store as a whole (closed, journal)
+		}
+		out[i] = dlq.InsertResult{Stored: stored, Inserted: inserted, Err: err}
+	}
+	return out, nil
+}
+
 // add indexes n; the caller holds mu.
 func (s *Store) add(n *rec) {
 	s.seq = max(s.seq, n.seq)

@@ -135,7 +135,7 @@ func (s *Store) Summaries(ctx context.Context) ([]dlq.Summary, error) {
 		switch r.Status {
 		case dlq.StatusPending:
 			sum.Pending++
-			if sum.OldestPending.IsZero() || r.ReceivedAt.Before(sum.OldestPending) {
+			if sum.OldestPending.IsZero() { // the first pending by insertion order, as pgstore
 				sum.OldestPending = r.ReceivedAt
 			}
 		case dlq.StatusReplaying:

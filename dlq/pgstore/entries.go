@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -20,67 +18,6 @@ func nullTime(t time.Time) *time.Time {
 		return nil
 	}
 	return &t
-}
-
-// Insert implements dlq.Store: INSERT … ON CONFLICT DO NOTHING on the
-// unique (dlq, identity) and (dlq, id) keys, so concurrent inserts of one
-// identity store one row; the archive is checked first.
-func (s *Store) Insert(ctx context.Context, r dlq.Record) (dlq.Record, bool, error) {
-	r, err := r.PrepareInsert(s.now())
-	if err != nil {
-		return dlq.Record{}, false, fmt.Errorf("pgstore: insert: %w", err)
-	}
-	name := r.Key()
-	// Idempotent across the archive too.
-	_, old, err := scanRecord(s.pool.QueryRow(ctx, `SELECT `+cols(true, whole)+` FROM dlq_entries_archive
-		WHERE dlq = $1 AND (identity = $2 OR id = $3) ORDER BY identity = $2 DESC LIMIT 1`, r.DLQ, r.Identity, r.ID), whole)
-	switch {
-	case err == nil && old.Identity == r.Identity:
-		return s.filled(ctx, old, name)
-	case err == nil:
-		return dlq.Record{}, false, fmt.Errorf("pgstore: insert entry %q: %w (archived)", name, dlq.ErrIDConflict)
-	case !errors.Is(err, pgx.ErrNoRows):
-		return dlq.Record{}, false, fmt.Errorf("pgstore: insert entry %q: check archive: %w", name, err)
-	}
-
-	e := &r.Entry
-	var seq int64
-	err = s.pool.QueryRow(ctx, `INSERT INTO dlq_entries (dlq, id, identity, broker, severity, status, status_changed_at, status_by, version, received_at,
-			message_id, original_topic, original_partition, original_offset, original_key, original_value, original_headers, original_wire,
-			error_class, error_message, stack_trace, reason, retry_count, worker, worker_instance, source, first_failure_at, last_failure_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28)
-		ON CONFLICT DO NOTHING
-		RETURNING seq`,
-		r.DLQ, r.ID, r.Identity, r.Broker, r.Severity, string(r.Status), r.StatusChangedAt, r.StatusBy, r.Version, r.ReceivedAt,
-		e.MessageID, e.OriginalTopic, e.OriginalPartition, e.OriginalOffset, e.OriginalKey, e.OriginalValue, encodeHeaders(e.OriginalHeaders), e.OriginalWire,
-		e.ErrorClass, e.ErrorMessage, e.StackTrace, e.Reason, e.RetryCount, e.Worker, e.WorkerInstance, e.Source,
-		nullTime(e.FirstFailureAt), nullTime(e.LastFailureAt),
-	).Scan(&seq)
-	if err == nil {
-		return r, true, nil
-	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return dlq.Record{}, false, fmt.Errorf("pgstore: insert entry %q: %w", name, err)
-	}
-	// A conflict: the same identity (a redelivery), or the id of another.
-	_, old, err = scanRecord(s.pool.QueryRow(ctx, `SELECT `+cols(false, whole)+` FROM dlq_entries WHERE dlq = $1 AND identity = $2`, r.DLQ, r.Identity), whole)
-	switch {
-	case err == nil:
-		return s.filled(ctx, old, name)
-	case errors.Is(err, pgx.ErrNoRows):
-		return dlq.Record{}, false, fmt.Errorf("pgstore: insert entry %q: %w", name, dlq.ErrIDConflict)
-	default:
-		return dlq.Record{}, false, fmt.Errorf("pgstore: insert entry %q: read existing: %w", name, err)
-	}
-}
-
-// filled returns the existing record old of an insert, its value read.
-func (s *Store) filled(ctx context.Context, old dlq.Record, name string) (dlq.Record, bool, error) {
-	recs := []dlq.Record{old}
-	if err := fillValues(ctx, s.pool, recs); err != nil {
-		return dlq.Record{}, false, fmt.Errorf("pgstore: insert entry %q: read existing: %w", name, err)
-	}
-	return recs[0], false, nil
 }
 
 // Get implements dlq.Store.
@@ -283,115 +220,72 @@ func (s *Store) List(ctx context.Context, q dlq.Query) (dlq.Page, error) {
 	return page, nil
 }
 
-// Count implements dlq.Store.
+// Count implements dlq.Store: from dlq_counts when q selects by DLQ and
+// status only (what the console's header and the gauges ask), else by
+// counting the entries q selects.
 func (s *Store) Count(ctx context.Context, q dlq.Query) (int64, error) {
 	q.Cursor = ""
 	if err := q.Validate(); err != nil {
 		return 0, fmt.Errorf("pgstore: count: %w", err)
 	}
-	table, _, w := filter(q)
 	var n int64
+	if q.ErrorClass == "" && q.Text == "" && q.Since.IsZero() && q.Until.IsZero() {
+		status := string(q.Status)
+		err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(n), 0)::bigint FROM dlq_counts
+			WHERE ($1 = '' OR dlq = $1) AND CASE WHEN $2 = '' THEN status <> 'archived' ELSE status = $2 END`, q.DLQ, status).Scan(&n)
+		if err != nil {
+			return 0, fmt.Errorf("pgstore: count %q: %w", q.DLQ, err)
+		}
+		return n, nil
+	}
+	table, _, w := filter(q)
 	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM `+table+w.String(), w.args...).Scan(&n); err != nil {
 		return 0, fmt.Errorf("pgstore: count %q: %w", q.DLQ, err)
 	}
 	return n, nil
 }
 
-// Summaries implements dlq.Store with grouped counts (index scans on
-// (dlq, status, seq)), not a read of every record.
+// Summaries implements dlq.Store: the counts from dlq_counts, then per
+// DLQ a few index probes: its newest record (broker, severity), its first
+// pending record by insertion order and its latest received time.
 func (s *Store) Summaries(ctx context.Context) ([]dlq.Summary, error) {
-	sums := map[string]*dlq.Summary{}
-	get := func(name string) *dlq.Summary {
-		if sums[name] == nil {
-			sums[name] = &dlq.Summary{DLQ: name}
-		}
-		return sums[name]
-	}
-	rows, err := s.pool.Query(ctx, `SELECT dlq,
-			count(*) FILTER (WHERE status = 'pending'),
-			count(*) FILTER (WHERE status = 'replaying'),
-			count(*) FILTER (WHERE status = 'replayed'),
-			count(*) FILTER (WHERE status = 'discarded'),
-			min(received_at) FILTER (WHERE status = 'pending'),
-			max(received_at)
-		FROM dlq_entries GROUP BY dlq`)
+	rows, err := s.pool.Query(ctx, `WITH c AS (
+			SELECT dlq,
+				sum(n) FILTER (WHERE status = 'pending')::bigint AS pending,
+				sum(n) FILTER (WHERE status = 'replaying')::bigint AS replaying,
+				sum(n) FILTER (WHERE status = 'replayed')::bigint AS replayed,
+				sum(n) FILTER (WHERE status = 'discarded')::bigint AS discarded,
+				sum(n) FILTER (WHERE status = 'archived')::bigint AS archived
+			FROM dlq_counts GROUP BY dlq HAVING sum(n) > 0)
+		SELECT c.dlq, coalesce(c.pending, 0), coalesce(c.replaying, 0), coalesce(c.replayed, 0), coalesce(c.discarded, 0), coalesce(c.archived, 0),
+			e.broker, e.severity,
+			(SELECT received_at FROM dlq_entries WHERE dlq = c.dlq AND status = 'pending' ORDER BY seq LIMIT 1),
+			greatest((SELECT max(received_at) FROM dlq_entries WHERE dlq = c.dlq),
+				(SELECT max(received_at) FROM dlq_entries_archive WHERE dlq = c.dlq))
+		FROM c CROSS JOIN LATERAL (
+			(SELECT broker, severity, 0 AS archived FROM dlq_entries WHERE dlq = c.dlq ORDER BY seq DESC LIMIT 1)
+			UNION ALL
+			(SELECT broker, severity, 1 FROM dlq_entries_archive WHERE dlq = c.dlq ORDER BY seq DESC LIMIT 1)
+			ORDER BY archived LIMIT 1) e
+		ORDER BY c.dlq`)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: summaries: %w", err)
 	}
-	for rows.Next() {
-		var name string
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (dlq.Summary, error) {
+		var sum dlq.Summary
 		var oldest, lastAt *time.Time
-		var p, rg, rd, d int64
-		if err := rows.Scan(&name, &p, &rg, &rd, &d, &oldest, &lastAt); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("pgstore: summaries: %w", err)
-		}
-		sum := get(name)
-		sum.Pending, sum.Replaying, sum.Replayed, sum.Discarded = p, rg, rd, d
+		err := row.Scan(&sum.DLQ, &sum.Pending, &sum.Replaying, &sum.Replayed, &sum.Discarded, &sum.Archived,
+			&sum.Broker, &sum.Severity, &oldest, &lastAt)
 		if oldest != nil {
 			sum.OldestPending = oldest.UTC()
 		}
 		if lastAt != nil {
 			sum.LastReceived = lastAt.UTC()
 		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return sum, err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("pgstore: summaries: %w", err)
-	}
-
-	rows, err = s.pool.Query(ctx, `SELECT dlq, count(*), max(received_at) FROM dlq_entries_archive GROUP BY dlq`)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: summaries: archive: %w", err)
-	}
-	for rows.Next() {
-		var name string
-		var n int64
-		var lastAt time.Time
-		if err := rows.Scan(&name, &n, &lastAt); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("pgstore: summaries: archive: %w", err)
-		}
-		sum := get(name)
-		sum.Archived = n
-		if lastAt.After(sum.LastReceived) {
-			sum.LastReceived = lastAt.UTC()
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pgstore: summaries: archive: %w", err)
-	}
-
-	// Broker and severity of each DLQ's newest record, live before
-	// archived: one index lookup per DLQ on (dlq, seq).
-	names := slices.Sorted(maps.Keys(sums))
-	rows, err = s.pool.Query(ctx, `SELECT n.dlq, e.broker, e.severity FROM unnest($1::text[]) AS n(dlq)
-		CROSS JOIN LATERAL (
-			(SELECT broker, severity, 0 AS archived FROM dlq_entries WHERE dlq = n.dlq ORDER BY seq DESC LIMIT 1)
-			UNION ALL
-			(SELECT broker, severity, 1 FROM dlq_entries_archive WHERE dlq = n.dlq ORDER BY seq DESC LIMIT 1)
-			ORDER BY archived LIMIT 1) e`, names)
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: summaries: severities: %w", err)
-	}
-	for rows.Next() {
-		var name, b, sev string
-		if err := rows.Scan(&name, &b, &sev); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("pgstore: summaries: severities: %w", err)
-		}
-		sum := get(name)
-		sum.Broker, sum.Severity = b, sev
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pgstore: summaries: severities: %w", err)
-	}
-
-	out := make([]dlq.Summary, 0, len(sums))
-	for _, name := range names {
-		out = append(out, *sums[name])
 	}
 	return out, nil
 }

@@ -43,6 +43,8 @@ func Run(t *testing.T, newStore func(t *testing.T) dlq.Store) {
 		{"InsertIDs", testInsertIDs},
 		{"InsertInvalid", testInsertInvalid},
 		{"InsertCleansText", testInsertCleansText},
+		{"InsertBatch", testInsertBatch},
+		{"InsertBatchConcurrent", testInsertBatchConcurrent},
 		{"ListPaging", testListPaging},
 		{"ListFilters", testListFilters},
 		{"ListInvalid", testListInvalid},

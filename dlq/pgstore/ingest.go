@@ -1,0 +1,255 @@
+package pgstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/redrive/redrive/dlq"
+)
+
+// insertCols are the columns InsertBatch writes, in the order of the
+// arrays of insertSQL.
+const insertCols = `dlq, id, identity, broker, severity, status, status_changed_at, status_by, version, received_at,
+	message_id, original_topic, original_partition, original_offset, original_key, original_value, original_headers, original_wire,
+	error_class, error_message, stack_trace, reason, retry_count, worker, worker_instance, source, first_failure_at, last_failure_at`
+
+// insertSQL inserts a batch in one statement from one array per column
+// (unnest keeps their order, so seq follows the batch), skipping the rows
+// whose identity or id the DLQ already holds; the summary trigger counts
+// the inserted rows in the same statement.
+const insertSQL = `INSERT INTO dlq_entries (` + insertCols + `)
+	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[], $9::bigint[], $10::timestamptz[],
+		$11::text[], $12::text[], $13::integer[], $14::bigint[], $15::bytea[], $16::bytea[], $17::bytea[], $18::bytea[],
+		$19::text[], $20::text[], $21::text[], $22::text[], $23::integer[], $24::text[], $25::text[], $26::text[], $27::timestamptz[], $28::timestamptz[])
+	ON CONFLICT DO NOTHING
+	RETURNING dlq, id, identity`
+
+// batchArgs are the column arrays of insertSQL.
+func batchArgs(rs []dlq.Record) []any {
+	n := len(rs)
+	var (
+		dlqs, ids, idents, brokers, sevs, statuses, bys = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		changed, received                               = make([]time.Time, n), make([]time.Time, n)
+		versions, offsets                               = make([]int64, n), make([]int64, n)
+		msgIDs, topics, classes, msgs, stacks, reasons  = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		workers, instances, sources                     = make([]string, n), make([]string, n), make([]string, n)
+		parts, retries                                  = make([]int32, n), make([]int32, n)
+		keys, values, headers, wires                    = make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
+		firsts, lasts                                   = make([]*time.Time, n), make([]*time.Time, n)
+	)
+	for i, r := range rs {
+		e := &r.Entry
+		dlqs[i], ids[i], idents[i], brokers[i], sevs[i], statuses[i], bys[i] = r.DLQ, r.ID, r.Identity, r.Broker, r.Severity, string(r.Status), r.StatusBy
+		changed[i], received[i], versions[i] = r.StatusChangedAt, r.ReceivedAt, r.Version
+		msgIDs[i], topics[i], parts[i], offsets[i] = e.MessageID, e.OriginalTopic, e.OriginalPartition, e.OriginalOffset
+		keys[i], values[i], headers[i], wires[i] = e.OriginalKey, e.OriginalValue, encodeHeaders(e.OriginalHeaders), e.OriginalWire
+		classes[i], msgs[i], stacks[i], reasons[i], retries[i] = e.ErrorClass, e.ErrorMessage, e.StackTrace, e.Reason, int32(e.RetryCount)
+		workers[i], instances[i], sources[i] = e.Worker, e.WorkerInstance, e.Source
+		firsts[i], lasts[i] = nullTime(e.FirstFailureAt), nullTime(e.LastFailureAt)
+	}
+	return []any{dlqs, ids, idents, brokers, sevs, statuses, changed, bys, versions, received,
+		msgIDs, topics, parts, offsets, keys, values, headers, wires,
+		classes, msgs, stacks, reasons, retries, workers, instances, sources, firsts, lasts}
+}
+
+// Insert implements dlq.Store: a batch of one.
+func (s *Store) Insert(ctx context.Context, r dlq.Record) (dlq.Record, bool, error) {
+	res, err := s.InsertBatch(ctx, []dlq.Record{r})
+	if err != nil {
+		return dlq.Record{}, false, err
+	}
+	return res[0].Stored, res[0].Inserted, res[0].Err
+}
+
+// ident is a record's identity within its DLQ.
+type ident struct{ dlq, identity string }
+
+// InsertBatch implements dlq.Store. The archive is checked first (one
+// query for the batch); the others are inserted by one multi-row INSERT …
+// ON CONFLICT DO NOTHING on the unique (dlq, identity) and (dlq, id) keys,
+// so that redeliveries, also concurrent ones, store one row; the records it
+// skipped are read back (one query) to tell a duplicate from an id
+// conflict. When the database refuses the statement because of a row (an
+// error it reports, not a lost connection), the batch is split in halves
+// until the refused record is alone: the others are stored and it gets the
+// error.
+func (s *Store) InsertBatch(ctx context.Context, rs []dlq.Record) ([]dlq.InsertResult, error) {
+	out := make([]dlq.InsertResult, len(rs))
+	now := s.now()
+	todo := make([]int, 0, len(rs))
+	for i, r := range rs {
+		p, err := r.PrepareInsert(now)
+		if err != nil {
+			out[i].Err = fmt.Errorf("pgstore: insert: %w", err)
+			continue
+		}
+		out[i].Stored = p
+		todo = append(todo, i)
+	}
+	if len(todo) == 0 {
+		return out, nil
+	}
+	if err := s.checkArchive(ctx, out, &todo); err != nil {
+		return nil, err
+	}
+	if err := s.insertRows(ctx, out, todo); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// checkArchive settles the records of todo whose identity or id the
+// archive holds, and removes them from todo.
+func (s *Store) checkArchive(ctx context.Context, out []dlq.InsertResult, todo *[]int) error {
+	dlqs, idents, ids := make([]string, len(*todo)), make([]string, len(*todo)), make([]string, len(*todo))
+	for j, i := range *todo {
+		r := out[i].Stored
+		dlqs[j], idents[j], ids[j] = r.DLQ, r.Identity, r.ID
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+cols(true, whole)+` FROM dlq_entries_archive
+			WHERE (dlq, identity) IN (SELECT * FROM unnest($1::text[], $2::text[]))
+		UNION ALL SELECT `+cols(true, whole)+` FROM dlq_entries_archive
+			WHERE (dlq, id) IN (SELECT * FROM unnest($1::text[], $3::text[]))`, dlqs, idents, ids)
+	if err != nil {
+		return fmt.Errorf("pgstore: insert %d entries: check archive: %w", len(*todo), err)
+	}
+	byIdentity, byID := map[ident]dlq.Record{}, map[ident]dlq.Record{}
+	for rows.Next() {
+		_, r, err := scanRecord(rows, whole)
+		if err != nil {
+			rows.Close()
+			return fmt.Errorf("pgstore: insert %d entries: check archive: %w", len(*todo), err)
+		}
+		byIdentity[ident{r.DLQ, r.Identity}] = r
+		byID[ident{r.DLQ, r.ID}] = r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("pgstore: insert %d entries: check archive: %w", len(*todo), err)
+	}
+	if len(byIdentity) == 0 {
+		return nil
+	}
+	left := (*todo)[:0]
+	var found []int
+	for _, i := range *todo {
+		r := out[i].Stored
+		if old, ok := byIdentity[ident{r.DLQ, r.Identity}]; ok {
+			out[i].Stored = old
+			found = append(found, i)
+		} else if _, ok := byID[ident{r.DLQ, r.ID}]; ok {
+			out[i] = dlq.InsertResult{Err: fmt.Errorf("pgstore: insert entry %q: %w (archived)", r.Key(), dlq.ErrIDConflict)}
+		} else {
+			left = append(left, i)
+		}
+	}
+	*todo = left
+	return s.fillExisting(ctx, out, found)
+}
+
+// insertRows inserts the records todo of out, splitting the batch around a
+// record the database refuses.
+func (s *Store) insertRows(ctx context.Context, out []dlq.InsertResult, todo []int) error {
+	batch := make([]dlq.Record, len(todo))
+	for j, i := range todo {
+		batch[j] = out[i].Stored
+	}
+	rows, err := s.pool.Query(ctx, insertSQL, batchArgs(batch)...)
+	var inserted map[ident]string // identity → id
+	if err == nil {
+		inserted = map[ident]string{}
+		var d, id, identity string
+		_, err = pgx.ForEachRow(rows, []any{&d, &id, &identity}, func() error {
+			inserted[ident{d, identity}] = id
+			return nil
+		})
+	}
+	var pgErr *pgconn.PgError
+	switch {
+	case err != nil && errors.As(err, &pgErr) && ctx.Err() == nil:
+		// The database refused a row (the statement, atomic, stored
+		// nothing): split until it is alone.
+		if len(todo) == 1 {
+			out[todo[0]] = dlq.InsertResult{Err: fmt.Errorf("pgstore: insert entry %q: %w", out[todo[0]].Stored.Key(), err)}
+			return nil
+		}
+		half := len(todo) / 2
+		if err := s.insertRows(ctx, out, todo[:half]); err != nil {
+			return err
+		}
+		return s.insertRows(ctx, out, todo[half:])
+	case err != nil:
+		return fmt.Errorf("pgstore: insert %d entries: %w", len(todo), err)
+	}
+	var skipped []int
+	for _, i := range todo {
+		r := out[i].Stored
+		if id, ok := inserted[ident{r.DLQ, r.Identity}]; ok && id == r.ID {
+			out[i].Inserted = true
+			delete(inserted, ident{r.DLQ, r.Identity}) // a second record of this identity in the batch is a duplicate
+			continue
+		}
+		skipped = append(skipped, i)
+	}
+	if len(skipped) == 0 {
+		return nil
+	}
+	return s.readExisting(ctx, out, skipped)
+}
+
+// readExisting settles the records of out the insert skipped: the record
+// stored under their identity, or ErrIDConflict when their id is another
+// identity's.
+func (s *Store) readExisting(ctx context.Context, out []dlq.InsertResult, skipped []int) error {
+	dlqs, idents := make([]string, len(skipped)), make([]string, len(skipped))
+	for j, i := range skipped {
+		dlqs[j], idents[j] = out[i].Stored.DLQ, out[i].Stored.Identity
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+cols(false, whole)+` FROM dlq_entries
+		WHERE (dlq, identity) IN (SELECT * FROM unnest($1::text[], $2::text[]))`, dlqs, idents)
+	if err != nil {
+		return fmt.Errorf("pgstore: insert %d entries: read existing: %w", len(skipped), err)
+	}
+	existing := map[ident]dlq.Record{}
+	for rows.Next() {
+		_, r, err := scanRecord(rows, whole)
+		if err != nil {
+			rows.Close()
+			return fmt.Errorf("pgstore: insert %d entries: read existing: %w", len(skipped), err)
+		}
+		existing[ident{r.DLQ, r.Identity}] = r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("pgstore: insert %d entries: read existing: %w", len(skipped), err)
+	}
+	var found []int
+	for _, i := range skipped {
+		r := out[i].Stored
+		if old, ok := existing[ident{r.DLQ, r.Identity}]; ok {
+			out[i].Stored = old
+			found = append(found, i)
+			continue
+		}
+		out[i] = dlq.InsertResult{Err: fmt.Errorf("pgstore: insert entry %q: %w", r.Key(), dlq.ErrIDConflict)}
+	}
+	return s.fillExisting(ctx, out, found)
+}
+
+// fillExisting reads the large values of the existing records found of
+// out.
+func (s *Store) fillExisting(ctx context.Context, out []dlq.InsertResult, found []int) error {
+	for _, i := range found {
+		recs := []dlq.Record{out[i].Stored}
+		if err := fillValues(ctx, s.pool, recs); err != nil {
+			return fmt.Errorf("pgstore: insert entry %q: read existing: %w", recs[0].Key(), err)
+		}
+		out[i].Stored = recs[0]
+	}
+	return nil
+}
