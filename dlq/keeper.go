@@ -143,13 +143,17 @@ func (k *Keeper) severity(dlq string) string {
 	return SeverityWarning
 }
 
-// Run keeps the DLQs until ctx ends.
+// Run keeps the DLQs until ctx ends, a batch at a time when the Source
+// is a BatchSource.
 func (k *Keeper) Run(ctx context.Context) error {
 	names := make([]string, 0, len(k.cfg.DLQs))
 	for n := range k.cfg.DLQs {
 		names = append(names, n)
 	}
 	k.log.Info("dlq: keeper started", "broker", k.cfg.Broker, "dlqs", names)
+	if bs, ok := k.cfg.Source.(BatchSource); ok {
+		return bs.ConsumeDeadLetterBatches(ctx, names, k.HandleBatch)
+	}
 	return k.cfg.Source.ConsumeDeadLetters(ctx, names, k.Handle)
 }
 
@@ -157,42 +161,102 @@ func (k *Keeper) Run(ctx context.Context) error {
 // message may be acknowledged. Sources call it; it is exported for sources
 // outside this package.
 func (k *Keeper) Handle(ctx context.Context, dl DeadLetter) error {
-	sev := k.severity(dl.DLQ)
-	r := Record{Broker: k.cfg.Broker, DLQ: dl.DLQ, ID: dl.ID, Identity: dl.Identity, Entry: dl.Entry,
-		Severity: sev, ReceivedAt: k.cfg.Now()}
-	stored, inserted, err := k.cfg.Store.Insert(ctx, r)
-	if errors.Is(err, ErrIDConflict) {
-		// The id (Kafka partition-offset) belongs to an older entry of
-		// another identity: the DLQ topic was recreated. Let the store
-		// assign an id.
-		r.ID = ""
-		stored, inserted, err = k.cfg.Store.Insert(ctx, r)
+	return k.HandleBatch(ctx, []DeadLetter{dl})[0]
+}
+
+// keeperPasses bounds the inserts of one batch: as read, then the records
+// refused for an id conflict (without their id) or as invalid (raw), then
+// those of the second pass refused as invalid (raw).
+const keeperPasses = 3
+
+// HandleBatch stores dead letters in one Store.InsertBatch and calls the
+// hook for each new one; it returns one error per dead letter, nil when
+// its message may be acknowledged. A dead letter the store refuses is
+// reported (logged and its error returned: not acknowledged, offered
+// again) while the others are stored. One whose id belongs to an older
+// entry of another identity (a recreated Kafka DLQ topic) is stored with an
+// id the store assigns; one that cannot be stored as read is stored raw
+// (never dropped).
+func (k *Keeper) HandleBatch(ctx context.Context, dls []DeadLetter) []error {
+	errs := make([]error, len(dls))
+	recs := make([]Record, len(dls))
+	now := k.cfg.Now()
+	for i, dl := range dls {
+		recs[i] = Record{Broker: k.cfg.Broker, DLQ: dl.DLQ, ID: dl.ID, Identity: dl.Identity, Entry: dl.Entry,
+			Severity: k.severity(dl.DLQ), ReceivedAt: now}
 	}
-	if errors.Is(err, ErrInvalidRecord) {
-		// Never drop: keep what can be kept, raw.
-		k.log.Error("dlq: dead letter cannot be stored as read; storing it raw", "dlq", dl.DLQ, "err", err)
-		r.Entry = Entry{OriginalValue: dl.Entry.OriginalValue, Reason: ReasonUnparseable, ErrorMessage: CleanText(err.Error()),
-			OriginalPartition: -1, OriginalOffset: -1}
-		r.ID = ""
-		if r.Identity == "" {
-			r.Identity = dl.ID
+	res := make([]InsertResult, len(dls))
+	todo := make([]int, len(dls))
+	for i := range todo {
+		todo[i] = i
+	}
+	for pass := 0; pass < keeperPasses && len(todo) > 0; pass++ {
+		batch := make([]Record, len(todo))
+		for j, i := range todo {
+			batch[j] = recs[i]
 		}
-		stored, inserted, err = k.cfg.Store.Insert(ctx, r)
+		got, err := k.cfg.Store.InsertBatch(ctx, batch)
+		if err != nil {
+			for _, i := range todo {
+				res[i].Err = err
+			}
+			break
+		}
+		again := todo[:0]
+		for j, i := range todo {
+			res[i] = got[j]
+			switch {
+			case errors.Is(got[j].Err, ErrIDConflict):
+				// The id (Kafka partition-offset) belongs to an older
+				// entry of another identity: the DLQ topic was
+				// recreated. Let the store assign an id.
+				recs[i].ID = ""
+				again = append(again, i)
+			case errors.Is(got[j].Err, ErrInvalidRecord):
+				k.log.Error("dlq: dead letter cannot be stored as read; storing it raw", "dlq", dls[i].DLQ, "err", got[j].Err)
+				recs[i] = k.raw(recs[i], dls[i], got[j].Err)
+				again = append(again, i)
+			}
+		}
+		todo = again
 	}
-	if err != nil {
-		return fmt.Errorf("dlq: keeper: store dead letter of %s: %w", dl.DLQ, err)
+	for i, r := range res {
+		if r.Err != nil {
+			k.log.Error("dlq: dead letter not stored; it stays unacknowledged and is offered again", "dlq", dls[i].DLQ, "id", dls[i].ID, "err", r.Err)
+			errs[i] = fmt.Errorf("dlq: keeper: store dead letter of %s: %w", dls[i].DLQ, r.Err)
+			continue
+		}
+		errs[i] = k.stored(ctx, recs[i], r)
 	}
-	if inserted {
-		k.total.WithLabelValues(dl.DLQ, sev).Inc()
+	return errs
+}
+
+// raw is r kept raw: what can be kept of a dead letter that cannot be
+// stored as read.
+func (k *Keeper) raw(r Record, dl DeadLetter, err error) Record {
+	r.Entry = Entry{OriginalValue: dl.Entry.OriginalValue, Reason: ReasonUnparseable, ErrorMessage: CleanText(err.Error()),
+		OriginalPartition: -1, OriginalOffset: -1}
+	r.ID = ""
+	if r.Identity == "" {
+		r.Identity = dl.ID
+	}
+	return r
+}
+
+// stored counts and logs a new entry and calls the hook for a pending one.
+func (k *Keeper) stored(ctx context.Context, r Record, res InsertResult) error {
+	stored, sev := res.Stored, r.Severity
+	if res.Inserted {
+		k.total.WithLabelValues(r.DLQ, sev).Inc()
 		if failed := stored.Entry.LastFailureAt; !failed.IsZero() {
-			k.latency.WithLabelValues(dl.DLQ, sev).Observe(max(r.ReceivedAt.Sub(failed).Seconds(), 0))
+			k.latency.WithLabelValues(r.DLQ, sev).Observe(max(r.ReceivedAt.Sub(failed).Seconds(), 0))
 		}
 		level := slog.LevelWarn
 		if sev == SeverityCritical {
 			level = slog.LevelError
 		}
 		e := stored.Entry
-		k.log.Log(ctx, level, "dlq: dead letter stored", "dlq", dl.DLQ, "id", stored.ID, "severity", sev,
+		k.log.Log(ctx, level, "dlq: dead letter stored", "dlq", r.DLQ, "id", stored.ID, "severity", sev,
 			"reason", e.Reason, "worker", e.Worker, "error_class", e.ErrorClass, "error", e.ErrorMessage, "message_id", e.MessageID)
 	}
 	if k.cfg.Hook != nil && stored.Entry.Reason != ReasonUnparseable && stored.Status == StatusPending {

@@ -1,6 +1,9 @@
 package dlq
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // DeadLetter is one message read from a dead-letter queue by a Source.
 type DeadLetter struct {
@@ -47,4 +50,44 @@ type Source interface {
 type Router interface {
 	// Route returns the replay route of worker of topic.
 	Route(topic, worker string) Route
+}
+
+// BatchSource is a Source that hands the keeper several dead letters at
+// once, so that it stores them in one batch (Store.InsertBatch). Both
+// backends implement it; the keeper uses it when its Source does.
+type BatchSource interface {
+	Source
+	// ConsumeDeadLetterBatches calls handle with the messages of the named
+	// DLQs that are at hand, a batch at a time (the source bounds its
+	// count and bytes), and acknowledges (or commits) each message only
+	// after handle returned a nil error for it: handle returns one error
+	// per dead letter, in order. The messages whose error is not nil are
+	// offered again after a back-off, the others are not; on Kafka, the
+	// records behind a failing one in its partition are not committed
+	// before it is stored. It blocks until ctx ends.
+	ConsumeDeadLetterBatches(ctx context.Context, dlqs []string, handle func(context.Context, []DeadLetter) []error) error
+}
+
+// ErrNotTried is the error HandleEach gives the dead letters of a batch
+// after one whose handling failed: they were not handed to the handler,
+// and are offered again with it.
+var ErrNotTried = errors.New("dlq: not handled: an earlier dead letter of its batch failed")
+
+// HandleEach adapts a handler of one dead letter to a batch: it calls
+// handle for each in order and stops at the first failure (the later ones
+// get ErrNotTried), so that a Source built on batches keeps the order of
+// ConsumeDeadLetters.
+func HandleEach(handle func(context.Context, DeadLetter) error) func(context.Context, []DeadLetter) []error {
+	return func(ctx context.Context, dls []DeadLetter) []error {
+		errs := make([]error, len(dls))
+		for i, dl := range dls {
+			if errs[i] = handle(ctx, dl); errs[i] != nil {
+				for j := i + 1; j < len(dls); j++ {
+					errs[j] = ErrNotTried
+				}
+				break
+			}
+		}
+		return errs
+	}
 }
