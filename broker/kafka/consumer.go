@@ -60,6 +60,9 @@ type consumer struct {
 	// halted (false): (*partition).process for Consume, the keeper's
 	// store-and-retry for ConsumeDeadLetters.
 	proc func(p *partition, r *kgo.Record) bool
+	// procBatch, when set, replaces proc: it handles the records a worker
+	// has at hand, a batch at a time (the keeper's, see runBatches).
+	procBatch func(p *partition, rs []*kgo.Record) bool
 
 	// room is signaled when a worker the poll loop waits for has drained
 	// its buffer to half, or was halted.

@@ -16,30 +16,47 @@ import (
 	"github.com/redrive/redrive/dlq"
 )
 
-// Keeper consumers hand one dead letter at a time to the keeper (dead
-// letters are few; like the RabbitMQ source, each is stored before the next),
-// and give a running handle this long on shutdown.
+// The keeper's partition workers hand the dead letters they have at hand
+// to the keeper in batches of at most keeperBatch records and
+// keeperBatchBytes (one store transaction each); keeperConcurrency batches
+// (of different partitions) are stored at once, and a running batch gets
+// keeperShutdownTimeout on shutdown.
 const (
-	keeperConcurrency     = 1
+	keeperBatch           = 500
+	keeperBatchBytes      = 4 << 20
+	keeperConcurrency     = 4
 	keeperShutdownTimeout = 10 * time.Second
 )
 
-var _ dlq.Source = (*Broker)(nil)
+var (
+	_ dlq.Source      = (*Broker)(nil)
+	_ dlq.BatchSource = (*Broker)(nil)
+)
 
-// ConsumeDeadLetters implements dlq.Source: it consumes the DLQ topics dlqs
-// (<topic>.dlq) as the group Config.KeeperGroup, from their start, and
-// calls handle for every record. A record's offset is committed only after
-// handle returned nil for it; when handle fails, the record is offered again
-// with back-off and the records behind it in its partition wait. Several
-// keepers may run at once: they share the partitions. It blocks until ctx
-// ends.
+// ConsumeDeadLetters implements dlq.Source: ConsumeDeadLetterBatches with
+// handle called for each record of a batch in order (dlq.HandleEach).
+func (b *Broker) ConsumeDeadLetters(ctx context.Context, dlqs []string, handle func(context.Context, dlq.DeadLetter) error) error {
+	if handle == nil {
+		return errors.New("kafka: consume dead letters: handle is nil")
+	}
+	return b.ConsumeDeadLetterBatches(ctx, dlqs, dlq.HandleEach(handle))
+}
+
+// ConsumeDeadLetterBatches implements dlq.BatchSource: it consumes the DLQ
+// topics dlqs (<topic>.dlq) as the group Config.KeeperGroup, from their
+// start, and calls handle with the records each partition has buffered,
+// in offset order, a batch at a time. A batch's offsets are committed only
+// after handle returned nil for every record of it; the records it failed
+// are offered again with back-off (alone; the others are not) and the
+// records behind them in their partition wait. Several keepers may run at
+// once: they share the partitions. It blocks until ctx ends.
 //
 // Each dead letter's ID is "{partition}-{offset}"; its Identity adds the
 // record timestamp ("{partition}-{offset}@{ms}"), so that the records of a
 // recreated DLQ topic are not taken for ones already stored. A record that
 // is not a redrive envelope is decoded from Spring Kafka or Kafka Connect
 // dead-letter headers when it has them, else kept raw (dlq.ReasonUnparseable).
-func (b *Broker) ConsumeDeadLetters(ctx context.Context, dlqs []string, handle func(context.Context, dlq.DeadLetter) error) error {
+func (b *Broker) ConsumeDeadLetterBatches(ctx context.Context, dlqs []string, handle func(context.Context, []dlq.DeadLetter) []error) error {
 	if b.isClosed() {
 		return broker.ErrClosed
 	}
@@ -51,7 +68,7 @@ func (b *Broker) ConsumeDeadLetters(ctx context.Context, dlqs []string, handle f
 	}
 	sub := broker.Subscription{Group: b.cfg.KeeperGroup, Concurrency: keeperConcurrency, ShutdownTimeout: keeperShutdownTimeout}
 	c := newConsumer(b, sub, b.log.With("keeper_group", b.cfg.KeeperGroup))
-	c.proc = func(p *partition, r *kgo.Record) bool { return p.keep(r, handle) }
+	c.procBatch = func(p *partition, rs []*kgo.Record) bool { return p.keep(rs, handle) }
 	c.log.Info("keeping dead letters", "dlqs", dlqs)
 	if err := c.consume(ctx, b.cfg.KeeperGroup, dlqs...); err != nil {
 		return fmt.Errorf("kafka: consume dead letters of %v: %w", dlqs, err)
@@ -59,10 +76,65 @@ func (b *Broker) ConsumeDeadLetters(ctx context.Context, dlqs []string, handle f
 	return nil
 }
 
-// keep hands r to handle until handle accepts it (true) or the worker is
-// halted (false: r stays uncommitted for the next keeper).
-func (p *partition) keep(r *kgo.Record, handle func(context.Context, dlq.DeadLetter) error) bool {
-	dl := deadLetterOf(r)
+// runBatches hands the worker's records to procBatch, a batch at a time,
+// until the worker is halted.
+func (p *partition) runBatches() {
+	for {
+		rs, ok := p.nextBatch(keeperBatch, keeperBatchBytes)
+		if !ok {
+			return
+		}
+		if !p.c.procBatch(p, rs) {
+			return
+		}
+		p.markDone(rs[len(rs)-1])
+	}
+}
+
+// nextBatch returns the records buffered, at least one, at most n and
+// (beyond the first) bytes; false once the worker is halted.
+func (p *partition) nextBatch(n, bytes int) ([]*kgo.Record, bool) {
+	for {
+		p.mu.Lock()
+		if p.stopped {
+			p.mu.Unlock()
+			return nil, false
+		}
+		if len(p.queue) > 0 {
+			var out []*kgo.Record
+			size := 0
+			for len(p.queue) > 0 && len(out) < n {
+				r := p.queue[0]
+				rb := recordBytes(r)
+				if len(out) > 0 && size+rb > bytes {
+					break
+				}
+				out = append(out, r)
+				size += rb
+				p.queue[0] = nil
+				p.queue = p.queue[1:]
+				p.bytes -= rb
+			}
+			p.tookLocked()
+			p.mu.Unlock()
+			return out, true
+		}
+		p.mu.Unlock()
+		select {
+		case <-p.wake:
+		case <-p.halted:
+		}
+	}
+}
+
+// keep hands rs to handle until handle accepted each (true) or the worker
+// is halted (false: the batch stays uncommitted for the next keeper). The
+// records handle failed are offered again, alone, after a back-off.
+func (p *partition) keep(rs []*kgo.Record, handle func(context.Context, []dlq.DeadLetter) []error) bool {
+	dls := make([]dlq.DeadLetter, len(rs))
+	for i, r := range rs {
+		dls[i] = deadLetterOf(r)
+	}
 	backoff := p.c.b.cfg.WriteRetryBackoff
 	for {
 		select {
@@ -70,13 +142,22 @@ func (p *partition) keep(r *kgo.Record, handle func(context.Context, dlq.DeadLet
 		case <-p.halted:
 			return false
 		}
-		err := handle(p.ctx, dl)
+		errs := handle(p.ctx, dls)
 		<-p.c.sem
-		if err == nil {
+		left := dls[:0]
+		for i, err := range errs {
+			if err != nil {
+				if !errors.Is(err, dlq.ErrNotTried) {
+					p.log.Warn("dead letter not kept; will offer it again, offset stays uncommitted",
+						"id", dls[i].ID, "error", err, "backoff", backoff)
+				}
+				left = append(left, dls[i])
+			}
+		}
+		if len(left) == 0 {
 			return true
 		}
-		p.log.Warn("dead letter not kept; will offer it again, offset stays uncommitted",
-			"id", dl.ID, "error", err, "backoff", backoff)
+		dls = left
 		timer := time.NewTimer(backoff)
 		select {
 		case <-timer.C:

@@ -192,3 +192,77 @@ func TestRepublishReachesOnlyTheFailingGroup(t *testing.T) {
 		t.Errorf("healthy group calls = %d, want the original only", len(h))
 	}
 }
+
+// TestConsumeDeadLetterBatches: a backlog of dead letters comes in
+// batches; the one the handler refuses twice is offered again alone (the
+// others of its batch are not), and everything ends committed. Counted:
+// each dead letter accepted once.
+func TestConsumeDeadLetterBatches(t *testing.T) {
+	brokers := kafkatest.Cluster(t)
+	b := kafkatest.New(t, brokers, nil)
+	dlqTopic := kafka.DLQTopic(topicName(t))
+	const n = 300
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: dlqTopic, Partition: 0, Value: []byte("raw")}
+	}
+	if _, err := admin(t, brokers).CreateTopic(t.Context(), 1, 1, nil, dlqTopic); err != nil {
+		t.Fatal(err)
+	}
+	produceRaw(t, brokers, recs...)
+
+	var (
+		mu       sync.Mutex
+		accepted = map[string]int{}
+		offers   = map[string]int{}
+		largest  int
+		done     = make(chan struct{})
+	)
+	const bad = "0-57"
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error, 1)
+	go func() {
+		stopped <- b.ConsumeDeadLetterBatches(ctx, []string{dlqTopic}, func(_ context.Context, dls []dlq.DeadLetter) []error {
+			mu.Lock()
+			defer mu.Unlock()
+			largest = max(largest, len(dls))
+			errs := make([]error, len(dls))
+			for i, dl := range dls {
+				if offers[dl.ID]++; dl.ID == bad && offers[dl.ID] <= 2 {
+					errs[i] = errors.New("refused")
+					continue
+				}
+				if accepted[dl.ID]++; len(accepted) == n && accepted[dl.ID] == 1 {
+					close(done)
+				}
+			}
+			return errs
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		mu.Lock()
+		t.Fatalf("keeper accepted %d dead letters, want %d", len(accepted), n)
+	}
+	cancel()
+	if err := <-stopped; err != nil {
+		t.Fatalf("ConsumeDeadLetterBatches = %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id, c := range accepted {
+		if c != 1 || (id != bad && offers[id] != 1) {
+			t.Errorf("dead letter %s accepted %d times, offered %d; want once, offered once", id, c, offers[id])
+		}
+	}
+	if offers[bad] != 3 {
+		t.Errorf("refused dead letter offered %d times, want 3", offers[bad])
+	}
+	if largest < 2 {
+		t.Errorf("largest batch %d: the backlog was handed one at a time", largest)
+	}
+	if c := kafkatest.Committed(t.Context(), t, brokers, kafka.DefaultKeeperGroup, dlqTopic, 0); c != n {
+		t.Errorf("committed %d, want %d", c, n)
+	}
+}

@@ -90,6 +90,10 @@ func (p *partition) run() {
 		p.runByDue()
 		return
 	}
+	if p.c.procBatch != nil {
+		p.runBatches()
+		return
+	}
 	for {
 		r, ok := p.next()
 		if !ok {
