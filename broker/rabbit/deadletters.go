@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -16,20 +17,35 @@ import (
 	"github.com/redrive/redrive/dlq"
 )
 
-var _ dlq.Source = (*Broker)(nil)
+var (
+	_ dlq.Source      = (*Broker)(nil)
+	_ dlq.BatchSource = (*Broker)(nil)
+)
 
 // keeperPrefetch is how many dead letters a keeper's queue has delivered
-// but not yet stored: each is stored before the next, so a few keep the
-// pipe full, and the memory they hold stays a few payloads whatever their
-// size (RabbitMQ has no prefetch by bytes).
-const keeperPrefetch = 4
+// but not yet stored: the keeper stores the ones at hand as one batch of
+// at most keeperBatchBytes (beyond its first), so a prefetch of a batch or
+// two keeps the pipe full. The memory they hold is keeperPrefetch dead
+// letters (RabbitMQ has no prefetch by bytes): 64 MiB of 1 MiB payloads.
+const (
+	keeperPrefetch   = 64
+	keeperBatchBytes = 4 << 20
+)
 
-// ConsumeDeadLetters implements dlq.Source over "<queue>.dlq" queues. Each
-// queue is read in order by one goroutine; a message is acked only after
-// handle returned nil for it, and while handle fails the same message is
-// offered again with back-off (the queue waits, nothing is skipped). A lost
-// connection is re-established; unacked messages are redelivered.
+// ConsumeDeadLetters implements dlq.Source: ConsumeDeadLetterBatches with
+// handle called for each message of a batch in order (dlq.HandleEach).
 func (b *Broker) ConsumeDeadLetters(ctx context.Context, queues []string, handle func(context.Context, dlq.DeadLetter) error) error {
+	return b.ConsumeDeadLetterBatches(ctx, queues, dlq.HandleEach(handle))
+}
+
+// ConsumeDeadLetterBatches implements dlq.BatchSource over "<queue>.dlq"
+// queues. Each queue is read in order by one goroutine, which hands the
+// messages delivered so far (at most keeperPrefetch) to handle as one
+// batch; a message is acked only after handle returned nil for it, and the
+// messages it failed are offered again with back-off (the queue waits,
+// nothing is skipped). A lost connection is re-established; unacked
+// messages are redelivered.
+func (b *Broker) ConsumeDeadLetterBatches(ctx context.Context, queues []string, handle func(context.Context, []dlq.DeadLetter) []error) error {
 	if len(queues) == 0 {
 		return errors.New("rabbit: consume dead letters: no queues")
 	}
@@ -72,7 +88,7 @@ func (b *Broker) ConsumeDeadLetters(ctx context.Context, queues []string, handle
 	}()...)
 }
 
-func (b *Broker) deadLetterSession(ctx context.Context, queue string, handle func(context.Context, dlq.DeadLetter) error) error {
+func (b *Broker) deadLetterSession(ctx context.Context, queue string, handle func(context.Context, []dlq.DeadLetter) []error) error {
 	conn, err := b.dial(ctx, "keeper")
 	if err != nil {
 		return err
@@ -90,6 +106,7 @@ func (b *Broker) deadLetterSession(ctx context.Context, queue string, handle fun
 		return fmt.Errorf("rabbit: consume dead letters from %q: %w", queue, err)
 	}
 	for {
+		var batch []amqp.Delivery
 		select {
 		case <-ctx.Done():
 			return nil
@@ -97,25 +114,67 @@ func (b *Broker) deadLetterSession(ctx context.Context, queue string, handle fun
 			if !ok {
 				return fmt.Errorf("rabbit: dead-letter stream of %q ended", queue)
 			}
-			dl := DeadLetterFromDelivery(queue, m)
-			wait := 50 * time.Millisecond
-			for {
-				err := handle(ctx, dl)
-				if err == nil {
-					break
+			batch = append(batch, m)
+		}
+		size := len(batch[0].Body)
+	more:
+		for len(batch) < keeperPrefetch && size < keeperBatchBytes {
+			select {
+			case m, ok := <-msgs:
+				if !ok {
+					break more // the batch is stored; the next receive tells
 				}
-				b.log.Warn("rabbit: dead letter not stored; retrying, not acking", "queue", queue, "id", m.MessageId, "err", err, "in", wait)
-				select {
-				case <-ctx.Done():
-					return nil // unacked: redelivered to the next keeper
-				case <-time.After(wait):
-				}
-				wait = min(2*wait, 10*time.Second)
-			}
-			if err := m.Ack(false); err != nil {
-				return fmt.Errorf("rabbit: ack dead letter: %w", err)
+				batch = append(batch, m)
+				size += len(m.Body)
+			default:
+				break more
 			}
 		}
+		if err := b.keepBatch(ctx, queue, batch, handle); err != nil || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
+// keepBatch hands batch to handle until it accepted each message, acking
+// each accepted one, the failed ones offered again after a back-off. It
+// returns early (nil) when ctx ends: the unacked are redelivered to the
+// next keeper.
+func (b *Broker) keepBatch(ctx context.Context, queue string, batch []amqp.Delivery, handle func(context.Context, []dlq.DeadLetter) []error) error {
+	dls := make([]dlq.DeadLetter, len(batch))
+	for i, m := range batch {
+		dls[i] = DeadLetterFromDelivery(queue, m)
+	}
+	wait := 50 * time.Millisecond
+	for {
+		errs := handle(ctx, dls)
+		if !slices.ContainsFunc(errs, func(err error) bool { return err != nil }) {
+			// Every message up to the last is handled: one ack for all.
+			if err := batch[len(batch)-1].Ack(true); err != nil {
+				return fmt.Errorf("rabbit: ack dead letters: %w", err)
+			}
+			return nil
+		}
+		leftM, leftD := batch[:0], dls[:0]
+		for i, err := range errs {
+			if err == nil {
+				if err := batch[i].Ack(false); err != nil {
+					return fmt.Errorf("rabbit: ack dead letter: %w", err)
+				}
+				continue
+			}
+			if !errors.Is(err, dlq.ErrNotTried) {
+				b.log.Warn("rabbit: dead letter not stored; retrying, not acking", "queue", queue, "id", batch[i].MessageId, "err", err, "in", wait)
+			}
+			leftM, leftD = append(leftM, batch[i]), append(leftD, dls[i])
+		}
+		batch, dls = leftM, leftD
+		select {
+		case <-ctx.Done():
+			return nil // unacked: redelivered to the next keeper
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 10*time.Second)
 	}
 }
 
