@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -152,6 +153,83 @@ func (s *Store) checkArchive(ctx context.Context, out []dlq.InsertResult, todo *
 	return s.fillExisting(ctx, out, found)
 }
 
+// copyMin is the smallest batch written through COPY and the staging
+// table; smaller ones (a lone dead letter) take one multi-row statement,
+// one round trip.
+const copyMin = 4
+
+// stagingTable is the connection's temporary table a batch is copied
+// into before the INSERT … SELECT that skips duplicates: created on a
+// connection the first time a batch finds it missing, emptied at every
+// commit.
+const stagingTable = `CREATE TEMPORARY TABLE IF NOT EXISTS dlq_ingest (
+	dlq text, id text, identity text, broker text, severity text, status text, status_changed_at timestamptz, status_by text,
+	version bigint, received_at timestamptz, message_id text, original_topic text, original_partition integer, original_offset bigint,
+	original_key bytea, original_value bytea, original_headers bytea, original_wire bytea,
+	error_class text, error_message text, stack_trace text, reason text, retry_count integer, worker text, worker_instance text, source text,
+	first_failure_at timestamptz, last_failure_at timestamptz) ON COMMIT DELETE ROWS`
+
+// insertStatement writes batch, skipping the rows whose identity or id
+// the DLQ holds, and returns the ids of those it inserted by identity:
+// small batches by insertSQL, larger ones by a binary COPY into
+// dlq_ingest and one INSERT … SELECT … ON CONFLICT DO NOTHING from it, in
+// one transaction (its rows in batch order, so seq follows the batch).
+func (s *Store) insertStatement(ctx context.Context, batch []dlq.Record) (map[ident]string, error) {
+	inserted := map[ident]string{}
+	var d, id, identity string
+	collect := func() error {
+		inserted[ident{d, identity}] = id
+		return nil
+	}
+	if len(batch) < copyMin {
+		rows, err := s.pool.Query(ctx, insertSQL, batchArgs(batch)...)
+		if err == nil {
+			_, err = pgx.ForEachRow(rows, []any{&d, &id, &identity}, collect)
+		}
+		return inserted, err
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	err = copyBatch(ctx, conn.Conn(), batch, collect, &d, &id, &identity)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" && strings.Contains(pgErr.Message, "dlq_ingest") { // undefined_table
+		if _, err := conn.Exec(ctx, stagingTable); err != nil {
+			return nil, fmt.Errorf("create the staging table: %w", err)
+		}
+		clear(inserted)
+		err = copyBatch(ctx, conn.Conn(), batch, collect, &d, &id, &identity)
+	}
+	return inserted, err
+}
+
+// copyBatch copies batch into dlq_ingest and inserts it from there, in
+// one transaction, calling collect with each inserted row's dlq, id and
+// identity scanned into dest.
+func copyBatch(ctx context.Context, conn *pgx.Conn, batch []dlq.Record, collect func() error, dest ...any) error {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"dlq_ingest"}, InsertColumns(), pgx.CopyFromSlice(len(batch), func(i int) ([]any, error) {
+		return InsertValues(batch[i]), nil
+	})); err != nil {
+		return err
+	}
+	rows, err := tx.Query(ctx, `INSERT INTO dlq_entries (`+insertCols+`) SELECT `+insertCols+` FROM dlq_ingest
+		ON CONFLICT DO NOTHING RETURNING dlq, id, identity`)
+	if err != nil {
+		return err
+	}
+	if _, err := pgx.ForEachRow(rows, dest, collect); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
 // insertRows inserts the records todo of out, splitting the batch around a
 // record the database refuses.
 func (s *Store) insertRows(ctx context.Context, out []dlq.InsertResult, todo []int) error {
@@ -159,16 +237,7 @@ func (s *Store) insertRows(ctx context.Context, out []dlq.InsertResult, todo []i
 	for j, i := range todo {
 		batch[j] = out[i].Stored
 	}
-	rows, err := s.pool.Query(ctx, insertSQL, batchArgs(batch)...)
-	var inserted map[ident]string // identity → id
-	if err == nil {
-		inserted = map[ident]string{}
-		var d, id, identity string
-		_, err = pgx.ForEachRow(rows, []any{&d, &id, &identity}, func() error {
-			inserted[ident{d, identity}] = id
-			return nil
-		})
-	}
+	inserted, err := s.insertStatement(ctx, batch)
 	var pgErr *pgconn.PgError
 	switch {
 	case err != nil && errors.As(err, &pgErr) && ctx.Err() == nil:
@@ -252,4 +321,25 @@ func (s *Store) fillExisting(ctx context.Context, out []dlq.InsertResult, found 
 		out[i].Stored = recs[0]
 	}
 	return nil
+}
+
+// InsertColumns returns the columns of dlq_entries an insert writes, for
+// tools that load rows themselves (the store benchmark's raw COPY
+// reference); InsertValues returns a prepared record's values for them.
+func InsertColumns() []string {
+	cols := strings.Split(insertCols, ",")
+	for i, c := range cols {
+		cols[i] = strings.TrimSpace(c)
+	}
+	return cols
+}
+
+// InsertValues returns the values of r, prepared by dlq.Record.PrepareInsert,
+// for InsertColumns, as the store writes them.
+func InsertValues(r dlq.Record) []any {
+	e := &r.Entry
+	return []any{r.DLQ, r.ID, r.Identity, r.Broker, r.Severity, string(r.Status), r.StatusChangedAt, r.StatusBy, r.Version, r.ReceivedAt,
+		e.MessageID, e.OriginalTopic, e.OriginalPartition, e.OriginalOffset, e.OriginalKey, e.OriginalValue, encodeHeaders(e.OriginalHeaders), e.OriginalWire,
+		e.ErrorClass, e.ErrorMessage, e.StackTrace, e.Reason, int32(e.RetryCount), e.Worker, e.WorkerInstance, e.Source,
+		nullTime(e.FirstFailureAt), nullTime(e.LastFailureAt)}
 }

@@ -1,0 +1,321 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/pgstore"
+)
+
+// ScenarioStore is the scenario of `redrive bench store`: the PostgreSQL
+// DLQ store at size (RunStore); it is not one of Run's.
+const ScenarioStore = "store"
+
+// Defaults of StoreConfig.
+const (
+	DefaultStoreEntries = 20_000
+	DefaultStoreSamples = 100
+	DefaultStoreBatch   = 500
+	// DefaultStoreCopyEntries bounds the rows of the raw COPY reference.
+	DefaultStoreCopyEntries = 1_000_000
+	DefaultDatabaseURL      = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+)
+
+// StoreConfig configures RunStore.
+type StoreConfig struct {
+	// DatabaseURL is the PostgreSQL the schemas are made in; default
+	// DefaultDatabaseURL.
+	DatabaseURL string
+	// Entries stored; default 20,000.
+	Entries int
+	// Batch is the entries of one Store.InsertBatch (the keeper's batch);
+	// default 500.
+	Batch int
+	// CopyEntries are the rows of the raw COPY reference: the first
+	// CopyEntries of the store's (at most Entries); default 1,000,000.
+	CopyEntries int
+	// Samples is how many times each read is timed; default 100.
+	Samples int
+	// Logger receives progress; default discards.
+	Logger *slog.Logger
+}
+
+// WithDefaults returns c with zero fields set to the defaults.
+func (c StoreConfig) WithDefaults() StoreConfig {
+	if c.DatabaseURL == "" {
+		c.DatabaseURL = DefaultDatabaseURL
+	}
+	if c.Entries == 0 {
+		c.Entries = DefaultStoreEntries
+	}
+	if c.Batch == 0 {
+		c.Batch = DefaultStoreBatch
+	}
+	if c.CopyEntries == 0 {
+		c.CopyEntries = DefaultStoreCopyEntries
+	}
+	c.CopyEntries = min(c.CopyEntries, c.Entries)
+	if c.Samples == 0 {
+		c.Samples = DefaultStoreSamples
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// Validate reports the first field out of range, wrapped in
+// ErrInvalidConfig.
+func (c StoreConfig) Validate() error {
+	switch {
+	case c.Entries < 1000:
+		return fmt.Errorf("%w: entries: %d is below 1000", ErrInvalidConfig, c.Entries)
+	case c.Batch < 1 || c.Batch > 10_000:
+		return fmt.Errorf("%w: batch: %d is not between 1 and 10000", ErrInvalidConfig, c.Batch)
+	case c.Samples < 1:
+		return fmt.Errorf("%w: samples: %d is not positive", ErrInvalidConfig, c.Samples)
+	case c.CopyEntries < 1:
+		return fmt.Errorf("%w: copy entries: %d is not positive", ErrInvalidConfig, c.CopyEntries)
+	}
+	return nil
+}
+
+// StoreRead is the timing of one kind of read.
+type StoreRead struct {
+	Name     string
+	Samples  int
+	P50, P99 time.Duration
+	// Target is the issue's bound on p99 ("" when none).
+	Target time.Duration
+}
+
+// StoreReport is what RunStore measured.
+type StoreReport struct {
+	Entries int
+	// InsertRate is Store.InsertBatch's entries/s over the first
+	// CopyEntries entries, CopyRate a raw COPY's of the same rows into the
+	// same (fresh) table; AllRate the store's over every entry.
+	InsertRate, CopyRate, AllRate float64
+	CopyEntries                   int
+	// PayloadBytes is the payloads' total size.
+	PayloadBytes int64
+	// TableBytes is dlq_entries's heap with its TOAST, IndexBytes its
+	// indexes.
+	TableBytes, IndexBytes int64
+	Reads                  []StoreRead
+}
+
+// RunStore fills a fresh schema with cfg.Entries entries through
+// Store.InsertBatch, copies the first cfg.CopyEntries of the same rows
+// into a second fresh schema with a raw COPY (batch by batch, each right
+// after the store's), gives the entries a mix of
+// statuses, times the operator-facing reads and measures the table's size
+// on disk. Every read's result is checked (a wrong result is an error,
+// not a timing). Both schemas are dropped at the end, also on failure.
+func RunStore(ctx context.Context, cfg StoreConfig) (*StoreReport, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	run := "redrive_bench_" + strings.ToLower(broker.NewMessageID()[:10])
+	storeSchema, copySchema := run+"_store", run+"_copy"
+	defer dropSchemas(cfg, storeSchema, copySchema)
+
+	st, err := pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Options{Schema: storeSchema, MaxConns: 4, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("bench: store: %w", err)
+	}
+	defer st.Close()
+	rep := &StoreReport{Entries: cfg.Entries, CopyEntries: cfg.CopyEntries}
+	end := time.Now().UTC().Truncate(time.Hour)
+	ref, err := pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Options{Schema: copySchema, MaxConns: 1, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("bench: store: copy schema: %w", err)
+	}
+	ids, err := ingest(ctx, cfg, st, ref, end, rep)
+	ref.Close()
+	dropSchemas(cfg, copySchema)
+	if err != nil {
+		return nil, err
+	}
+	if err := shapeStatuses(ctx, cfg, st); err != nil {
+		return nil, err
+	}
+	if err := measureReads(ctx, cfg, st, ids, rep); err != nil {
+		return nil, err
+	}
+	if err := st.Pool().QueryRow(ctx, `SELECT pg_table_size('dlq_entries'), pg_indexes_size('dlq_entries')`).Scan(&rep.TableBytes, &rep.IndexBytes); err != nil {
+		return nil, fmt.Errorf("bench: store: size: %w", err)
+	}
+	return rep, nil
+}
+
+// ingest stores every entry in batches and returns a sample of their ids.
+// Each batch of the first cfg.CopyEntries is also written to ref's
+// dlq_entries by a raw binary COPY (pgx CopyFrom) right after, so that both
+// run under the same load: the reference.
+func ingest(ctx context.Context, cfg StoreConfig, st, ref *pgstore.Store, end time.Time, rep *StoreReport) ([]string, error) {
+	var ids []string
+	every := max(cfg.Entries/10_000, 1)
+	var spent, copying time.Duration // in InsertBatch and COPY: generating the entries is not timed
+	batch := make([]dlq.Record, 0, cfg.Batch)
+	cols := pgstore.InsertColumns()
+	copied := 0
+	flush := func() error {
+		start := time.Now()
+		res, err := st.InsertBatch(ctx, batch)
+		spent += time.Since(start)
+		if err != nil {
+			return fmt.Errorf("bench: store: insert: %w", err)
+		}
+		if copied < cfg.CopyEntries {
+			rows := make([][]any, len(res))
+			for i, r := range res {
+				rows[i] = pgstore.InsertValues(r.Stored)
+			}
+			start := time.Now()
+			if _, err := ref.Pool().CopyFrom(ctx, pgx.Identifier{"dlq_entries"}, cols, pgx.CopyFromRows(rows)); err != nil {
+				return fmt.Errorf("bench: store: copy: %w", err)
+			}
+			copying += time.Since(start)
+			copied += len(rows)
+		}
+		for _, r := range res {
+			if r.Err != nil || !r.Inserted {
+				return fmt.Errorf("bench: store: insert %s: inserted %v, %v", r.Stored.Key(), r.Inserted, r.Err)
+			}
+		}
+		batch = batch[:0]
+		return nil
+	}
+	for i := range cfg.Entries {
+		r := storeRecord(i, cfg.Entries, end)
+		rep.PayloadBytes += int64(len(r.Entry.OriginalValue))
+		if i%every == 0 {
+			ids = append(ids, r.DLQ+"/"+r.ID)
+		}
+		batch = append(batch, r)
+		if len(batch) == cfg.Batch || i == cfg.Entries-1 {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+		if i+1 == cfg.CopyEntries {
+			rep.InsertRate = float64(i+1) / spent.Seconds()
+			rep.CopyRate = float64(copied) / copying.Seconds()
+		}
+		if (i+1)%100_000 == 0 {
+			cfg.Logger.Info("bench: store: stored", "entries", i+1, "per_s", int(float64(i+1)/spent.Seconds()))
+		}
+	}
+	rep.AllRate = float64(cfg.Entries) / spent.Seconds()
+	n, err := st.Count(ctx, dlq.Query{})
+	if err != nil || n != int64(cfg.Entries) {
+		return nil, fmt.Errorf("bench: store: %d entries counted after storing %d: %v", n, cfg.Entries, err)
+	}
+	return ids, nil
+}
+
+// shapeStatuses gives the entries a realistic mix, through the table's
+// triggers as a replay or discard would: 30 % replayed, 5 % discarded, the
+// rest pending; then analyzes the table, as autovacuum would.
+func shapeStatuses(ctx context.Context, cfg StoreConfig, st *pgstore.Store) error {
+	const step = 200_000
+	for from := int64(0); from < int64(cfg.Entries); from += step {
+		if _, err := st.Pool().Exec(ctx, `UPDATE dlq_entries SET status = CASE WHEN seq % 20 < 6 THEN 'replayed' ELSE 'discarded' END,
+				version = version + 1, status_by = 'bench'
+			WHERE seq > $1 AND seq <= $2 AND seq % 20 < 7`, from, from+step); err != nil {
+			return fmt.Errorf("bench: store: statuses: %w", err)
+		}
+	}
+	if _, err := st.Pool().Exec(ctx, `VACUUM ANALYZE dlq_entries`); err != nil {
+		return fmt.Errorf("bench: store: vacuum: %w", err)
+	}
+	return nil
+}
+
+// dropSchemas drops what RunStore made, whatever happened.
+func dropSchemas(cfg StoreConfig, schemas ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, cfg.DatabaseURL)
+	if err != nil {
+		cfg.Logger.Error("bench: store: drop schemas", "schemas", schemas, "err", err)
+		return
+	}
+	defer conn.Close(ctx)
+	for _, s := range schemas {
+		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{s}.Sanitize()+` CASCADE`); err != nil {
+			cfg.Logger.Error("bench: store: drop schema", "schema", s, "err", err)
+		}
+	}
+}
+
+// timed runs fn cfg.Samples times and returns its p50 and p99.
+func timed(ctx context.Context, cfg StoreConfig, name string, target time.Duration, fn func(rng *rand.Rand) error) (StoreRead, error) {
+	rng := rand.New(rand.NewPCG(uint64(len(name)), 7))
+	ds := make([]time.Duration, 0, cfg.Samples)
+	for range cfg.Samples {
+		if err := ctx.Err(); err != nil {
+			return StoreRead{}, err
+		}
+		start := time.Now()
+		if err := fn(rng); err != nil {
+			return StoreRead{}, fmt.Errorf("bench: store: %s: %w", name, err)
+		}
+		ds = append(ds, time.Since(start))
+	}
+	slices.Sort(ds)
+	return StoreRead{Name: name, Samples: len(ds), P50: percentile(ds, 0.5), P99: percentile(ds, 0.99), Target: target}, nil
+}
+
+// errWrong marks a read whose result is not what the scenario stored.
+var errWrong = errors.New("wrong result")
+
+// Markdown writes the report as the tables `redrive bench store` prints.
+func (r *StoreReport) Markdown(w io.Writer) error {
+	var sb strings.Builder
+	ratio := r.InsertRate / r.CopyRate
+	met := "missed"
+	if ratio >= 0.5 {
+		met = "met"
+	}
+	fmt.Fprintf(&sb, "| entries | payloads | table | indexes | disk per 1M entries | batch insert /s | raw COPY /s (first %d rows, same batches) | ratio | target | met | insert /s (all) |\n", r.CopyEntries)
+	sb.WriteString("|--:|--:|--:|--:|--:|--:|--:|--:|---|---|--:|\n")
+	perM := float64(r.TableBytes+r.IndexBytes) / float64(r.Entries) * 1e6
+	fmt.Fprintf(&sb, "| %d | %s | %s | %s | %s | %.0f | %.0f | %.2f | ≥ 0.50 × COPY | %s | %.0f |\n\n",
+		r.Entries, bytesOf(float64(r.PayloadBytes)), bytesOf(float64(r.TableBytes)), bytesOf(float64(r.IndexBytes)), bytesOf(perM),
+		r.InsertRate, r.CopyRate, ratio, met, r.AllRate)
+	sb.WriteString("| read | samples | p50 | p99 | target | met |\n|---|--:|--:|--:|---|---|\n")
+	for _, rd := range r.Reads {
+		target, met := "", ""
+		if rd.Target > 0 {
+			target, met = "p99 ≤ "+dur(rd.Target), "missed"
+			if rd.P99 <= rd.Target {
+				met = "met"
+			}
+		}
+		fmt.Fprintf(&sb, "| %s | %d | %s | %s | %s | %s |\n", rd.Name, rd.Samples, dur(rd.P50), dur(rd.P99), target, met)
+	}
+	_, err := io.WriteString(w, sb.String())
+	return err
+}
+
+// bytesOf renders a size in MiB or GiB.
+func bytesOf(b float64) string {
+	if b >= 1<<30 {
+		return fmt.Sprintf("%.2f GiB", b/(1<<30))
+	}
+	return fmt.Sprintf("%.1f MiB", b/(1<<20))
+}

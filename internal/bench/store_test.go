@@ -1,0 +1,80 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/bench"
+)
+
+func databaseURL() string {
+	if u := os.Getenv("DATABASE_URL"); u != "" {
+		return u
+	}
+	return bench.DefaultDatabaseURL
+}
+
+// benchSchemas counts the schemas RunStore makes.
+func benchSchemas(t *testing.T) int {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), databaseURL())
+	if err != nil {
+		t.Fatalf("PostgreSQL is required (DATABASE_URL, default %s): %v", bench.DefaultDatabaseURL, err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(t.Context(), `SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'redrive\_bench\_%'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestRunStore runs the store scenario at a small size: every read's
+// result is checked by RunStore itself (a wrong one fails it), every entry
+// is stored, the report has each read, and the schemas are gone after.
+func TestRunStore(t *testing.T) {
+	before := benchSchemas(t)
+	rep, err := bench.RunStore(t.Context(), bench.StoreConfig{DatabaseURL: databaseURL(), Entries: 3000, Batch: 250, Samples: 5,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("RunStore: %v", err)
+	}
+	if rep.Entries != 3000 || rep.CopyEntries != 3000 || rep.InsertRate <= 0 || rep.CopyRate <= 0 || rep.TableBytes <= 0 || rep.IndexBytes <= 0 {
+		t.Errorf("report = %+v", rep)
+	}
+	if avg := rep.PayloadBytes / int64(rep.Entries); avg < 700 || avg > 1400 {
+		t.Errorf("payloads average %d bytes, want about 1 KiB", avg)
+	}
+	if len(rep.Reads) != 10 {
+		t.Errorf("%d reads timed, want 10", len(rep.Reads))
+	}
+	for _, rd := range rep.Reads {
+		if rd.Samples == 0 || rd.P50 <= 0 || rd.P99 < rd.P50 {
+			t.Errorf("read %+v", rd)
+		}
+	}
+	var out bytes.Buffer
+	if err := rep.Markdown(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "| 3000 |") || !strings.Contains(out.String(), "entry by id") {
+		t.Errorf("markdown:\n%s", out.String())
+	}
+	if after := benchSchemas(t); after != before {
+		t.Errorf("%d bench schemas after the run, %d before: not dropped", after, before)
+	}
+}
+
+func TestStoreConfigValidate(t *testing.T) {
+	for _, c := range []bench.StoreConfig{{Entries: 10}, {Entries: 5000, Batch: -1}, {Entries: 5000, Samples: -2}} {
+		if err := c.WithDefaults().Validate(); err == nil {
+			t.Errorf("Validate(%+v) = nil", c)
+		}
+	}
+}
