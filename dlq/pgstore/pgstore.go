@@ -44,13 +44,24 @@ type Options struct {
 	// Now is the clock of received and status-change times; default
 	// time.Now.
 	Now func() time.Time
+	// BackfillBatch is how many entries one transaction of the counts
+	// backfill counts (see Store.Backfill); default DefaultBackfillBatch.
+	BackfillBatch int
+	// BackfillManual, when set, leaves the backfill to calls of
+	// Store.Backfill instead of running it in the background from Open.
+	BackfillManual bool
 }
 
 // Store is a dlq.Store on PostgreSQL.
 type Store struct {
-	pool *pgxpool.Pool
-	log  *slog.Logger
-	now  func() time.Time
+	pool      *pgxpool.Pool
+	log       *slog.Logger
+	now       func() time.Time
+	batchSize int
+	// stop ends the background backfill; backfilled is closed when it
+	// returned (at once when it does not run).
+	stop       context.CancelFunc
+	backfilled chan struct{}
 }
 
 var _ dlq.Store = (*Store)(nil)
@@ -104,14 +115,28 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*Store, error)
 		return nil, err
 	}
 	s.pool = pool
+	s.batchSize = opts.BackfillBatch
+	if s.batchSize <= 0 {
+		s.batchSize = DefaultBackfillBatch
+	}
+	s.backfilled = make(chan struct{})
+	bctx, stop := context.WithCancel(context.Background())
+	s.stop = stop
+	if opts.BackfillManual {
+		close(s.backfilled)
+	} else {
+		go s.backfillInBackground(bctx)
+	}
 	return s, nil
 }
 
 // Pool returns the store's connection pool (for health checks).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Close closes the pool.
+// Close stops the background backfill and closes the pool.
 func (s *Store) Close() error {
+	s.stop()
+	<-s.backfilled
 	s.pool.Close()
 	return nil
 }
