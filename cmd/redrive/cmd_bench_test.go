@@ -71,3 +71,34 @@ func TestBenchPeersTiny(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchStoreBadInput(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "store", "--entries", "10"},
+		{"bench", "store", "--batch", "20000"},
+		{"bench", "store", "--samples", "-1"},
+	} {
+		code, out, errOut := cli(t, args...)
+		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, "redrive: bench store: ") || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%v: %d %q %q", args, code, out, errOut)
+		}
+	}
+}
+
+// TestBenchStoreTiny runs `bench store` at its smallest size against the
+// real PostgreSQL; it checks the tables, never the figures.
+func TestBenchStoreTiny(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "store.md")
+	code, stdout, errOut := cli(t, "bench", "store", "--entries", "1000", "--samples", "2", "--out", out)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"| 1000 |", "batch insert /s", "| page: first, DLQ × pending | 2 |", "| summaries:", "| entry by id"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+	if file, err := os.ReadFile(out); err != nil || string(file) != stdout {
+		t.Errorf("--out: %v, %q", err, file)
+	}
+}

@@ -109,12 +109,14 @@ func (s *Store) backfillInBackground(ctx context.Context) {
 }
 
 // pendingCounts is SQL of the counts of the entries the backfill has yet
-// to count, as rows (dlq, status, severity, n), to add to dlq_counts.
-const pendingCounts = `SELECT e.dlq, e.status, e.severity, count(*) AS n FROM dlq_entries e, dlq_counts_backfill b
-		WHERE e.seq > b.done AND e.seq <= b.upto GROUP BY 1, 2, 3
+// to count, as rows (dlq, status, severity, n), to add to dlq_counts: a
+// range scan of the primary key (the bounds are scalar subqueries, so
+// that the planner sees a range), empty once the backfill is done.
+const pendingCounts = `SELECT dlq, status, severity, count(*) AS n FROM dlq_entries
+		WHERE seq > (SELECT done FROM dlq_counts_backfill) AND seq <= (SELECT upto FROM dlq_counts_backfill) GROUP BY 1, 2, 3
 	UNION ALL
-	SELECT a.dlq, 'archived', a.severity, count(*) FROM dlq_entries_archive a, dlq_counts_backfill b
-		WHERE a.seq > b.done AND a.seq <= b.upto GROUP BY 1, 2, 3`
+	SELECT dlq, 'archived', severity, count(*) FROM dlq_entries_archive
+		WHERE seq > (SELECT done FROM dlq_counts_backfill) AND seq <= (SELECT upto FROM dlq_counts_backfill) GROUP BY 1, 2, 3`
 
 // allCounts is SQL of every entry's counts: dlq_counts and the entries
 // the backfill has yet to count, in one snapshot.
