@@ -83,6 +83,11 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*Store, error)
 	if opts.Schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = opts.Schema
 	}
+	// pgx prepares its statements; a generic plan (what PostgreSQL may
+	// switch to after five runs) cannot see that one DLQ holds millions of
+	// entries and another a few, or where a time window lies, and may walk
+	// a whole DLQ for one page. Each run is planned for its values.
+	cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_custom_plan"
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
