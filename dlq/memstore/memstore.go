@@ -132,8 +132,8 @@ func (s *Store) Insert(ctx context.Context, r dlq.Record) (dlq.Record, bool, err
 	return clone(n.r), true, nil
 }
 
-// InsertBatch implements dlq.Store: each record as Insert stores it, under
-// one lock.
+// InsertBatch implements dlq.Store: each record as Insert stores it, in
+// order.
 func (s *Store) InsertBatch(ctx context.Context, rs []dlq.Record) ([]dlq.InsertResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
