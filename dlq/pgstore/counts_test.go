@@ -108,7 +108,9 @@ func TestCountsFollowEveryChange(t *testing.T) {
 	if n, err := s.Archive(ctx, "c1.dlq", time.Now().Add(-15*time.Minute-30*time.Second), 1000); err != nil || n != 15 {
 		t.Fatalf("Archive = %d, %v; want 15", n, err)
 	}
-	c = checkCounts(t, schema)
+	if c = checkCounts(t, schema); c["c1.dlq/archived/critical"]+c["c1.dlq/archived/warning"]+c["c1.dlq/archived/info"] != 15 {
+		t.Fatalf("archived counts = %v, want 15 in all", c)
+	}
 
 	var wg sync.WaitGroup
 	for w := range 4 {
