@@ -84,6 +84,16 @@ func (c *counting) Insert(ctx context.Context, r dlq.Record) (dlq.Record, bool, 
 	return stored, inserted, err
 }
 
+// InsertBatch implements dlq.Store: the keeper's path.
+func (c *counting) InsertBatch(ctx context.Context, rs []dlq.Record) ([]dlq.InsertResult, error) {
+	res, err := c.Store.InsertBatch(ctx, rs)
+	c.mu.Lock()
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+	return res, err
+}
+
 // waitStored waits until dlqName holds at least n entries (any status)
 // and returns how many it holds.
 func (c *counting) waitStored(t *testing.T, dlqName string, n int64, timeout time.Duration) int64 {

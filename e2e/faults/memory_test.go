@@ -412,6 +412,17 @@ func (c *insertCounter) Insert(ctx context.Context, r dlq.Record) (dlq.Record, b
 	return stored, inserted, err
 }
 
+// InsertBatch implements dlq.Store: the keeper's path.
+func (c *insertCounter) InsertBatch(ctx context.Context, rs []dlq.Record) ([]dlq.InsertResult, error) {
+	res, err := c.Store.InsertBatch(ctx, rs)
+	for _, r := range res {
+		if r.Err == nil {
+			c.inserted(r.Inserted)
+		}
+	}
+	return res, err
+}
+
 // runMemChild runs test in a child process (this test binary) with env
 // added and returns its report.
 func runMemChild(t *testing.T, test string, env ...string) memReport {

@@ -132,6 +132,16 @@ func (c *counting) Insert(ctx context.Context, r dlq.Record) (dlq.Record, bool, 
 	return stored, inserted, err
 }
 
+// InsertBatch implements dlq.Store: the keeper's path.
+func (c *counting) InsertBatch(ctx context.Context, rs []dlq.Record) ([]dlq.InsertResult, error) {
+	res, err := c.Store.InsertBatch(ctx, rs)
+	c.mu.Lock()
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
+	return res, err
+}
+
 // wait waits until dlqName holds at least n records, failing t after
 // timeout.
 func (c *counting) wait(t testing.TB, dlqName string, n int64, timeout time.Duration) {
