@@ -11,7 +11,7 @@ import (
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/dlq/storetest"
+	"github.com/redrive/redrive/internal/storekinds"
 )
 
 // TestKeeperBatch: a batch holding a redelivery, an invalid id and a
@@ -21,7 +21,7 @@ import (
 // batch completes. Counted: the store holds each distinct dead letter
 // once, and the counter counts each once.
 func TestKeeperBatch(t *testing.T) {
-	s := storetest.Kinds()[1].Open(t)
+	s := storekinds.Kinds()[1].Open(t)
 	pool := s.(*pgstore.Store).Pool()
 	if _, err := pool.Exec(t.Context(), `ALTER TABLE dlq_entries ADD CONSTRAINT test_poison CHECK (error_message <> 'poison')`); err != nil {
 		t.Fatal(err)
