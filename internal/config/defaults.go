@@ -107,7 +107,9 @@ func (c *Config) ApplyDefaults() {
 // Worker.Subscription), retry
 // max_retries 5 (unless unlimited), backoff "1s -> 5s -> 30s -> 5m -> 30m",
 // repeat_last true, mode blocking, an exponential back-off's initial 1s and
-// multiplier 2, dlq severity warning and retention 30d.
+// multiplier 2, dlq severity warning and retention 30d, and the kill switch's
+// (enabled or not) activation 20, trip_ratio 0.5, window 30s, restart_after 30s
+// and max_restart_after 5m.
 func (w Worker) WithDefaults() Worker {
 	if w.QueueTTL == nil {
 		ttl := Duration(DefaultQueueTTL)
@@ -137,6 +139,12 @@ func (w Worker) WithDefaults() Worker {
 	}
 	setDefault(&r.Mode, DefaultRetryMode)
 	setDefault(&w.DLQ.Severity, DefaultSeverity)
+	k, d := &w.KillSwitch, w.KillSwitch.Config().WithDefaults()
+	setDefault(&k.Activation, d.Activation)
+	setDefault(&k.TripRatio, d.TripRatio)
+	setDefault(&k.Window, Duration(d.Window))
+	setDefault(&k.RestartAfter, Duration(d.RestartAfter))
+	setDefault(&k.MaxRestartAfter, Duration(d.MaxRestartAfter))
 	if w.DLQ.Retention.IsZero() {
 		w.DLQ.Retention = RetainFor(DefaultDLQRetention)
 	}

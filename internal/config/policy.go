@@ -7,6 +7,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/retrypolicy"
+	"github.com/redrive/redrive/worker/killswitch"
 )
 
 // Policy returns the worker's retry policy, defaults applied.
@@ -50,6 +51,31 @@ func (w Worker) Subscription() broker.Subscription {
 			Retention: w.DLQ.Retention.Value(),
 		},
 	}
+}
+
+// Config returns the kill switch's configuration for the worker runtime
+// (package worker/killswitch), whose defaults fill unset fields.
+func (k KillSwitch) Config() killswitch.Config {
+	return killswitch.Config{
+		Enabled:         k.Enabled,
+		Activation:      k.Activation,
+		TripRatio:       k.TripRatio,
+		Window:          time.Duration(k.Window),
+		RestartAfter:    time.Duration(k.RestartAfter),
+		MaxRestartAfter: time.Duration(k.MaxRestartAfter),
+	}
+}
+
+// KillSwitches returns the kill switch configuration of every worker that
+// enables one, by worker name.
+func (c *Config) KillSwitches() map[string]killswitch.Config {
+	out := map[string]killswitch.Config{}
+	for _, w := range c.Workers {
+		if w.KillSwitch.Enabled {
+			out[w.Name] = w.KillSwitch.Config()
+		}
+	}
+	return out
 }
 
 // Subscriptions returns the subscription of every worker, in order.

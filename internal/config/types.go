@@ -227,6 +227,26 @@ type Worker struct {
 	MaxClaims *int  `yaml:"max_claims,omitempty"`
 	Retry     Retry `yaml:"retry"`
 	DLQ       DLQ   `yaml:"dlq"`
+	// KillSwitch stops the worker taking messages while its downstream is
+	// down, instead of retrying and dead-lettering every message of the
+	// outage; off unless enabled (see the configuration guide).
+	KillSwitch KillSwitch `yaml:"kill_switch"`
+}
+
+// KillSwitch is a worker's kill switch: once at least activation calls
+// were counted in the sliding window, a ratio of transient failures at or
+// above trip_ratio trips it; the worker then takes no message for
+// restart_after, lets one probe through, and closes on its success or
+// waits twice as long (up to max_restart_after) on its failure. Permanent
+// failures, non-retriable classes, expired messages and poison pills are
+// not counted.
+type KillSwitch struct {
+	Enabled         bool     `yaml:"enabled"`           // default false
+	Activation      int      `yaml:"activation"`        // least counted calls in the window before it may trip; default 20, >= 1
+	TripRatio       float64  `yaml:"trip_ratio"`        // transient failures / counted calls that trips it; default 0.5, in (0, 1]
+	Window          Duration `yaml:"window"`            // sliding window, counted by tenths; default 30s, >= 100ms
+	RestartAfter    Duration `yaml:"restart_after"`     // open this long before the first probe; default 30s, > 0
+	MaxRestartAfter Duration `yaml:"max_restart_after"` // cap of the doubled timeout; default 5m, >= restart_after
 }
 
 // Retry is a worker's retry policy.

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/worker/killswitch"
 )
 
 // Limits of the brokers that names and tiers must respect.
@@ -239,6 +240,12 @@ func validateWorkers(p *problems, workers []Worker) {
 			p.add(path+".prefetch", fmt.Sprintf("%d is over %d, RabbitMQ's largest prefetch", w.Prefetch, broker.MaxPrefetch))
 		}
 		w.Retry.validate(p, path+".retry")
+		if err := w.KillSwitch.Config().Validate(); err != nil {
+			// "killswitch: invalid config: activation -1 is below 1"
+			msg := strings.TrimPrefix(err.Error(), killswitch.ErrInvalidConfig.Error()+": ")
+			field, rest, _ := strings.Cut(msg, " ")
+			p.add(path+".kill_switch."+field, rest)
+		}
 		switch w.DLQ.Severity {
 		case "critical", "warning", "info":
 		default:
