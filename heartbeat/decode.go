@@ -84,7 +84,16 @@ func fastDecode(s string) (Heartbeat, error) {
 				return hb, errSlowPath
 			}
 			hb.Status = Status(val)
-		case "last_message_at", "started_at":
+		case "paused_by", "pause_reason":
+			if !isString {
+				return hb, errSlowPath
+			}
+			if key == "paused_by" {
+				hb.PausedBy = val
+			} else {
+				hb.PauseReason = val
+			}
+		case "last_message_at", "started_at", "next_probe_at":
 			if isNull {
 				break
 			}
@@ -95,9 +104,12 @@ func fastDecode(s string) (Heartbeat, error) {
 			if err != nil {
 				return hb, errSlowPath
 			}
-			if key == "started_at" {
+			switch key {
+			case "started_at":
 				hb.StartedAt = t
-			} else {
+			case "next_probe_at":
+				hb.NextProbeAt = t
+			default:
 				hb.LastMessageAt = t
 			}
 		case "consumer_lag":

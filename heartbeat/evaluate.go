@@ -96,7 +96,8 @@ func evaluate(cfg MonitorConfig, now time.Time, o Observation) WorkerStatus {
 				since = hb.Timestamp
 			}
 			shutdown(since)
-		case StatusRunning:
+		case StatusRunning, StatusPaused:
+			ws.PausedBy, ws.PauseReason, ws.NextProbeAt = hb.PausedBy, hb.PauseReason, hb.NextProbeAt
 			// A key that outlived its writer (a TTL above MissingAfter,
 			// or a clock skew) is as good as missing.
 			if missing(hb.Timestamp) {
@@ -110,7 +111,10 @@ func evaluate(cfg MonitorConfig, now time.Time, o Observation) WorkerStatus {
 					add(ConditionLagWarning, "lag %d above warning %d", hb.ConsumerLag, t.Warning)
 				}
 			}
-			if hb.ConsumerLag > 0 {
+			if hb.Status == StatusPaused {
+				add(ConditionPaused, "%s", pausedText(hb, now))
+			}
+			if hb.ConsumerLag > 0 && hb.Status == StatusRunning {
 				switch {
 				case !hb.LastMessageAt.IsZero() && now.Sub(hb.LastMessageAt) > cfg.IdleAfter:
 					add(ConditionStuck, "no message for %s while lag is %d (WARNING after %s)", short(now.Sub(hb.LastMessageAt)), hb.ConsumerLag, short(cfg.IdleAfter))
@@ -139,6 +143,20 @@ func evaluate(cfg MonitorConfig, now time.Time, o Observation) WorkerStatus {
 	ws.Severity = found[0].cond.Severity()
 	ws.Reason = strings.Join(reasons, "; ")
 	return ws
+}
+
+// pausedText says who paused an instance, why, and when it probes next:
+// "paused (operator: downstream maintenance)", "paused (kill_switch:
+// ...; next probe in 12s)".
+func pausedText(hb *Heartbeat, now time.Time) string {
+	s := "paused (" + hb.PausedBy
+	if hb.PauseReason != "" {
+		s += ": " + hb.PauseReason
+	}
+	if !hb.NextProbeAt.IsZero() {
+		s += "; next probe in " + short(max(hb.NextProbeAt.Sub(now), 0))
+	}
+	return s + ")"
 }
 
 // short rounds d for people: whole seconds from one second up,

@@ -46,7 +46,12 @@ func TestEvaluate(t *testing.T) {
 		{"shutdown stuck", Observation{Type: "w", LastSeen: ago(3 * time.Minute), StoppingSince: ago(3 * time.Minute)}, StatusShuttingDown, SeverityWarning, []Condition{ConditionShutdownStuck}, "shutting down for 3m0s (WARNING after 2m0s)"},
 		{"shutdown stuck, key present without mark", Observation{Type: "w", Heartbeat: &Heartbeat{Timestamp: ago(150 * time.Second), Status: StatusShuttingDown}}, StatusShuttingDown, SeverityWarning, []Condition{ConditionShutdownStuck}, ""},
 		{"running again after a shutdown mark", Observation{Type: "w", StoppingSince: ago(time.Hour), Heartbeat: running(0, now)}, StatusRunning, SeverityOK, []Condition{ConditionOK}, ""},
-		{"unknown status", Observation{Type: "w", Heartbeat: &Heartbeat{Timestamp: now, Status: "PAUSED"}}, "PAUSED", SeverityWarning, []Condition{ConditionMalformed}, `unknown status "PAUSED"`},
+		{"unknown status", Observation{Type: "w", Heartbeat: &Heartbeat{Timestamp: now, Status: "NAPPING"}}, "NAPPING", SeverityWarning, []Condition{ConditionMalformed}, `unknown status "NAPPING"`},
+		{"paused by an operator", Observation{Type: "w", Heartbeat: &Heartbeat{Timestamp: now, Status: StatusPaused, ConsumerLag: 50, StartedAt: ago(time.Hour),
+			PausedBy: PausedByOperator, PauseReason: "db maintenance"}}, StatusPaused, SeverityWarning, []Condition{ConditionPaused}, "paused (operator: db maintenance)"},
+		{"paused by the kill switch", Observation{Type: "w", Heartbeat: &Heartbeat{Timestamp: now, Status: StatusPaused,
+			PausedBy: PausedByKillSwitch, PauseReason: "20 of 20 calls failed", NextProbeAt: now.Add(12 * time.Second)}}, StatusPaused, SeverityWarning, []Condition{ConditionPaused}, "paused (kill_switch: 20 of 20 calls failed; next probe in 12s)"},
+		{"paused and missing", Observation{Type: "w", Heartbeat: &Heartbeat{Timestamp: ago(time.Hour), Status: StatusPaused, PausedBy: PausedByOperator}}, StatusPaused, SeverityCritical, []Condition{ConditionMissing}, ""},
 		{"undecodable", Observation{Type: "w", LastSeen: ago(time.Second), DecodeErr: errors.New("bad")}, StatusUnknown, SeverityWarning, []Condition{ConditionMalformed}, "bad"},
 		{"undecodable and old", Observation{Type: "w", LastSeen: ago(time.Hour), DecodeErr: errors.New("bad")}, StatusUnknown, SeverityCritical, []Condition{ConditionMissing, ConditionMalformed}, ""},
 	}

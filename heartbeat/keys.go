@@ -19,9 +19,14 @@ func (k Keys) Registry(typ string) string { return k.Prefix + "workers:" + typ }
 // valued by the unix time they began: "workers:{type}:stopping".
 func (k Keys) Stopping(typ string) string { return k.Prefix + "workers:" + typ + ":stopping" }
 
+// Paused is the hash of an operator's pause of a type (Pauses), absent
+// when the type is not paused: "workers:{type}:paused".
+func (k Keys) Paused(typ string) string { return k.Prefix + "workers:" + typ + ":paused" }
+
 // Types is the set of every worker type that ever beat: "workers".
 func (k Keys) Types() string { return k.Prefix + "workers" }
 
-// Audit is the stream of operator actions on the registry (Retire):
+// Audit is the stream of operator actions on the registry (Retire,
+// Pauses):
 // "workers::audit", a name no worker type can produce.
 func (k Keys) Audit() string { return k.Prefix + "workers::audit" }

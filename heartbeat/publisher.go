@@ -28,8 +28,9 @@ type Publisher struct {
 
 	lastMsg atomic.Int64 // unix nanoseconds of the last handled message; 0 = none
 	lag     atomic.Int64
-	down    atomic.Bool // Redis unreachable since the last logged failure
-	lagDown atomic.Bool // cfg.Lag failing since the last logged failure
+	down    atomic.Bool                // Redis unreachable since the last logged failure
+	lagDown atomic.Bool                // cfg.Lag failing since the last logged failure
+	pause   atomic.Pointer[pauseState] // nil while running
 
 	now    func() time.Time
 	onBeat func(Status, error) // test hook, called after each beat of Run
@@ -77,10 +78,27 @@ func (p *Publisher) MessageHandled(at time.Time) {
 	}
 }
 
+// pauseState is what a PAUSED beat says.
+type pauseState struct {
+	by, reason string
+	nextProbe  time.Time
+}
+
+// SetPaused makes the next beats say PAUSED, by (PausedByOperator or
+// PausedByKillSwitch) for reason, probing next at nextProbe (zero: no
+// probe planned). SetRunning ends it.
+func (p *Publisher) SetPaused(by, reason string, nextProbe time.Time) {
+	p.pause.Store(&pauseState{by: by, reason: reason, nextProbe: nextProbe})
+}
+
+// SetRunning makes the next beats say RUNNING again.
+func (p *Publisher) SetRunning() { p.pause.Store(nil) }
+
 // SetLag records the consumer lag the next beats report.
 func (p *Publisher) SetLag(n int64) { p.lag.Store(n) }
 
-// Snapshot returns the heartbeat the publisher would write now with status.
+// Snapshot returns the heartbeat the publisher would write now with status;
+// RUNNING reads PAUSED while SetPaused holds.
 func (p *Publisher) Snapshot(status Status) Heartbeat {
 	hb := Heartbeat{
 		Timestamp:   p.now(),
@@ -91,10 +109,13 @@ func (p *Publisher) Snapshot(status Status) Heartbeat {
 	if n := p.lastMsg.Load(); n != 0 {
 		hb.LastMessageAt = time.Unix(0, n)
 	}
+	if ps := p.pause.Load(); ps != nil && status == StatusRunning {
+		hb.Status, hb.PausedBy, hb.PauseReason, hb.NextProbeAt = StatusPaused, ps.by, ps.reason, ps.nextProbe
+	}
 	return hb
 }
 
-// Beat writes one RUNNING heartbeat now: the key with its TTL and the
+// Beat writes one RUNNING (or PAUSED, see SetPaused) heartbeat now: the key with its TTL and the
 // registry update, in one round trip. An error is returned (and logged
 // once per outage) when Redis cannot be reached; the next successful beat
 // logs the recovery.

@@ -10,10 +10,14 @@ import (
 // monitor concludes when it says nothing.
 type Status string
 
-// Statuses. RUNNING and SHUTTING_DOWN are written by publishers; the others
-// are the monitor's.
+// Statuses. RUNNING, PAUSED and SHUTTING_DOWN are written by publishers;
+// the others are the monitor's.
 const (
-	StatusRunning      Status = "RUNNING"
+	StatusRunning Status = "RUNNING"
+	// StatusPaused: the instance runs but takes no message, because an
+	// operator paused its worker or its kill switch tripped (see
+	// Heartbeat.PausedBy).
+	StatusPaused       Status = "PAUSED"
 	StatusShuttingDown Status = "SHUTTING_DOWN"
 	// StatusLate: the key expired but the last beat is more recent than
 	// MissingAfter.
@@ -41,7 +45,21 @@ type Heartbeat struct {
 	ConsumerLag int64
 	// StartedAt is when the publisher was created; zero when absent.
 	StartedAt time.Time
+	// PausedBy says who paused a PAUSED instance: PausedByOperator or
+	// PausedByKillSwitch; PauseReason says why, and NextProbeAt is when
+	// a tripped kill switch lets its next probe message through (zero
+	// for an operator's pause).
+	PausedBy    string
+	PauseReason string
+	NextProbeAt time.Time
 }
+
+// Who paused an instance (Heartbeat.PausedBy), also the reason label of
+// redrive_worker_paused.
+const (
+	PausedByOperator   = "operator"
+	PausedByKillSwitch = "kill_switch"
+)
 
 type heartbeatJSON struct {
 	Timestamp     string  `json:"timestamp"`
@@ -49,6 +67,9 @@ type heartbeatJSON struct {
 	LastMessageAt *string `json:"last_message_at"`
 	ConsumerLag   int64   `json:"consumer_lag"`
 	StartedAt     string  `json:"started_at,omitempty"`
+	PausedBy      string  `json:"paused_by,omitempty"`
+	PauseReason   string  `json:"pause_reason,omitempty"`
+	NextProbeAt   string  `json:"next_probe_at,omitempty"`
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
@@ -68,6 +89,10 @@ func (h Heartbeat) MarshalJSON() ([]byte, error) {
 	if !h.StartedAt.IsZero() {
 		w.StartedAt = formatTime(h.StartedAt)
 	}
+	w.PausedBy, w.PauseReason = h.PausedBy, h.PauseReason
+	if !h.NextProbeAt.IsZero() {
+		w.NextProbeAt = formatTime(h.NextProbeAt)
+	}
 	return json.Marshal(w)
 }
 
@@ -81,7 +106,7 @@ func (h *Heartbeat) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("timestamp: %w", err)
 	}
-	out := Heartbeat{Timestamp: ts, Status: w.Status, ConsumerLag: w.ConsumerLag}
+	out := Heartbeat{Timestamp: ts, Status: w.Status, ConsumerLag: w.ConsumerLag, PausedBy: w.PausedBy, PauseReason: w.PauseReason}
 	if w.LastMessageAt != nil {
 		if out.LastMessageAt, err = time.Parse(time.RFC3339Nano, *w.LastMessageAt); err != nil {
 			return fmt.Errorf("last_message_at: %w", err)
@@ -90,6 +115,11 @@ func (h *Heartbeat) UnmarshalJSON(data []byte) error {
 	if w.StartedAt != "" {
 		if out.StartedAt, err = time.Parse(time.RFC3339Nano, w.StartedAt); err != nil {
 			return fmt.Errorf("started_at: %w", err)
+		}
+	}
+	if w.NextProbeAt != "" {
+		if out.NextProbeAt, err = time.Parse(time.RFC3339Nano, w.NextProbeAt); err != nil {
+			return fmt.Errorf("next_probe_at: %w", err)
 		}
 	}
 	*h = out

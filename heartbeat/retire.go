@@ -79,7 +79,8 @@ func Retire(ctx context.Context, rdb redis.Cmdable, keys Keys, typ, instance, ac
 	return r, nil
 }
 
-// Retirements returns the last n audit records of Retire, newest first.
+// Retirements returns the retirements among the last n audit records,
+// newest first (the stream holds pauses and resumes too).
 func Retirements(ctx context.Context, rdb redis.Cmdable, keys Keys, n int64) ([]Retirement, error) {
 	msgs, err := rdb.XRevRangeN(ctx, keys.Audit(), "+", "-", n).Result()
 	if err != nil {
@@ -88,6 +89,9 @@ func Retirements(ctx context.Context, rdb redis.Cmdable, keys Keys, n int64) ([]
 	out := make([]Retirement, 0, len(msgs))
 	for _, m := range msgs {
 		str := func(k string) string { s, _ := m.Values[k].(string); return s }
+		if a := str("action"); a != "" && a != "retire" {
+			continue
+		}
 		r := Retirement{Type: str("type"), Instance: str("instance"), Actor: str("actor"), Reason: str("reason")}
 		if f, err := strconv.ParseFloat(str("at"), 64); err == nil {
 			r.At = fromUnixSeconds(f)

@@ -53,6 +53,7 @@ type Condition string
 const (
 	ConditionOK            Condition = "ok"             // RUNNING and healthy
 	ConditionShuttingDown  Condition = "shutting_down"  // SHUTTING_DOWN within its limit
+	ConditionPaused        Condition = "paused"         // PAUSED by an operator or its kill switch
 	ConditionLate          Condition = "late"           // key expired, last beat within MissingAfter
 	ConditionMissing       Condition = "missing"        // no beat for more than MissingAfter
 	ConditionStuck         Condition = "stuck"          // lag > 0 and no message for IdleAfter
@@ -68,7 +69,7 @@ func (c Condition) Severity() Severity {
 	switch c {
 	case ConditionMissing, ConditionLagCritical:
 		return SeverityCritical
-	case ConditionStuck, ConditionLagWarning, ConditionShutdownStuck, ConditionMalformed:
+	case ConditionPaused, ConditionStuck, ConditionLagWarning, ConditionShutdownStuck, ConditionMalformed:
 		return SeverityWarning
 	case ConditionUnknown:
 		return SeverityUnknown
@@ -85,7 +86,7 @@ type WorkerStatus struct {
 	// worker was seen before.
 	Type     string
 	Instance string
-	// Status is RUNNING or SHUTTING_DOWN as the worker said, or LATE,
+	// Status is RUNNING, PAUSED or SHUTTING_DOWN as the worker said, or LATE,
 	// MISSING or UNKNOWN as the monitor concluded.
 	Status Status
 	// Severity is the worst severity of Conditions.
@@ -99,6 +100,11 @@ type WorkerStatus struct {
 	LastMessageAt time.Time
 	// Lag is the consumer lag the worker last reported.
 	Lag int64
+	// PausedBy, PauseReason and NextProbeAt are the heartbeat's, for a
+	// PAUSED instance.
+	PausedBy    string
+	PauseReason string
+	NextProbeAt time.Time
 	// Reason explains the severity in words.
 	Reason string
 	// CheckedAt is when the row was evaluated.
