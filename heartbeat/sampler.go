@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -18,6 +19,7 @@ const (
 	MetricHeartbeatTimestamp = "worker_heartbeat_timestamp_seconds"
 	MetricWorkerStatus       = "redrive_worker_status"
 	MetricRunningInstances   = "redrive_worker_running_instances"
+	MetricWorkerPaused       = "redrive_worker_paused"
 )
 
 // LabelInstance is the label of a worker instance on the sampler's series.
@@ -69,6 +71,7 @@ type Sampler struct {
 	tsDesc      *prometheus.Desc
 	statusDesc  *prometheus.Desc
 	runningDesc *prometheus.Desc
+	pausedDesc  *prometheus.Desc
 }
 
 // NewSampler returns a sampler of mon; it samples nothing until Sample or
@@ -87,11 +90,14 @@ func NewSampler(mon *Monitor, cfg SamplerConfig) *Sampler {
 			"Unix time of the last heartbeat of a worker instance (kept after its key expired, until forgotten).",
 			[]string{"type", LabelInstance}, nil),
 		statusDesc: prometheus.NewDesc(MetricWorkerStatus,
-			"1 for each condition a worker instance meets (ok, late, missing, stuck, lag_warning, lag_critical, shutting_down, shutdown_stuck, malformed, unknown), labelled with the condition's severity.",
+			"1 for each condition a worker instance meets (ok, paused, late, missing, stuck, lag_warning, lag_critical, shutting_down, shutdown_stuck, malformed, unknown), labelled with the condition's severity.",
 			[]string{"type", LabelInstance, "condition", "severity"}, nil),
 		runningDesc: prometheus.NewDesc(MetricRunningInstances,
-			"Instances of a configured worker type that beat RUNNING within heartbeat.missing_after (stuck or lagging ones included), as of the last sample.",
+			"Instances of a configured worker type that beat RUNNING or PAUSED within heartbeat.missing_after (stuck, lagging or paused ones included: redrive_worker_paused tells the paused), as of the last sample.",
 			[]string{"type", "dlq_severity"}, nil),
+		pausedDesc: prometheus.NewDesc(MetricWorkerPaused,
+			"1 for each worker instance that beats PAUSED: reason operator (redrive workers pause) or kill_switch (its kill switch tripped); dlq_severity is the configured worker's.",
+			[]string{"type", LabelInstance, "reason", "dlq_severity"}, nil),
 	}
 }
 
@@ -144,6 +150,7 @@ func (s *Sampler) Describe(ch chan<- *prometheus.Desc) {
 	ch <- s.tsDesc
 	ch <- s.statusDesc
 	ch <- s.runningDesc
+	ch <- s.pausedDesc
 }
 
 // Collect implements prometheus.Collector from the cached sample.
@@ -158,7 +165,7 @@ func (s *Sampler) Collect(ch chan<- prometheus.Metric) {
 	if !at.IsZero() && err == nil {
 		running := make(map[string]int, len(s.cfg.Workers))
 		for _, r := range rows {
-			if r.Running() {
+			if r.Running() || r.Paused() {
 				running[r.Type]++
 			}
 		}
@@ -166,7 +173,18 @@ func (s *Sampler) Collect(ch chan<- prometheus.Metric) {
 			ch <- constMetric(s.runningDesc, prometheus.GaugeValue, float64(running[w.Type]), w.Type, w.DLQSeverity)
 		}
 	}
+	severity := make(map[string]string, len(s.cfg.Workers))
+	for _, w := range s.cfg.Workers {
+		severity[w.Type] = w.DLQSeverity
+	}
 	for _, r := range rows {
+		if r.Status == StatusPaused && slices.Contains(r.Conditions, ConditionPaused) {
+			by := r.PausedBy
+			if by != PausedByOperator && by != PausedByKillSwitch {
+				by = "unknown" // a label value from Redis: bounded
+			}
+			ch <- constMetric(s.pausedDesc, prometheus.GaugeValue, 1, r.Type, r.Instance, by, severity[r.Type])
+		}
 		if r.Severity != SeverityUnknown && !r.LastSeen.IsZero() {
 			ch <- constMetric(s.tsDesc, prometheus.GaugeValue, float64(r.LastSeen.UnixMilli())/1e3, r.Type, r.Instance)
 		}

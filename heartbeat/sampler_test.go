@@ -69,6 +69,11 @@ func TestSamplerScrape(t *testing.T) {
 	if err := live.Beat(ctx); err != nil {
 		t.Fatal(err)
 	}
+	paused := newPublisher(t, rdb, PublisherConfig{Type: "payout-executor", Instance: "paused", Prefix: prefix})
+	paused.SetPaused(PausedByOperator, "bank maintenance", time.Time{})
+	if err := paused.Beat(ctx); err != nil {
+		t.Fatal(err)
+	}
 	gone := time.Now().Add(-10 * time.Minute).Truncate(time.Millisecond)
 	keys := Keys{Prefix: prefix}
 	rdb.ZAdd(ctx, keys.Registry("refund-executor"), redisZ(gone, "gone"))
@@ -104,20 +109,25 @@ func TestSamplerScrape(t *testing.T) {
 	for _, want := range []map[string]string{
 		{"type": "refund-executor", "worker_instance": "gone", "condition": "missing", "severity": "critical"},
 		{"type": "payout-executor", "worker_instance": "live", "condition": "stuck", "severity": "warning"},
+		{"type": "payout-executor", "worker_instance": "paused", "condition": "paused", "severity": "warning"},
 	} {
 		if v, ok := series(fams, MetricWorkerStatus, want); !ok || v != 1 {
 			t.Errorf("%s%v = %v (present %v), want 1", MetricWorkerStatus, want, v, ok)
 		}
 	}
-	if n := len(fams[MetricWorkerStatus].GetMetric()); n != 2 {
-		t.Errorf("%d %s series, want one per condition met (2)", n, MetricWorkerStatus)
+	if n := len(fams[MetricWorkerStatus].GetMetric()); n != 3 {
+		t.Errorf("%d %s series, want one per condition met (3)", n, MetricWorkerStatus)
+	}
+	want := map[string]string{"type": "payout-executor", "worker_instance": "paused", "reason": "operator", "dlq_severity": "critical"}
+	if v, ok := series(fams, MetricWorkerPaused, want); !ok || v != 1 || len(fams[MetricWorkerPaused].GetMetric()) != 1 {
+		t.Errorf("%s%v = %v (present %v), want 1 and no other series", MetricWorkerPaused, want, v, ok)
 	}
 	// Every configured type has its count of running instances, 0
-	// included; a stuck instance runs, a missing one does not.
+	// included; a stuck or paused instance runs, a missing one does not.
 	for _, want := range []struct {
 		typ, sev string
 		n        float64
-	}{{"payout-executor", "critical", 1}, {"refund-executor", "warning", 0}, {"idle-worker", "info", 0}} {
+	}{{"payout-executor", "critical", 2}, {"refund-executor", "warning", 0}, {"idle-worker", "info", 0}} {
 		if v, ok := series(fams, MetricRunningInstances, map[string]string{"type": want.typ, "dlq_severity": want.sev}); !ok || v != want.n {
 			t.Errorf("%s{type=%q} = %v (present %v), want %v", MetricRunningInstances, want.typ, v, ok, want.n)
 		}
@@ -135,14 +145,14 @@ func TestSamplerScrape(t *testing.T) {
 	if f := fams[MetricRunningInstances]; f != nil {
 		t.Errorf("running instances exported while Redis is unreachable (every type would read 0): %v", f)
 	}
-	for _, inst := range []string{"gone", "live"} {
-		typ := map[string]string{"gone": "refund-executor", "live": "payout-executor"}[inst]
+	for _, inst := range []string{"gone", "live", "paused"} {
+		typ := map[string]string{"gone": "refund-executor", "live": "payout-executor", "paused": "payout-executor"}[inst]
 		if v, ok := series(fams, MetricWorkerStatus, map[string]string{"type": typ, "worker_instance": inst, "condition": "unknown", "severity": "unknown"}); !ok || v != 1 {
 			t.Errorf("%s/%s not UNKNOWN during the outage", typ, inst)
 		}
 	}
 	rows, at, err := s.Last()
-	if len(rows) != 2 || at.IsZero() || !errors.Is(err, ErrUnavailable) {
+	if len(rows) != 3 || at.IsZero() || !errors.Is(err, ErrUnavailable) {
 		t.Errorf("Last() = %d rows, %s, %v", len(rows), at, err)
 	}
 }

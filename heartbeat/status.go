@@ -111,6 +111,12 @@ type WorkerStatus struct {
 	CheckedAt time.Time
 }
 
+// Paused reports whether the instance beats PAUSED and is not missing: it
+// is alive but takes no message.
+func (w WorkerStatus) Paused() bool {
+	return w.Status == StatusPaused && !slices.Contains(w.Conditions, ConditionMissing)
+}
+
 // Running reports whether the instance beats RUNNING and is not missing:
 // it takes messages, though it may be stuck or lagging.
 func (w WorkerStatus) Running() bool {
