@@ -32,8 +32,9 @@ type Broker interface {
 }
 
 // Handler handles one delivery. nil = done; Permanent(err) = straight to the
-// dead-letter queue; RetryAfter(err, d) = retry after d; any other error =
-// retry by the subscription's policy, dead-letter queue when it is
+// dead-letter queue; RetryAfter(err, d) = retry after d; Requeue(err) =
+// back to the group at once with the same attempt number; any other error
+// = retry by the subscription's policy, dead-letter queue when it is
 // exhausted.
 type Handler func(ctx context.Context, d *Delivery) error
 

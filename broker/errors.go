@@ -19,7 +19,34 @@ var (
 	// ErrTooLarge is returned by Publish for a message over the broker's size
 	// limit; nothing of it was sent.
 	ErrTooLarge = errors.New("message too large")
+	// ErrRequeue matches (errors.Is) every error wrapped by Requeue.
+	ErrRequeue = errors.New("requeue")
 )
+
+// Requeue hands the message back instead of failing it: it returns to its
+// group at once with the same attempt number, spends no retry and is never
+// dead-lettered for it, on both brokers and in both retry modes (RabbitMQ:
+// a copy with the same story goes back to the group queue; Kafka: the
+// record is handled again in place, its offset uncommitted meanwhile). For
+// a failure that says nothing about the message: the handler's process is
+// shutting down, or the worker's kill switch is tripping. Requeue(nil) is
+// nil.
+func Requeue(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &RequeueError{Err: err}
+}
+
+// RequeueError is the error Requeue returns.
+type RequeueError struct{ Err error }
+
+func (e *RequeueError) Error() string        { return "requeue: " + e.Err.Error() }
+func (e *RequeueError) Unwrap() error        { return e.Err }
+func (e *RequeueError) Is(target error) bool { return target == ErrRequeue }
+
+// IsRequeue reports whether err was marked with Requeue.
+func IsRequeue(err error) bool { return errors.Is(err, ErrRequeue) }
 
 // Permanent marks err as not worth retrying: the message goes straight to the
 // dead-letter queue with reason "permanent". Permanent(nil) is nil.
@@ -109,6 +136,9 @@ func ErrorClass(err error) string {
 			err = e.Err
 			continue
 		case *RetryAfterError:
+			err = e.Err
+			continue
+		case *RequeueError:
 			err = e.Err
 			continue
 		}

@@ -62,6 +62,9 @@ func ErrorMessage(err error) string {
 		case *RetryAfterError:
 			err = e.Err
 			continue
+		case *RequeueError:
+			err = e.Err
+			continue
 		}
 		return err.Error()
 	}

@@ -15,8 +15,9 @@ import (
 )
 
 // WithRegisterer exports the workers' handler metrics on reg:
-// worker_handler_duration_seconds{worker} and
-// worker_retry_total{worker,error_class}.
+// worker_handler_duration_seconds{worker},
+// worker_retry_total{worker,error_class} and
+// worker_kill_switch_trips_total{worker}.
 func WithRegisterer(reg prometheus.Registerer) Option { return func(r *Runtime) { r.reg = reg } }
 
 // WithHeartbeat publishes a Redis heartbeat per worker
@@ -59,6 +60,7 @@ func WithClaims(rdb redis.Cmdable) Option { return func(r *Runtime) { r.claimsRD
 type metrics struct {
 	duration *prometheus.HistogramVec
 	retries  *prometheus.CounterVec
+	trips    *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -72,6 +74,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "worker_retry_total",
 			Help: "Handler failures that were scheduled for a retry, by worker and error class.",
 		}, []string{"worker", "error_class"}),
+		trips: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "worker_kill_switch_trips_total",
+			Help: "Times a worker's kill switch opened (tripped, or a failed probe opened it again), by worker.",
+		}, []string{"worker"}),
 	}
 	// Several runtimes may share one registry: they then share its
 	// collectors, so that no runtime's observations are lost.
@@ -80,6 +86,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.retries, err = register(reg, m.retries); err != nil {
+		return nil, err
+	}
+	if m.trips, err = register(reg, m.trips); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -121,7 +130,7 @@ func instrument(s broker.Subscription, h broker.Handler, m *metrics, pub *heartb
 		if pub != nil {
 			pub.MessageHandled(end)
 		}
-		if err != nil && m != nil {
+		if err != nil && m != nil && !broker.IsRequeue(err) {
 			if o := broker.Decide(s, d, err, end); o.Retry {
 				m.retries.WithLabelValues(s.Group, o.Class).Inc()
 			}

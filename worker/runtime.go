@@ -23,6 +23,7 @@ import (
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/worker/killswitch"
 )
 
 // Errors Run returns before it subscribes anything.
@@ -57,6 +58,10 @@ type Runtime struct {
 	// none. healthBound is the address bound once Run listens.
 	healthAddr  string
 	healthBound atomic.Pointer[string]
+	// switches are the kill switches by worker (WithKillSwitch,
+	// workers[].kill_switch); pausePoll is WithPausePoll.
+	switches  map[string]killswitch.Config
+	pausePoll time.Duration
 }
 
 // Option configures a Runtime.
@@ -99,7 +104,7 @@ func Parse(ctx context.Context, yaml []byte, opts ...Option) (*Runtime, error) {
 
 func fromConfig(ctx context.Context, cfg *config.Config, opts []Option) (*Runtime, error) {
 	r := &Runtime{own: true, subs: cfg.Subscriptions(), log: slog.Default(), signal: true, hb: cfg.Heartbeat,
-		instance: cfg.Heartbeat.Instance, healthAddr: cfg.Health.Listen}
+		instance: cfg.Heartbeat.Instance, healthAddr: cfg.Health.Listen, switches: cfg.KillSwitches()}
 	for _, o := range opts {
 		o(r)
 	}
@@ -207,11 +212,19 @@ func (r *Runtime) run(ctx context.Context, handlers Handlers) error {
 		if err != nil {
 			return err
 		}
+		g, err := r.gate(s, pub, m, ctx.Done())
+		if err != nil {
+			return err
+		}
+		if g.pauses != nil {
+			g.refresh(ctx) // a paused worker takes nothing after a restart
+			beats.Go(func() { g.watch(ctx) })
+		}
 		if pub != nil {
 			pubs = append(pubs, pub)
 			beats.Go(func() { _ = pub.Run(ctx) }) // writes SHUTTING_DOWN when ctx ends
 		}
-		h := instrument(s, handlers[s.Group], m, pub)
+		h := g.wrap(instrument(s, handlers[s.Group], m, pub))
 		wg.Go(func() {
 			r.log.Info("worker: consuming", "worker", s.Group, "topic", s.Topic, "policy", s.Policy.String())
 			if err := r.b.Consume(ctx, s, h); err != nil {
@@ -234,6 +247,27 @@ func (r *Runtime) run(ctx context.Context, handlers Handlers) error {
 		return err
 	}
 	return nil
+}
+
+// gate returns the gate of s's worker: its operator pause (with
+// WithHeartbeat) and its kill switch (when enabled).
+func (r *Runtime) gate(s broker.Subscription, pub *heartbeat.Publisher, m *metrics, stopping <-chan struct{}) (*gate, error) {
+	var sw *killswitch.Switch
+	if cfg, ok := r.switches[s.Group]; ok && cfg.Enabled {
+		var err error
+		if sw, err = killswitch.New(cfg); err != nil {
+			return nil, fmt.Errorf("worker %s: %w", s.Group, err)
+		}
+	}
+	var pauses *heartbeat.Pauses
+	if r.rdb != nil {
+		pauses = &heartbeat.Pauses{RDB: r.rdb}
+	}
+	var trips prometheus.Counter
+	if m != nil && sw != nil {
+		trips = m.trips.WithLabelValues(s.Group)
+	}
+	return newGate(s, sw, pauses, r.pausePoll, pub, trips, r.log, stopping), nil
 }
 
 // wireClaims returns the subscriptions to consume with: a copy of the
@@ -303,6 +337,11 @@ func (r *Runtime) check(handlers Handlers) error {
 	slices.Sort(extra)
 	for _, name := range extra {
 		errs = append(errs, fmt.Errorf("%w: %q (configured: %s)", ErrNoWorker, name, strings.Join(slices.Sorted(maps.Keys(known)), ", ")))
+	}
+	for _, name := range slices.Sorted(maps.Keys(r.switches)) {
+		if err := r.switches[name].Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("worker %s: kill switch: %w", name, err))
+		}
 	}
 	return errors.Join(errs...)
 }
