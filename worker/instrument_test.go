@@ -141,6 +141,9 @@ type heartbeatJSON struct {
 	Status        string `json:"status"`
 	LastMessageAt string `json:"last_message_at"`
 	ConsumerLag   int64  `json:"consumer_lag"`
+	PausedBy      string `json:"paused_by"`
+	PauseReason   string `json:"pause_reason"`
+	NextProbeAt   string `json:"next_probe_at"`
 }
 
 func readHeartbeat(t *testing.T, rdb *redis.Client, key string) heartbeatJSON {
