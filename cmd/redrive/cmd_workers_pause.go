@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/redrive/redrive/heartbeat"
+)
+
+func init() {
+	register(&command{
+		name:    "workers pause",
+		summary: "Stop every instance of a worker taking messages until resumed (audited)",
+		args:    "WORKER",
+		help: `Pauses worker WORKER: every instance of it (run with the worker package
+and a heartbeat) stops taking messages within worker.DefaultPausePoll
+(2 s) and beats PAUSED (operator: REASON) until 'redrive workers resume'.
+The pause lives in Redis (workers:WORKER:paused) without expiry, so it
+outlives restarts of the instances. Messages wait in the broker meanwhile:
+none is retried or dead-lettered for the pause. For planned maintenance of
+a downstream. Pausing a paused worker replaces the reason. Each pause and
+resume is appended to the audit stream in Redis (who: --actor, default
+$USER; why: --reason, required). The same is POST
+/internal/v1/workers/{worker}/pause in the admin API.
+
+Flags may come before or after WORKER.`,
+		flags: func(fs *flag.FlagSet) action {
+			actor := fs.String("actor", "", "who pauses it, for the audit (default $USER)")
+			reason := fs.String("reason", "", "why, shown with PAUSED and audited (required)")
+			return func(ctx context.Context, inv *invocation) error {
+				if err := trailingFlags(fs, inv); err != nil {
+					return err
+				}
+				return pauseWorker(ctx, inv, *actor, *reason)
+			}
+		},
+	})
+	register(&command{
+		name:    "workers resume",
+		summary: "Let a paused worker take messages again (audited)",
+		args:    "WORKER",
+		help: `Lifts the pause of worker WORKER ('redrive workers pause'): its instances
+take messages again within 2 s. A worker that is not paused is refused
+(exit 2). Audited with --actor (default $USER). The same is POST
+/internal/v1/workers/{worker}/resume in the admin API.`,
+		flags: func(fs *flag.FlagSet) action {
+			actor := fs.String("actor", "", "who resumes it, for the audit (default $USER)")
+			return func(ctx context.Context, inv *invocation) error {
+				if err := trailingFlags(fs, inv); err != nil {
+					return err
+				}
+				return resumeWorker(ctx, inv, *actor)
+			}
+		},
+	})
+}
+
+// trailingFlags parses the flags that follow the one argument
+// ("pause WORKER --reason x") and leaves that argument alone in inv.args.
+func trailingFlags(fs *flag.FlagSet, inv *invocation) error {
+	if len(inv.args) == 0 {
+		return usageErrorf("want WORKER")
+	}
+	if len(inv.args) > 1 {
+		if err := fs.Parse(inv.args[1:]); err != nil {
+			return usageErrorf("%v", err)
+		}
+		if fs.NArg() > 0 {
+			return usageErrorf("want one WORKER, got also %q", fs.Arg(0))
+		}
+		inv.args = inv.args[:1]
+	}
+	return nil
+}
+
+func pauseWorker(ctx context.Context, inv *invocation, actor, reason string) error {
+	if err := heartbeat.CheckPauseReason(reason); err != nil {
+		return usageErrorf("--reason: %v", errors.Unwrap(err))
+	}
+	if actor == "" {
+		actor = os.Getenv("USER")
+	}
+	c, err := inv.loadConfig()
+	if err != nil {
+		return err
+	}
+	rdb := redisClient(c, logger())
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	p, err := heartbeat.Pauses{RDB: rdb}.Pause(ctx, inv.args[0], actor, reason)
+	switch {
+	case errors.Is(err, heartbeat.ErrUnknownType), errors.Is(err, heartbeat.ErrBadReason):
+		return badInput(err)
+	case err != nil:
+		return fmt.Errorf("redis at %s: %w", c.Redis.Addr, err)
+	}
+	_, err = fmt.Fprintf(inv.stdout, "paused %s by %s: %s (its instances stop taking messages within %s)\n",
+		p.Type, p.Actor, p.Reason, "2s")
+	return err
+}
+
+func resumeWorker(ctx context.Context, inv *invocation, actor string) error {
+	if actor == "" {
+		actor = os.Getenv("USER")
+	}
+	c, err := inv.loadConfig()
+	if err != nil {
+		return err
+	}
+	rdb := redisClient(c, logger())
+	defer rdb.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	p, err := heartbeat.Pauses{RDB: rdb}.Resume(ctx, inv.args[0], actor)
+	switch {
+	case errors.Is(err, heartbeat.ErrNotPaused):
+		return badInput(err)
+	case err != nil:
+		return fmt.Errorf("redis at %s: %w", c.Redis.Addr, err)
+	}
+	_, err = fmt.Fprintf(inv.stdout, "resumed %s by %s (paused by %s since %s: %s)\n", p.Type, actor, p.Actor,
+		p.At.UTC().Format(time.RFC3339), p.Reason)
+	return err
+}
