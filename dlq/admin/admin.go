@@ -92,6 +92,10 @@ type Config struct {
 	// listener answers to the loopback addresses and "localhost", a
 	// listener on all interfaces to any IP address and "localhost".
 	AllowedHosts []string
+	// Workers pauses and resumes workers (POST
+	// /internal/v1/workers/{worker}/pause|resume); nil = those routes
+	// answer 503.
+	Workers WorkerPauser
 }
 
 // Server is the admin API.

@@ -44,6 +44,8 @@ const (
 	// CodeJobNotRunning (409): the job to cancel has already ended (the
 	// body carries it).
 	CodeJobNotRunning = "job_not_running"
+	// CodeNotPaused (409): the worker to resume is not paused.
+	CodeNotPaused = "not_paused"
 	// CodeTooLarge (413): the request body is over the limit.
 	CodeTooLarge = "body_too_large"
 	// CodeUnsupportedMediaType (415): a write without Content-Type:

@@ -73,7 +73,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	for _, rt := range routes {
 		mux.HandleFunc(rt.pattern, func(http.ResponseWriter, *http.Request) {})
 	}
-	samples := strings.NewReplacer("{topic}", "orders.billing.dlq", "{id}", "0-42")
+	samples := strings.NewReplacer("{topic}", "orders.billing.dlq", "{id}", "0-42", "{worker}", "payout-executor")
 	for _, p := range documented {
 		method, path, _ := strings.Cut(p, " ")
 		req := httptest.NewRequest(method, samples.Replace(path), nil)

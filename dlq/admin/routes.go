@@ -22,6 +22,8 @@ var routes = []struct {
 	{"GET /internal/v1/dlq/jobs", (*Server).listJobs},
 	{"GET /internal/v1/dlq/jobs/{id}", (*Server).job},
 	{"POST /internal/v1/dlq/jobs/{id}/cancel", (*Server).cancelJob},
+	{"POST /internal/v1/workers/{worker}/pause", (*Server).pauseWorker},
+	{"POST /internal/v1/workers/{worker}/resume", (*Server).resumeWorker},
 }
 
 // methods are those the API answers to; the others are 405 where a path
