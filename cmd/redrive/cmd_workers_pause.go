@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/internal/daemon"
 )
 
 func init() {
@@ -88,7 +89,7 @@ func pauseWorker(ctx context.Context, inv *invocation, actor, reason string) err
 	if err != nil {
 		return err
 	}
-	rdb := redisClient(c, logger())
+	rdb := daemon.RedisClient(c, logger())
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -112,7 +113,7 @@ func resumeWorker(ctx context.Context, inv *invocation, actor string) error {
 	if err != nil {
 		return err
 	}
-	rdb := redisClient(c, logger())
+	rdb := daemon.RedisClient(c, logger())
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

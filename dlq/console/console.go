@@ -54,6 +54,9 @@ type Config struct {
 	Jobs Jobs
 	// Workers feeds the workers page; nil shows "not configured".
 	Workers WorkerSource
+	// Pauser pauses and resumes workers from the workers page (operators
+	// only); nil offers no buttons.
+	Pauser WorkerPauser
 	// Lag feeds the lag page; nil shows "not configured".
 	Lag LagSource
 	// Broker is "rabbitmq" or "kafka", shown in the header.

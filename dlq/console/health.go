@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/redrive/redrive/dlq"
@@ -15,6 +16,12 @@ type workersView struct {
 	Rows       []heartbeat.WorkerStatus
 	At         time.Time
 	Err        string
+	// CanPause offers Pause and Resume per worker type (an operator, a
+	// Pauser); Types are the types in Rows, Paused those an operator
+	// paused.
+	CanPause bool
+	Types    []string
+	Paused   map[string]bool
 }
 
 // workers serves GET /workers: the heartbeat table.
@@ -26,6 +33,13 @@ func (c *Console) workers(w http.ResponseWriter, r *http.Request, ss *session) {
 		v.Rows, v.At, err = c.cfg.Workers.Last()
 		if err != nil {
 			v.Err = err.Error()
+		}
+		v.CanPause = c.cfg.Pauser != nil && ss != nil && !ss.user.ReadOnly
+		v.Paused = pausedTypes(v.Rows)
+		for _, r := range v.Rows {
+			if r.Type != "*" && !slices.Contains(v.Types, r.Type) {
+				v.Types = append(v.Types, r.Type)
+			}
 		}
 	}
 	c.render(w, r, ss, http.StatusOK, "workers", "Workers", v)

@@ -32,6 +32,8 @@ func (c *Console) routes() {
 		{"GET /jobs/{id}", viewer, (*Console).job},
 		{"POST /jobs/{id}/cancel", operator, (*Console).cancelJob},
 		{"GET /workers", viewer, (*Console).workers},
+		{"POST /workers/{worker}/pause", operator, (*Console).pauseWorker},
+		{"POST /workers/{worker}/resume", operator, (*Console).resumeWorker},
 		{"GET /lag", viewer, (*Console).lagPage},
 		{"GET /login", public, (*Console).loginPage},
 		{"POST /login", public, (*Console).login},

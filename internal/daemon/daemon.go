@@ -228,7 +228,7 @@ func (d *Daemon) adminServer(ops *dlq.Ops) (*admin.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	cons, err := console.New(console.Config{Ops: ops, Jobs: jobs, Workers: d.mon.heartbeats, Lag: d.mon.lag,
+	cons, err := console.New(console.Config{Ops: ops, Jobs: jobs, Workers: d.mon.heartbeats, Pauser: d.mon.pauses, Lag: d.mon.lag,
 		Broker: d.c.Broker, Users: users, InsecureNoAuth: d.o.InsecureNoAuth, Logger: d.log,
 		TrustedProxies: d.c.Admin.Proxies(), CookieSecure: d.c.Admin.CookieSecure})
 	if err != nil {
@@ -236,7 +236,7 @@ func (d *Daemon) adminServer(ops *dlq.Ops) (*admin.Server, error) {
 		return nil, err
 	}
 	api, err := admin.New(admin.Config{Ops: ops, Jobs: jobs, Listen: d.admin, Tokens: tokens, InsecureNoAuth: d.o.InsecureNoAuth, Logger: d.log,
-		AllowedHosts: d.c.Admin.AllowedHosts, UI: cons.Handler()})
+		AllowedHosts: d.c.Admin.AllowedHosts, Workers: d.mon.pauses, UI: cons.Handler()})
 	if err != nil {
 		jobs.Close()
 		return nil, err

@@ -98,6 +98,7 @@ type monitoring struct {
 	cfg        exporter.Config
 	lag        *lag.Sampler       // also in cfg, for the console
 	heartbeats *heartbeat.Sampler // also in cfg, for the console
+	pauses     heartbeat.Pauses   // operator pauses, for the admin API and the console
 	closers    []func() error
 }
 
@@ -164,6 +165,7 @@ func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (
 		return nil, invalid(err)
 	}
 	m.heartbeats = heartbeat.NewSampler(mon, heartbeat.SamplerConfig{Interval: interval, Logger: log, Workers: configuredWorkers(c)})
+	m.pauses = heartbeat.Pauses{RDB: rdb}
 	m.cfg.Heartbeats = m.heartbeats
 	ok = true
 	return m, nil
