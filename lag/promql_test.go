@@ -16,6 +16,8 @@ var exportedMetrics = []string{
 	heartbeat.MetricHeartbeatTimestamp,
 	heartbeat.MetricWorkerStatus,
 	heartbeat.MetricRunningInstances,
+	heartbeat.MetricWorkerPaused,
+	"worker_kill_switch_trips_total",
 	MetricKafkaLag,
 	MetricKafkaLagPartition,
 	MetricKafkaLagSeconds,

@@ -62,6 +62,7 @@ var constTypes = map[string]string{
 	heartbeat.MetricHeartbeatTimestamp: "gauge",
 	heartbeat.MetricWorkerStatus:       "gauge",
 	heartbeat.MetricRunningInstances:   "gauge",
+	heartbeat.MetricWorkerPaused:       "gauge",
 	dlq.MetricPending:                  "gauge",
 }
 
