@@ -1,0 +1,294 @@
+//go:build faults
+
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/kafka/kafkatest"
+	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/retrypolicy"
+	"github.com/redrive/redrive/worker"
+	"github.com/redrive/redrive/worker/killswitch"
+)
+
+// Durations of the kill switch cases. The issue's proof runs a 20 s
+// outage; these cases scale everything down together (traffic 2.4 s at
+// 300 messages/s, an outage of 1.2 s, a 1 s window, probes every 200 ms
+// to 800 ms, retries after 100 ms) so that the suite stays short: the
+// ratios between outage, window, back-off and probes are those of a real
+// deployment, and what is measured (dead letters, lost messages, trips)
+// does not depend on the scale.
+const (
+	ksTraffic  = 720                   // messages
+	ksEvery    = 33 * time.Millisecond // one batch of 10: about 300/s
+	ksOutage   = 1200 * time.Millisecond
+	// ksActivate is max_retries + 1: on Kafka in blocking mode only the
+	// head record of a partition fails, and a burst of ten published at
+	// once lands on one partition, so the first failing message alone
+	// must be able to trip the switch before its retries are spent (its
+	// last failure then trips it and is handed back).
+	ksActivate = 3
+)
+
+// ksConfig is the kill switch of the cases.
+func ksConfig(enabled bool) killswitch.Config {
+	return killswitch.Config{Enabled: enabled, Activation: ksActivate, TripRatio: 0.5, Window: time.Second,
+		RestartAfter: 200 * time.Millisecond, MaxRestartAfter: 800 * time.Millisecond}
+}
+
+// ksBackend is one broker of the kill switch cases.
+type ksBackend struct {
+	name string
+	// open returns a broker for sub (declared), owned by the test, and a
+	// reader of sub's dead letters by message id.
+	open func(t *testing.T, sub broker.Subscription) (broker.Broker, func() map[string]int)
+	sub  func(topic string) broker.Subscription
+}
+
+func ksBackends() []ksBackend {
+	return []ksBackend{
+		{name: "rabbitmq", sub: rabbitSub, open: func(t *testing.T, sub broker.Subscription) (broker.Broker, func() map[string]int) {
+			b, _ := newRabbit(t, sub)
+			seen := map[string]int{} // reading drains the queue: keep the total
+			return b, func() map[string]int {
+				for id, n := range rabbitDeadLetters(t, sub) {
+					seen[id] += n
+				}
+				return maps.Clone(seen)
+			}
+		}},
+		{name: "kafka", sub: kafkaSub, open: func(t *testing.T, sub broker.Subscription) (broker.Broker, func() map[string]int) {
+			brokers := childCluster(t)
+			b := kafkatest.New(t, brokers, nil)
+			if err := b.Declare(context.Background(), sub); err != nil {
+				t.Fatal(err)
+			}
+			return b, func() map[string]int { return kafkaDeadLetters(t, brokers, sub) }
+		}},
+	}
+}
+
+func quietWorker() worker.Option { return worker.WithLogger(slog.New(slog.DiscardHandler)) }
+
+// runWorker runs sub on b with opts until the test ends; stop ends it.
+func runWorker(t *testing.T, b broker.Broker, sub broker.Subscription, h broker.Handler, opts ...worker.Option) (stop func()) {
+	t.Helper()
+	rt := worker.New(b, []broker.Subscription{sub}, append([]worker.Option{worker.WithoutSignals(), quietWorker()}, opts...)...)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Run(ctx, worker.Handlers{sub.Group: h}) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Run: %v", err)
+				}
+			case <-time.After(sub.ShutdownTimeout + 30*time.Second):
+				t.Error("Run did not return after its context ended")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestKillSwitch: steady load into a worker whose handler fails every
+// message (transiently) for ksOutage and then recovers. With the kill
+// switch nothing is dead-lettered or lost and every message is handled;
+// without it the case prints how many dead letters the outage cost. A
+// burst of Permanent failures at the same rate never trips it.
+func TestKillSwitch(t *testing.T) {
+	for _, be := range ksBackends() {
+		t.Run(be.name, func(t *testing.T) {
+			t.Run("on", func(t *testing.T) {
+				r, trips := outage(t, be, true, errors.New("payment API unreachable"))
+				if r.dead != 0 || r.handled != r.published {
+					t.Errorf("with the kill switch: %d dead-lettered, %d of %d handled; want 0 and all", r.dead, r.handled, r.published)
+				}
+				if trips < 1 {
+					t.Errorf("worker_kill_switch_trips_total = %v, want >= 1", trips)
+				}
+			})
+			t.Run("off", func(t *testing.T) {
+				r, _ := outage(t, be, false, errors.New("payment API unreachable"))
+				t.Logf("without the kill switch the %s outage cost %d dead letters of %d messages", ksOutage, r.dead, r.published)
+				if r.dead == 0 {
+					t.Errorf("no dead letter without the kill switch: the outage did not reach the DLQ, so the case proves nothing")
+				}
+			})
+			t.Run("permanent", func(t *testing.T) {
+				r, trips := outage(t, be, true, broker.Permanent(errors.New("malformed payload")))
+				if trips != 0 {
+					t.Errorf("a burst of Permanent failures tripped the kill switch %v times", trips)
+				}
+				if r.dead == 0 {
+					t.Error("no Permanent failure was dead-lettered")
+				}
+			})
+		})
+	}
+}
+
+// outage runs one kill switch case: ksTraffic messages paced at about
+// 300/s, the handler failing with fail for the first ksOutage of it. It
+// returns the accounting and the trips counted.
+func outage(t *testing.T, be ksBackend, enabled bool, fail error) (row, float64) {
+	t.Helper()
+	sub := be.sub("faults.killswitch." + broker.NewMessageID()[:6])
+	sub.Policy = retrypolicy.Policy{MaxRetries: 2, Backoff: retrypolicy.Schedule{Delays: []time.Duration{100 * time.Millisecond}}}
+	b, deadLetters := be.open(t, sub)
+	reg := prometheus.NewRegistry()
+	var down atomic.Bool
+	c := newTally()
+	runWorker(t, b, sub, func(_ context.Context, d *broker.Delivery) error {
+		if down.Load() {
+			return fail
+		}
+		c.add(d.ID)
+		return nil
+	}, worker.WithKillSwitch(sub.Group, ksConfig(enabled)), worker.WithRegisterer(reg))
+	published := ids("ks", ksTraffic)
+	down.Store(true)
+	recovered := time.AfterFunc(ksOutage, func() { down.Store(false) })
+	defer recovered.Stop()
+	publishPaced(t, b, sub.Topic, published, ksEvery, nil)
+	// Every message is handled or dead-lettered in the end: wait for the
+	// handled ones, reading the DLQ between waits.
+	deadline := time.Now().Add(60 * time.Second)
+	dead := deadLetters()
+	for c.distinct()+len(dead) < len(published) && time.Now().Before(deadline) {
+		c.wait(len(published)-len(dead), 2*time.Second)
+		dead = deadLetters()
+	}
+	r := account(t, published, c.counts(), dead)
+	return r, trips(t, reg)
+}
+
+// trips reads worker_kill_switch_trips_total (0 when not exported).
+func trips(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "worker_kill_switch_trips_total" {
+			var n float64
+			for _, m := range mf.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// TestOperatorPause: three instances of one worker under load; an
+// operator pauses the worker (Redis); none of the instances handles a
+// message from the moment all three beat PAUSED until the resume
+// (counted); after the resume they handle everything, nothing lost.
+func TestOperatorPause(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: redisAddr()})
+	t.Cleanup(func() { _ = rdb.Close() })
+	if err := rdb.Ping(context.Background()).Err(); err != nil {
+		t.Fatalf("Redis is required (REDIS_ADDR, default 127.0.0.1:6379): %v", err)
+	}
+	for _, be := range ksBackends() {
+		t.Run(be.name, func(t *testing.T) {
+			sub := be.sub("faults.pause." + broker.NewMessageID()[:6])
+			sub.Group = "i21-pause-" + broker.NewMessageID()[:6] // its own keys in Redis
+			keys := heartbeat.Keys{}
+			t.Cleanup(func() {
+				ctx := context.Background()
+				rdb.Del(ctx, keys.Paused(sub.Group), keys.Registry(sub.Group), keys.Stopping(sub.Group))
+				rdb.SRem(ctx, keys.Types(), sub.Group)
+			})
+			b, deadLetters := be.open(t, sub)
+			var paused atomic.Bool
+			var whilePaused atomic.Int64
+			c := newTally()
+			h := func(_ context.Context, d *broker.Delivery) error {
+				if paused.Load() {
+					whilePaused.Add(1)
+				}
+				c.add(d.ID)
+				return nil
+			}
+			for i := range 3 {
+				runWorker(t, b, sub, h, worker.WithHeartbeat(rdb), worker.WithHeartbeatTiming(100*time.Millisecond, 2*time.Second),
+					worker.WithPausePoll(100*time.Millisecond), worker.WithInstance(fmt.Sprintf("%s-%d", sub.Group, i)))
+			}
+			before := ids("before", 100)
+			publishAll(t, b, sub.Topic, before, nil)
+			if !c.wait(len(before), 30*time.Second) {
+				t.Fatalf("%d of %d handled before the pause", c.distinct(), len(before))
+			}
+			ps := heartbeat.Pauses{RDB: rdb}
+			if _, err := ps.Pause(context.Background(), sub.Group, "faults", "planned maintenance"); err != nil {
+				t.Fatal(err)
+			}
+			waitPaused(t, rdb, sub.Group, 3, true)
+			paused.Store(true)
+			during := ids("during", 300)
+			publishPaced(t, b, sub.Topic, during, ksEvery, nil)
+			// Nothing to await: the point is that nothing happens. Watch
+			// for a second after the last publish.
+			time.Sleep(time.Second)
+			paused.Store(false)
+			if _, err := ps.Resume(context.Background(), sub.Group, "faults"); err != nil {
+				t.Fatal(err)
+			}
+			if n := whilePaused.Load(); n != 0 {
+				t.Errorf("%d messages handled while the worker was paused", n)
+			}
+			all := append(before, during...)
+			c.wait(len(all), 60*time.Second)
+			waitPaused(t, rdb, sub.Group, 3, false)
+			account(t, all, c.counts(), deadLetters())
+		})
+	}
+}
+
+// waitPaused waits until n instances of typ beat PAUSED (paused) or
+// RUNNING (not paused).
+func waitPaused(t *testing.T, rdb *redis.Client, typ string, n int, paused bool) {
+	t.Helper()
+	want := `"status":"RUNNING"`
+	if paused {
+		want = `"status":"PAUSED"`
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		insts, _ := rdb.ZRange(context.Background(), heartbeat.Keys{}.Registry(typ), 0, -1).Result()
+		got := 0
+		for _, inst := range insts {
+			if v, _ := rdb.Get(context.Background(), heartbeat.Keys{}.Heartbeat(typ, inst)).Result(); strings.Contains(v, want) {
+				got++
+			}
+		}
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d instances of %s beat %s", got, n, typ, want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
