@@ -75,6 +75,8 @@ the console.`,
 			durationFlag(fs, &f.crashEvery, "crash-every", "crash reconciliation-worker every `DURATION`; 0 = never (default 45s)")
 			f.stallEvery = devstack.DefaultStallEvery
 			durationFlag(fs, &f.stallEvery, "stall-every", "stall deal-timeout-worker for 30s every `DURATION`; 0 = never (default 3m)")
+			f.outageEvery = devstack.DefaultOutageEvery
+			durationFlag(fs, &f.outageEvery, "outage-every", "take payout-executor's downstream down for 40s every `DURATION` (its kill switch pauses it); 0 = never (default 4m)")
 			fs.StringVar(&f.prefix, "prefix", devstack.DefaultPrefix, "start every name declared on RabbitMQ with `PREFIX`")
 			fs.BoolVar(&f.keep, "keep", false, "keep the exchanges and queues declared on RabbitMQ at exit")
 			fs.BoolVar(&f.noSamples, "no-samples", false, "run only the embedded Kafka and Redis, for your own program")
@@ -94,7 +96,7 @@ the console.`,
 type devFlags struct {
 	broker, listen, metricsListen, token, prefix string
 	rate                                         float64
-	crashEvery, stallEvery                       time.Duration
+	crashEvery, stallEvery, outageEvery          time.Duration
 	keep, noSamples, kafkaPortSet                bool
 	kafkaPort                                    int
 }
@@ -118,6 +120,8 @@ func (f *devFlags) check() error {
 		return usageErrorf("--crash-every %s is negative", f.crashEvery)
 	case f.stallEvery < 0:
 		return usageErrorf("--stall-every %s is negative", f.stallEvery)
+	case f.outageEvery < 0:
+		return usageErrorf("--outage-every %s is negative", f.outageEvery)
 	case f.token != "" && len(f.token) < config.MinTokenLen:
 		return usageErrorf("--token is shorter than %d characters", config.MinTokenLen)
 	}
@@ -186,6 +190,10 @@ func dev(ctx context.Context, inv *invocation, f devFlags) error {
 	if stallEvery == 0 {
 		stallEvery = -1 // never
 	}
+	outageEvery := f.outageEvery
+	if outageEvery == 0 {
+		outageEvery = -1 // never
+	}
 	producer := st.NewProducer(b, f.rate, log)
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -193,12 +201,12 @@ func dev(ctx context.Context, inv *invocation, f devFlags) error {
 	g.Go(func() error {
 		return devstack.RunWorkers(gctx, devstack.WorkersConfig{Broker: b, Subscriptions: c.Subscriptions(), Redis: rdb,
 			Registerer: d.Registerer(), HeartbeatInterval: c.Heartbeat.Interval.Duration(), HeartbeatTTL: c.Heartbeat.TTL.Duration(),
-			CrashEvery: crashEvery, StallEvery: stallEvery, Logger: log})
+			CrashEvery: crashEvery, StallEvery: stallEvery, OutageEvery: outageEvery, KillSwitches: c.KillSwitches(), Logger: log})
 	})
 	if f.rate > 0 {
 		g.Go(func() error { return producer.Run(gctx) })
 	}
-	printTour(inv.stdout, st, d, cfgFile, token, crashEvery, stallEvery, f.rate)
+	printTour(inv.stdout, st, d, cfgFile, token, crashEvery, stallEvery, outageEvery, f.rate)
 	if left.Messages > 0 {
 		fmt.Fprintf(inv.stdout, "\nNote: an earlier run kept (--keep) or left behind %d messages, handled now: %s\n", left.Messages, left)
 	}
@@ -305,7 +313,7 @@ func writeDevConfig(yaml []byte) (string, error) {
 }
 
 // printTour prints where everything is and what to look at.
-func printTour(w io.Writer, st *devstack.Stack, d *daemon.Daemon, cfgFile, token string, crashEvery, stallEvery time.Duration, rate float64) {
+func printTour(w io.Writer, st *devstack.Stack, d *daemon.Daemon, cfgFile, token string, crashEvery, stallEvery, outageEvery time.Duration, rate float64) {
 	where := "RabbitMQ at " + daemon.BrokerAddress(st.Config)
 	if brokers := st.KafkaBrokers(); len(brokers) > 0 {
 		where = "embedded Kafka (kfake) at " + strings.Join(brokers, ",")
@@ -318,6 +326,10 @@ func printTour(w io.Writer, st *devstack.Stack, d *daemon.Daemon, cfgFile, token
 	if stallEvery > 0 {
 		stall = fmt.Sprintf("deal-timeout-worker stalls for %s every %s: messages wait, and once heartbeat.idle_after passed it reads stuck (WARNING) with its lag",
 			devstack.DefaultStallFor, stallEvery)
+	}
+	if outageEvery > 0 {
+		stall += fmt.Sprintf(";\n     payout-executor's downstream is down for %s every %s: its kill switch trips and it reads PAUSED (kill_switch) instead of dead-lettering the outage",
+			devstack.DefaultOutageFor, outageEvery)
 	}
 	self := selfPath()
 	kept := "nothing is kept"

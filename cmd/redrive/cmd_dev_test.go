@@ -60,7 +60,7 @@ func TestDevKafka(t *testing.T) {
 	adminAddr, metricsAddr := freeAddr(t), freeAddr(t)
 	const token = "dev-test-token"
 	d := startDaemon(t, "dev", "--listen", adminAddr, "--metrics-listen", metricsAddr, "--token", token,
-		"--rate", "40", "--crash-every", "2s", "--stall-every", "1s")
+		"--rate", "40", "--crash-every", "2s", "--stall-every", "1s", "--outage-every", "4s")
 	var cfgFile string
 	eventually(t, "dev prints its tour", func() bool {
 		if code, done := d.exited(); done {
@@ -117,14 +117,21 @@ func TestDevKafka(t *testing.T) {
 		row := fields(out, "reconciliation-worker ")
 		return len(row) > 3 && row[2] == "MISSING" && row[3] == "CRITICAL"
 	}, func() string { return out + errOut })
-	if row := fields(out, "payout-executor "); len(row) < 3 || row[2] != "RUNNING" {
-		t.Errorf("workers: payout-executor is not RUNNING:\n%s", out)
+	if row := fields(out, "payout-executor "); len(row) < 3 || row[2] != "RUNNING" && row[2] != "PAUSED" {
+		t.Errorf("workers: payout-executor is neither RUNNING nor PAUSED by its planned outage:\n%s", out)
 	}
 	// The stalling worker reads stuck next to it, with its lag.
 	eventually(t, "deal-timeout-worker reads stuck", func() bool {
 		_, out, errOut = cli(t, "workers", "--config", cfgFile)
 		row := fields(out, "deal-timeout-worker ")
 		return len(row) > 3 && row[2] == "RUNNING" && row[3] == "WARNING" && strings.Contains(out, "while lag is")
+	}, func() string { return out + errOut })
+	// payout-executor's downstream is down (--outage-every): its kill
+	// switch pauses it.
+	eventually(t, "payout-executor reads PAUSED by its kill switch", func() bool {
+		_, out, errOut = cli(t, "workers", "--config", cfgFile)
+		row := fields(out, "payout-executor ")
+		return len(row) > 3 && row[2] == "PAUSED" && strings.Contains(out, "paused (kill_switch:")
 	}, func() string { return out + errOut })
 
 	if code := d.stop(t); code != exitOK {

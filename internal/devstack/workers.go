@@ -14,21 +14,27 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/worker"
+	"github.com/redrive/redrive/worker/killswitch"
 )
 
 // CrashingWorker is the sample worker that crashes now and then;
-// StallingWorker the one whose handlers stall now and then.
+// StallingWorker the one whose handlers stall now and then; OutageWorker
+// the one whose downstream has a planned outage now and then (its kill
+// switch pauses it).
 const (
 	CrashingWorker = "reconciliation-worker"
 	StallingWorker = "deal-timeout-worker"
+	OutageWorker   = "payout-executor"
 )
 
 // Defaults of WorkersConfig.
 const (
-	DefaultCrashEvery = 45 * time.Second
-	DefaultCrashFor   = 10 * time.Second
-	DefaultStallEvery = 3 * time.Minute
-	DefaultStallFor   = 30 * time.Second
+	DefaultCrashEvery  = 45 * time.Second
+	DefaultCrashFor    = 10 * time.Second
+	DefaultStallEvery  = 3 * time.Minute
+	DefaultStallFor    = 30 * time.Second
+	DefaultOutageEvery = 4 * time.Minute
+	DefaultOutageFor   = 40 * time.Second
 )
 
 // WorkersConfig configures RunWorkers.
@@ -53,6 +59,15 @@ type WorkersConfig struct {
 	// so it reads stuck once heartbeat.idle_after passed. Negative
 	// StallEvery: never.
 	StallEvery, StallFor time.Duration
+	// OutageWorker's (payout-executor's) downstream is down for OutageFor
+	// (default 40s) every OutageEvery (default 4m; the first after a
+	// quarter of it): every call fails transiently, its kill switch trips
+	// and the worker reads PAUSED until a probe succeeds. Negative
+	// OutageEvery: never.
+	OutageEvery, OutageFor time.Duration
+	// KillSwitches are the workers' kill switches
+	// (config.Config.KillSwitches).
+	KillSwitches map[string]killswitch.Config
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -76,7 +91,16 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) error {
 	if cfg.StallFor <= 0 {
 		cfg.StallFor = DefaultStallFor
 	}
+	if cfg.OutageEvery == 0 {
+		cfg.OutageEvery = DefaultOutageEvery
+	}
+	if cfg.OutageFor <= 0 {
+		cfg.OutageFor = DefaultOutageFor
+	}
 	opts := []worker.Option{worker.WithoutSignals(), worker.WithLogger(cfg.Logger), worker.WithClaims(cfg.Redis)}
+	for name, ks := range cfg.KillSwitches {
+		opts = append(opts, worker.WithKillSwitch(name, ks))
+	}
 	if cfg.Registerer != nil {
 		opts = append(opts, worker.WithRegisterer(cfg.Registerer))
 	}
@@ -91,6 +115,9 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) error {
 		handlers[s.Group] = Handler
 		if s.Group == StallingWorker && cfg.StallEvery > 0 {
 			handlers[s.Group] = newStaller(cfg.StallEvery, cfg.StallFor, cfg.Logger).wrap(Handler)
+		}
+		if s.Group == OutageWorker && cfg.OutageEvery > 0 {
+			handlers[s.Group] = newOutage(cfg.OutageEvery, cfg.OutageFor, cfg.Logger).wrap(Handler)
 		}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -192,6 +219,41 @@ func beat(ctx context.Context, pub *heartbeat.Publisher, interval time.Duration)
 // lagProbe is the lag measurement both backends offer.
 type lagProbe interface {
 	ConsumerLag(ctx context.Context, topic, group string) (int64, error)
+}
+
+// outage makes every call of a handler fail transiently for a while every
+// so often, as when its downstream is down for maintenance.
+type outage struct {
+	every, dur time.Duration
+	log        *slog.Logger
+
+	mu          sync.Mutex
+	next, until time.Time
+}
+
+func newOutage(every, dur time.Duration, log *slog.Logger) *outage {
+	return &outage{every: every, dur: dur, log: log, next: time.Now().Add(every / 4)}
+}
+
+// errOutage is the failure of every call during an outage.
+var errOutage = errors.New("bank API unavailable: planned maintenance (simulated)")
+
+// wrap returns h failing with errOutage while an outage lasts.
+func (o *outage) wrap(h broker.Handler) broker.Handler {
+	return func(ctx context.Context, d *broker.Delivery) error {
+		o.mu.Lock()
+		now := time.Now()
+		if !now.Before(o.next) {
+			o.until, o.next = now.Add(o.dur), now.Add(o.every)
+			o.log.Warn("dev: the downstream of "+OutageWorker+" is down (simulated): its kill switch will pause it", "for", o.dur)
+		}
+		down := now.Before(o.until)
+		o.mu.Unlock()
+		if down {
+			return errOutage
+		}
+		return h(ctx, d)
+	}
 }
 
 // staller makes a handler hang for a while every so often: the
