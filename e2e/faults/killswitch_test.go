@@ -33,9 +33,9 @@ import (
 // deployment, and what is measured (dead letters, lost messages, trips)
 // does not depend on the scale.
 const (
-	ksTraffic  = 720                   // messages
-	ksEvery    = 33 * time.Millisecond // one batch of 10: about 300/s
-	ksOutage   = 1200 * time.Millisecond
+	ksTraffic = 720                   // messages
+	ksEvery   = 33 * time.Millisecond // one batch of 10: about 300/s
+	ksOutage  = 1200 * time.Millisecond
 	// ksActivate is max_retries + 1: on Kafka in blocking mode only the
 	// head record of a partition fails, and a burst of ten published at
 	// once lands on one partition, so the first failing message alone
