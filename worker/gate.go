@@ -51,6 +51,7 @@ type gate struct {
 	pauses   *heartbeat.Pauses  // nil: no operator pause (no Redis)
 	poll     time.Duration
 	pub      *heartbeat.Publisher // nil: no heartbeat
+	pauser   consumerPauser       // nil: the broker cannot stop consuming
 	trips    prometheus.Counter   // nil: no metrics
 	log      *slog.Logger
 	stopping <-chan struct{}
@@ -60,6 +61,17 @@ type gate struct {
 	changed  chan struct{}    // closed (and replaced) when op changes
 	tripText string           // why the kill switch last tripped
 	redisErr bool             // the last poll failed (logged once)
+	held     bool             // the consumer is paused (pauser)
+	probeAt  *time.Timer      // resumes consuming when the switch may probe
+}
+
+// consumerPauser stops and resumes a subscription's consumers in this
+// process (rabbit.Broker, kafka.Broker): while the gate holds, they take
+// nothing from the broker, so that what RabbitMQ prefetched goes back to
+// the queue and Kafka fetches nothing more.
+type consumerPauser interface {
+	PauseConsume(topic, group string)
+	ResumeConsume(topic, group string)
 }
 
 func newGate(sub broker.Subscription, sw *killswitch.Switch, pauses *heartbeat.Pauses, poll time.Duration,
@@ -185,9 +197,12 @@ func (g *gate) report(tr killswitch.Transition) {
 	g.publish()
 }
 
-// publish makes the heartbeat say what the gate holds: PAUSED by the
-// operator, PAUSED by the kill switch, or RUNNING.
+// publish makes the heartbeat and the consumer follow the gate: PAUSED by
+// the operator, PAUSED by the kill switch, or RUNNING; the consumer stops
+// while the worker is paused or its switch is open before its probe time,
+// and takes deliveries again for the probe.
 func (g *gate) publish() {
+	g.hold()
 	if g.pub == nil {
 		return
 	}
@@ -209,6 +224,38 @@ func (g *gate) publish() {
 		}
 	}
 	g.pub.SetRunning()
+}
+
+// hold pauses or resumes the consumer (when the broker can) as the gate
+// says, and plans the resume at the kill switch's probe time.
+func (g *gate) hold() {
+	if g.pauser == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	held := g.op != nil
+	if g.probeAt != nil {
+		g.probeAt.Stop()
+		g.probeAt = nil
+	}
+	if g.sw != nil && !held {
+		if st, until := g.sw.State(); st == killswitch.Open {
+			if d := time.Until(until); d > 0 {
+				held = true
+				g.probeAt = time.AfterFunc(d, g.hold)
+			}
+		}
+	}
+	if held == g.held {
+		return
+	}
+	g.held = held
+	if held {
+		g.pauser.PauseConsume(g.sub.Topic, g.sub.Group)
+	} else {
+		g.pauser.ResumeConsume(g.sub.Topic, g.sub.Group)
+	}
 }
 
 // watch reads the operator's pause every poll interval until ctx ends.

@@ -267,7 +267,9 @@ func (r *Runtime) gate(s broker.Subscription, pub *heartbeat.Publisher, m *metri
 	if m != nil && sw != nil {
 		trips = m.trips.WithLabelValues(s.Group)
 	}
-	return newGate(s, sw, pauses, r.pausePoll, pub, trips, r.log, stopping), nil
+	g := newGate(s, sw, pauses, r.pausePoll, pub, trips, r.log, stopping)
+	g.pauser, _ = r.b.(consumerPauser)
+	return g, nil
 }
 
 // wireClaims returns the subscriptions to consume with: a copy of the

@@ -29,6 +29,7 @@ type Broker struct {
 	closed    bool
 	known     map[string]bool // topics known to exist
 	consumers map[consumerKey][]*consumer
+	holds     broker.Holds // PauseConsume
 }
 
 var _ broker.Broker = (*Broker)(nil)

@@ -53,6 +53,9 @@ type consumer struct {
 	retryTopic string
 	// sem bounds the handlers running at once (sub.Concurrency).
 	sem chan struct{}
+	// held is set while the subscription is paused (PauseConsume): no
+	// partition resumes fetching.
+	held atomic.Bool
 	// hctx is the parent of handler contexts: the values of Consume's
 	// context, canceled only when a stop gives up waiting.
 	hctx context.Context
@@ -110,6 +113,9 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 	if sub.UncountedMaxClaims(false) {
 		c.log.Warn("max_claims is set but there is no claim counter (worker.WithClaims): poison-pill protection is off")
 	}
+	hctx, stopHold := context.WithCancel(ctx)
+	defer stopHold()
+	go c.watchHold(hctx)
 	if err := c.consume(ctx, sub.Group, sub.Topic, c.retryTopic); err != nil {
 		return fmt.Errorf("kafka: consume %q as %q: %w", sub.Topic, sub.Group, err)
 	}
@@ -288,6 +294,11 @@ func (c *consumer) partition(topic string, part int32) *partition {
 	if p == nil {
 		p = newPartition(c, topic, part)
 		c.parts[k] = p
+		if c.held.Load() {
+			p.mu.Lock()
+			p.pauseLocked() // assigned while paused (PauseConsume)
+			p.mu.Unlock()
+		}
 		go p.run()
 	}
 	return p

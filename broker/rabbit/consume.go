@@ -98,10 +98,23 @@ func (c *consumer) session(ctx context.Context) error {
 	if err := ch.Qos(c.sub.Prefetch, 0, false); err != nil {
 		return fmt.Errorf("rabbit: set prefetch %d: %w", c.sub.Prefetch, err)
 	}
-	tag := fmt.Sprintf("redrive-%s-%s", c.sub.Group, broker.NewMessageID()[:8])
-	deliveries, err := ch.Consume(c.queue, tag, false, false, false, false, nil)
-	if err != nil {
-		return fmt.Errorf("rabbit: consume %q: %w", c.queue, err)
+	hold := c.b.holds.Of(c.sub.Topic, c.sub.Group)
+	var tag string
+	var deliveries <-chan amqp.Delivery // nil while held: never ready
+	consume := func() error {
+		tag = fmt.Sprintf("redrive-%s-%s", c.sub.Group, broker.NewMessageID()[:8])
+		d, err := ch.Consume(c.queue, tag, false, false, false, false, nil)
+		if err != nil {
+			return fmt.Errorf("rabbit: consume %q: %w", c.queue, err)
+		}
+		deliveries = d
+		return nil
+	}
+	held, holdChanged := hold.State()
+	if !held {
+		if err := consume(); err != nil {
+			return err
+		}
 	}
 	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
 	// Not consuming from the moment the channel closes, even while the
@@ -173,8 +186,23 @@ func (c *consumer) session(ctx context.Context) error {
 loop:
 	for {
 		select {
+		case <-holdChanged:
+			held, holdChanged = hold.State()
+			switch {
+			case held && deliveries != nil:
+				n := cancelAndReturn(ch, tag, deliveries)
+				deliveries = nil
+				c.log.Info("rabbit: consumer paused; prefetched deliveries returned to the queue", "returned", n)
+			case !held && deliveries == nil:
+				if sessionErr = consume(); sessionErr != nil {
+					break loop
+				}
+				c.log.Info("rabbit: consumer resumed")
+			}
 		case <-ctx.Done():
-			_ = ch.Cancel(tag, false)
+			if deliveries != nil {
+				_ = ch.Cancel(tag, false)
+			}
 			break loop
 		case e := <-closed:
 			if e != nil {
@@ -190,6 +218,16 @@ loop:
 			}
 			select {
 			case work <- m:
+			case <-holdChanged:
+				// Paused while every handler is busy: m goes back with
+				// the rest.
+				_ = m.Nack(false, true)
+				held, holdChanged = hold.State()
+				if held {
+					n := cancelAndReturn(ch, tag, deliveries)
+					deliveries = nil
+					c.log.Info("rabbit: consumer paused; prefetched deliveries returned to the queue", "returned", n+1)
+				}
 			case <-ctx.Done():
 				_ = m.Nack(false, true)
 				_ = ch.Cancel(tag, false)

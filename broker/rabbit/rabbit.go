@@ -23,6 +23,7 @@ type Broker struct {
 	dialer *Dialer
 	pub    *publisher
 	probe  probe
+	holds  broker.Holds // PauseConsume
 
 	baseOnce sync.Mutex
 	baseDone bool

@@ -1,0 +1,88 @@
+package rabbit_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/rabbit"
+)
+
+// TestPauseConsumeReturnsPrefetched: PauseConsume cancels the consumer
+// and what it prefetched goes back to the queue (only the delivery a
+// handler holds stays out); ResumeConsume consumes again and every
+// message is handled once.
+func TestPauseConsumeReturnsPrefetched(t *testing.T) {
+	s := sub("hold." + broker.NewMessageID()[:6])
+	s.Concurrency, s.Prefetch = 1, 10
+	b := newBroker(t, nil, s)
+	if err := b.Declare(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	handled := make(chan string, 100)
+	go func() {
+		done <- b.Consume(ctx, s, func(_ context.Context, d *broker.Delivery) error {
+			if d.ID == "m00" {
+				started <- struct{}{}
+				<-release
+			}
+			handled <- d.ID
+			return nil
+		})
+	}()
+	const n = 20
+	msgs := make([]broker.Message, n)
+	for i := range msgs {
+		msgs[i] = broker.Message{ID: fmt.Sprintf("m%02d", i), Value: []byte("v")}
+	}
+	if err := b.Publish(t.Context(), s.Topic, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	<-started // m00 is held by the handler; 9 more are prefetched
+	ch := channel(t)
+	q := rabbit.Queue(s.Topic, s.Group)
+	waitDepth(t, func() int { return depth(t, ch, q) }, n-s.Prefetch, "the prefetch filled")
+	b.PauseConsume(s.Topic, s.Group)
+	waitDepth(t, func() int { return depth(t, ch, q) }, n-1, "the prefetched messages back in the queue")
+	close(release)
+	b.ResumeConsume(s.Topic, s.Group)
+	seen := map[string]int{}
+	timeout := time.After(20 * time.Second)
+	for len(seen) < n {
+		select {
+		case id := <-handled:
+			seen[id]++
+		case <-timeout:
+			t.Fatalf("%d of %d handled after the resume", len(seen), n)
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("%s handled %d times", id, c)
+		}
+	}
+}
+
+func waitDepth(t *testing.T, depth func() int, want int, what string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := depth()
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: queue depth %d, want %d", what, got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
