@@ -4,7 +4,8 @@
 // faults). Each case runs real traffic through a broker, injects a fault
 // (a SIGKILLed worker process, connections closed by the server, a broker
 // stopped, a Kafka broker removed, Redis or PostgreSQL unreachable, a
-// poison pill), heals it, and then accounts for every message it published:
+// poison pill, a downstream outage behind a kill switch, an operator's
+// pause), heals it, and then accounts for every message it published:
 // each must have been handled or dead-lettered (lost = 0); duplicates are
 // counted and reported. The suite prints a table of the counts at the end.
 //
