@@ -53,9 +53,9 @@ type consumer struct {
 	retryTopic string
 	// sem bounds the handlers running at once (sub.Concurrency).
 	sem chan struct{}
-	// held is set while the subscription is paused (PauseConsume): no
-	// partition resumes fetching.
-	held atomic.Bool
+	// hs is the pause (PauseConsume) applied to the client; only
+	// Consume's consumers watch it (not the keeper's).
+	hs holdState
 	// hctx is the parent of handler contexts: the values of Consume's
 	// context, canceled only when a stop gives up waiting.
 	hctx context.Context
@@ -168,6 +168,9 @@ func (c *consumer) consume(ctx context.Context, group string, topics ...string) 
 	}
 	c.cl = cl
 	c.clp.Store(cl)
+	if c.h != nil && c.retryTopic != "" {
+		c.applyHold() // paused before the client existed (PauseConsume)
+	}
 	c.run(ctx)
 	return nil
 }
@@ -294,11 +297,6 @@ func (c *consumer) partition(topic string, part int32) *partition {
 	if p == nil {
 		p = newPartition(c, topic, part)
 		c.parts[k] = p
-		if c.held.Load() {
-			p.mu.Lock()
-			p.pauseLocked() // assigned while paused (PauseConsume)
-			p.mu.Unlock()
-		}
 		go p.run()
 	}
 	return p

@@ -234,7 +234,7 @@ func (p *partition) pauseLocked() {
 // maybeResumeLocked resumes fetching when the worker neither waits nor
 // holds more than half of its buffer. p.mu is held.
 func (p *partition) maybeResumeLocked() {
-	if !p.paused || p.stopped || p.waiting || p.c.held.Load() || !p.halfLocked() {
+	if !p.paused || p.stopped || p.waiting || !p.halfLocked() {
 		return
 	}
 	if !p.pausedAt.IsZero() {
