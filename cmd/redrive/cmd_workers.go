@@ -19,13 +19,15 @@ func init() {
 		name:    "workers",
 		summary: "Print the heartbeat table of every worker instance (Redis)",
 		help: `Reads every worker heartbeat from Redis once and prints one line per
-instance: its status (RUNNING, SHUTTING_DOWN, LATE, MISSING), severity
+instance: its status (RUNNING, PAUSED, SHUTTING_DOWN, LATE, MISSING), severity
 (OK, WARNING, CRITICAL), when it last beat and last handled a message, the
 lag it reports and why it is not OK. A configured worker of which no
 heartbeat was seen is one line, instance "-", MISSING and CRITICAL.
 Thresholds come from the heartbeat: section and, per worker, from
-lag.thresholds of its topic. --retired prints the last retirements
-('redrive workers retire') instead.
+lag.thresholds of its topic. A PAUSED instance says who paused it
+(operator: 'redrive workers pause'; kill_switch: its downstream fails) and
+why. --retired prints the last retirements ('redrive workers retire')
+instead.
 
 Exit status, for scripts and cron, from the configured workers' rows
 (rows of other worker types are shown but do not count): 0 all OK, 3 the
