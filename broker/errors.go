@@ -41,8 +41,13 @@ func Requeue(err error) error {
 // RequeueError is the error Requeue returns.
 type RequeueError struct{ Err error }
 
-func (e *RequeueError) Error() string        { return "requeue: " + e.Err.Error() }
-func (e *RequeueError) Unwrap() error        { return e.Err }
+// Error says "requeue: " and the handler's error.
+func (e *RequeueError) Error() string { return "requeue: " + e.Err.Error() }
+
+// Unwrap returns the handler's error.
+func (e *RequeueError) Unwrap() error { return e.Err }
+
+// Is matches ErrRequeue.
 func (e *RequeueError) Is(target error) bool { return target == ErrRequeue }
 
 // IsRequeue reports whether err was marked with Requeue.

@@ -53,9 +53,6 @@ type consumer struct {
 	retryTopic string
 	// sem bounds the handlers running at once (sub.Concurrency).
 	sem chan struct{}
-	// hs is the pause (PauseConsume) applied to the client; only
-	// Consume's consumers watch it (not the keeper's).
-	hs holdState
 	// hctx is the parent of handler contexts: the values of Consume's
 	// context, canceled only when a stop gives up waiting.
 	hctx context.Context
@@ -113,9 +110,6 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 	if sub.UncountedMaxClaims(false) {
 		c.log.Warn("max_claims is set but there is no claim counter (worker.WithClaims): poison-pill protection is off")
 	}
-	hctx, stopHold := context.WithCancel(ctx)
-	defer stopHold()
-	go c.watchHold(hctx)
 	if err := c.consume(ctx, sub.Group, sub.Topic, c.retryTopic); err != nil {
 		return fmt.Errorf("kafka: consume %q as %q: %w", sub.Topic, sub.Group, err)
 	}
@@ -168,8 +162,8 @@ func (c *consumer) consume(ctx context.Context, group string, topics ...string) 
 	}
 	c.cl = cl
 	c.clp.Store(cl)
-	if c.h != nil && c.retryTopic != "" {
-		c.applyHold() // paused before the client existed (PauseConsume)
+	if c.retryTopic != "" { // Consume's, not the keeper's: PauseConsume
+		go c.watchHold(ctx)
 	}
 	c.run(ctx)
 	return nil

@@ -1,9 +1,6 @@
 package kafka
 
-import (
-	"context"
-	"sync"
-)
+import "context"
 
 // PauseConsume makes this process's consumers of topic/group stop taking
 // records until ResumeConsume: fetching the topic and the group's retry
@@ -19,42 +16,24 @@ func (b *Broker) PauseConsume(topic, group string) { b.holds.Of(topic, group).Se
 // ResumeConsume undoes PauseConsume.
 func (b *Broker) ResumeConsume(topic, group string) { b.holds.Of(topic, group).Set(false) }
 
-// holdState is the pause the consumer last applied to its client.
-type holdState struct {
-	mu      sync.Mutex
-	applied bool
-}
-
-// applyHold pauses or resumes fetching of the consumer's topics as its
-// hold says; a no-op before the group client exists (consume applies it
-// once it does).
-func (c *consumer) applyHold() {
-	cl := c.client()
-	if cl == nil {
-		return
-	}
-	on, _ := c.b.holds.Of(c.sub.Topic, c.sub.Group).State()
-	c.hs.mu.Lock()
-	defer c.hs.mu.Unlock()
-	if on == c.hs.applied {
-		return
-	}
-	c.hs.applied = on
-	if on {
-		cl.PauseFetchTopics(c.sub.Topic, c.retryTopic)
-		c.log.Info("consumer paused: fetching stopped")
-	} else {
-		cl.ResumeFetchTopics(c.sub.Topic, c.retryTopic)
-		c.log.Info("consumer resumed: fetching again")
-	}
-}
-
-// watchHold applies the consumer's hold (PauseConsume) until ctx ends.
+// watchHold applies the consumer's hold (PauseConsume) to its client,
+// from the moment the client exists until ctx ends: it pauses or resumes
+// fetching the topic and the group's retry topic.
 func (c *consumer) watchHold(ctx context.Context) {
 	hold := c.b.holds.Of(c.sub.Topic, c.sub.Group)
+	applied := false
 	for {
-		_, changed := hold.State()
-		c.applyHold()
+		on, changed := hold.State()
+		if on != applied {
+			applied = on
+			if on {
+				c.cl.PauseFetchTopics(c.sub.Topic, c.retryTopic)
+				c.log.Info("consumer paused: fetching stopped")
+			} else {
+				c.cl.ResumeFetchTopics(c.sub.Topic, c.retryTopic)
+				c.log.Info("consumer resumed: fetching again")
+			}
+		}
 		select {
 		case <-changed:
 		case <-ctx.Done():

@@ -98,23 +98,10 @@ func (c *consumer) session(ctx context.Context) error {
 	if err := ch.Qos(c.sub.Prefetch, 0, false); err != nil {
 		return fmt.Errorf("rabbit: set prefetch %d: %w", c.sub.Prefetch, err)
 	}
-	hold := c.b.holds.Of(c.sub.Topic, c.sub.Group)
-	var tag string
-	var deliveries <-chan amqp.Delivery // nil while held: never ready
-	consume := func() error {
-		tag = fmt.Sprintf("redrive-%s-%s", c.sub.Group, broker.NewMessageID()[:8])
-		d, err := ch.Consume(c.queue, tag, false, false, false, false, nil)
-		if err != nil {
-			return fmt.Errorf("rabbit: consume %q: %w", c.queue, err)
-		}
-		deliveries = d
-		return nil
-	}
+	hold, sub := c.b.holds.Of(c.sub.Topic, c.sub.Group), &subscriber{c: c, ch: ch}
 	held, holdChanged := hold.State()
-	if !held {
-		if err := consume(); err != nil {
-			return err
-		}
+	if err := sub.follow(held, 0); err != nil {
+		return err
 	}
 	closed := ch.NotifyClose(make(chan *amqp.Error, 1))
 	// Not consuming from the moment the channel closes, even while the
@@ -188,20 +175,12 @@ loop:
 		select {
 		case <-holdChanged:
 			held, holdChanged = hold.State()
-			switch {
-			case held && deliveries != nil:
-				n := cancelAndReturn(ch, tag, deliveries)
-				deliveries = nil
-				c.log.Info("rabbit: consumer paused; prefetched deliveries returned to the queue", "returned", n)
-			case !held && deliveries == nil:
-				if sessionErr = consume(); sessionErr != nil {
-					break loop
-				}
-				c.log.Info("rabbit: consumer resumed")
+			if sessionErr = sub.follow(held, 0); sessionErr != nil {
+				break loop
 			}
 		case <-ctx.Done():
-			if deliveries != nil {
-				_ = ch.Cancel(tag, false)
+			if sub.deliveries != nil {
+				_ = ch.Cancel(sub.tag, false)
 			}
 			break loop
 		case e := <-closed:
@@ -211,7 +190,7 @@ loop:
 				sessionErr = errors.New("rabbit: channel closed")
 			}
 			break loop
-		case m, ok := <-deliveries:
+		case m, ok := <-sub.deliveries:
 			if !ok {
 				sessionErr = errors.New("rabbit: delivery stream ended")
 				break loop
@@ -220,17 +199,13 @@ loop:
 			case work <- m:
 			case <-holdChanged:
 				// Paused while every handler is busy: m goes back with
-				// the rest.
+				// the rest (resumed at once: the stream goes on).
 				_ = m.Nack(false, true)
 				held, holdChanged = hold.State()
-				if held {
-					n := cancelAndReturn(ch, tag, deliveries)
-					deliveries = nil
-					c.log.Info("rabbit: consumer paused; prefetched deliveries returned to the queue", "returned", n+1)
-				}
+				_ = sub.follow(held, 1) // a cancel cannot fail
 			case <-ctx.Done():
 				_ = m.Nack(false, true)
-				_ = ch.Cancel(tag, false)
+				_ = ch.Cancel(sub.tag, false)
 				break loop
 			}
 		}
@@ -336,20 +311,6 @@ func (c *consumer) hop(ctx context.Context, m amqp.Delivery, remaining time.Dura
 		h[broker.HeaderTopic] = c.sub.Topic
 	}
 	c.send(ctx, fwd, forwardJob{m: m, out: c.delayed(m, h, remaining, intHeader(m.Headers, HeaderTierPasses))})
-}
-
-// requeue hands m back to the group queue (broker.Requeue): a copy with
-// m's own headers, so the same attempt number, straight through the retry
-// exchange; m is acked once the copy is confirmed. A copy, not a
-// nack-requeue, so that a quorum queue's delivery count (max_claims, the
-// delivery limit) does not grow with every hand-back.
-func (c *consumer) requeue(ctx context.Context, m amqp.Delivery, fwd chan<- forwardJob, then func()) {
-	h := maps.Clone(m.Headers)
-	maps.DeleteFunc(h, func(k string, _ any) bool { return brokerOwned(k) || k == HeaderTierPasses })
-	if _, ok := h[broker.HeaderTopic]; !ok {
-		h[broker.HeaderTopic] = c.sub.Topic
-	}
-	c.send(ctx, fwd, forwardJob{m: m, out: c.delayed(m, h, 0, 0), then: then})
 }
 
 // waitFor waits for wg, or until deadline fires; it reports whether wg

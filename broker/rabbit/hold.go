@@ -1,7 +1,11 @@
 package rabbit
 
 import (
+	"fmt"
+
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/broker"
 )
 
 // PauseConsume makes this process's consumers of topic/group stop taking
@@ -26,4 +30,37 @@ func cancelAndReturn(ch *amqp.Channel, tag string, deliveries <-chan amqp.Delive
 		returned++
 	}
 	return returned
+}
+
+// subscriber is a session's consumer on its channel, which a hold
+// (PauseConsume) cancels and starts again.
+type subscriber struct {
+	c          *consumer
+	ch         *amqp.Channel
+	tag        string
+	deliveries <-chan amqp.Delivery // nil while cancelled: never ready
+}
+
+// follow consumes when held is false and cancels when it is true; a
+// cancel requeues what was prefetched (taken, deliveries already taken
+// off the stream and requeued by the caller, are counted in the log).
+func (s *subscriber) follow(held bool, taken int) error {
+	switch {
+	case held && s.deliveries != nil:
+		n := cancelAndReturn(s.ch, s.tag, s.deliveries)
+		s.deliveries = nil
+		s.c.log.Info("rabbit: consumer paused; prefetched deliveries returned to the queue", "returned", n+taken)
+	case !held && s.deliveries == nil:
+		resumed := s.tag != ""
+		s.tag = fmt.Sprintf("redrive-%s-%s", s.c.sub.Group, broker.NewMessageID()[:8])
+		d, err := s.ch.Consume(s.c.queue, s.tag, false, false, false, false, nil)
+		if err != nil {
+			return fmt.Errorf("rabbit: consume %q: %w", s.c.queue, err)
+		}
+		s.deliveries = d
+		if resumed {
+			s.c.log.Info("rabbit: consumer resumed")
+		}
+	}
+	return nil
 }

@@ -111,6 +111,7 @@ const (
 	HalfOpen
 )
 
+// String returns "closed", "open" or "half_open".
 func (s State) String() string {
 	switch s {
 	case Closed:
