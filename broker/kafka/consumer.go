@@ -116,9 +116,6 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 	return nil
 }
 
-// client returns the group client once consume created it, else nil.
-func (c *consumer) client() *kgo.Client { return c.clp.Load() }
-
 // newConsumer returns a consumer of sub (its concurrency and shutdown
 // timeout apply); the caller sets what it handles.
 func newConsumer(b *Broker, sub broker.Subscription, log *slog.Logger) *consumer {

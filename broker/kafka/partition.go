@@ -369,11 +369,7 @@ func (p *partition) handle(d *broker.Delivery, r *kgo.Record) bool {
 			broker.ReadStory(d)
 		}
 		if broker.IsRequeue(err) {
-			// Handed back: handled again in place with the same attempt,
-			// after a short pause so that a handler that keeps handing
-			// back does not spin; the offset stays uncommitted meanwhile.
-			p.log.Debug("handed back; handling again", "offset", r.Offset, "message_id", d.ID, "attempt", d.Attempt)
-			if !p.sleepUntil(time.Now().Add(requeuePause)) {
+			if !p.handBack(r, d) {
 				return false
 			}
 			continue
@@ -394,10 +390,6 @@ func (p *partition) handle(d *broker.Delivery, r *kgo.Record) bool {
 		kept = maps.Clone(d.Headers)
 	}
 }
-
-// requeuePause is how long a record handed back (broker.Requeue) waits
-// before it is handled again.
-const requeuePause = 10 * time.Millisecond
 
 // call runs the handler on d when a concurrency slot is free. It
 // returns false, without calling, when the worker is halted first.

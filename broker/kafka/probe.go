@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // ErrNotConsuming is returned by ConsumerReady for a topic and group no
@@ -100,3 +102,6 @@ func (p *partition) lag() int64 {
 	}
 	return max(p.hwm-next, 0)
 }
+
+// client returns the group client once consume created it, else nil.
+func (c *consumer) client() *kgo.Client { return c.clp.Load() }
