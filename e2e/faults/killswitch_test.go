@@ -118,23 +118,24 @@ func TestKillSwitch(t *testing.T) {
 	for _, be := range ksBackends() {
 		t.Run(be.name, func(t *testing.T) {
 			t.Run("on", func(t *testing.T) {
-				r, trips := outage(t, be, true, errors.New("payment API unreachable"))
+				r, trips, tm := outage(t, be, true, errors.New("payment API unreachable"))
 				if r.dead != 0 || r.handled != r.published {
 					t.Errorf("with the kill switch: %d dead-lettered, %d of %d handled; want 0 and all", r.dead, r.handled, r.published)
 				}
 				if trips < 1 {
 					t.Errorf("worker_kill_switch_trips_total = %v, want >= 1", trips)
 				}
+				tm.check(t, ksConfig(true))
 			})
 			t.Run("off", func(t *testing.T) {
-				r, _ := outage(t, be, false, errors.New("payment API unreachable"))
+				r, _, _ := outage(t, be, false, errors.New("payment API unreachable"))
 				t.Logf("without the kill switch the %s outage cost %d dead letters of %d messages", ksOutage, r.dead, r.published)
 				if r.dead == 0 {
 					t.Errorf("no dead letter without the kill switch: the outage did not reach the DLQ, so the case proves nothing")
 				}
 			})
 			t.Run("permanent", func(t *testing.T) {
-				r, trips := outage(t, be, true, broker.Permanent(errors.New("malformed payload")))
+				r, trips, _ := outage(t, be, true, broker.Permanent(errors.New("malformed payload")))
 				if trips != 0 {
 					t.Errorf("a burst of Permanent failures tripped the kill switch %v times", trips)
 				}
@@ -146,28 +147,101 @@ func TestKillSwitch(t *testing.T) {
 	}
 }
 
+// ksSlack is what the timing checks of the case allow on top of the
+// configured durations: the race detector and a busy 2-core machine
+// delay goroutines by hundreds of milliseconds. The checks catch a switch
+// that trips only after its window or resumes only after several probes,
+// not a few milliseconds of lateness.
+const ksSlack = time.Second
+
+// ksTimes is when the events of an outage case happened.
+type ksTimes struct {
+	firstFailure time.Time // the handler's first failing call
+	tripped      time.Time // worker_kill_switch_trips_total first > 0 (polled every 10 ms)
+	recovered    time.Time // the downstream came back
+	resumed      time.Time // the first message handled after that
+}
+
+// check asserts the promises: the pause starts within the window
+// of the first failure, and processing resumes within the longest
+// restart_after of the recovery plus one probe.
+func (tm ksTimes) check(t *testing.T, cfg killswitch.Config) {
+	t.Helper()
+	if tm.tripped.IsZero() || tm.resumed.IsZero() || tm.firstFailure.IsZero() {
+		t.Errorf("kill switch timing not observed: %+v", tm)
+		return
+	}
+	toTrip, toResume := tm.tripped.Sub(tm.firstFailure), tm.resumed.Sub(tm.recovered)
+	t.Logf("tripped %v after the first failure (window %v); resumed %v after the recovery (restart_after %v..%v)",
+		toTrip.Round(time.Millisecond), cfg.Window, toResume.Round(time.Millisecond), cfg.RestartAfter, cfg.MaxRestartAfter)
+	if toTrip > cfg.Window+ksSlack {
+		t.Errorf("the switch tripped %v after the first failure; want within the window %v (+%v)", toTrip, cfg.Window, ksSlack)
+	}
+	if toResume > cfg.MaxRestartAfter+ksSlack {
+		t.Errorf("processing resumed %v after the recovery; want within max_restart_after %v plus one probe (+%v)", toResume, cfg.MaxRestartAfter, ksSlack)
+	}
+}
+
 // outage runs one kill switch case: ksTraffic messages paced at about
 // 300/s, the handler failing with fail for the first ksOutage of it. It
-// returns the accounting and the trips counted.
-func outage(t *testing.T, be ksBackend, enabled bool, fail error) (row, float64) {
+// returns the accounting, the trips counted and when each event happened.
+func outage(t *testing.T, be ksBackend, enabled bool, fail error) (row, float64, ksTimes) {
 	t.Helper()
 	sub := be.sub("faults.killswitch." + broker.NewMessageID()[:6])
 	sub.Policy = retrypolicy.Policy{MaxRetries: 2, Backoff: retrypolicy.Schedule{Delays: []time.Duration{100 * time.Millisecond}}}
 	b, deadLetters := be.open(t, sub)
 	reg := prometheus.NewRegistry()
 	var down atomic.Bool
+	var mu sync.Mutex // guards tm
+	var tm ksTimes
 	c := newTally()
 	runWorker(t, b, sub, func(_ context.Context, d *broker.Delivery) error {
 		if down.Load() {
+			mu.Lock()
+			if tm.firstFailure.IsZero() {
+				tm.firstFailure = time.Now()
+			}
+			mu.Unlock()
 			return fail
 		}
+		mu.Lock()
+		if tm.resumed.IsZero() && !tm.recovered.IsZero() {
+			tm.resumed = time.Now()
+		}
+		mu.Unlock()
 		c.add(d.ID)
 		return nil
 	}, worker.WithKillSwitch(sub.Group, ksConfig(enabled)), worker.WithRegisterer(reg))
 	published := ids("ks", ksTraffic)
 	down.Store(true)
-	recovered := time.AfterFunc(ksOutage, func() { down.Store(false) })
+	recovered := time.AfterFunc(ksOutage, func() {
+		mu.Lock()
+		tm.recovered = time.Now()
+		mu.Unlock()
+		down.Store(false)
+	})
 	defer recovered.Stop()
+	pollDone := make(chan struct{})
+	pollStopped := make(chan struct{})
+	go func() { // the first trip, as an operator's scrape would see it
+		defer close(pollStopped)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-pollDone:
+				return
+			case <-tick.C:
+				if n, err := countTrips(reg); err == nil && n > 0 {
+					mu.Lock()
+					tm.tripped = time.Now()
+					mu.Unlock()
+					return
+				}
+			}
+		}
+	}()
+	defer func() { close(pollDone); <-pollStopped }()
 	publishPaced(t, b, sub.Topic, published, ksEvery, nil)
 	// Every message is handled or dead-lettered in the end: wait for the
 	// handled ones, reading the DLQ between waits.
@@ -178,26 +252,37 @@ func outage(t *testing.T, be ksBackend, enabled bool, fail error) (row, float64)
 		dead = deadLetters()
 	}
 	r := account(t, published, c.counts(), dead)
-	return r, trips(t, reg)
+	mu.Lock()
+	defer mu.Unlock()
+	return r, trips(t, reg), tm
 }
 
 // trips reads worker_kill_switch_trips_total (0 when not exported).
 func trips(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
+	n, err := countTrips(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return n
+}
+
+// countTrips sums worker_kill_switch_trips_total in reg (0 when not
+// exported); safe to call from any goroutine.
+func countTrips(reg *prometheus.Registry) (float64, error) {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return 0, err
+	}
+	var n float64
 	for _, mf := range mfs {
 		if mf.GetName() == "worker_kill_switch_trips_total" {
-			var n float64
 			for _, m := range mf.GetMetric() {
 				n += m.GetCounter().GetValue()
 			}
-			return n
 		}
 	}
-	return 0
+	return n, nil
 }
 
 // TestOperatorPause: three instances of one worker under load; an
