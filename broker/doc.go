@@ -1,8 +1,13 @@
 // Package broker defines the contract every redrive backend implements: the
 // [Broker] interface, the [Message] an application publishes, the [Delivery]
 // a [Handler] receives, the [Subscription] that binds a worker to a topic, the
-// error classification a handler returns ([Permanent], [RetryAfter]) and the
-// header names that carry a message's story on the wire.
+// error classification a handler returns ([Permanent], [RetryAfter]), the
+// header names that carry a message's story on the wire, and the
+// dead-letter vocabulary every other package shares: [Reason], [Severity],
+// [DLQOptions] and the backends' names ([Backend]). What happens to one
+// delivery (max age, claims, the handler call, retry or dead letter) is
+// decided for both backends by the internal failure pipeline
+// (internal/pipeline); this package is only what an application uses.
 //
 // # Delivery semantics
 //

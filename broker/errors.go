@@ -133,20 +133,10 @@ func ErrorClass(err error) string {
 	}
 	var p *PanicError
 	if errors.As(err, &p) {
-		return "panic"
+		return ClassPanic
 	}
 	for {
-		switch e := err.(type) {
-		case *PermanentError:
-			err = e.Err
-			continue
-		case *RetryAfterError:
-			err = e.Err
-			continue
-		case *RequeueError:
-			err = e.Err
-			continue
-		}
+		err = unwrapOwn(err)
 		next := errors.Unwrap(err)
 		if next == nil || !isPlainWrapper(err) {
 			break
@@ -154,6 +144,27 @@ func ErrorClass(err error) string {
 		err = next
 	}
 	return typeName(err)
+}
+
+// ErrorMessage is err's text without redrive's own Permanent and
+// RetryAfter wrappers: what the handler said.
+func ErrorMessage(err error) string { return unwrapOwn(err).Error() }
+
+// unwrapOwn removes redrive's own wrappers (Permanent, RetryAfter) from
+// the outside of err.
+func unwrapOwn(err error) error {
+	for {
+		switch e := err.(type) {
+		case *PermanentError:
+			err = e.Err
+		case *RetryAfterError:
+			err = e.Err
+		case *RequeueError:
+			err = e.Err
+		default:
+			return err
+		}
+	}
 }
 
 func isPlainWrapper(err error) bool {

@@ -1,5 +1,7 @@
 package broker
 
+import "github.com/redrive/redrive/retrypolicy"
+
 // Header names that carry a message's story. They are the same on both
 // brokers (Kafka record headers, AMQP header table entries).
 const (
@@ -21,14 +23,27 @@ const (
 	HeaderPrefix         = "x-redrive-"
 )
 
+// Reason is why a message was dead-lettered (the HeaderReason value). It
+// is retrypolicy's type: the policy's verdicts are reasons of this set by
+// construction.
+type Reason = retrypolicy.Reason
+
 // Dead-letter reasons (HeaderReason values).
 const (
-	ReasonMaxRetries = "max_retries"
-	ReasonPermanent  = "permanent"
-	ReasonExpired    = "expired"
-	ReasonRejected   = "rejected"
-	ReasonMaxLength  = "max_length"
-	ReasonMaxClaims  = "max_claims"
+	// ReasonMaxRetries: the policy's retries (or its elapsed budget) are
+	// exhausted.
+	ReasonMaxRetries = retrypolicy.ReasonMaxRetries
+	// ReasonPermanent: the handler returned Permanent, or an error of a
+	// non-retriable class.
+	ReasonPermanent = retrypolicy.ReasonNonRetriable
+	// ReasonExpired: older than the subscription's MaxAge.
+	ReasonExpired Reason = "expired"
+	// ReasonRejected: rejected by the broker (RabbitMQ).
+	ReasonRejected Reason = "rejected"
+	// ReasonMaxLength: dropped by a full queue (RabbitMQ).
+	ReasonMaxLength Reason = "max_length"
+	// ReasonMaxClaims: claimed more than MaxClaims times.
+	ReasonMaxClaims Reason = "max_claims"
 )
 
 // Error classes redrive assigns itself.

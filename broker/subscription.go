@@ -69,20 +69,6 @@ type Subscription struct {
 	Claims ClaimCounter
 }
 
-// DLQOptions configure a worker's dead-letter queue.
-type DLQOptions struct {
-	// Severity labels metrics and logs: "critical", "warning" (default) or
-	// "info".
-	Severity string
-	// Retention is how long dead letters are kept; 0 = backend default
-	// (30 days on Kafka); Forever = never deleted.
-	Retention time.Duration
-}
-
-// Forever is the DLQOptions.Retention for dead letters that are never
-// deleted.
-const Forever time.Duration = -1
-
 // WithDefaults returns s with documented defaults filled in.
 func (s Subscription) WithDefaults() Subscription {
 	if s.RetryMode == "" {
@@ -98,7 +84,7 @@ func (s Subscription) WithDefaults() Subscription {
 		s.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	if s.DLQ.Severity == "" {
-		s.DLQ.Severity = "warning"
+		s.DLQ.Severity = DefaultSeverity
 	}
 	return s
 }
@@ -123,10 +109,8 @@ func (s Subscription) Validate() error {
 	case s.MaxClaims < 0:
 		return fmt.Errorf("%w: max claims %d is negative", ErrInvalidSubscription, s.MaxClaims)
 	}
-	switch s.DLQ.Severity {
-	case "", "critical", "warning", "info":
-	default:
-		return fmt.Errorf("%w: dlq severity %q is not critical, warning or info", ErrInvalidSubscription, s.DLQ.Severity)
+	if err := s.DLQ.Validate(); err != nil {
+		return fmt.Errorf("%w: dlq %w", ErrInvalidSubscription, err)
 	}
 	if err := s.Policy.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidSubscription, err)

@@ -56,7 +56,7 @@ func (o *Ops) ArchiveExpired(ctx context.Context) (map[string]int, error) {
 	var errs []error
 	for _, in := range infos {
 		live := in.Pending + in.Replaying + in.Replayed + in.Discarded
-		if live == 0 || in.Severity == SeverityCritical || in.Retention == broker.Forever || in.Retention <= 0 {
+		if live == 0 || in.Severity == string(broker.SeverityCritical) || in.Retention == broker.Forever || in.Retention <= 0 {
 			continue
 		}
 		n, err := o.Archive(ctx, in.DLQ, in.Retention)

@@ -1,5 +1,7 @@
 package dlq
 
+import "github.com/redrive/redrive/broker"
+
 // Destination names where a replay goes, for people, the one way the
 // console, the CLI, the admin API and the audit log show it: the queue
 // (RabbitMQ) or topic (Kafka) the replay is published to, and the worker
@@ -10,12 +12,12 @@ package dlq
 //
 // With no worker (a topic every worker of reads) it says so. An empty
 // target is "".
-func Destination(brokerName, target, worker string) string {
+func Destination(brokerName broker.Backend, target, worker string) string {
 	if target == "" {
 		return ""
 	}
 	unit := "queue"
-	if brokerName == BrokerKafka {
+	if brokerName == broker.Kafka {
 		unit = "topic"
 	}
 	if worker == "" {

@@ -61,8 +61,8 @@ func Example() {
 	defer store.Close()
 	route := kafka.Route(sub.Topic, sub.Group) // the DLQ "payouts.dlq" and where it replays to
 	kept := make(chan dlq.Record, 1)
-	keeper, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: store, Broker: dlq.BrokerKafka,
-		DLQs: map[string]string{route.DLQ: dlq.SeverityWarning}, Logger: quiet,
+	keeper, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: store, Broker: broker.Kafka,
+		DLQs: map[string]broker.Severity{route.DLQ: broker.SeverityWarning}, Logger: quiet,
 		Hook: dlq.HookFunc(func(ctx context.Context, r dlq.Record) error { kept <- r; return nil })})
 	if err != nil {
 		fmt.Println(err)

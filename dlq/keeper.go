@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/broker"
 )
 
 // Hook is the application's own action on a new dead letter, e.g. marking
@@ -32,11 +34,11 @@ type KeeperConfig struct {
 	Source Source
 	// Store keeps the entries. Required.
 	Store Store
-	// Broker is BrokerRabbitMQ or BrokerKafka. Required.
-	Broker string
-	// DLQs maps each DLQ name to its severity ("critical", "warning",
-	// "info"). Required, at least one.
-	DLQs map[string]string
+	// Broker is broker.RabbitMQ or broker.Kafka. Required.
+	Broker broker.Backend
+	// DLQs maps each DLQ name to its severity (empty =
+	// broker.DefaultSeverity). Required, at least one.
+	DLQs map[string]broker.Severity
 	// Hook, when set, is called for every new, parseable entry.
 	Hook Hook
 	// Registerer receives worker_dlq_messages_total{dlq,severity}, every
@@ -79,8 +81,8 @@ func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
 		return nil, errors.New("dlq: keeper: no source")
 	case cfg.Store == nil:
 		return nil, errors.New("dlq: keeper: no store")
-	case cfg.Broker != BrokerRabbitMQ && cfg.Broker != BrokerKafka:
-		return nil, fmt.Errorf("dlq: keeper: broker %q is not %s or %s", cfg.Broker, BrokerRabbitMQ, BrokerKafka)
+	case !cfg.Broker.Valid():
+		return nil, fmt.Errorf("dlq: keeper: broker %q is not %s or %s", string(cfg.Broker), broker.RabbitMQ, broker.Kafka)
 	case len(cfg.DLQs) == 0:
 		return nil, errors.New("dlq: keeper: no DLQs to keep")
 	}
@@ -135,12 +137,12 @@ func registerShared[C prometheus.Collector](reg prometheus.Registerer, c C) (C, 
 	return c, fmt.Errorf("dlq: keeper: register metrics: %w", err)
 }
 
-// severity is the configured severity of dlq, warning when unknown.
+// severity is the configured severity of dlq, the default when unknown.
 func (k *Keeper) severity(dlq string) string {
 	if sev := k.cfg.DLQs[dlq]; sev != "" {
-		return sev
+		return string(sev)
 	}
-	return SeverityWarning
+	return string(broker.DefaultSeverity)
 }
 
 // Run keeps the DLQs until ctx ends, a batch at a time when the Source
@@ -234,7 +236,7 @@ func (k *Keeper) HandleBatch(ctx context.Context, dls []DeadLetter) []error {
 // raw is r kept raw: what can be kept of a dead letter that cannot be
 // stored as read.
 func (k *Keeper) raw(r Record, dl DeadLetter, err error) Record {
-	r.Entry = Entry{OriginalValue: dl.Entry.OriginalValue, Reason: ReasonUnparseable, ErrorMessage: CleanText(err.Error()),
+	r.Entry = Entry{OriginalValue: dl.Entry.OriginalValue, Reason: string(ReasonUnparseable), ErrorMessage: CleanText(err.Error()),
 		OriginalPartition: -1, OriginalOffset: -1}
 	r.ID = ""
 	if r.Identity == "" {
@@ -252,14 +254,14 @@ func (k *Keeper) stored(ctx context.Context, r Record, res InsertResult) error {
 			k.latency.WithLabelValues(r.DLQ, sev).Observe(max(r.ReceivedAt.Sub(failed).Seconds(), 0))
 		}
 		level := slog.LevelWarn
-		if sev == SeverityCritical {
+		if sev == string(broker.SeverityCritical) {
 			level = slog.LevelError
 		}
 		e := stored.Entry
 		k.log.Log(ctx, level, "dlq: dead letter stored", "dlq", r.DLQ, "id", stored.ID, "severity", sev,
 			"reason", e.Reason, "worker", e.Worker, "error_class", e.ErrorClass, "error", e.ErrorMessage, "message_id", e.MessageID)
 	}
-	if k.cfg.Hook != nil && stored.Entry.Reason != ReasonUnparseable && stored.Status == StatusPending {
+	if k.cfg.Hook != nil && stored.Entry.Reason != string(ReasonUnparseable) && stored.Status == StatusPending {
 		if err := k.cfg.Hook.DeadLettered(ctx, stored); err != nil {
 			return fmt.Errorf("dlq: keeper: dead-letter hook for %s: %w", stored.Key(), err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
 	"github.com/redrive/redrive/internal/storekinds"
@@ -27,8 +28,8 @@ func TestKeeperBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: nilSource{}, Store: s, Broker: dlq.BrokerKafka,
-		DLQs: map[string]string{"pay.dlq": dlq.SeverityCritical}, Registerer: reg})
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: nilSource{}, Store: s, Broker: broker.Kafka,
+		DLQs: map[string]broker.Severity{"pay.dlq": broker.SeverityCritical}, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestKeeperBatch(t *testing.T) {
 		t.Errorf("stored %d, want 9 (the first, 7 new, the raw one)", n)
 	}
 	raw, err := s.List(t.Context(), dlq.Query{DLQ: "pay.dlq", NewestFirst: true, Limit: 1})
-	if err != nil || len(raw.Records) != 1 || raw.Records[0].Entry.Reason != dlq.ReasonUnparseable {
+	if err != nil || len(raw.Records) != 1 || raw.Records[0].Entry.Reason != string(dlq.ReasonUnparseable) {
 		t.Errorf("newest entry = %+v, %v; want the raw one", raw.Records, err)
 	}
 

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
 )
@@ -27,8 +28,8 @@ func (nilSource) ConsumeDeadLetters(ctx context.Context, _ []string, _ func(cont
 func TestKeeperMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	now := time.Date(2025, 1, 15, 10, 30, 0, 0, time.UTC)
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: nilSource{}, Store: memstore.New(memstore.Options{}), Broker: dlq.BrokerKafka,
-		DLQs: map[string]string{"pay.dlq": dlq.SeverityCritical, "mail.dlq": dlq.SeverityWarning}, Registerer: reg,
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: nilSource{}, Store: memstore.New(memstore.Options{}), Broker: broker.Kafka,
+		DLQs: map[string]broker.Severity{"pay.dlq": broker.SeverityCritical, "mail.dlq": broker.SeverityWarning}, Registerer: reg,
 		Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)

@@ -38,18 +38,13 @@ var ErrReplayFailed = errors.New("the broker did not take the replay")
 var ErrNoRepublisher = errors.New("dlq: no republisher configured: replay needs a broker")
 
 // DefaultRetention is the retention of a DLQ without one configured.
-const DefaultRetention = 30 * 24 * time.Hour
+const DefaultRetention = broker.DefaultDLQRetention
 
-// Policy is a DLQ's settings, from the workers' dlq configuration.
-type Policy struct {
-	// Severity: SeverityCritical, SeverityWarning (default) or
-	// SeverityInfo. Critical DLQs are never archived automatically.
-	Severity string
-	// Retention is how long records are kept before the archiver moves
-	// them to the archive: 0 = DefaultRetention; broker.Forever (-1) =
-	// never.
-	Retention time.Duration
-}
+// Policy is a DLQ's settings, from the workers' dlq configuration: the
+// options the workers subscribe with (broker.DLQOptions), one type. Its
+// Retention is how long records are kept before the archiver moves them
+// to the archive.
+type Policy = broker.DLQOptions
 
 // OpsConfig configures Ops.
 type OpsConfig struct {
@@ -69,8 +64,7 @@ type OpsConfig struct {
 	// Policies maps DLQ names to their settings. DLQs without one use
 	// Policy{} (warning, DefaultRetention), with the severity of their
 	// newest record. Several workers sharing one Kafka "<topic>.dlq"
-	// should be merged by the caller (highest severity, longest
-	// retention).
+	// should be merged by the caller (Policy.Merge).
 	Policies map[string]Policy
 	// Registerer, when set, gets worker_dlq_replayed_total{dlq} and
 	// redrive_dlq_pending{dlq}. Never the global default unless passed.
@@ -156,15 +150,11 @@ func NewOps(cfg OpsConfig) (*Ops, error) {
 		o.routes[rt.DLQ] = append(o.routes[rt.DLQ], rt)
 	}
 	for name, p := range cfg.Policies {
-		switch p.Severity {
-		case "":
-			p.Severity = SeverityWarning
-		case SeverityCritical, SeverityWarning, SeverityInfo:
-		default:
-			return nil, fmt.Errorf("dlq: new ops: policy of %q: severity %q is not critical, warning or info", name, p.Severity)
+		if err := p.Validate(); err != nil {
+			return nil, fmt.Errorf("dlq: new ops: policy of %q: %w", name, err)
 		}
-		if p.Retention < 0 && p.Retention != broker.Forever {
-			return nil, fmt.Errorf("dlq: new ops: policy of %q: negative retention %s", name, p.Retention)
+		if p.Severity == "" {
+			p.Severity = broker.DefaultSeverity
 		}
 		o.policies[name] = p
 	}
@@ -193,13 +183,7 @@ func (o *Ops) Store() Store { return o.store }
 // it is configured.
 func (o *Ops) Policy(dlq string) (Policy, bool) {
 	p, ok := o.policies[dlq]
-	if p.Severity == "" {
-		p.Severity = SeverityWarning
-	}
-	if p.Retention == 0 {
-		p.Retention = DefaultRetention
-	}
-	return p, ok
+	return p.WithDefaults(), ok
 }
 
 // DLQInfo is a DLQ as the admin API lists it: the store's summary and the
@@ -228,7 +212,7 @@ func (o *Ops) DLQs(ctx context.Context) ([]DLQInfo, error) {
 		seen[s.DLQ] = true
 		p, ok := o.Policy(s.DLQ)
 		if ok || s.Severity == "" {
-			s.Severity = p.Severity
+			s.Severity = string(p.Severity)
 		}
 		out = append(out, DLQInfo{Summary: s, Retention: p.Retention, Configured: ok})
 	}
@@ -237,7 +221,7 @@ func (o *Ops) DLQs(ctx context.Context) ([]DLQInfo, error) {
 			continue
 		}
 		p, _ := o.Policy(name)
-		out = append(out, DLQInfo{Summary: Summary{DLQ: name, Severity: p.Severity}, Retention: p.Retention, Configured: true})
+		out = append(out, DLQInfo{Summary: Summary{DLQ: name, Severity: string(p.Severity)}, Retention: p.Retention, Configured: true})
 	}
 	slices.SortFunc(out, func(a, b DLQInfo) int { return cmp.Compare(a.DLQ, b.DLQ) })
 	return out, nil

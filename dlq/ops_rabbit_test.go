@@ -181,12 +181,12 @@ func TestReplayToRabbitMQ(t *testing.T) {
 				OriginalHeaders:   map[string]string{"content-type": "application/json", "trace": "abc\x01", "empty": ""},
 				ErrorClass:        "payout.BankError",
 				ErrorMessage:      "bank said no",
-				Reason:            broker.ReasonMaxRetries,
+				Reason:            string(broker.ReasonMaxRetries),
 				RetryCount:        5,
 				Worker:            f.sub.Group,
 				Source:            f.queue,
 			}
-			r, _, err := s.Insert(ctx, dlq.Record{Broker: dlq.BrokerRabbitMQ, DLQ: f.dlq, Identity: "order-42/1", Entry: e})
+			r, _, err := s.Insert(ctx, dlq.Record{Broker: broker.RabbitMQ, DLQ: f.dlq, Identity: "order-42/1", Entry: e})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -249,9 +249,9 @@ func TestReplayAllToRabbitMQ(t *testing.T) {
 			for i := range n {
 				e := dlq.Entry{
 					MessageID: fmt.Sprintf("m-%04d", i), OriginalTopic: f.sub.Topic, OriginalPartition: -1, OriginalOffset: -1,
-					OriginalValue: []byte(fmt.Sprintf("body-%d", i)), Source: f.queue, ErrorClass: "x", Reason: broker.ReasonPermanent,
+					OriginalValue: []byte(fmt.Sprintf("body-%d", i)), Source: f.queue, ErrorClass: "x", Reason: string(broker.ReasonPermanent),
 				}
-				if _, _, err := s.Insert(ctx, dlq.Record{Broker: dlq.BrokerRabbitMQ, DLQ: f.dlq, Identity: e.MessageID, Entry: e}); err != nil {
+				if _, _, err := s.Insert(ctx, dlq.Record{Broker: broker.RabbitMQ, DLQ: f.dlq, Identity: e.MessageID, Entry: e}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 )
 
@@ -111,15 +112,15 @@ func TestCleanText(t *testing.T) {
 
 func TestPrepareInsert(t *testing.T) {
 	now := time.Date(2025, 1, 15, 10, 30, 0, 123456789, time.FixedZone("X", 3600))
-	r, err := dlq.Record{Broker: dlq.BrokerKafka, DLQ: "o.dlq", ID: "1-2", Status: dlq.StatusReplayed, Version: 9}.PrepareInsert(now)
+	r, err := dlq.Record{Broker: broker.Kafka, DLQ: "o.dlq", ID: "1-2", Status: dlq.StatusReplayed, Version: 9}.PrepareInsert(now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Identity != "1-2" || r.Status != dlq.StatusPending || r.Version != 1 || r.Severity != dlq.SeverityWarning ||
+	if r.Identity != "1-2" || r.Status != dlq.StatusPending || r.Version != 1 || r.Severity != string(broker.SeverityWarning) ||
 		r.ReceivedAt != now.UTC().Truncate(time.Microsecond) || r.ReceivedAt.Location() != time.UTC {
 		t.Errorf("PrepareInsert = %+v", r)
 	}
-	r, err = dlq.Record{Broker: dlq.BrokerRabbitMQ, DLQ: "q.dlq", Identity: "m1"}.PrepareInsert(now)
+	r, err = dlq.Record{Broker: broker.RabbitMQ, DLQ: "q.dlq", Identity: "m1"}.PrepareInsert(now)
 	if err != nil || !dlq.ValidID(r.ID) {
 		t.Errorf("generated id %q, %v", r.ID, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
 )
@@ -38,7 +39,7 @@ func TestRunReconcilesAtStart(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New(memstore.Options{})
 	defer s.Close()
-	r, _, err := s.Insert(ctx, dlq.Record{Broker: dlq.BrokerKafka, DLQ: "run.dlq", ID: "0-1", Entry: dlq.Entry{Source: "run"}})
+	r, _, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: "run.dlq", ID: "0-1", Entry: dlq.Entry{Source: "run"}})
 	if err != nil {
 		t.Fatal(err)
 	}

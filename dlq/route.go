@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/redrive/redrive/broker"
 )
 
 // Route is where replays of one configured worker's dead letters go. Routes
@@ -55,7 +57,7 @@ func target(routes []Route, r Record) (Route, error) {
 		return Route{}, fmt.Errorf("%w: %q is not the DLQ of a configured worker", ErrNoRoute, r.DLQ)
 	}
 	unit := "queue"
-	if r.Broker == BrokerKafka {
+	if r.Broker == broker.Kafka {
 		unit = "topic"
 	}
 	var rt Route

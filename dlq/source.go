@@ -3,6 +3,8 @@ package dlq
 import (
 	"context"
 	"errors"
+
+	"github.com/redrive/redrive/broker"
 )
 
 // DeadLetter is one message read from a dead-letter queue by a Source.
@@ -28,7 +30,7 @@ type DeadLetter struct {
 
 // ReasonUnparseable marks an entry whose message could not be decoded; it
 // is stored raw, never dropped.
-const ReasonUnparseable = "unparseable"
+const ReasonUnparseable broker.Reason = "unparseable"
 
 // Source delivers the messages of dead-letter queues. Each backend
 // implements it.

@@ -47,7 +47,7 @@ func (h *ExecutionsHook) DeadLettered(ctx context.Context, r dlq.Record) error {
 }
 
 func (h *ExecutionsHook) markFailed(ctx context.Context, r dlq.Record) error {
-	if r.Entry.Reason != broker.ReasonExpired {
+	if r.Entry.Reason != string(broker.ReasonExpired) {
 		return nil
 	}
 	id := executionID(r.Entry)

@@ -110,7 +110,7 @@ func TestKafkaFidelity(t *testing.T) {
 			t.Fatalf("case %s: envelope: %v", c, err)
 		}
 		checkKafkaEntry(t, "envelope", ref[c], e)
-		if c == "4" && (e.RetryCount != 1 || e.Reason != broker.ReasonPermanent) {
+		if c == "4" && (e.RetryCount != 1 || e.Reason != string(broker.ReasonPermanent)) {
 			t.Errorf("case 4: envelope retry count %d reason %s, want 1 and permanent", e.RetryCount, e.Reason)
 		}
 	}

@@ -171,7 +171,7 @@ rabbitmq: {url: %q, prefix: fid-%s, delay: {mode: route, resolution: 100ms, fact
 		if !bytes.Equal(m.Body, want.Body) {
 			t.Errorf("%s: DLQ copy body %q, want %q", c.name, m.Body, want.Body)
 		}
-		if c.retry && (m.Headers[broker.HeaderAttempt] != "2" || m.Headers[broker.HeaderReason] != broker.ReasonPermanent) {
+		if c.retry && (m.Headers[broker.HeaderAttempt] != "2" || m.Headers[broker.HeaderReason] != string(broker.ReasonPermanent)) {
 			t.Errorf("%s: DLQ copy attempt %v reason %v, want 2 and permanent", c.name, m.Headers[broker.HeaderAttempt], m.Headers[broker.HeaderReason])
 		}
 		if _, ok := m.Headers[broker.HeaderRemainingDelay]; ok {
@@ -183,7 +183,7 @@ rabbitmq: {url: %q, prefix: fid-%s, delay: {mode: route, resolution: 100ms, fact
 	}
 
 	// The keeper stores them: the entry keeps the exact form.
-	s := &suite{env: Env{Name: dlq.BrokerRabbitMQ, Router: rabbit.Router{}}}
+	s := &suite{env: Env{Name: string(broker.RabbitMQ), Router: rabbit.Router{}}}
 	st := newCounting(s.store(t, DatabaseURL(), ""))
 	s.keeper(t, b, st, dlqName, nil)
 	st.waitAll(t, dlqName, int64(len(cases)), 60*time.Second)

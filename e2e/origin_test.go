@@ -161,7 +161,7 @@ func TestRabbitMQOriginMismatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := &suite{env: Env{Name: dlq.BrokerRabbitMQ, Router: rabbit.Router{}}}
+	s := &suite{env: Env{Name: string(broker.RabbitMQ), Router: rabbit.Router{}}}
 	st := newCounting(s.store(t, DatabaseURL(), ""))
 	s.keeper(t, b, st, dlq1, nil)
 	st.waitAll(t, dlq1, int64(len(msgs)), 60*time.Second)
@@ -202,7 +202,7 @@ func TestKafkaOriginMismatch(t *testing.T) {
 	dlq1 := kafka.DLQTopic(w1.Topic)
 
 	envelope := func(e dlq.Entry) []byte {
-		e.OriginalPartition, e.OriginalOffset, e.Reason, e.OriginalValue = 0, 0, broker.ReasonPermanent, []byte("inject")
+		e.OriginalPartition, e.OriginalOffset, e.Reason, e.OriginalValue = 0, 0, string(broker.ReasonPermanent), []byte("inject")
 		v, err := kafka.EncodeEnvelope(e)
 		if err != nil {
 			t.Fatal(err)

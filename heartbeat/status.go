@@ -17,18 +17,16 @@ const (
 	SeverityCritical Severity = "CRITICAL"
 )
 
-// Rank orders severities: OK 0, WARNING 1, UNKNOWN 2, CRITICAL 3.
+// severityOrder lists the severities from best to worst.
+var severityOrder = []Severity{SeverityOK, SeverityWarning, SeverityUnknown, SeverityCritical}
+
+// Rank orders severities: OK 0, WARNING 1, UNKNOWN 2, CRITICAL 3 (and
+// anything else, as CRITICAL).
 func (s Severity) Rank() int {
-	switch s {
-	case SeverityOK:
-		return 0
-	case SeverityWarning:
-		return 1
-	case SeverityUnknown:
-		return 2
-	default:
-		return 3
+	if i := slices.Index(severityOrder, s); i >= 0 {
+		return i
 	}
+	return len(severityOrder) - 1
 }
 
 // Label is the lower-case form used as a Prometheus label value.

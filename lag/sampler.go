@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/redrive/redrive/broker"
 )
 
 // DefaultSampleInterval is the SamplerConfig.Interval default.
@@ -41,8 +43,8 @@ var metricHelp = map[string]string{
 
 // Sources, the values of redrive_lag_up's source label.
 const (
-	SourceKafka    = "kafka"
-	SourceRabbitMQ = "rabbitmq"
+	SourceKafka    = string(broker.Kafka)
+	SourceRabbitMQ = string(broker.RabbitMQ)
 )
 
 // SamplerConfig configures a Sampler; at least one of Kafka and Rabbit is

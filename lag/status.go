@@ -2,6 +2,7 @@ package lag
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -18,20 +19,16 @@ const (
 	StatusStop   Status = "STOP"
 )
 
-// Rank orders statuses: OK 0, WARN 1, REWIND 2, STALL 3, STOP 4.
+// statusOrder lists the statuses from best to worst.
+var statusOrder = []Status{StatusOK, StatusWarn, StatusRewind, StatusStall, StatusStop}
+
+// Rank orders statuses: OK 0, WARN 1, REWIND 2, STALL 3, STOP 4 (and
+// anything else, as STOP).
 func (s Status) Rank() int {
-	switch s {
-	case StatusOK:
-		return 0
-	case StatusWarn:
-		return 1
-	case StatusRewind:
-		return 2
-	case StatusStall:
-		return 3
-	default:
-		return 4
+	if i := slices.Index(statusOrder, s); i >= 0 {
+		return i
 	}
+	return len(statusOrder) - 1
 }
 
 // Label is the lower-case form used as a Prometheus label value.

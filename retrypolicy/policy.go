@@ -63,14 +63,20 @@ type Verdict struct {
 	Delay time.Duration
 	// Reason says why the message is dead-lettered when Retry is false:
 	// ReasonMaxRetries, ReasonNonRetriable or ReasonMaxElapsed.
-	Reason string
+	Reason Reason
 }
+
+// Reason is why a message is dead-lettered: the value of its
+// x-redrive-reason header. It is declared here, at the bottom of the
+// imports, so that the policy's verdicts and the reasons package broker
+// declares (broker.Reason is this type) are one typed set.
+type Reason string
 
 // Reasons a Verdict gives for not retrying.
 const (
-	ReasonMaxRetries   = "max_retries"
-	ReasonNonRetriable = "permanent"
-	ReasonMaxElapsed   = "max_retries" // the elapsed budget is a retry budget
+	ReasonMaxRetries   Reason = "max_retries"
+	ReasonNonRetriable Reason = "permanent"
+	ReasonMaxElapsed          = ReasonMaxRetries // the elapsed budget is a retry budget
 )
 
 // Next decides what happens after a failure. failures counts the failures so

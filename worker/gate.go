@@ -12,6 +12,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/internal/pipeline"
 	"github.com/redrive/redrive/worker/killswitch"
 )
 
@@ -161,7 +162,7 @@ func (g *gate) outcome(d *broker.Delivery, err error) killswitch.Outcome {
 	case broker.IsRequeue(err), broker.IsPermanent(err):
 		return killswitch.Ignored
 	}
-	if o := broker.Decide(g.sub, d, err, time.Now()); !o.Retry && o.Reason == broker.ReasonPermanent {
+	if o := pipeline.Decide(g.sub, d, err, time.Now()); !o.Retry && o.Reason == broker.ReasonPermanent {
 		return killswitch.Ignored
 	}
 	return killswitch.Transient
@@ -286,7 +287,7 @@ func (g *gate) refresh(ctx context.Context) {
 	g.mu.Lock()
 	if err != nil {
 		if !g.redisErr && ctx.Err() == nil {
-			g.log.Warn("worker: cannot read the operator pause from redis; keeping the last known state", "paused", g.op != nil, "err", err)
+			g.log.Warn("worker: cannot read the operator pause from redis; keeping the last known state", "paused", g.op != nil, "error", err)
 		}
 		g.redisErr = err != nil && ctx.Err() == nil
 		g.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // WithRegisterer exports the workers' handler metrics on reg:
@@ -131,7 +132,7 @@ func instrument(s broker.Subscription, h broker.Handler, m *metrics, pub *heartb
 			pub.MessageHandled(end)
 		}
 		if err != nil && m != nil && !broker.IsRequeue(err) {
-			if o := broker.Decide(s, d, err, end); o.Retry {
+			if o := pipeline.Decide(s, d, err, end); o.Retry {
 				m.retries.WithLabelValues(s.Group, o.Class).Inc()
 			}
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/claims"
+	"github.com/redrive/redrive/internal/pipeline"
 )
 
 func redisClient(t *testing.T) *redis.Client {
@@ -35,7 +36,7 @@ func redisClient(t *testing.T) *redis.Client {
 func TestClaimCountsAndReleaseForgets(t *testing.T) {
 	rdb := redisClient(t)
 	c := claims.New(rdb, claims.WithTTL(time.Minute))
-	key := broker.ClaimKey("g-"+broker.NewMessageID()[:6], "id", "1")
+	key := pipeline.ClaimKey("g-"+broker.NewMessageID()[:6], "id", "1")
 	t.Cleanup(func() { rdb.Del(context.Background(), key) })
 	for want := int64(1); want <= 3; want++ {
 		n, err := c.Claim(t.Context(), key)
@@ -54,22 +55,29 @@ func TestClaimCountsAndReleaseForgets(t *testing.T) {
 	}
 }
 
-func TestSubscriptionClaim(t *testing.T) {
+// TestProcessCountsClaims: the pipeline counts claims in the counter and
+// dead-letters the claim over MaxClaims without calling the handler.
+func TestProcessCountsClaims(t *testing.T) {
 	rdb := redisClient(t)
-	key := broker.ClaimKey("g-"+broker.NewMessageID()[:6], "id", "1")
+	key := pipeline.ClaimKey("g-"+broker.NewMessageID()[:6], "id", "1")
 	t.Cleanup(func() { rdb.Del(context.Background(), key) })
-	sub := broker.Subscription{MaxClaims: 2, Claims: claims.New(rdb)}
+	calls := 0
+	h := func(context.Context, *broker.Delivery) error { calls++; return nil }
+	p := pipeline.New(broker.Subscription{Group: "g", MaxClaims: 2, Claims: claims.New(rdb)}, nil)
 	var got []bool
 	for range 3 {
-		_, over := sub.Claim(t.Context(), key)
-		got = append(got, over)
+		dec := p.Process(t.Context(), &broker.Delivery{}, h, pipeline.Input{ClaimKey: key})
+		got = append(got, dec.Action == pipeline.DeadLetter && dec.Outcome.Reason == broker.ReasonMaxClaims)
 	}
-	if want := []bool{false, false, true}; !equal(got, want) {
-		t.Errorf("over per claim = %v, want %v", got, want)
+	if want := []bool{false, false, true}; !equal(got, want) || calls != 2 {
+		t.Errorf("over per claim = %v, handler calls %d; want %v, 2", got, calls, want)
 	}
-	off := broker.Subscription{Claims: claims.New(rdb)} // MaxClaims 0
-	if n, over := off.Claim(t.Context(), key); n != 0 || over {
-		t.Errorf("Claim with max claims 0 = %d, %v; want 0, false (not counted)", n, over)
+	off := pipeline.New(broker.Subscription{Group: "g", Claims: claims.New(rdb)}, nil) // MaxClaims 0
+	if dec := off.Process(t.Context(), &broker.Delivery{}, h, pipeline.Input{ClaimKey: key}); dec.Action != pipeline.Ack || calls != 3 {
+		t.Errorf("Process with max claims 0 = %v, handler calls %d; want ack, 3 (not counted)", dec.Action, calls)
+	}
+	if n, _ := rdb.Get(t.Context(), key).Int64(); n != 3 {
+		t.Errorf("count = %d, want 3 (max claims 0 does not count)", n)
 	}
 }
 
@@ -120,10 +128,11 @@ func TestRedisDownFallsBackToHandling(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	var logs syncBuffer
 	c := claims.New(rdb, claims.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
-	sub := broker.Subscription{MaxClaims: 1, Claims: c}
+	p := pipeline.New(broker.Subscription{Group: "g", MaxClaims: 1, Claims: c}, nil)
+	ok := func(context.Context, *broker.Delivery) error { return nil }
 	for i := range 5 {
-		if _, over := sub.Claim(t.Context(), "k"); over {
-			t.Fatalf("claim %d is over the limit with Redis down; want handled", i+1)
+		if dec := p.Process(t.Context(), &broker.Delivery{}, ok, pipeline.Input{ClaimKey: "k"}); dec.Action != pipeline.Ack {
+			t.Fatalf("claim %d with Redis down: %v; want handled (ack)", i+1, dec.Action)
 		}
 	}
 	if _, err := c.Claim(t.Context(), "k"); !errors.Is(err, claims.ErrUnavailable) {

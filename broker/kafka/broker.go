@@ -42,7 +42,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	b := &Broker{cfg: cfg, log: cfg.Logger.With("broker", "kafka"), known: make(map[string]bool)}
+	b := &Broker{cfg: cfg, log: cfg.Logger.With("broker", string(broker.Kafka)), known: make(map[string]bool)}
 
 	opts := b.baseOptions()
 	opts = append(opts,

@@ -11,7 +11,7 @@ import (
 // MaxTopicLen is the longest topic name Kafka takes.
 const MaxTopicLen = 249
 
-func init() { backend.RegisterChecker(config.BrokerKafka, checkNames) }
+func init() { backend.RegisterChecker(broker.Kafka, checkNames) }
 
 // checkNames computes every topic `topology apply` would create for a
 // valid configuration (each worker's topic, "<topic>.dlq" and

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/wire"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -50,7 +51,7 @@ func TestDueAtNeverEarly(t *testing.T) {
 	now := time.Date(2025, 1, 15, 10, 30, 0, 123_456_789, time.UTC)
 	for _, d := range []time.Duration{0, time.Nanosecond, 100 * time.Millisecond, 1500*time.Millisecond + 1} {
 		due := dueAt(now, d)
-		back := broker.ParseTime(broker.FormatTime(due))
+		back := wire.ParseTime(wire.FormatTime(due))
 		if back.Before(now.Add(d)) {
 			t.Errorf("dueAt(now, %s) reads back as %v, before %v", d, back, now.Add(d))
 		}

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/wire"
 )
 
 // dueAt returns now+delay rounded up to the millisecond, the precision of
@@ -42,7 +43,7 @@ func (p *partition) runByDue() {
 			return
 		}
 		for _, r := range p.queue {
-			pending = append(pending, &slot{r: r, due: broker.ParseTime(headerValue(r, broker.HeaderDueAt))})
+			pending = append(pending, &slot{r: r, due: wire.ParseTime(headerValue(r, broker.HeaderDueAt))})
 		}
 		clear(p.queue)
 		p.queue = p.queue[:0]

@@ -6,6 +6,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/wire"
+	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // Headers this backend adds to retry copies, so that a message read back from
@@ -37,14 +39,14 @@ func (c *consumer) delivery(r *kgo.Record) *broker.Delivery {
 		Partition: r.Partition,
 		Offset:    r.Offset,
 	}
-	if t := broker.ParseTime(h[headerOriginTimestamp]); !t.IsZero() {
+	if t := wire.ParseTime(h[headerOriginTimestamp]); !t.IsZero() {
 		d.Timestamp = t
 	}
 	readStory(d)
 	return d
 }
 
-// readStory is broker.ReadStory, skipped for a record that never failed
+// readStory is pipeline.ReadStory, skipped for a record that never failed
 // (no story header): ReadStory's strconv.Atoi of a missing attempt header
 // allocates an error, two allocations per record on the consume path.
 func readStory(d *broker.Delivery) {
@@ -53,7 +55,7 @@ func readStory(d *broker.Delivery) {
 		d.Attempt = 1 // what ReadStory gives without those headers
 		return
 	}
-	broker.ReadStory(d)
+	pipeline.ReadStory(d)
 }
 
 // origin returns the partition and offset d was first published at: its own

@@ -8,13 +8,14 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // deadLetter writes r (delivered as d) to <topic>.dlq and reports whether
 // the broker acknowledged it (the source offset may then be committed). A
 // write the broker refuses is tried again with back-off; the source offset
 // is not committed meanwhile.
-func (p *partition) deadLetter(r *kgo.Record, d *broker.Delivery, o broker.Outcome, cause error, now time.Time) bool {
+func (p *partition) deadLetter(r *kgo.Record, d *broker.Delivery, o pipeline.Outcome, cause error, now time.Time) bool {
 	rec, err := p.c.deadLetterRecord(r, d, o, cause, now)
 	if err != nil {
 		// The envelope cannot be encoded: nothing to write, and dropping
@@ -30,7 +31,7 @@ func (p *partition) deadLetter(r *kgo.Record, d *broker.Delivery, o broker.Outco
 // value = the JSON envelope (EncodeEnvelope, with the exact headers in
 // original_wire), key = the original key, headers = the original headers
 // exactly, then the x-redrive-* story (reason, worker, ...).
-func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o broker.Outcome, cause error, now time.Time) (*kgo.Record, error) {
+func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o pipeline.Outcome, cause error, now time.Time) (*kgo.Record, error) {
 	part, off := origin(d)
 	first, last := d.FirstFailureAt, d.LastFailureAt
 	if cause != nil { // a handler failure, not an expiry
@@ -51,7 +52,7 @@ func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o broker.
 		ErrorClass:        o.Class,
 		ErrorMessage:      o.Error,
 		StackTrace:        stackTrace(cause),
-		Reason:            o.Reason,
+		Reason:            string(o.Reason),
 		RetryCount:        max(d.Attempt, 1) - 1,
 		Worker:            d.Group,
 		WorkerInstance:    d.Instance,

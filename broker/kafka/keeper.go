@@ -14,6 +14,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // The keeper's partition workers hand the dead letters they have at hand
@@ -158,14 +159,9 @@ func (p *partition) keep(rs []*kgo.Record, handle func(context.Context, []dlq.De
 			return true
 		}
 		dls = left
-		timer := time.NewTimer(backoff)
-		select {
-		case <-timer.C:
-		case <-p.halted:
-			timer.Stop()
+		if !p.backOff(&backoff) {
 			return false
 		}
-		backoff = min(2*backoff, DefaultMaxWriteBackoff)
 	}
 }
 
@@ -194,10 +190,10 @@ func deadLetterOf(r *kgo.Record) dlq.DeadLetter {
 		OriginalOffset:    -1,
 		OriginalKey:       r.Key,
 		OriginalValue:     r.Value,
-		OriginalHeaders:   broker.AppHeaders(h),
+		OriginalHeaders:   pipeline.AppHeaders(h),
 		OriginalWire:      appWire(wireHeaders(r.Headers)),
 		ErrorMessage:      err.Error(),
-		Reason:            dlq.ReasonUnparseable,
+		Reason:            string(dlq.ReasonUnparseable),
 		Worker:            h[broker.HeaderWorker],
 	}
 	return dl

@@ -109,14 +109,14 @@ func TestConsumeDeadLetters(t *testing.T) {
 			ours = &dl
 		case dl.Entry.Reason == "spring_dlt":
 			spring = &dl
-		case dl.Entry.Reason == dlq.ReasonUnparseable:
+		case dl.Entry.Reason == string(dlq.ReasonUnparseable):
 			raw = &dl
 		}
 	}
 	if ours == nil || spring == nil || raw == nil {
 		t.Fatalf("dead letters = %+v, want ours, a Spring one and a raw one", got)
 	}
-	if e := ours.Entry; e.Worker != "payer" || e.Reason != broker.ReasonPermanent || e.OriginalTopic != topic {
+	if e := ours.Entry; e.Worker != "payer" || e.Reason != string(broker.ReasonPermanent) || e.OriginalTopic != topic {
 		t.Errorf("our entry = %+v", e)
 	}
 	if e := spring.Entry; e.OriginalTopic != "orders" || e.OriginalPartition != 7 || e.ErrorMessage != "NPE" ||

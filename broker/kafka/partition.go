@@ -3,10 +3,8 @@ package kafka
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
-	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -14,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/wire"
+	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // partition is the worker of one assigned topic partition: it handles the
@@ -24,6 +24,10 @@ type partition struct {
 	topic string
 	part  int32
 	log   *slog.Logger
+	// pipe runs the partition's deliveries (max age, claims, the handler,
+	// the retry decision); gated is gate, the handler it calls.
+	pipe  *pipeline.Pipeline
+	gated broker.Handler
 
 	// ctx is the handlers' context; cancel is called when a stop gives up
 	// waiting for them.
@@ -64,11 +68,13 @@ type partition struct {
 
 func newPartition(c *consumer, topic string, part int32) *partition {
 	ctx, cancel := context.WithCancel(c.hctx)
-	return &partition{
+	log := c.log.With("partition_topic", topic, "partition", part)
+	p := &partition{
 		c:         c,
 		topic:     topic,
 		part:      part,
-		log:       c.log.With("partition_topic", topic, "partition", part),
+		log:       log,
+		pipe:      pipeline.New(c.sub, log),
 		byDue:     topic == c.retryTopic,
 		ctx:       ctx,
 		cancel:    cancel,
@@ -80,6 +86,8 @@ func newPartition(c *consumer, topic string, part int32) *partition {
 		first:     -1,
 		hwm:       -1,
 	}
+	p.gated = p.gate
+	return p
 }
 
 // run handles records until the worker is halted.
@@ -302,114 +310,89 @@ func (p *partition) committedUpTo(offset int64) {
 }
 
 // process handles r until it is done (true) or the worker is halted before
-// that (false; r is left for whoever consumes the partition next).
+// that (false; r is left for whoever consumes the partition next): it
+// waits for r's due time, runs it through the pipeline and settles the
+// decision.
 func (p *partition) process(r *kgo.Record) bool {
-	sub := p.c.sub
 	d := p.c.delivery(r)
-	due := broker.ParseTime(d.Headers[broker.HeaderDueAt])
+	due := wire.ParseTime(d.Headers[broker.HeaderDueAt])
 	if !due.IsZero() && !p.sleepUntil(due) {
 		return false
 	}
-	if sub.MaxAge > 0 {
-		since := d.Timestamp
-		if due.After(since) {
-			since = due
-		}
-		if age := time.Since(since); age > sub.MaxAge {
-			o := broker.Outcome{
-				Reason: broker.ReasonExpired,
-				Class:  broker.ClassExpired,
-				Error:  fmt.Sprintf("message is %s old, over the max age %s", age.Round(time.Millisecond), sub.MaxAge),
-			}
-			p.log.Info("message expired", "offset", r.Offset, "message_id", d.ID, "age", age)
-			return p.deadLetter(r, d, o, nil, time.Now())
-		}
+	in := pipeline.Input{Born: d.Timestamp}
+	if due.After(in.Born) {
+		in.Born = due
 	}
-	var key string // only built when claims are counted
-	if sub.Claims != nil && sub.MaxClaims > 0 {
-		key = broker.ClaimKey(sub.Group, r.Topic, strconv.FormatInt(int64(r.Partition), 10), strconv.FormatInt(r.Offset, 10))
+	if p.pipe.Counts() { // the key is only built when claims are counted
+		in.ClaimKey = pipeline.ClaimKey(p.c.sub.Group, r.Topic, strconv.FormatInt(int64(r.Partition), 10), strconv.FormatInt(r.Offset, 10))
 	}
-	if n, over := sub.Claim(p.ctx, key); over {
-		o := broker.MaxClaimsOutcome(n, sub.MaxClaims)
-		p.log.Warn("dead-lettering a poison pill", "offset", r.Offset, "message_id", d.ID, "claims", n, "reason", o.Reason)
-		return p.released(key, p.deadLetter(r, d, o, nil, time.Now()))
-	}
-	return p.released(key, p.handle(d, r))
-}
-
-// released forgets the claim of key when its record is done.
-func (p *partition) released(key string, done bool) bool {
-	if done && key != "" {
-		p.c.sub.Release(context.WithoutCancel(p.ctx), key)
+	dec := p.pipe.Process(p.ctx, d, p.gated, in)
+	done := p.settle(r, d, dec)
+	if done {
+		p.pipe.Release(context.WithoutCancel(p.ctx), dec)
 	}
 	return done
 }
 
-// handle calls the handler on d until d is done (true) or the worker is
-// halted before that (false).
+// settle executes dec, the pipeline's decision about r (delivered as d),
+// until r is done (true) or the worker is halted before that (false). A
+// blocking retry waits here and runs the handler again.
 //
 // The handler gets d itself, not a copy (a copy of the delivery and of its
 // headers per call was a measurable part of consuming). A handler may
 // change it, so after a failure d is built again from r, as delivered:
 // with the headers of the last in-place retry when there was one.
-func (p *partition) handle(d *broker.Delivery, r *kgo.Record) bool {
-	sub := p.c.sub
+func (p *partition) settle(r *kgo.Record, d *broker.Delivery, dec pipeline.Decision) bool {
 	var kept map[string]string // d.Headers as delivered, after a retry in place
 	for {
-		called, err := p.call(d)
-		if !called {
+		switch dec.Action {
+		case pipeline.Ack:
+			return true
+		case pipeline.Stop:
 			return false
 		}
-		if err == nil {
-			return true
+		if dec.Cause != nil { // the handler ran
+			d = p.c.delivery(r)
+			if kept != nil {
+				d.Headers = maps.Clone(kept)
+				pipeline.ReadStory(d)
+			}
 		}
-		d = p.c.delivery(r)
-		if kept != nil {
-			d.Headers = maps.Clone(kept)
-			broker.ReadStory(d)
-		}
-		if broker.IsRequeue(err) {
-			if !p.handBack(r, d) {
+		switch dec.Action {
+		case pipeline.DeadLetter:
+			return p.deadLetter(r, d, dec.Outcome, dec.Cause, dec.At)
+		case pipeline.Requeue:
+			if !p.handBack() {
 				return false
 			}
+			dec = p.pipe.Process(p.ctx, d, p.gated, pipeline.Input{})
 			continue
 		}
-		now := time.Now()
-		o := broker.Decide(sub, d, err, now)
-		if !o.Retry {
-			p.log.Info("dead-lettering", "offset", r.Offset, "message_id", d.ID, "attempt", d.Attempt, "reason", o.Reason, "error_class", o.Class, "error", o.Error)
-			return p.deadLetter(r, d, o, err, now)
+		if p.c.sub.RetryMode == broker.NonBlocking {
+			return p.retryLater(r, d, dec.Outcome, dec.At)
 		}
-		p.log.Debug("retrying", "offset", r.Offset, "message_id", d.ID, "attempt", d.Attempt, "delay", o.Delay, "error_class", o.Class, "error", o.Error)
-		if sub.RetryMode == broker.NonBlocking {
-			return p.retryLater(r, d, o, now)
-		}
-		if !p.retryInPlace(d, o, now) {
+		if !p.retryInPlace(d, dec.Outcome, dec.At) {
 			return false
 		}
 		kept = maps.Clone(d.Headers)
+		dec = p.pipe.Process(p.ctx, d, p.gated, pipeline.Input{})
 	}
 }
 
-// call runs the handler on d when a concurrency slot is free. It
-// returns false, without calling, when the worker is halted first.
-func (p *partition) call(d *broker.Delivery) (called bool, err error) {
+// gate is the handler as the pipeline calls it: it runs the handler when a
+// concurrency slot is free, and returns pipeline.ErrStopped, without
+// calling it, when the worker is halted first.
+func (p *partition) gate(ctx context.Context, d *broker.Delivery) error {
 	select {
 	case p.c.sem <- struct{}{}:
 	case <-p.halted:
-		return false, nil
+		return pipeline.ErrStopped
 	}
 	defer func() { <-p.c.sem }()
 	if p.isHalted() {
-		return false, nil
+		return pipeline.ErrStopped
 	}
-	called = true
-	defer func() {
-		if v := recover(); v != nil {
-			err = &broker.PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	return called, p.c.h(p.ctx, d)
+	return p.c.h(ctx, d)
 }
 
 // write produces rec (a retry or dead-letter copy) until the broker
@@ -434,13 +417,22 @@ func (p *partition) write(rec *kgo.Record, what string) bool {
 			p.log.Warn("cannot write "+what+" copy; will try again, source offset stays uncommitted",
 				"to", rec.Topic, "error", err, "backoff", backoff)
 		}
-		timer := time.NewTimer(backoff)
-		select {
-		case <-timer.C:
-		case <-p.halted:
-			timer.Stop()
+		if !p.backOff(&backoff) {
 			return false
 		}
-		backoff = min(2*backoff, DefaultMaxWriteBackoff)
 	}
+}
+
+// backOff waits *backoff, then doubles it up to DefaultMaxWriteBackoff. It
+// returns false when the worker is halted first.
+func (p *partition) backOff(backoff *time.Duration) bool {
+	timer := time.NewTimer(*backoff)
+	select {
+	case <-timer.C:
+	case <-p.halted:
+		timer.Stop()
+		return false
+	}
+	*backoff = min(2**backoff, DefaultMaxWriteBackoff)
+	return true
 }

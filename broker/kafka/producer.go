@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/wire"
 )
 
 // recordOverhead is a generous estimate of what a one-record batch adds to
@@ -97,7 +98,7 @@ func newRecord(topic string, m broker.Message, due time.Time) *kgo.Record {
 	id := m.ID
 	var dueAt string
 	if !due.IsZero() {
-		dueAt = broker.FormatTime(due)
+		dueAt = wire.FormatTime(due)
 	}
 	// One pass over the map: names into hs, values aside until the
 	// buffer that holds them all is sized.

@@ -13,6 +13,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
+	"github.com/redrive/redrive/broker/wire"
 )
 
 func TestPublishWritesRecords(t *testing.T) {
@@ -69,7 +70,7 @@ func TestPublishDelayedSetsDueAt(t *testing.T) {
 	}
 	r := readAll(t, brokers, topic, 1)[0]
 	v, ok := header(r, broker.HeaderDueAt)
-	due := broker.ParseTime(v)
+	due := wire.ParseTime(v)
 	if !ok || due.IsZero() {
 		t.Fatalf("x-redrive-due-at = %q, want an RFC 3339 time", v)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/wire"
 )
 
 // BenchmarkNewRecord measures building the record of a message with one
@@ -53,7 +54,7 @@ func TestNewRecordHeaders(t *testing.T) {
 		{"header id kept", broker.Message{Headers: map[string]string{broker.HeaderMessageID: "from-header", "x": "y"}},
 			time.Time{}, []string{"x=y", broker.HeaderMessageID + "=from-header"}},
 		{"due replaces the header", broker.Message{ID: "id-3", Headers: map[string]string{broker.HeaderDueAt: "stale"}},
-			due, []string{broker.HeaderMessageID + "=id-3", broker.HeaderDueAt + "=" + broker.FormatTime(due)}},
+			due, []string{broker.HeaderMessageID + "=id-3", broker.HeaderDueAt + "=" + wire.FormatTime(due)}},
 		{"due header kept without a delay", broker.Message{ID: "id-4", Headers: map[string]string{broker.HeaderDueAt: "kept"}},
 			time.Time{}, []string{broker.HeaderDueAt + "=kept", broker.HeaderMessageID + "=id-4"}},
 	} {

@@ -19,7 +19,7 @@ import (
 // of internal/backend: the open function, the Config mapping
 // (backend.ConfigOf[kafka.Config]) and the DLQ names (backend.RouterOf).
 func init() {
-	backend.Register(config.BrokerKafka, func(ctx context.Context, c *config.Config, log *slog.Logger) (broker.Broker, error) {
+	backend.Register(broker.Kafka, func(ctx context.Context, c *config.Config, log *slog.Logger) (broker.Broker, error) {
 		cfg, err := configOf(c, log)
 		if err != nil {
 			return nil, err
@@ -27,7 +27,7 @@ func init() {
 		return New(ctx, cfg)
 	})
 	backend.RegisterConfig(configOf)
-	backend.RegisterRouter(config.BrokerKafka, Router{})
+	backend.RegisterRouter(broker.Kafka, Router{})
 }
 
 // configOf is the Config of a redrive configuration: its kafka section and

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/wire"
+	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // retryInPlace is the blocking mode: d's story is updated as the next
@@ -15,16 +16,16 @@ import (
 // partition paused (other partitions keep flowing; the poll loop keeps the
 // group session alive). It returns false when the worker is halted during
 // the wait: the record stays uncommitted and its next owner handles it.
-func (p *partition) retryInPlace(d *broker.Delivery, o broker.Outcome, now time.Time) bool {
-	d.Headers = broker.FailureHeaders(d, o, now)
-	broker.ReadStory(d)
+func (p *partition) retryInPlace(d *broker.Delivery, o pipeline.Outcome, now time.Time) bool {
+	d.Headers = pipeline.FailureHeaders(d, o, now)
+	pipeline.ReadStory(d)
 	return p.sleepUntil(now.Add(o.Delay))
 }
 
 // retryLater is the non_blocking mode: a copy of d goes to the group's retry
 // topic, due after the back-off, and d is done once the copy is
 // acknowledged.
-func (p *partition) retryLater(r *kgo.Record, d *broker.Delivery, o broker.Outcome, now time.Time) bool {
+func (p *partition) retryLater(r *kgo.Record, d *broker.Delivery, o pipeline.Outcome, now time.Time) bool {
 	return p.write(p.c.retryRecord(r, d, o, now), "retry")
 }
 
@@ -33,15 +34,15 @@ func (p *partition) retryLater(r *kgo.Record, d *broker.Delivery, o broker.Outco
 // story of this failure, the due time, and where the message first came
 // from (the original partition, offset and timestamp; the copy itself is
 // stamped now so that the retry topic's retention counts from the retry).
-func (c *consumer) retryRecord(r *kgo.Record, d *broker.Delivery, o broker.Outcome, now time.Time) *kgo.Record {
+func (c *consumer) retryRecord(r *kgo.Record, d *broker.Delivery, o pipeline.Outcome, now time.Time) *kgo.Record {
 	t := storyHeaders(r, d, o, now, broker.HeaderDueAt)
-	t = append(t, wire.Field{Name: broker.HeaderDueAt, Value: broker.FormatTime(dueAt(now, o.Delay))})
+	t = append(t, wire.Field{Name: broker.HeaderDueAt, Value: wire.FormatTime(dueAt(now, o.Delay))})
 	if _, ok := t.Get(headerOriginPartition); !ok {
 		t = append(t, wire.Field{Name: headerOriginPartition, Value: strconv.FormatInt(int64(d.Partition), 10)},
 			wire.Field{Name: headerOriginOffset, Value: strconv.FormatInt(d.Offset, 10)})
 	}
 	if _, ok := t.Get(headerOriginTimestamp); !ok {
-		t = append(t, wire.Field{Name: headerOriginTimestamp, Value: broker.FormatTime(d.Timestamp)})
+		t = append(t, wire.Field{Name: headerOriginTimestamp, Value: wire.FormatTime(d.Timestamp)})
 	}
 	return &kgo.Record{Topic: c.retryTopic, Key: r.Key, Value: r.Value, Headers: recordHeaders(t), Timestamp: now}
 }

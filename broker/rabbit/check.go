@@ -3,6 +3,7 @@ package rabbit
 import (
 	"fmt"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
 )
@@ -11,7 +12,7 @@ import (
 // RabbitMQ takes (an AMQP short string).
 const MaxNameLen = 255
 
-func init() { backend.RegisterChecker(config.BrokerRabbitMQ, checkNames) }
+func init() { backend.RegisterChecker(broker.RabbitMQ, checkNames) }
 
 // checkNames computes every declaration `topology apply` would make for a
 // valid configuration (Plan, the names this package gives) and reports,

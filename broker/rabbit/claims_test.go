@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/broker/claims"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/crashtest"
+	"github.com/redrive/redrive/internal/pipeline"
 	"github.com/redrive/redrive/retrypolicy"
 )
 
@@ -106,7 +107,7 @@ func testPoisonPill(t *testing.T, queueType string) {
 		t.Fatal(err)
 	}
 
-	if dl.MessageId != poison || dl.Headers[broker.HeaderReason] != broker.ReasonMaxClaims {
+	if dl.MessageId != poison || dl.Headers[broker.HeaderReason] != string(broker.ReasonMaxClaims) {
 		t.Errorf("dead letter = id %q reason %v, want %q %q", dl.MessageId, dl.Headers[broker.HeaderReason], poison, broker.ReasonMaxClaims)
 	}
 	if n := depth(t, channel(t), rabbit.DLQ(rabbit.Queue(topic, sub.Group))); n != 0 {
@@ -123,7 +124,7 @@ func testPoisonPill(t *testing.T, queueType string) {
 		t.Errorf("handled %d distinct + 1 dead-lettered = %d, want published %d", len(done), got, len(ids))
 	}
 	if rdb != nil {
-		if n, err := rdb.Exists(t.Context(), broker.ClaimKey(sub.Group, poison, "1")).Result(); err != nil || n != 0 {
+		if n, err := rdb.Exists(t.Context(), pipeline.ClaimKey(sub.Group, poison, "1")).Result(); err != nil || n != 0 {
 			t.Errorf("claim key of the dead-lettered message: exists %d, %v; want released", n, err)
 		}
 	}
@@ -201,7 +202,7 @@ func TestQuorumDeliveryLimitBacksMaxClaims(t *testing.T) {
 				t.Errorf("delivered %d times before the broker dead-lettered it, want max_claims + 1 = %d", deliveries, want)
 			}
 			e := rabbit.EntryFromDelivery(d)
-			if e.MessageID != "loop" || e.Reason != broker.ReasonMaxClaims || e.Source != q {
+			if e.MessageID != "loop" || e.Reason != string(broker.ReasonMaxClaims) || e.Source != q {
 				t.Errorf("dead letter = id %q reason %q source %q, want loop / %s / %s", e.MessageID, e.Reason, e.Source, broker.ReasonMaxClaims, q)
 			}
 			return

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +13,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // reconnect back-off bounds for Consume.
@@ -37,10 +37,9 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 	}
 	c := &consumer{b: b, sub: sub, h: h, queue: Queue(sub.Topic, sub.Group), instance: b.cfg.InstanceID,
 		log: b.log.With("queue", Queue(sub.Topic, sub.Group))}
+	c.pipe = pipeline.New(sub, c.log.With("broker", string(broker.RabbitMQ)))
 	defer b.probe.track(c.queue, &c.consuming)()
-	if sub.UncountedMaxClaims(b.cfg.QueueType == Quorum) {
-		c.log.Warn("rabbit: max_claims is set but there is no claim counter (worker.WithClaims) and the queue is classic: poison-pill protection is off")
-	}
+	c.pipe.WarnUncountedClaims(b.cfg.QueueType == Quorum)
 	wait := minReconnect
 	for {
 		started := time.Now()
@@ -54,7 +53,7 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 		if time.Since(started) > maxReconnect {
 			wait = minReconnect
 		}
-		c.log.Warn("rabbit: consumer session ended; reconnecting", "err", err, "in", wait)
+		c.log.Warn("rabbit: consumer session ended; reconnecting", "error", err, "in", wait)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -65,9 +64,11 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 }
 
 type consumer struct {
-	b     *Broker
-	sub   broker.Subscription
-	h     broker.Handler
+	b   *Broker
+	sub broker.Subscription
+	h   broker.Handler
+	// pipe runs each delivery (claims, the handler, the retry decision).
+	pipe  *pipeline.Pipeline
 	queue string
 	// instance names this process on its deliveries (Config.InstanceID).
 	instance string
@@ -217,51 +218,41 @@ loop:
 	return sessionErr
 }
 
-// process moves one delivery on: a delay hop, a handler call, a retry or a
-// dead letter. The delivery is acked only after its next home confirmed.
+// process moves one delivery on: a delay hop, or the pipeline's decision
+// executed (an ack, a retry copy, a dead-letter copy, a hand-back copy with
+// the same attempt: requeue). The delivery is acked only after its next
+// home confirmed.
 func (c *consumer) process(ctx context.Context, m amqp.Delivery, fwd chan<- forwardJob) {
 	if rem := remainingDelay(m.Headers); rem > 0 {
 		c.hop(ctx, m, rem, fwd)
 		return
 	}
 	d := c.delivery(m)
-	cl := c.claim(ctx, m, d)
-	if cl.over {
-		now := time.Now()
-		o := broker.MaxClaimsOutcome(cl.n, c.sub.MaxClaims)
-		c.log.Warn("rabbit: dead-lettering a poison pill", "id", m.MessageId, "attempt", d.Attempt,
-			"claims", cl.n, "reason", o.Reason)
-		out := outgoing{exchange: c.b.names.DLX(), key: c.queue, msg: republish(m, storyTable(m, d, o, now))}
-		c.send(ctx, fwd, forwardJob{m: m, out: out, then: func() { c.release(ctx, cl) }})
-		return
-	}
-	err := c.call(ctx, d)
-	if err == nil {
+	dec := c.pipe.Process(ctx, d, c.h, c.claim(m, d))
+	switch dec.Action {
+	case pipeline.Ack:
 		if aerr := m.Ack(false); aerr != nil {
-			c.log.Warn("rabbit: ack failed; the message will be redelivered", "id", m.MessageId, "err", aerr)
+			c.log.Warn("rabbit: ack failed; the message will be redelivered", "message_id", m.MessageId, "error", aerr)
 			return
 		}
-		c.release(ctx, cl)
+		c.pipe.Release(ctx, dec)
+		return
+	case pipeline.Stop:
+		_ = m.Nack(false, true)
+		return
+	case pipeline.Requeue:
+		c.requeue(ctx, m, fwd, func() { c.pipe.Release(ctx, dec) })
 		return
 	}
-	if broker.IsRequeue(err) {
-		c.requeue(ctx, m, fwd, func() { c.release(ctx, cl) })
-		return
+	if dec.Cause != nil {
+		d = c.delivery(m) // the handler may have changed d: the copy tells the story as delivered
 	}
-	now := time.Now()
-	o := broker.Decide(c.sub, d, err, now)
-	h := storyTable(m, d, o, now)
-	var out outgoing
-	if o.Retry {
-		out = c.delayed(m, h, o.Delay, 0)
-		c.log.Info("rabbit: handler failed; retrying", "id", m.MessageId, "attempt", d.Attempt,
-			"class", o.Class, "in", o.Delay, "err", o.Error)
-	} else {
-		out = outgoing{exchange: c.b.names.DLX(), key: c.queue, msg: republish(m, h)}
-		c.log.Warn("rabbit: dead-lettering", "id", m.MessageId, "attempt", d.Attempt,
-			"reason", o.Reason, "class", o.Class, "err", o.Error)
+	h := storyTable(m, d, dec.Outcome, dec.At)
+	out := outgoing{exchange: c.b.names.DLX(), key: c.queue, msg: republish(m, h)}
+	if dec.Action == pipeline.Retry {
+		out = c.delayed(m, h, dec.Outcome.Delay, 0)
 	}
-	c.send(ctx, fwd, forwardJob{m: m, out: out, then: func() { c.release(ctx, cl) }})
+	c.send(ctx, fwd, forwardJob{m: m, out: out, then: func() { c.pipe.Release(ctx, dec) }})
 }
 
 // delayed builds the copy of m that comes back to this queue after delay:
@@ -354,11 +345,11 @@ func (c *consumer) forward(ctx context.Context, m amqp.Delivery, out outgoing) b
 		if err == nil {
 			if aerr := m.Ack(false); aerr != nil {
 				c.log.Warn("rabbit: ack after forward failed; the message will be redelivered (duplicate)",
-					"id", m.MessageId, "err", aerr)
+					"message_id", m.MessageId, "error", aerr)
 			}
 			return true
 		}
-		c.log.Warn("rabbit: forwarding failed; retrying", "id", m.MessageId, "to", out.exchange, "err", err)
+		c.log.Warn("rabbit: forwarding failed; retrying", "message_id", m.MessageId, "to", out.exchange, "error", err)
 		select {
 		case <-ctx.Done():
 			_ = m.Nack(false, true)
@@ -367,16 +358,6 @@ func (c *consumer) forward(ctx context.Context, m amqp.Delivery, out outgoing) b
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
-}
-
-// call runs the handler, turning a panic into a *broker.PanicError.
-func (c *consumer) call(ctx context.Context, d *broker.Delivery) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = &broker.PanicError{Value: r, Stack: debug.Stack()}
-		}
-	}()
-	return c.h(ctx, d)
 }
 
 func (c *consumer) delivery(m amqp.Delivery) *broker.Delivery {
@@ -403,7 +384,7 @@ func (c *consumer) delivery(m amqp.Delivery) *broker.Delivery {
 	if k, ok := h[broker.HeaderKey]; ok {
 		d.Key = []byte(k)
 	}
-	broker.ReadStory(d)
+	pipeline.ReadStory(d)
 	return d
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // EntryFromDelivery reads a message taken from a "<queue>.dlq" queue into
@@ -25,15 +26,15 @@ func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 		OriginalPartition: -1,
 		OriginalOffset:    -1,
 		OriginalValue:     m.Body,
-		OriginalHeaders:   broker.AppHeaders(h),
+		OriginalHeaders:   pipeline.AppHeaders(h),
 		ErrorClass:        h[broker.HeaderErrorClass],
 		ErrorMessage:      h[broker.HeaderError],
 		Reason:            h[broker.HeaderReason],
 		Worker:            h[broker.HeaderWorker],
 		WorkerInstance:    h[broker.HeaderWorkerInstance],
 		Source:            h[broker.HeaderSource],
-		FirstFailureAt:    broker.ParseTime(h[broker.HeaderFirstFailureAt]),
-		LastFailureAt:     broker.ParseTime(h[broker.HeaderLastFailureAt]),
+		FirstFailureAt:    wire.ParseTime(h[broker.HeaderFirstFailureAt]),
+		LastFailureAt:     wire.ParseTime(h[broker.HeaderLastFailureAt]),
 	}
 	if k, ok := h[broker.HeaderKey]; ok {
 		e.OriginalKey = []byte(k)

@@ -14,6 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 )
 
@@ -185,7 +186,7 @@ func (b *Broker) keepBatch(ctx context.Context, queue string, batch []amqp.Deliv
 func DeadLetterFromDelivery(queue string, m amqp.Delivery) dlq.DeadLetter {
 	e := EntryFromDelivery(m)
 	h := sha256.New()
-	for _, s := range []string{queue, m.MessageId, e.Reason, broker.FormatTime(e.LastFailureAt), strconv.FormatInt(m.Timestamp.UnixNano(), 10)} {
+	for _, s := range []string{queue, m.MessageId, e.Reason, wire.FormatTime(e.LastFailureAt), strconv.FormatInt(m.Timestamp.UnixNano(), 10)} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
@@ -196,7 +197,7 @@ func DeadLetterFromDelivery(queue string, m amqp.Delivery) dlq.DeadLetter {
 		h.Write(m.Body)
 	}
 	if e.Reason == "" {
-		e.Reason = dlq.ReasonUnparseable
+		e.Reason = string(dlq.ReasonUnparseable)
 	}
 	return dlq.DeadLetter{DLQ: queue, Identity: hex.EncodeToString(h.Sum(nil)), Entry: e}
 }

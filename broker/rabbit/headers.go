@@ -108,13 +108,13 @@ func parseDeath(t amqp.Table) []Death {
 func deathReason(r string) string {
 	switch r {
 	case "expired":
-		return broker.ReasonExpired
+		return string(broker.ReasonExpired)
 	case "maxlen":
-		return broker.ReasonMaxLength
+		return string(broker.ReasonMaxLength)
 	case "rejected":
-		return broker.ReasonRejected
+		return string(broker.ReasonRejected)
 	case "delivery_limit": // a quorum queue's x-delivery-limit, set from max_claims
-		return broker.ReasonMaxClaims
+		return string(broker.ReasonMaxClaims)
 	}
 	return r
 }

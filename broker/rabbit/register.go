@@ -15,7 +15,7 @@ import (
 // (backend.ConfigOf[rabbit.Config]), the DLQ names (backend.RouterOf) and
 // the delay queues (backend.DelayQueues).
 func init() {
-	backend.Register(config.BrokerRabbitMQ, func(ctx context.Context, c *config.Config, log *slog.Logger) (broker.Broker, error) {
+	backend.Register(broker.RabbitMQ, func(ctx context.Context, c *config.Config, log *slog.Logger) (broker.Broker, error) {
 		cfg, err := configOf(c, log)
 		if err != nil {
 			return nil, err
@@ -23,8 +23,8 @@ func init() {
 		return New(ctx, cfg)
 	})
 	backend.RegisterConfig(configOf)
-	backend.RegisterRouter(config.BrokerRabbitMQ, Router{})
-	backend.RegisterDelayQueues(config.BrokerRabbitMQ, func(c *config.Config) ([]string, error) {
+	backend.RegisterRouter(broker.RabbitMQ, Router{})
+	backend.RegisterDelayQueues(broker.RabbitMQ, func(c *config.Config) ([]string, error) {
 		return delayQueuesFrom(c.RabbitMQ)
 	})
 }

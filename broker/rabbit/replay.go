@@ -10,6 +10,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // Republish implements dlq.Republisher: it puts a dead letter back on its
@@ -35,7 +36,7 @@ func (b *Broker) Republish(ctx context.Context, e dlq.Entry, to dlq.Route, repla
 		}
 		msg = publishing(f, amqpTable(f.Headers.App()))
 	} else {
-		msg = amqp.Publishing{Headers: toTable(broker.AppHeaders(e.OriginalHeaders)), DeliveryMode: amqp.Persistent}
+		msg = amqp.Publishing{Headers: toTable(pipeline.AppHeaders(e.OriginalHeaders)), DeliveryMode: amqp.Persistent}
 	}
 	msg.Headers[broker.HeaderReplayedFrom] = replayedFrom
 	msg.Headers[broker.HeaderTopic] = to.Topic

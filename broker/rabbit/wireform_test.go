@@ -52,7 +52,7 @@ func TestEntryFromDeliveryKeepsTheWireForm(t *testing.T) {
 	}
 
 	m.Headers = amqp.Table{"x-death": m.Headers["x-death"]}
-	if e := EntryFromDelivery(m); e.OriginalTopic != "orders" || e.Source != "orders.billing" || e.Reason != broker.ReasonExpired {
+	if e := EntryFromDelivery(m); e.OriginalTopic != "orders" || e.Source != "orders.billing" || e.Reason != string(broker.ReasonExpired) {
 		t.Errorf("broker-dead-lettered entry: topic %q source %q reason %q, want orders, orders.billing, expired", e.OriginalTopic, e.Source, e.Reason)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redrive/redrive/broker"
 )
 
 // Text renders a header value as the string view shows it: strings and
@@ -43,9 +41,26 @@ func Text(v any) (string, bool) {
 	case Decimal:
 		return v.String(), true
 	case time.Time:
-		return broker.FormatTime(v), true
+		return FormatTime(v), true
 	}
 	return "", false
+}
+
+// FormatTime renders t as the x-redrive-* time headers carry it: RFC 3339
+// in UTC with milliseconds.
+func FormatTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+
+// ParseTime parses an RFC 3339 time header; the zero time when s is not
+// one (a foreign producer's header never fails a delivery).
+func ParseTime(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // String renders d in decimal notation: Decimal{2, 1234} is "12.34".

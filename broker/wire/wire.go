@@ -93,7 +93,7 @@ func (t Table) App() Table {
 
 // Patch returns a copy of t without the headers named in set or del, then
 // the headers of set as strings, sorted by name: a copy's headers after a
-// failure (set and del from [broker.Story]) keep the application's in
+// failure (set and del from the failure pipeline's Story) keep the application's in
 // their order and types, and carry redrive's story last.
 func (t Table) Patch(set map[string]string, del ...string) Table {
 	out := make(Table, 0, len(t)+len(set))

@@ -274,3 +274,22 @@ func TestView(t *testing.T) {
 		t.Error("the view does not keep wire order")
 	}
 }
+
+func TestFormatParseTime(t *testing.T) {
+	ts := time.Date(2025, 1, 15, 11, 45, 0, 987654321, time.FixedZone("X", -5*3600))
+	s := FormatTime(ts)
+	if want := "2025-01-15T16:45:00.987Z"; s != want {
+		t.Errorf("FormatTime = %q, want %q", s, want)
+	}
+	if got := ParseTime(s); !got.Equal(ts.Truncate(time.Millisecond)) {
+		t.Errorf("ParseTime(%q) = %v", s, got)
+	}
+	if got := ParseTime("2025-01-15T10:30:00Z"); !got.Equal(time.Date(2025, 1, 15, 10, 30, 0, 0, time.UTC)) {
+		t.Errorf("ParseTime without fraction = %v", got)
+	}
+	for _, bad := range []string{"", "now", "2025-01-15", "1736937000"} {
+		if got := ParseTime(bad); !got.IsZero() {
+			t.Errorf("ParseTime(%q) = %v, want zero", bad, got)
+		}
+	}
+}

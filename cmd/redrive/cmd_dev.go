@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/daemon"
@@ -102,17 +103,17 @@ type devFlags struct {
 }
 
 func (f *devFlags) check() error {
-	if !f.kafkaPortSet && f.noSamples && f.broker == devstack.BrokerKafka {
+	if !f.kafkaPortSet && f.noSamples && f.broker == string(broker.Kafka) {
 		f.kafkaPort = devstack.DefaultKafkaPort
 	}
 	switch {
-	case f.broker != devstack.BrokerKafka && f.broker != devstack.BrokerRabbitMQ:
+	case f.broker != string(broker.Kafka) && f.broker != string(broker.RabbitMQ):
 		return usageErrorf("--broker %q is not kafka or rabbitmq", f.broker)
 	case !(f.rate >= 0 && f.rate <= 10_000):
 		return usageErrorf("--rate %v is not in [0, 10000] messages per second", f.rate)
 	case f.kafkaPort < 0 || f.kafkaPort > 65535-devstack.KafkaBrokers+1:
 		return usageErrorf("--kafka-port %d is not in [0, %d]", f.kafkaPort, 65535-devstack.KafkaBrokers+1)
-	case f.kafkaPort > 0 && f.broker != devstack.BrokerKafka:
+	case f.kafkaPort > 0 && f.broker != string(broker.Kafka):
 		return usageErrorf("--kafka-port is for the embedded Kafka (--broker kafka)")
 	case !devstack.ValidPrefix(f.prefix):
 		return usageErrorf("--prefix %q is not 1 to 100 characters of [a-zA-Z0-9_-]", f.prefix)
@@ -148,7 +149,7 @@ func dev(ctx context.Context, inv *invocation, f devFlags) error {
 		token = hex.EncodeToString(b[:])
 	}
 	log := daemonLogger(inv.stderr)
-	st, err := devstack.Start(devstack.Config{Broker: f.broker, RabbitMQURL: os.Getenv("RABBITMQ_URL"), Prefix: f.prefix,
+	st, err := devstack.Start(devstack.Config{Broker: broker.Backend(f.broker), RabbitMQURL: os.Getenv("RABBITMQ_URL"), Prefix: f.prefix,
 		KafkaPort: f.kafkaPort, AdminListen: f.listen, MetricsListen: f.metricsListen, Token: token, Logger: log})
 	if err != nil {
 		return err
@@ -218,7 +219,7 @@ func dev(ctx context.Context, inv *invocation, f devFlags) error {
 // devGoodbye cleans up RabbitMQ (unless keep) and says what is left.
 func devGoodbye(st *devstack.Stack, keep bool) string {
 	const gone = "the dead letters of the in-memory store are gone."
-	if st.Config.Broker == config.BrokerKafka {
+	if st.Config.Broker == broker.Kafka {
 		return "the embedded Kafka, Redis and store are gone: nothing was kept."
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -333,7 +334,7 @@ func printTour(w io.Writer, st *devstack.Stack, d *daemon.Daemon, cfgFile, token
 	}
 	self := selfPath()
 	kept := "nothing is kept"
-	if st.Config.Broker == config.BrokerRabbitMQ {
+	if st.Config.Broker == broker.RabbitMQ {
 		where += ", every name " + st.Prefix() + ".*"
 		kept = "what it declared on RabbitMQ is deleted (unless --keep)"
 	}

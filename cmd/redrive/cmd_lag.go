@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
@@ -48,7 +49,7 @@ func printLag(ctx context.Context, inv *invocation, partitions bool, timeout tim
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	if c.Broker == config.BrokerKafka {
+	if c.Broker == broker.Kafka {
 		return printKafkaLag(ctx, inv, c, partitions)
 	}
 	if partitions {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
@@ -93,7 +94,7 @@ func (e *serveEnv) entryIDs(t *testing.T, status string) []string {
 // headers redrive's consumer writes when it gives up.
 func (e *serveEnv) deadLetter(t *testing.T, ch *amqp.Channel, body, errMsg string) {
 	t.Helper()
-	now := broker.FormatTime(time.Now())
+	now := wire.FormatTime(time.Now())
 	err := ch.PublishWithContext(t.Context(), "", e.dlqName, false, false, amqp.Publishing{
 		MessageId: broker.NewMessageID(), Body: []byte(body), DeliveryMode: amqp.Persistent,
 		Headers: amqp.Table{

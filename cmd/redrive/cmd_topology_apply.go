@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/backend"
@@ -72,7 +73,7 @@ func topologyApply(ctx context.Context, inv *invocation, dry bool) error {
 // every clash is reported, the shared queues' included (connecting a
 // broker would stop at the first of those).
 func declareTopology(ctx context.Context, c *config.Config) error {
-	if c.Broker == config.BrokerRabbitMQ {
+	if c.Broker == broker.RabbitMQ {
 		rc, err := backend.ConfigOf[rabbit.Config](c, logger())
 		if err != nil {
 			return err
@@ -90,7 +91,7 @@ func declareTopology(ctx context.Context, c *config.Config) error {
 // topologyPlan renders the plan compared with what exists, and the
 // conflicts (nil when there are none). Both backends connect.
 func topologyPlan(ctx context.Context, c *config.Config) ([]string, error, error) {
-	if c.Broker == config.BrokerRabbitMQ {
+	if c.Broker == broker.RabbitMQ {
 		rc, err := backend.ConfigOf[rabbit.Config](c, logger())
 		if err != nil {
 			return nil, nil, err

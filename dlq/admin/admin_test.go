@@ -96,7 +96,7 @@ func newFixture(t *testing.T, s dlq.Store) *fixture {
 	pub := &publisher{}
 	ops, err := dlq.NewOps(dlq.OpsConfig{
 		Store: s, Republisher: pub, Logger: quiet, Routes: testRoutes(), MaxPayloadPreview: 1024,
-		Policies: map[string]dlq.Policy{"empty.dlq": {Severity: dlq.SeverityCritical, Retention: broker.Forever}},
+		Policies: map[string]dlq.Policy{"empty.dlq": {Severity: broker.SeverityCritical, Retention: broker.Forever}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -118,14 +118,14 @@ func (f *fixture) insert(dlqName string, n int, mod func(i int, r *dlq.Record)) 
 	out := make([]dlq.Record, 0, n)
 	for i := range n {
 		r := dlq.Record{
-			Broker: dlq.BrokerRabbitMQ, DLQ: dlqName, Identity: dlqName + "-" + string(rune('a'+i%26)) + "-" + strconv.Itoa(i),
+			Broker: broker.RabbitMQ, DLQ: dlqName, Identity: dlqName + "-" + string(rune('a'+i%26)) + "-" + strconv.Itoa(i),
 			ReceivedAt: time.Date(2025, 1, 15, 10, 0, i, 0, time.UTC),
 			Entry: dlq.Entry{
 				MessageID: "m" + strconv.Itoa(i), OriginalTopic: "orders", OriginalPartition: -1, OriginalOffset: -1,
 				OriginalKey: []byte("key-" + strconv.Itoa(i)), OriginalValue: []byte(`{"n":` + strconv.Itoa(i) + `}`),
 				OriginalHeaders: map[string]string{"content-type": "application/json"},
 				ErrorClass:      "payout.BankError", ErrorMessage: "bank rejected transfer " + strconv.Itoa(i),
-				Reason: broker.ReasonMaxRetries, RetryCount: 5, Worker: "billing", Source: "orders.billing",
+				Reason: string(broker.ReasonMaxRetries), RetryCount: 5, Worker: "billing", Source: "orders.billing",
 			},
 		}
 		if mod != nil {

@@ -124,7 +124,7 @@ type Audit struct {
 func toEntry(r dlq.Record, target func(dlq.Record) (dlq.Route, error)) Entry {
 	e := r.Entry
 	out := Entry{
-		ID: r.ID, DLQ: r.DLQ, Broker: r.Broker, Status: r.Status, Severity: r.Severity,
+		ID: r.ID, DLQ: r.DLQ, Broker: string(r.Broker), Status: r.Status, Severity: r.Severity,
 		ReceivedAt: r.ReceivedAt, StatusChangedAt: r.StatusChangedAt, StatusBy: r.StatusBy,
 		MessageID: e.MessageID, OriginalTopic: e.OriginalTopic, Source: e.Source,
 		ErrorClass: e.ErrorClass, ErrorMessage: e.ErrorMessage, Reason: e.Reason, RetryCount: e.RetryCount,

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/httpguard"
@@ -59,8 +60,8 @@ type Config struct {
 	Pauser WorkerPauser
 	// Lag feeds the lag page; nil shows "not configured".
 	Lag LagSource
-	// Broker is "rabbitmq" or "kafka", shown in the header.
-	Broker string
+	// Broker is broker.RabbitMQ or broker.Kafka, shown in the header.
+	Broker broker.Backend
 	// Users may log in with their token; at least one unless
 	// InsecureNoAuth.
 	Users []User

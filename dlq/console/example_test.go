@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/console"
@@ -31,7 +32,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	c, err := console.New(console.Config{
-		Ops: ops, Jobs: jobs, Broker: dlq.BrokerKafka, Logger: quiet,
+		Ops: ops, Jobs: jobs, Broker: broker.Kafka, Logger: quiet,
 		Users: []console.User{
 			{Name: "alice", Token: "operator-secret-token"},
 			{Name: "victor", Token: "viewer-secret-token", ReadOnly: true},

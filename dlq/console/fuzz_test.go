@@ -36,7 +36,7 @@ func renderAll(t *testing.T, text string, asJSON bool) string {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	c, err := console.New(console.Config{Ops: ops, Jobs: srv.Jobs(), Broker: dlq.BrokerRabbitMQ, InsecureNoAuth: true, Logger: quiet})
+	c, err := console.New(console.Config{Ops: ops, Jobs: srv.Jobs(), Broker: broker.RabbitMQ, InsecureNoAuth: true, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,12 +57,12 @@ func renderAll(t *testing.T, text string, asJSON bool) string {
 	}
 	const name = "fuzz.dlq"
 	rec, _, err := s.Insert(context.Background(), dlq.Record{
-		Broker: dlq.BrokerRabbitMQ, DLQ: name, Identity: "i1", ReceivedAt: time.Now(),
+		Broker: broker.RabbitMQ, DLQ: name, Identity: "i1", ReceivedAt: time.Now(),
 		Entry: dlq.Entry{
 			MessageID: text, OriginalTopic: text, OriginalPartition: -1, OriginalOffset: -1,
 			OriginalKey: []byte(text), OriginalValue: value,
 			OriginalHeaders: map[string]string{text: text, "h": text},
-			ErrorClass:      text, ErrorMessage: text, StackTrace: text, Reason: broker.ReasonMaxRetries,
+			ErrorClass:      text, ErrorMessage: text, StackTrace: text, Reason: string(broker.ReasonMaxRetries),
 			Worker: text, WorkerInstance: text, Source: text,
 		},
 	})

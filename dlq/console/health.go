@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/lag"
 )
@@ -64,8 +64,8 @@ func (c *Console) lagPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	var v lagView
 	if c.cfg.Lag != nil {
 		v.Configured = true
-		v.ShowKafka = c.cfg.Broker != dlq.BrokerRabbitMQ
-		v.ShowRabbit = c.cfg.Broker != dlq.BrokerKafka
+		v.ShowKafka = c.cfg.Broker != broker.RabbitMQ
+		v.ShowRabbit = c.cfg.Broker != broker.Kafka
 		if v.ShowKafka {
 			var err error
 			v.Kafka, err = c.cfg.Lag.LastKafka()

@@ -62,7 +62,7 @@ func newFixture(t *testing.T, s dlq.Store, edit func(*console.Config)) *fixture 
 	t.Helper()
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: kafkaBroker(t), Logger: quiet,
 		Routes: []dlq.Route{kafka.Route(topic, group)}, MaxPayloadPreview: 1024,
-		Policies: map[string]dlq.Policy{kafka.DLQTopic(topic): {Severity: dlq.SeverityCritical}, "empty.dlq": {}}})
+		Policies: map[string]dlq.Policy{kafka.DLQTopic(topic): {Severity: broker.SeverityCritical}, "empty.dlq": {}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func newFixture(t *testing.T, s dlq.Store, edit func(*console.Config)) *fixture 
 	}
 	t.Cleanup(f.srv.Close)
 	cfg := console.Config{
-		Ops: ops, Jobs: f.srv.Jobs(), Broker: dlq.BrokerKafka, Logger: quiet,
+		Ops: ops, Jobs: f.srv.Jobs(), Broker: broker.Kafka, Logger: quiet,
 		Users: []console.User{{Name: "alice", Token: opToken}, {Name: "victor", Token: viewerToken, ReadOnly: true}},
 	}
 	if edit != nil {
@@ -98,14 +98,14 @@ func (f *fixture) insert(n int, mod func(i int, r *dlq.Record)) []dlq.Record {
 	out := make([]dlq.Record, 0, n)
 	for i := range n {
 		r := dlq.Record{
-			Broker: dlq.BrokerKafka, DLQ: f.dlq, ID: "0-" + strconv.Itoa(100+f.seq),
+			Broker: broker.Kafka, DLQ: f.dlq, ID: "0-" + strconv.Itoa(100+f.seq),
 			ReceivedAt: time.Now().Add(-time.Duration(n-i) * time.Minute),
 			Entry: dlq.Entry{
 				MessageID: "m" + strconv.Itoa(i), OriginalTopic: topic, OriginalPartition: 1, OriginalOffset: int64(100 + i),
 				OriginalKey: []byte("deal-" + strconv.Itoa(i)), OriginalValue: []byte(`{"deal":"d` + strconv.Itoa(i) + `","amount":12.5}`),
 				OriginalHeaders: map[string]string{"content-type": "application/json", "trace-id": "t-" + strconv.Itoa(i)},
 				ErrorClass:      "payout.BankError", ErrorMessage: "bank rejected transfer " + strconv.Itoa(i),
-				StackTrace: "goroutine 1 [running]:\nmain.pay()", Reason: broker.ReasonMaxRetries, RetryCount: 5,
+				StackTrace: "goroutine 1 [running]:\nmain.pay()", Reason: string(broker.ReasonMaxRetries), RetryCount: 5,
 				Worker: group, WorkerInstance: "billing-1", Source: topic,
 				FirstFailureAt: time.Now().Add(-time.Hour), LastFailureAt: time.Now().Add(-time.Minute),
 			},

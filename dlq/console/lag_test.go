@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq/console"
 	"github.com/redrive/redrive/lag"
 )
@@ -32,7 +32,7 @@ func (rabbitLag) LastRabbit() ([]lag.QueueDepth, time.Time, error) {
 // messages reads "parked".
 func TestLagPageMarksNoConsumerWhereExpected(t *testing.T) {
 	f := newFixture(t, stores[0].Open(t), func(cfg *console.Config) {
-		cfg.Broker = dlq.BrokerRabbitMQ
+		cfg.Broker = broker.RabbitMQ
 		cfg.Lag = rabbitLag{}
 	})
 	r := f.client().login(viewerToken).get("/lag")

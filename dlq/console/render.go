@@ -84,7 +84,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, ss *session, st
 }
 
 func (c *Console) renderPage(w http.ResponseWriter, r *http.Request, ss *session, status int, name string, p page) {
-	p.Broker, p.NoAuth, p.Now = c.cfg.Broker, c.cfg.InsecureNoAuth, c.now()
+	p.Broker, p.NoAuth, p.Now = string(c.cfg.Broker), c.cfg.InsecureNoAuth, c.now()
 	if p.Nav == "" {
 		p.Nav = name
 	}

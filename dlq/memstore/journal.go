@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 )
 
@@ -71,7 +72,7 @@ type jrec struct {
 func encodeRec(n *rec) *jrec {
 	r, e := &n.r, &n.r.Entry
 	j := &jrec{
-		Seq: n.seq, ID: r.ID, Broker: r.Broker, DLQ: r.DLQ, Identity: r.Identity, Severity: r.Severity,
+		Seq: n.seq, ID: r.ID, Broker: string(r.Broker), DLQ: r.DLQ, Identity: r.Identity, Severity: r.Severity,
 		ReceivedAt: r.ReceivedAt, Status: r.Status, StatusChangedAt: r.StatusChangedAt, StatusBy: r.StatusBy, Version: r.Version,
 		MessageID: e.MessageID, OriginalTopic: e.OriginalTopic, OriginalPartition: e.OriginalPartition, OriginalOffset: e.OriginalOffset,
 		Key: e.OriginalKey, Value: e.OriginalValue, Wire: e.OriginalWire,
@@ -90,7 +91,7 @@ func encodeRec(n *rec) *jrec {
 
 func (j *jrec) decode() *rec {
 	n := &rec{seq: j.Seq, r: dlq.Record{
-		ID: j.ID, Broker: j.Broker, DLQ: j.DLQ, Identity: j.Identity, Severity: j.Severity,
+		ID: j.ID, Broker: broker.Backend(j.Broker), DLQ: j.DLQ, Identity: j.Identity, Severity: j.Severity,
 		ReceivedAt: j.ReceivedAt, Status: j.Status, StatusChangedAt: j.StatusChangedAt, StatusBy: j.StatusBy, Version: j.Version,
 		ValueSize: int64(len(j.Value)),
 		Entry: dlq.Entry{

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
 	"github.com/redrive/redrive/dlq/storetest"
@@ -38,7 +39,7 @@ func TestClosed(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Insert(context.Background(), dlq.Record{Broker: dlq.BrokerKafka, DLQ: "a.dlq", ID: "0-1"}); err == nil {
+	if _, _, err := s.Insert(context.Background(), dlq.Record{Broker: broker.Kafka, DLQ: "a.dlq", ID: "0-1"}); err == nil {
 		t.Error("Insert after Close succeeded")
 	}
 	if err := s.Close(); err != nil {

@@ -125,9 +125,9 @@ func (s *Store) Summaries(ctx context.Context) ([]dlq.Summary, error) {
 		// newest archived one.
 		if r.Status != dlq.StatusArchived {
 			live[r.DLQ] = true
-			sum.Broker, sum.Severity = r.Broker, r.Severity
+			sum.Broker, sum.Severity = string(r.Broker), r.Severity
 		} else if !live[r.DLQ] {
-			sum.Broker, sum.Severity = r.Broker, r.Severity
+			sum.Broker, sum.Severity = string(r.Broker), r.Severity
 		}
 		if r.ReceivedAt.After(sum.LastReceived) {
 			sum.LastReceived = r.ReceivedAt

@@ -45,7 +45,7 @@ func batchArgs(rs []dlq.Record) []any {
 	)
 	for i, r := range rs {
 		e := &r.Entry
-		dlqs[i], ids[i], idents[i], brokers[i], sevs[i], statuses[i], bys[i] = r.DLQ, r.ID, r.Identity, r.Broker, r.Severity, string(r.Status), r.StatusBy
+		dlqs[i], ids[i], idents[i], brokers[i], sevs[i], statuses[i], bys[i] = r.DLQ, r.ID, r.Identity, string(r.Broker), r.Severity, string(r.Status), r.StatusBy
 		changed[i], received[i], versions[i] = r.StatusChangedAt, r.ReceivedAt, r.Version
 		msgIDs[i], topics[i], parts[i], offsets[i] = e.MessageID, e.OriginalTopic, e.OriginalPartition, e.OriginalOffset
 		keys[i], values[i], headers[i], wires[i] = e.OriginalKey, e.OriginalValue, encodeHeaders(e.OriginalHeaders), e.OriginalWire

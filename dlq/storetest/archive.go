@@ -110,16 +110,16 @@ func testArchiveExpired(t *testing.T, s dlq.Store) {
 			}
 		})
 	}
-	mk("day.dlq", dlq.SeverityWarning)           // retention 24h: 2 archived
-	mk("crit.dlq", dlq.SeverityWarning)          // critical by policy: none
-	mk("crit-records.dlq", dlq.SeverityCritical) // critical by its records: none
-	mk("forever.dlq", dlq.SeverityInfo)          // kept forever: none
-	mk("default.dlq", dlq.SeverityWarning)       // 30 days: the ancient one
+	mk("day.dlq", string(broker.SeverityWarning))           // retention 24h: 2 archived
+	mk("crit.dlq", string(broker.SeverityWarning))          // critical by policy: none
+	mk("crit-records.dlq", string(broker.SeverityCritical)) // critical by its records: none
+	mk("forever.dlq", string(broker.SeverityInfo))          // kept forever: none
+	mk("default.dlq", string(broker.SeverityWarning))       // 30 days: the ancient one
 	cfg := opsConfig(s, &publisher{})
 	cfg.Policies = map[string]dlq.Policy{
 		"day.dlq":     {Retention: 24 * time.Hour},
-		"crit.dlq":    {Severity: dlq.SeverityCritical, Retention: time.Hour},
-		"forever.dlq": {Severity: dlq.SeverityInfo, Retention: broker.Forever},
+		"crit.dlq":    {Severity: broker.SeverityCritical, Retention: time.Hour},
+		"forever.dlq": {Severity: broker.SeverityInfo, Retention: broker.Forever},
 		"empty.dlq":   {Retention: time.Hour},
 	}
 	ops := newOps(t, cfg)
@@ -151,7 +151,7 @@ func testArchiveExpired(t *testing.T, s dlq.Store) {
 	if in := byName["empty.dlq"]; !in.Configured || in.Pending != 0 || in.Retention != time.Hour {
 		t.Errorf("empty.dlq = %+v", in)
 	}
-	if in := byName["crit.dlq"]; in.Severity != dlq.SeverityCritical || in.Pending != 3 {
+	if in := byName["crit.dlq"]; in.Severity != string(broker.SeverityCritical) || in.Pending != 3 {
 		t.Errorf("crit.dlq = %+v, want critical (the policy wins) with 3 pending", in)
 	}
 	if in := byName["day.dlq"]; in.Archived != 2 || in.Pending != 1 {
@@ -180,7 +180,7 @@ func testMetrics(t *testing.T, s dlq.Store) {
 	reg := prometheus.NewRegistry()
 	cfg := opsConfig(s, &publisher{})
 	cfg.Registerer = reg
-	cfg.Policies = map[string]dlq.Policy{"m3.dlq": {Severity: dlq.SeverityCritical}}
+	cfg.Policies = map[string]dlq.Policy{"m3.dlq": {Severity: broker.SeverityCritical}}
 	ops := newOps(t, cfg)
 	if _, err := ops.Replay(ctx, "m.dlq", recs[0].ID, "a"); err != nil {
 		t.Fatal(err)
@@ -198,7 +198,7 @@ func testMetrics(t *testing.T, s dlq.Store) {
 	}
 	// The severity rides on the series: an unresolved critical dead letter
 	// is selectable without a join (alert DLQFinancial).
-	for name, want := range map[string]string{"m.dlq": dlq.SeverityWarning, "m3.dlq": dlq.SeverityCritical} {
+	for name, want := range map[string]string{"m.dlq": string(broker.SeverityWarning), "m3.dlq": string(broker.SeverityCritical)} {
 		if got := label(t, reg, dlq.MetricPending, name, "severity"); got != want {
 			t.Errorf("%s{dlq=%s} severity = %q, want %q", dlq.MetricPending, name, got, want)
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 )
 
@@ -48,7 +49,7 @@ func testInsertRoundTrip(t *testing.T, s dlq.Store) {
 			if !dlq.ValidID(got.ID) {
 				t.Errorf("generated id %q is not valid", got.ID)
 			}
-			if got.Status != dlq.StatusPending || got.Version != 1 || got.Severity != dlq.SeverityWarning {
+			if got.Status != dlq.StatusPending || got.Version != 1 || got.Severity != string(broker.SeverityWarning) {
 				t.Errorf("inserted status %s, version %d, severity %q; want pending, 1, warning", got.Status, got.Version, got.Severity)
 			}
 			if !got.ReceivedAt.Equal(r.ReceivedAt) {
@@ -57,7 +58,7 @@ func testInsertRoundTrip(t *testing.T, s dlq.Store) {
 			checkEntry(t, got.Entry, want)
 			back := get(t, s, "rt.dlq", got.ID)
 			checkEntry(t, back.Entry, want)
-			if back.ID != got.ID || back.Identity != r.Identity || back.Broker != dlq.BrokerRabbitMQ || back.DLQ != "rt.dlq" ||
+			if back.ID != got.ID || back.Identity != r.Identity || back.Broker != broker.RabbitMQ || back.DLQ != "rt.dlq" ||
 				back.Status != dlq.StatusPending || !back.ReceivedAt.Equal(r.ReceivedAt) || back.ReceivedAt.Location() != time.UTC ||
 				!back.StatusChangedAt.Equal(got.StatusChangedAt) || back.Version != 1 {
 				t.Errorf("Get = %+v\nInsert returned %+v", back, got)
@@ -105,7 +106,7 @@ func testInsertConcurrent(t *testing.T, s dlq.Store) {
 		{"rabbitmq, generated ids", record("conc.dlq", "same-delivery", 1)},
 		{"kafka, given ids", func() dlq.Record {
 			r := record("conc-k.dlq", "", 1)
-			r.Broker, r.ID = dlq.BrokerKafka, dlq.KafkaID(2, 99)
+			r.Broker, r.ID = broker.Kafka, dlq.KafkaID(2, 99)
 			return r
 		}()},
 	} {
@@ -155,7 +156,7 @@ func testInsertConcurrent(t *testing.T, s dlq.Store) {
 func testInsertIDs(t *testing.T, s dlq.Store) {
 	ctx := context.Background()
 	k := record("ids.dlq", "", 1)
-	k.Broker, k.ID = dlq.BrokerKafka, dlq.KafkaID(3, 12345)
+	k.Broker, k.ID = broker.Kafka, dlq.KafkaID(3, 12345)
 	got := mustInsert(t, s, k)
 	if got.ID != "3-12345" || got.Identity != "3-12345" {
 		t.Errorf("kafka record id, identity = %q, %q; want 3-12345 twice", got.ID, got.Identity)

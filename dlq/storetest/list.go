@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 )
 
@@ -182,11 +183,11 @@ func testSummaries(t *testing.T, s dlq.Store) {
 	}
 	a := fill(t, s, "sum-a.dlq", "a", 4, func(i int, r *dlq.Record) {
 		if i == 3 {
-			r.Severity = dlq.SeverityCritical // the newest decides
+			r.Severity = string(broker.SeverityCritical) // the newest decides
 		}
 	})
 	fill(t, s, "sum-b.dlq", "b", 2, func(i int, r *dlq.Record) {
-		r.Broker, r.Identity, r.ID = dlq.BrokerKafka, "", dlq.KafkaID(0, int64(i))
+		r.Broker, r.Identity, r.ID = broker.Kafka, "", dlq.KafkaID(0, int64(i))
 	})
 	if _, err := s.Transition(ctx, dlq.Transition{DLQ: "sum-a.dlq", ID: a[0].ID, From: []dlq.Status{dlq.StatusPending}, To: dlq.StatusReplaying, Actor: "t"}); err != nil {
 		t.Fatal(err)
@@ -205,13 +206,13 @@ func testSummaries(t *testing.T, s dlq.Store) {
 	if sa.Pending != 2 || sa.Replaying != 1 || sa.Discarded != 1 || sa.Replayed != 0 || sa.Archived != 0 {
 		t.Errorf("sum-a counts = %+v", sa)
 	}
-	if sa.Severity != dlq.SeverityCritical || sa.Broker != dlq.BrokerRabbitMQ {
+	if sa.Severity != string(broker.SeverityCritical) || sa.Broker != string(broker.RabbitMQ) {
 		t.Errorf("sum-a severity, broker = %q, %q; want critical, rabbitmq", sa.Severity, sa.Broker)
 	}
 	if !sa.OldestPending.Equal(a[2].ReceivedAt) || !sa.LastReceived.Equal(a[3].ReceivedAt) {
 		t.Errorf("sum-a oldest pending %v, last received %v; want %v, %v", sa.OldestPending, sa.LastReceived, a[2].ReceivedAt, a[3].ReceivedAt)
 	}
-	if sb := sums[1]; sb.Broker != dlq.BrokerKafka || sb.Severity != dlq.SeverityWarning || sb.Pending != 2 {
+	if sb := sums[1]; sb.Broker != string(broker.Kafka) || sb.Severity != string(broker.SeverityWarning) || sb.Pending != 2 {
 		t.Errorf("sum-b = %+v, want kafka, warning, 2 pending", sb)
 	}
 
@@ -219,7 +220,7 @@ func testSummaries(t *testing.T, s dlq.Store) {
 	// is archived.
 	fill(t, s, "sum-c.dlq", "c", 2, func(i int, r *dlq.Record) {
 		if i == 1 {
-			r.Severity, r.ReceivedAt = dlq.SeverityCritical, base.Add(-time.Hour)
+			r.Severity, r.ReceivedAt = string(broker.SeverityCritical), base.Add(-time.Hour)
 		}
 	})
 	if n, err := s.Archive(ctx, "sum-c.dlq", base.Add(-time.Minute), 10); err != nil || n != 1 {
@@ -229,7 +230,7 @@ func testSummaries(t *testing.T, s dlq.Store) {
 	if err != nil || len(sums) != 3 {
 		t.Fatalf("Summaries = %+v, %v", sums, err)
 	}
-	if sc := sums[2]; sc.Severity != dlq.SeverityWarning || sc.Pending != 1 || sc.Archived != 1 {
+	if sc := sums[2]; sc.Severity != string(broker.SeverityWarning) || sc.Pending != 1 || sc.Archived != 1 {
 		t.Errorf("sum-c = %+v, want the live record's severity (warning), 1 pending, 1 archived", sc)
 	}
 }

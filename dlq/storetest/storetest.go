@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 )
@@ -96,7 +97,7 @@ func entry(i int) dlq.Entry {
 		ErrorClass:        "payout.BankError",
 		ErrorMessage:      fmt.Sprintf("bank rejected transfer %d", i),
 		StackTrace:        "goroutine 1 [running]:\nmain.main()",
-		Reason:            "max_retries",
+		Reason:            string(broker.ReasonMaxRetries),
 		RetryCount:        5,
 		Worker:            "billing",
 		WorkerInstance:    "billing-1",
@@ -121,7 +122,7 @@ func wireForm(i int) []byte {
 // received at base + i seconds.
 func record(dlqName, identity string, i int) dlq.Record {
 	return dlq.Record{
-		Broker:     dlq.BrokerRabbitMQ,
+		Broker:     broker.RabbitMQ,
 		DLQ:        dlqName,
 		Identity:   identity,
 		Entry:      entry(i),

@@ -72,7 +72,7 @@ func newStack(t *testing.T) *stack {
 		}()
 	}
 
-	sub := broker.Subscription{Topic: topic, Group: group, DLQ: broker.DLQOptions{Severity: dlq.SeverityCritical}}
+	sub := broker.Subscription{Topic: topic, Group: group, DLQ: broker.DLQOptions{Severity: broker.SeverityCritical}}
 	if err := b.Declare(ctx, sub); err != nil {
 		t.Fatalf("declare: %v", err)
 	}
@@ -152,8 +152,8 @@ func newStack(t *testing.T) *stack {
 	// The keeper, into the embedded store.
 	s.store = memstore.New(memstore.Options{Logger: log})
 	t.Cleanup(func() { _ = s.store.Close() })
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: s.store, Broker: dlq.BrokerKafka, Logger: log,
-		DLQs: map[string]string{s.dlq: dlq.SeverityCritical},
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: s.store, Broker: broker.Kafka, Logger: log,
+		DLQs: map[string]broker.Severity{s.dlq: broker.SeverityCritical},
 		Hook: dlq.HookFunc(func(_ context.Context, r dlq.Record) error { s.stored <- r; return nil })})
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func newStack(t *testing.T) *stack {
 
 	// Ops, the admin API and the console.
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s.store, Republisher: b, Logger: log, Routes: []dlq.Route{kafka.Route(topic, group)},
-		Policies: map[string]dlq.Policy{s.dlq: {Severity: dlq.SeverityCritical}}})
+		Policies: map[string]dlq.Policy{s.dlq: {Severity: broker.SeverityCritical}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := console.New(console.Config{Ops: ops, Jobs: s.srv.Jobs(), Workers: workers, Lag: lags, Broker: dlq.BrokerKafka, Logger: log,
+	c, err := console.New(console.Config{Ops: ops, Jobs: s.srv.Jobs(), Workers: workers, Lag: lags, Broker: broker.Kafka, Logger: log,
 		Users: []console.User{{Name: "alice", Token: operatorToken}, {Name: "victor", Token: viewerToken, ReadOnly: true}}})
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,6 @@ import (
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/tcpproxy"
 	"github.com/redrive/redrive/worker"
@@ -270,7 +269,7 @@ func TestStoreUnreachable(t *testing.T) {
 		topic := "faults.store." + broker.NewMessageID()[:6]
 		sub := rabbitSub(topic)
 		b, _ := newRabbit(t, sub)
-		storeOutage(t, b, dlq.BrokerRabbitMQ, rabbit.DLQ(rabbit.Queue(topic, sub.Group)), sub)
+		storeOutage(t, b, string(broker.RabbitMQ), rabbit.DLQ(rabbit.Queue(topic, sub.Group)), sub)
 	})
 	t.Run("kafka", func(t *testing.T) {
 		_, brokers := kafkatest.Fake(t)
@@ -280,7 +279,7 @@ func TestStoreUnreachable(t *testing.T) {
 		if err := b.Declare(context.Background(), sub); err != nil {
 			t.Fatal(err)
 		}
-		storeOutage(t, b, dlq.BrokerKafka, kafka.DLQTopic(topic), sub)
+		storeOutage(t, b, string(broker.Kafka), kafka.DLQTopic(topic), sub)
 	})
 }
 
@@ -313,7 +312,7 @@ func TestPoisonPill(t *testing.T) {
 		poisonPill(t, b, sub, childKafka, []string{envBrokers + "=" + strings.Join(brokers, ",")}, func(want int) map[string]int {
 			out := map[string]int{}
 			for _, e := range kafkatest.Entries(kafkatest.DeadLetters(context.Background(), t, brokers, topic, sub.Group, want, time.Second)) {
-				if e.Reason != broker.ReasonMaxClaims {
+				if e.Reason != string(broker.ReasonMaxClaims) {
 					t.Errorf("dead letter %s: reason %q, want %q", e.MessageID, e.Reason, broker.ReasonMaxClaims)
 				}
 				out[e.MessageID]++

@@ -52,7 +52,7 @@ func ksConfig(enabled bool) killswitch.Config {
 
 // ksBackend is one broker of the kill switch cases.
 type ksBackend struct {
-	name string
+	name broker.Backend
 	// open returns a broker for sub (declared), owned by the test, and a
 	// reader of sub's dead letters by message id.
 	open func(t *testing.T, sub broker.Subscription) (broker.Broker, func() map[string]int)
@@ -61,7 +61,7 @@ type ksBackend struct {
 
 func ksBackends() []ksBackend {
 	return []ksBackend{
-		{name: "rabbitmq", sub: rabbitSub, open: func(t *testing.T, sub broker.Subscription) (broker.Broker, func() map[string]int) {
+		{name: broker.RabbitMQ, sub: rabbitSub, open: func(t *testing.T, sub broker.Subscription) (broker.Broker, func() map[string]int) {
 			b, _ := newRabbit(t, sub)
 			seen := map[string]int{} // reading drains the queue: keep the total
 			return b, func() map[string]int {
@@ -71,7 +71,7 @@ func ksBackends() []ksBackend {
 				return maps.Clone(seen)
 			}
 		}},
-		{name: "kafka", sub: kafkaSub, open: func(t *testing.T, sub broker.Subscription) (broker.Broker, func() map[string]int) {
+		{name: broker.Kafka, sub: kafkaSub, open: func(t *testing.T, sub broker.Subscription) (broker.Broker, func() map[string]int) {
 			brokers := childCluster(t)
 			b := kafkatest.New(t, brokers, nil)
 			if err := b.Declare(context.Background(), sub); err != nil {
@@ -116,7 +116,7 @@ func runWorker(t *testing.T, b broker.Broker, sub broker.Subscription, h broker.
 // burst of Permanent failures at the same rate never trips it.
 func TestKillSwitch(t *testing.T) {
 	for _, be := range ksBackends() {
-		t.Run(be.name, func(t *testing.T) {
+		t.Run(string(be.name), func(t *testing.T) {
 			t.Run("on", func(t *testing.T) {
 				r, trips, tm := outage(t, be, true, errors.New("payment API unreachable"))
 				if r.dead != 0 || r.handled != r.published {
@@ -296,7 +296,7 @@ func TestOperatorPause(t *testing.T) {
 		t.Fatalf("Redis is required (REDIS_ADDR, default 127.0.0.1:6379): %v", err)
 	}
 	for _, be := range ksBackends() {
-		t.Run(be.name, func(t *testing.T) {
+		t.Run(string(be.name), func(t *testing.T) {
 			sub := be.sub("faults.pause." + broker.NewMessageID()[:6])
 			sub.Group = "i21-pause-" + broker.NewMessageID()[:6] // its own keys in Redis
 			keys := heartbeat.Keys{}

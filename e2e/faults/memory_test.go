@@ -281,7 +281,7 @@ func TestKeeperMemory(t *testing.T) {
 	const placeholder = "keeper-??????"
 	envelope, err := kafka.EncodeEnvelope(dlq.Entry{MessageID: placeholder, OriginalTopic: topic, OriginalPartition: 0, OriginalOffset: 0,
 		OriginalKey: []byte(placeholder), OriginalValue: bytes.Repeat([]byte("x"), keeperPayload),
-		ErrorClass: "TimeoutError", ErrorMessage: "upstream timed out", Reason: broker.ReasonPermanent, RetryCount: 3,
+		ErrorClass: "TimeoutError", ErrorMessage: "upstream timed out", Reason: string(broker.ReasonPermanent), RetryCount: 3,
 		Worker: "g", Source: topic, FirstFailureAt: start, LastFailureAt: start})
 	if err != nil {
 		t.Fatalf("envelope: %v", err)
@@ -379,8 +379,8 @@ func keeperChild(t *testing.T) {
 			cancel()
 		}
 	}}
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: counted, Broker: dlq.BrokerKafka,
-		DLQs: map[string]string{os.Getenv(envMemDLQ): dlq.SeverityWarning}, Logger: quiet})
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: counted, Broker: broker.Kafka,
+		DLQs: map[string]broker.Severity{os.Getenv(envMemDLQ): broker.SeverityWarning}, Logger: quiet})
 	if err != nil {
 		rep.Err = err.Error()
 		return
@@ -545,7 +545,7 @@ func loadEntries(t *testing.T, st *pgstore.Store, dlqName, topic string, n int) 
 		}
 		id := entryID(i)
 		value := append(fmt.Appendf(nil, "%08d", i), payload[8:]...)
-		row := []any{dlqName, id, "memory-" + id, dlq.BrokerKafka, dlq.SeverityWarning, string(dlq.StatusPending),
+		row := []any{dlqName, id, "memory-" + id, string(broker.Kafka), string(broker.SeverityWarning), string(dlq.StatusPending),
 			received, received.Add(time.Duration(i) * time.Microsecond),
 			broker.NewMessageID(), topic, int32(i % 3), int64(i), []byte(id), value,
 			"TimeoutError", "upstream timed out", broker.ReasonPermanent, int32(3)}

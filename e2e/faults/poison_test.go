@@ -67,7 +67,7 @@ func rabbitDeadLettersWait(t testing.TB, sub broker.Subscription, want int) map[
 		case m := <-msgs:
 			_ = m.Ack(false)
 			e := rabbit.EntryFromDelivery(m)
-			if e.Reason != broker.ReasonMaxClaims {
+			if e.Reason != string(broker.ReasonMaxClaims) {
 				t.Errorf("dead letter %s: reason %q, want %q", e.MessageID, e.Reason, broker.ReasonMaxClaims)
 			}
 			out[e.MessageID]++

@@ -22,8 +22,8 @@ import (
 	"github.com/redrive/redrive/internal/tcpproxy"
 )
 
-// storeOutage is TestStoreUnreachable on broker b (kind: dlq.BrokerRabbitMQ
-// or dlq.BrokerKafka) whose dead letters of sub go to dlqName.
+// storeOutage is TestStoreUnreachable on broker b (kind: broker.RabbitMQ
+// or broker.Kafka) whose dead letters of sub go to dlqName.
 func storeOutage(t *testing.T, b broker.Broker, kind, dlqName string, sub broker.Subscription) {
 	u, err := url.Parse(databaseURL())
 	if err != nil {
@@ -172,8 +172,8 @@ func keeper(t testing.TB, b broker.Broker, kind string, st dlq.Store, dlqName st
 	if !ok {
 		t.Fatalf("%s broker does not implement dlq.Source", kind)
 	}
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: src, Store: st, Broker: kind,
-		DLQs: map[string]string{dlqName: dlq.SeverityCritical}, Logger: slog.New(slog.DiscardHandler)})
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: src, Store: st, Broker: broker.Backend(kind),
+		DLQs: map[string]broker.Severity{dlqName: broker.SeverityCritical}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("NewKeeper: %v", err)
 	}

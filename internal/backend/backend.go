@@ -35,16 +35,16 @@ type Opener func(ctx context.Context, cfg *config.Config, log *slog.Logger) (bro
 
 var (
 	mu      sync.RWMutex
-	openers = map[string]Opener{}
+	openers = map[broker.Backend]Opener{}
 )
 
 // Register makes a backend available under name. It panics when name is
 // registered twice (a programming error).
-func Register(name string, open Opener) {
+func Register(name broker.Backend, open Opener) {
 	mu.Lock()
 	defer mu.Unlock()
 	if _, dup := openers[name]; dup {
-		panic("backend: Register called twice for " + name)
+		panic("backend: Register called twice for " + string(name))
 	}
 	openers[name] = open
 }
@@ -56,7 +56,7 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (broker.Bro
 	open, ok := openers[cfg.Broker]
 	names := make([]string, 0, len(openers))
 	for n := range openers {
-		names = append(names, n)
+		names = append(names, string(n))
 	}
 	mu.RUnlock()
 	if !ok {
@@ -73,11 +73,11 @@ func Open(ctx context.Context, cfg *config.Config, log *slog.Logger) (broker.Bro
 	return open(ctx, cfg, log)
 }
 
-func pkgOf(name string) string {
-	if name == config.BrokerRabbitMQ {
+func pkgOf(name broker.Backend) string {
+	if name == broker.RabbitMQ {
 		return "rabbit"
 	}
-	return name
+	return string(name)
 }
 
 // Checker checks what a backend derives from a valid configuration (the
@@ -86,11 +86,11 @@ func pkgOf(name string) string {
 // change.
 type Checker func(cfg *config.Config) []*config.FieldError
 
-var checkers = map[string]Checker{}
+var checkers = map[broker.Backend]Checker{}
 
 // RegisterChecker makes check the Checker of backend name. It panics when
 // name has one already (a programming error).
-func RegisterChecker(name string, check Checker) {
+func RegisterChecker(name broker.Backend, check Checker) {
 	mu.Lock()
 	defer mu.Unlock()
 	if _, dup := checkers[name]; dup {
@@ -167,16 +167,16 @@ func ConfigOf[T any](cfg *config.Config, log *slog.Logger) (T, error) {
 	return v.(T), nil
 }
 
-var delayQueues = map[string]func(cfg *config.Config) ([]string, error){}
+var delayQueues = map[broker.Backend]func(cfg *config.Config) ([]string, error){}
 
 // RegisterDelayQueues makes queues the way backend name lists the queues
 // delayed messages wait in. It panics when name has one already (a
 // programming error).
-func RegisterDelayQueues(name string, queues func(cfg *config.Config) ([]string, error)) {
+func RegisterDelayQueues(name broker.Backend, queues func(cfg *config.Config) ([]string, error)) {
 	mu.Lock()
 	defer mu.Unlock()
 	if _, dup := delayQueues[name]; dup {
-		panic("backend: RegisterDelayQueues called twice for " + name)
+		panic("backend: RegisterDelayQueues called twice for " + string(name))
 	}
 	delayQueues[name] = queues
 }
@@ -194,16 +194,16 @@ func DelayQueues(cfg *config.Config) ([]string, error) {
 	return queues(cfg)
 }
 
-var routers = map[string]dlq.Router{}
+var routers = map[broker.Backend]dlq.Router{}
 
 // RegisterRouter makes r the dlq.Router of backend name: how it names the
 // DLQs and replay routes of the configured workers. It panics when name
 // has one already (a programming error).
-func RegisterRouter(name string, r dlq.Router) {
+func RegisterRouter(name broker.Backend, r dlq.Router) {
 	mu.Lock()
 	defer mu.Unlock()
 	if _, dup := routers[name]; dup {
-		panic("backend: RegisterRouter called twice for " + name)
+		panic("backend: RegisterRouter called twice for " + string(name))
 	}
 	routers[name] = r
 }

@@ -37,10 +37,10 @@ const (
 	ScenarioMonitor = "monitor" // Redis: heartbeat.Monitor.Check over many workers
 )
 
-// Broker names accepted by Config.Brokers.
+// Broker names accepted by Config.Brokers: the backends' names.
 const (
-	RabbitMQ = "rabbitmq"
-	Kafka    = "kafka"
+	RabbitMQ = string(broker.RabbitMQ)
+	Kafka    = string(broker.Kafka)
 )
 
 // Redis is the Broker of the monitor scenario's row: it runs against Redis

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/internal/exporter"
 	"github.com/redrive/redrive/lag"
 )
@@ -100,7 +101,7 @@ func (e *kafkaEnv) scrape(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	srv, err := exporter.New(exporter.Config{Broker: exporter.BrokerKafka, Lag: s, Logger: e.cfg.Logger})
+	srv, err := exporter.New(exporter.Config{Broker: broker.Kafka, Lag: s, Logger: e.cfg.Logger})
 	if err != nil {
 		return nil, err
 	}

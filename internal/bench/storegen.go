@@ -5,23 +5,26 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 )
 
 // storeDLQ is one DLQ of the store scenario: its share of the entries.
 type storeDLQ struct {
-	name, broker, severity string
-	weight                 int // percent
+	name     string
+	backend  broker.Backend
+	severity broker.Severity
+	weight   int // percent
 }
 
 // storeDLQs are the store scenario's DLQs: uneven sizes, both brokers,
 // every severity (the critical ones are the financial, kept-forever kind).
 var storeDLQs = []storeDLQ{
-	{"payments.settle.dlq", dlq.BrokerKafka, dlq.SeverityCritical, 40},
-	{"orders.billing.dlq", dlq.BrokerRabbitMQ, dlq.SeverityWarning, 25},
-	{"emails.send.dlq", dlq.BrokerRabbitMQ, dlq.SeverityInfo, 15},
-	{"inventory.sync.dlq", dlq.BrokerKafka, dlq.SeverityWarning, 12},
-	{"ledger.post.dlq", dlq.BrokerRabbitMQ, dlq.SeverityCritical, 8},
+	{"payments.settle.dlq", broker.Kafka, broker.SeverityCritical, 40},
+	{"orders.billing.dlq", broker.RabbitMQ, broker.SeverityWarning, 25},
+	{"emails.send.dlq", broker.RabbitMQ, broker.SeverityInfo, 15},
+	{"inventory.sync.dlq", broker.Kafka, broker.SeverityWarning, 12},
+	{"ledger.post.dlq", broker.RabbitMQ, broker.SeverityCritical, 8},
 }
 
 // storeErrors are the error classes of the scenario, with the text of
@@ -59,8 +62,8 @@ func storeRecord(i, n int, end time.Time) dlq.Record {
 	}
 	at := end.Add(-storeSpan + time.Duration(float64(storeSpan)*float64(i)/float64(max(n, 1))))
 	ms := at.UnixMilli()
-	r := dlq.Record{Broker: d.broker, DLQ: d.name, Severity: d.severity, ReceivedAt: at}
-	if d.broker == dlq.BrokerKafka {
+	r := dlq.Record{Broker: d.backend, DLQ: d.name, Severity: string(d.severity), ReceivedAt: at}
+	if d.backend == broker.Kafka {
 		r.ID = dlq.KafkaID(int32(i%12), int64(i/12))
 		r.Identity = fmt.Sprintf("%s@%d", r.ID, ms)
 	} else {
@@ -90,7 +93,7 @@ func storeRecord(i, n int, end time.Time) dlq.Record {
 		ErrorClass:        storeErrors[ek].class,
 		ErrorMessage:      msg,
 		StackTrace:        "goroutine 1 [running]:\nmain.handle(...)\n\t/app/handler.go:88 +0x1d\nmain.main()\n\t/app/main.go:41 +0x65",
-		Reason:            "max_retries",
+		Reason:            string(broker.ReasonMaxRetries),
 		RetryCount:        5,
 		Worker:            "billing",
 		WorkerInstance:    fmt.Sprint("billing-", rng.IntN(6)),
@@ -98,7 +101,7 @@ func storeRecord(i, n int, end time.Time) dlq.Record {
 		FirstFailureAt:    at.Add(-time.Duration(rng.IntN(3600)) * time.Second),
 		LastFailureAt:     at.Add(-time.Second),
 	}
-	if d.broker == dlq.BrokerKafka {
+	if d.backend == broker.Kafka {
 		r.Entry.OriginalPartition, r.Entry.OriginalOffset = int32(i%12), int64(i/12)
 	}
 	return r

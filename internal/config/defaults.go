@@ -50,7 +50,6 @@ const (
 	DefaultMaxRetries   = 5
 	DefaultBackoff      = "1s -> 5s -> 30s -> 5m -> 30m"
 	DefaultRetryMode    = string(broker.Blocking)
-	DefaultSeverity     = "warning"
 	DefaultDLQRetention = 30 * 24 * time.Hour
 )
 
@@ -138,7 +137,7 @@ func (w Worker) WithDefaults() Worker {
 		r.RepeatLast = &t
 	}
 	setDefault(&r.Mode, DefaultRetryMode)
-	setDefault(&w.DLQ.Severity, DefaultSeverity)
+	setDefault(&w.DLQ.Severity, broker.DefaultSeverity)
 	k, d := &w.KillSwitch, w.KillSwitch.Config().WithDefaults()
 	setDefault(&k.Activation, d.Activation)
 	setDefault(&k.TripRatio, d.TripRatio)

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/redrive/redrive/broker"
 )
 
 // FuzzParse checks that Parse never panics, that what it accepts is valid,
@@ -93,7 +95,7 @@ func FuzzSecretsNeverPrinted(f *testing.F) {
 			return
 		}
 		c := &Config{
-			Broker:   BrokerRabbitMQ,
+			Broker:   broker.RabbitMQ,
 			RabbitMQ: RabbitMQ{URL: "amqp://guest:" + secret + "@rabbit:5672/"},
 			Kafka:    Kafka{Brokers: []string{"u:" + secret + "@k:9092"}, SASL: &SASL{Mechanism: SASLPlain, Username: "u", Password: secret}},
 			Redis:    Redis{Addr: "redis://:" + secret + "@h:6379", Password: secret},
@@ -102,7 +104,7 @@ func FuzzSecretsNeverPrinted(f *testing.F) {
 			Workers:  []Worker{{Name: "w", Topic: "t"}},
 		}
 		if kafka {
-			c.Broker = BrokerKafka
+			c.Broker = broker.Kafka
 			c.RabbitMQ.URLs = []string{"amqps://u:" + secret + "@r1/", "amqps://r2/?password=" + secret}
 		}
 		without := c.Clone()

@@ -61,7 +61,7 @@ func checkReferenceWorkers(t *testing.T, ws []Worker) {
 			if w.Name != want.name || w.Topic != want.topic {
 				t.Errorf("workers[%d] = %s on %s, want %s on %s", i, w.Name, w.Topic, want.name, want.topic)
 			}
-			if w.DLQ.Severity != want.severity {
+			if string(w.DLQ.Severity) != want.severity {
 				t.Errorf("severity %q, want %q", w.DLQ.Severity, want.severity)
 			}
 			if w.DLQ.Retention.Forever != want.forever {
@@ -89,7 +89,7 @@ func checkReferenceWorkers(t *testing.T, ws []Worker) {
 			}
 			sub := w.Subscription()
 			if sub.Topic != want.topic || sub.Group != want.name || sub.MaxAge != 5*time.Minute ||
-				sub.Concurrency != 1 || sub.Prefetch != 2 || sub.DLQ.Severity != want.severity {
+				sub.Concurrency != 1 || sub.Prefetch != 2 || string(sub.DLQ.Severity) != want.severity {
 				t.Errorf("subscription %+v", sub)
 			}
 			if err := sub.WithDefaults().Validate(); err != nil {
@@ -130,8 +130,8 @@ func TestExampleConfigs(t *testing.T) {
 	for _, tt := range []struct {
 		path, broker string
 	}{
-		{exampleRabbitMQ, BrokerRabbitMQ},
-		{exampleKafka, BrokerKafka},
+		{exampleRabbitMQ, string(broker.RabbitMQ)},
+		{exampleKafka, string(broker.Kafka)},
 	} {
 		t.Run(filepath.Base(tt.path), func(t *testing.T) {
 			c, err := Load(tt.path)
@@ -141,7 +141,7 @@ func TestExampleConfigs(t *testing.T) {
 			if err := c.Validate(); err != nil {
 				t.Fatalf("Validate: %v", err)
 			}
-			if c.Broker != tt.broker {
+			if string(c.Broker) != tt.broker {
 				t.Errorf("broker %q, want %q", c.Broker, tt.broker)
 			}
 			checkReferenceWorkers(t, c.Workers)
@@ -167,10 +167,10 @@ func TestExampleConfigs(t *testing.T) {
 			if !reflect.DeepEqual(c.Lag.Thresholds, want) {
 				t.Errorf("lag thresholds = %v, want %v", c.Lag.Thresholds, want)
 			}
-			if tt.broker == BrokerKafka && !slices.Equal(c.Kafka.Brokers, []string{"127.0.0.1:9092"}) {
+			if tt.broker == string(broker.Kafka) && !slices.Equal(c.Kafka.Brokers, []string{"127.0.0.1:9092"}) {
 				t.Errorf("kafka brokers = %q", c.Kafka.Brokers)
 			}
-			if tt.broker == BrokerRabbitMQ {
+			if tt.broker == string(broker.RabbitMQ) {
 				if c.RabbitMQ.URL != DefaultRabbitMQURL {
 					t.Errorf("rabbitmq url = %q", c.RabbitMQ.URL)
 				}
@@ -230,7 +230,7 @@ func TestDefaults(t *testing.T) {
 		{"backoff", w.Retry.Backoff.String(), "1s -> 5s -> 30s -> 5m -> 30m"},
 		{"repeat_last", *w.Retry.RepeatLast, true},
 		{"mode", w.Retry.Mode, "blocking"},
-		{"dlq.severity", w.DLQ.Severity, "warning"},
+		{"dlq.severity", w.DLQ.Severity, broker.SeverityWarning},
 		{"dlq.retention", w.DLQ.Retention, RetainFor(30 * 24 * time.Hour)},
 	}
 	for _, c := range checks {

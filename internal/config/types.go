@@ -4,19 +4,20 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/internal/httpguard"
 )
 
 // Config is the whole redrive configuration file. Parse and Load fill in
 // the documented defaults (see the field comments) and validate it.
 type Config struct {
-	Broker    string    `yaml:"broker"` // `rabbitmq` or `kafka`; required
-	RabbitMQ  RabbitMQ  `yaml:"rabbitmq"`
-	Kafka     Kafka     `yaml:"kafka"`
-	Redis     Redis     `yaml:"redis"`
-	Postgres  Postgres  `yaml:"postgres"`
-	Heartbeat Heartbeat `yaml:"heartbeat"`
-	Health    Health    `yaml:"health"`
+	Broker    broker.Backend `yaml:"broker"` // `rabbitmq` or `kafka`; required
+	RabbitMQ  RabbitMQ       `yaml:"rabbitmq"`
+	Kafka     Kafka          `yaml:"kafka"`
+	Redis     Redis          `yaml:"redis"`
+	Postgres  Postgres       `yaml:"postgres"`
+	Heartbeat Heartbeat      `yaml:"heartbeat"`
+	Health    Health         `yaml:"health"`
 	// Workers has one entry per worker (consumer group).
 	Workers []Worker `yaml:"workers"`
 	Lag     Lag      `yaml:"lag"`
@@ -26,12 +27,6 @@ type Config struct {
 	Admin    Admin       `yaml:"admin"`
 	Exporter Exporter    `yaml:"exporter"`
 }
-
-// Broker names.
-const (
-	BrokerRabbitMQ = "rabbitmq"
-	BrokerKafka    = "kafka"
-)
 
 // RabbitMQ configures the RabbitMQ backend. Validated when broker is
 // rabbitmq.
@@ -283,7 +278,7 @@ type Retry struct {
 type DLQ struct {
 	// Severity is `critical`, `warning` or `info`: the label of the DLQ's
 	// metrics and alerts.
-	Severity string `yaml:"severity"`
+	Severity broker.Severity `yaml:"severity"`
 	// Retention is how long dead letters are kept live before they are
 	// archived: a duration >= 0 or `forever`.
 	Retention Retention `yaml:"retention"`

@@ -41,9 +41,9 @@ func (c *Config) validate(p *problems) {
 	switch c.Broker {
 	case "":
 		p.add("broker", "required (rabbitmq or kafka)")
-	case BrokerRabbitMQ:
+	case broker.RabbitMQ:
 		c.RabbitMQ.validate(p)
-	case BrokerKafka:
+	case broker.Kafka:
 		c.Kafka.validate(p)
 	default:
 		p.add("broker", fmt.Sprintf("%q is not rabbitmq or kafka", c.Broker))
@@ -52,7 +52,7 @@ func (c *Config) validate(p *problems) {
 	c.Postgres.validate(p)
 	c.Heartbeat.validate(p)
 	validateWorkers(p, c.Workers)
-	if c.Broker == BrokerRabbitMQ {
+	if c.Broker == broker.RabbitMQ {
 		c.validateDelays(p)
 	}
 	c.Lag.validate(p)
@@ -246,10 +246,8 @@ func validateWorkers(p *problems, workers []Worker) {
 			field, rest, _ := strings.Cut(msg, " ")
 			p.add(path+".kill_switch."+field, rest)
 		}
-		switch w.DLQ.Severity {
-		case "critical", "warning", "info":
-		default:
-			p.add(path+".dlq.severity", fmt.Sprintf("%q is not critical, warning or info", w.DLQ.Severity))
+		if err := w.DLQ.Severity.Check(); err != nil {
+			p.add(path+".dlq.severity", err.Error())
 		}
 		if !w.DLQ.Retention.Forever && w.DLQ.Retention.Duration < 0 {
 			p.add(path+".dlq.retention", fmt.Sprintf("%s is negative", w.DLQ.Retention))

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redrive/redrive/broker"
 )
 
 func TestValidateRules(t *testing.T) {
@@ -210,7 +212,7 @@ func TestValidateCollectsEverything(t *testing.T) {
 }
 
 func TestValidateHandBuiltConfig(t *testing.T) {
-	c := &Config{Broker: BrokerRabbitMQ, Workers: []Worker{{Name: "w", Topic: "t"}}}
+	c := &Config{Broker: broker.RabbitMQ, Workers: []Worker{{Name: "w", Topic: "t"}}}
 	if err := c.Validate(); err != nil {
 		t.Fatalf("a config without defaults applied: %v", err)
 	}

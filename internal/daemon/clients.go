@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/backend"
@@ -40,7 +41,7 @@ func KafkaClient(c *config.Config) (*kgo.Client, error) {
 // logs and errors.
 func BrokerAddress(c *config.Config) string {
 	r := c.Redacted()
-	if c.Broker == config.BrokerKafka {
+	if c.Broker == broker.Kafka {
 		return strings.Join(r.Kafka.Brokers, ",")
 	}
 	return strings.Join(r.RabbitMQ.Endpoints(), ",")

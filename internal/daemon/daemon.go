@@ -160,7 +160,7 @@ func (d *Daemon) keep(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	b, err := retry(ctx, d.log, "broker "+d.c.Broker, BrokerAddress(d.c), func(ctx context.Context) (broker.Broker, error) {
+	b, err := retry(ctx, d.log, "broker "+string(d.c.Broker), BrokerAddress(d.c), func(ctx context.Context) (broker.Broker, error) {
 		return backend.Open(ctx, d.c, d.log)
 	}, func(err error) bool {
 		return errors.Is(err, backend.ErrNotLinked) || errors.Is(err, rabbit.ErrInvalidConfig) || errors.Is(err, config.ErrInvalid)
@@ -186,7 +186,7 @@ func (d *Daemon) keep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	severities := make(map[string]string, len(d.policies))
+	severities := make(map[string]broker.Severity, len(d.policies))
 	for name, p := range d.policies {
 		severities[name] = p.Severity
 	}

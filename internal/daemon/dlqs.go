@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/config"
 )
@@ -17,12 +16,7 @@ func keptDLQs(c *config.Config, r dlq.Router) map[string]dlq.Policy {
 		p := dlq.Policy{Severity: w.DLQ.Severity, Retention: w.DLQ.Retention.Value()}
 		name := r.Route(w.Topic, w.Name).DLQ
 		if prev, ok := out[name]; ok {
-			if severityRank(prev.Severity) > severityRank(p.Severity) {
-				p.Severity = prev.Severity
-			}
-			if prev.Retention == broker.Forever || p.Retention != broker.Forever && prev.Retention > p.Retention {
-				p.Retention = prev.Retention
-			}
+			p = prev.Merge(p)
 		}
 		out[name] = p
 	}
@@ -37,17 +31,4 @@ func replayRoutes(c *config.Config, r dlq.Router) []dlq.Route {
 		out = append(out, r.Route(w.Topic, w.Name))
 	}
 	return out
-}
-
-// severityRank orders DLQ severities: info < warning < critical.
-func severityRank(s string) int {
-	switch s {
-	case dlq.SeverityCritical:
-		return 3
-	case dlq.SeverityWarning:
-		return 2
-	case dlq.SeverityInfo:
-		return 1
-	}
-	return 0
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
@@ -114,7 +115,7 @@ func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (
 	}()
 	lc := lag.SamplerConfig{Interval: interval, Logger: log}
 	switch c.Broker {
-	case config.BrokerKafka:
+	case broker.Kafka:
 		cl, err := KafkaClient(c)
 		if err != nil {
 			return nil, fmt.Errorf("kafka client for %s: %w", BrokerAddress(c), err)
@@ -210,7 +211,7 @@ func LagThresholds(c *config.Config) lag.Thresholds {
 func configuredWorkers(c *config.Config) []heartbeat.Worker {
 	out := make([]heartbeat.Worker, 0, len(c.Workers))
 	for _, w := range c.Workers {
-		out = append(out, heartbeat.Worker{Type: w.Name, DLQSeverity: w.WithDefaults().DLQ.Severity})
+		out = append(out, heartbeat.Worker{Type: w.Name, DLQSeverity: string(w.WithDefaults().DLQ.Severity)})
 	}
 	return out
 }

@@ -17,7 +17,7 @@ func TestConfigValidate(t *testing.T) {
 		want string
 	}{
 		{Config{Token: "t"}, ""},
-		{Config{Broker: BrokerRabbitMQ, Token: "t"}, ""},
+		{Config{Broker: broker.RabbitMQ, Token: "t"}, ""},
 		{Config{Broker: "nats", Token: "t"}, `broker "nats" is not kafka or rabbitmq`},
 		{Config{}, "token: required"},
 	}
@@ -38,7 +38,7 @@ func TestStartKafka(t *testing.T) {
 	}
 	defer st.Close()
 	c := st.Config
-	if c.Broker != BrokerKafka || len(c.Kafka.Brokers) != 3 || c.Redis.Addr != st.RedisAddr() || c.Admin.Listen != "127.0.0.1:18081" {
+	if c.Broker != broker.Kafka || len(c.Kafka.Brokers) != 3 || c.Redis.Addr != st.RedisAddr() || c.Admin.Listen != "127.0.0.1:18081" {
 		t.Fatalf("config = broker %s, kafka %v, redis %s, admin %s", c.Broker, c.Kafka.Brokers, c.Redis.Addr, c.Admin.Listen)
 	}
 	var names []string
@@ -90,7 +90,7 @@ func TestHandlerFates(t *testing.T) {
 // prefix start with the stack's prefix; on Kafka the topics are the
 // sample names.
 func TestNamesArePrefixed(t *testing.T) {
-	st, err := Start(Config{Broker: BrokerRabbitMQ, Prefix: "p-1", Token: "dev-token-1"})
+	st, err := Start(Config{Broker: broker.RabbitMQ, Prefix: "p-1", Token: "dev-token-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,8 +116,8 @@ func TestNamesArePrefixed(t *testing.T) {
 // The configuration printed for the user's program loads, points at the
 // stack and has one worker to rename.
 func TestProgramYAML(t *testing.T) {
-	for _, b := range []string{BrokerKafka, BrokerRabbitMQ} {
-		st, err := Start(Config{Broker: b, Token: "dev-token-1"})
+	for _, b := range []string{string(broker.Kafka), string(broker.RabbitMQ)} {
+		st, err := Start(Config{Broker: broker.Backend(b), Token: "dev-token-1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,10 +127,10 @@ func TestProgramYAML(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", b, err, st.ProgramYAML())
 		}
-		if c.Broker != b || c.Redis.Addr != st.RedisAddr() || c.Admin.Token != "program-token" || len(c.Workers) != 1 {
+		if string(c.Broker) != b || c.Redis.Addr != st.RedisAddr() || c.Admin.Token != "program-token" || len(c.Workers) != 1 {
 			t.Errorf("%s: %+v", b, c)
 		}
-		if b == BrokerKafka && strings.Join(c.Kafka.Brokers, ",") != strings.Join(st.KafkaBrokers(), ",") {
+		if b == string(broker.Kafka) && strings.Join(c.Kafka.Brokers, ",") != strings.Join(st.KafkaBrokers(), ",") {
 			t.Errorf("kafka.brokers %v, want %v", c.Kafka.Brokers, st.KafkaBrokers())
 		}
 	}

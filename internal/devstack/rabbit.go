@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/backend"
 )
@@ -31,7 +32,7 @@ type Leftovers struct {
 // returned, with their messages. It does nothing on Kafka.
 func (s *Stack) CheckRabbitMQ(ctx context.Context) (Leftovers, error) {
 	var left Leftovers
-	if s.cfg.Broker != BrokerRabbitMQ {
+	if s.cfg.Broker != broker.RabbitMQ {
 		return left, nil
 	}
 	cfg, err := s.rabbitConfig()
@@ -75,7 +76,7 @@ func (l Leftovers) String() string {
 // keep it deletes nothing and says exactly what stays. It does nothing on
 // Kafka, whose embedded cluster Close discards.
 func (s *Stack) Teardown(ctx context.Context, keep bool) (string, error) {
-	if s.cfg.Broker != BrokerRabbitMQ {
+	if s.cfg.Broker != broker.RabbitMQ {
 		return "", nil
 	}
 	cfg, err := s.rabbitConfig()

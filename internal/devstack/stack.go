@@ -11,13 +11,8 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/internal/config"
-)
-
-// Brokers Start knows.
-const (
-	BrokerKafka    = config.BrokerKafka
-	BrokerRabbitMQ = config.BrokerRabbitMQ
 )
 
 // Defaults of Config.
@@ -46,10 +41,10 @@ var (
 
 // Config configures Start.
 type Config struct {
-	// Broker is BrokerKafka (default: an embedded three-broker kfake
-	// cluster) or BrokerRabbitMQ (the server at RabbitMQURL).
-	Broker string
-	// RabbitMQURL is used with BrokerRabbitMQ; default DefaultRabbitMQURL.
+	// Broker is broker.Kafka (default: an embedded three-broker kfake
+	// cluster) or broker.RabbitMQ (the server at RabbitMQURL).
+	Broker broker.Backend
+	// RabbitMQURL is used with broker.RabbitMQ; default DefaultRabbitMQURL.
 	RabbitMQURL string
 	// Prefix starts every name the stack declares on RabbitMQ: its
 	// exchanges and delay queues (rabbitmq.prefix) and its sample topics
@@ -74,7 +69,7 @@ type Config struct {
 // Validate reports the first problem of c, naming the field.
 func (c Config) Validate() error {
 	switch {
-	case c.Broker != "" && c.Broker != BrokerKafka && c.Broker != BrokerRabbitMQ:
+	case c.Broker != "" && c.Broker != broker.Kafka && c.Broker != broker.RabbitMQ:
 		return fmt.Errorf("devstack: broker %q is not kafka or rabbitmq", c.Broker)
 	case c.Token == "":
 		return errors.New("devstack: token: required")
@@ -88,7 +83,7 @@ func (c Config) Validate() error {
 
 func (c Config) withDefaults() Config {
 	if c.Broker == "" {
-		c.Broker = BrokerKafka
+		c.Broker = broker.Kafka
 	}
 	if c.RabbitMQURL == "" {
 		c.RabbitMQURL = DefaultRabbitMQURL
@@ -137,7 +132,7 @@ func Start(cfg Config) (*Stack, error) {
 	if err := s.redis.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("devstack: start embedded redis: %w", err)
 	}
-	if cfg.Broker == BrokerKafka {
+	if cfg.Broker == broker.Kafka {
 		opts := []kfake.Opt{kfake.NumBrokers(KafkaBrokers)} // listens on 127.0.0.1
 		if cfg.KafkaPort > 0 {
 			ports := make([]int, KafkaBrokers)
@@ -186,7 +181,7 @@ func (s *Stack) render(t *template.Template) ([]byte, error) {
 // topicPrefix starts the sample topics: "<prefix>." on RabbitMQ, none on
 // the stack's own Kafka.
 func (s *Stack) topicPrefix() string {
-	if s.cfg.Broker == BrokerRabbitMQ {
+	if s.cfg.Broker == broker.RabbitMQ {
 		return s.cfg.Prefix + "."
 	}
 	return ""

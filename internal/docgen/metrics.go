@@ -126,8 +126,8 @@ func Metrics(ctx context.Context) ([]Metric, error) {
 		return nil, err
 	}
 	store := memstore.New(memstore.Options{})
-	if _, err := dlq.NewKeeper(dlq.KeeperConfig{Source: kb, Store: store, Broker: dlq.BrokerKafka,
-		DLQs: map[string]string{"docgen.dlq": dlq.SeverityWarning}, Registerer: as("DLQ keeper"), Logger: quiet}); err != nil {
+	if _, err := dlq.NewKeeper(dlq.KeeperConfig{Source: kb, Store: store, Broker: broker.Kafka,
+		DLQs: map[string]broker.Severity{"docgen.dlq": broker.SeverityWarning}, Registerer: as("DLQ keeper"), Logger: quiet}); err != nil {
 		return nil, fmt.Errorf("docgen: %w", err)
 	}
 	if _, err := dlq.NewOps(dlq.OpsConfig{Store: store, Republisher: kb, Registerer: as("dlq.Ops"), Logger: quiet}); err != nil {

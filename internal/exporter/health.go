@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/lag"
 )
@@ -20,13 +21,6 @@ const (
 	StatusDegraded Status = "DEGRADED"
 	StatusDown     Status = "DOWN"
 	StatusUnknown  Status = "UNKNOWN"
-)
-
-// Broker kinds of Snapshot.Broker (the values of the configuration's
-// broker key).
-const (
-	BrokerRabbitMQ = "rabbitmq"
-	BrokerKafka    = "kafka"
 )
 
 // Group is one configured worker: its consumer group on a topic and, on
@@ -43,8 +37,8 @@ type Group struct {
 type Snapshot struct {
 	// At is when the snapshot was taken.
 	At time.Time
-	// Broker is BrokerRabbitMQ or BrokerKafka.
-	Broker string
+	// Broker is broker.RabbitMQ or broker.Kafka.
+	Broker broker.Backend
 	// Kafka and Rabbit are the last lag samples of the configured broker
 	// (the other is nil); both nil when no lag sampler is configured.
 	Kafka  *KafkaSample
@@ -241,7 +235,7 @@ func (e *evaluation) broker(kind string, sampled bool, at time.Time, err error) 
 
 func (e *evaluation) kafka(s Snapshot) {
 	k := s.Kafka
-	if !e.broker(s.Broker, k.Sampled, k.Report.At, k.Err) {
+	if !e.broker(string(s.Broker), k.Sampled, k.Report.At, k.Err) {
 		return
 	}
 	l := e.h.Components.Lag
@@ -272,7 +266,7 @@ func (e *evaluation) kafka(s Snapshot) {
 
 func (e *evaluation) rabbit(s Snapshot) {
 	r := s.Rabbit
-	if !e.broker(s.Broker, !r.At.IsZero() || r.Err != nil, r.At, r.Err) {
+	if !e.broker(string(s.Broker), !r.At.IsZero() || r.Err != nil, r.At, r.Err) {
 		return
 	}
 	l := e.h.Components.Lag

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/lag"
 )
@@ -15,7 +16,7 @@ var t0 = time.Date(2025, 1, 15, 10, 30, 0, 0, time.UTC)
 // healthy is a RabbitMQ snapshot where everything is fine.
 func healthy() Snapshot {
 	return Snapshot{
-		At: t0, Broker: BrokerRabbitMQ,
+		At: t0, Broker: broker.RabbitMQ,
 		Rabbit: &RabbitSample{At: t0, Depths: []lag.QueueDepth{
 			{Queue: "orders.billing", Exists: true, Consumers: 1},
 			{Queue: "orders.billing.dlq", Exists: true},
@@ -87,7 +88,7 @@ func TestEvaluateKafka(t *testing.T) {
 			TimeLag: 1500 * time.Millisecond, TimeLagKnown: true}
 	}
 	snap := func(tl lag.TopicLag, groupErrs map[string]error) Snapshot {
-		return Snapshot{At: t0, Broker: BrokerKafka, Kafka: &KafkaSample{Sampled: true,
+		return Snapshot{At: t0, Broker: broker.Kafka, Kafka: &KafkaSample{Sampled: true,
 			Report: lag.KafkaReport{At: t0, Topics: []lag.TopicLag{tl}, GroupErrors: groupErrs}}}
 	}
 	for _, tt := range []struct {
@@ -115,7 +116,7 @@ func TestEvaluateKafka(t *testing.T) {
 			t.Errorf("unmeasured group not listed: %+v", h.Components.Lag.Groups)
 		}
 	}
-	down := Evaluate(Snapshot{At: t0, Broker: BrokerKafka, Kafka: &KafkaSample{Sampled: true, Err: errors.New("no seed broker answered")}})
+	down := Evaluate(Snapshot{At: t0, Broker: broker.Kafka, Kafka: &KafkaSample{Sampled: true, Err: errors.New("no seed broker answered")}})
 	if down.Status != StatusDown || down.Components.Broker.Status != StatusDown || down.Components.Broker.Error != "no seed broker answered" {
 		t.Errorf("unreachable kafka = %+v", down)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/internal/exporter"
 	"github.com/redrive/redrive/lag"
 )
@@ -52,7 +53,7 @@ func TestKafkaLag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := exporter.New(exporter.Config{Broker: exporter.BrokerKafka, Lag: s, Logger: quiet(),
+	srv, err := exporter.New(exporter.Config{Broker: broker.Kafka, Lag: s, Logger: quiet(),
 		Groups: []exporter.Group{{Group: "billing", Topic: topic}}})
 	if err != nil {
 		t.Fatal(err)

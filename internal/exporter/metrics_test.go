@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/internal/exporter"
 	"github.com/redrive/redrive/lag"
 )
@@ -127,7 +128,7 @@ func newKafkaPageEnv(t *testing.T, extra ...prometheus.Collector) *kafkaPageEnv 
 		g.Set(float64(len(name)))
 		cs = append(cs, g)
 	}
-	e.srv, err = exporter.New(exporter.Config{Broker: exporter.BrokerKafka, Lag: e.sampler, Logger: quiet(),
+	e.srv, err = exporter.New(exporter.Config{Broker: broker.Kafka, Lag: e.sampler, Logger: quiet(),
 		Collectors: append(cs, extra...)})
 	if err != nil {
 		t.Fatal(err)

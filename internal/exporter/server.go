@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/lag"
 )
@@ -23,9 +24,9 @@ import (
 type Config struct {
 	// Listen is the host:port ListenAndServe binds.
 	Listen string
-	// Broker is BrokerRabbitMQ or BrokerKafka: which of Lag's samples
+	// Broker is broker.RabbitMQ or broker.Kafka: which of Lag's samples
 	// tells whether the broker is reachable. Required with Lag.
-	Broker string
+	Broker broker.Backend
 	// Lag samples consumer lag (Kafka) or queue depth (RabbitMQ); nil =
 	// no broker and no lag component.
 	Lag *lag.Sampler
@@ -62,8 +63,8 @@ type Server struct {
 // New checks cfg, registers the samplers (and Go and process metrics) on a
 // registry of the server's own and returns the server.
 func New(cfg Config) (*Server, error) {
-	if cfg.Lag != nil && cfg.Broker != BrokerRabbitMQ && cfg.Broker != BrokerKafka {
-		return nil, fmt.Errorf("exporter: broker %q is not %s or %s", cfg.Broker, BrokerRabbitMQ, BrokerKafka)
+	if cfg.Lag != nil && !cfg.Broker.Valid() {
+		return nil, fmt.Errorf("exporter: broker %q is not %s or %s", cfg.Broker, broker.RabbitMQ, broker.Kafka)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -129,10 +130,10 @@ func (s *Server) Snapshot() Snapshot {
 	snap := Snapshot{At: s.cfg.Now(), Broker: s.cfg.Broker, Groups: s.cfg.Groups, Thresholds: s.cfg.Thresholds, Unroutable: s.cfg.Unroutable}
 	if s.cfg.Lag != nil {
 		switch s.cfg.Broker {
-		case BrokerKafka:
+		case broker.Kafka:
 			rep, err := s.cfg.Lag.LastKafka()
 			snap.Kafka = &KafkaSample{Report: rep, Err: err, Sampled: err != nil || !rep.At.IsZero()}
-		case BrokerRabbitMQ:
+		case broker.RabbitMQ:
 			depths, at, err := s.cfg.Lag.LastRabbit()
 			snap.Rabbit = &RabbitSample{Depths: depths, At: at, Err: err}
 		}

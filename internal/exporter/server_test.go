@@ -72,7 +72,7 @@ func newRabbitEnv(t *testing.T) *rabbitEnv {
 
 	e.store = newStore(t, "exporter_test_"+id)
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: e.store, Logger: quiet(),
-		Policies: map[string]dlq.Policy{e.dlqName: {Severity: dlq.SeverityCritical}}})
+		Policies: map[string]dlq.Policy{e.dlqName: {Severity: broker.SeverityCritical}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func newRabbitEnv(t *testing.T) *rabbitEnv {
 
 	e.lag = rabbitSampler(t, rabbitURL(), b.Names(), e.queue)
 	e.srv, err = exporter.New(exporter.Config{
-		Broker:     exporter.BrokerRabbitMQ,
+		Broker:     broker.RabbitMQ,
 		Lag:        e.lag,
 		Groups:     []exporter.Group{{Group: e.group, Topic: e.topic, Queue: e.queue}},
 		Thresholds: lag.Thresholds{e.topic: {Warning: 2, Critical: 10}},
@@ -244,8 +244,8 @@ func TestHealthAndScrapeOnRabbitMQ(t *testing.T) {
 	}
 
 	// A dead letter is pending.
-	_, inserted, err := e.store.Insert(t.Context(), dlq.Record{Broker: dlq.BrokerRabbitMQ, DLQ: e.dlqName, Identity: "id-1",
-		Severity: dlq.SeverityCritical, Entry: dlq.Entry{Source: e.queue, Reason: "permanent", OriginalPartition: -1, OriginalOffset: -1}})
+	_, inserted, err := e.store.Insert(t.Context(), dlq.Record{Broker: broker.RabbitMQ, DLQ: e.dlqName, Identity: "id-1",
+		Severity: string(broker.SeverityCritical), Entry: dlq.Entry{Source: e.queue, Reason: "permanent", OriginalPartition: -1, OriginalOffset: -1}})
 	if err != nil || !inserted {
 		t.Fatalf("insert: %v %v", inserted, err)
 	}
@@ -279,7 +279,7 @@ func TestBrokerDown(t *testing.T) {
 	url := "amqp://guest:s3cret@" + closedAddr(t) + "/"
 	names := rabbit.Names{Prefix: "down"}
 	s := rabbitSampler(t, url, names, rabbit.Queue("t", "g"))
-	srv, err := exporter.New(exporter.Config{Broker: exporter.BrokerRabbitMQ, Lag: s, Logger: quiet(),
+	srv, err := exporter.New(exporter.Config{Broker: broker.RabbitMQ, Lag: s, Logger: quiet(),
 		Groups: []exporter.Group{{Group: "g", Topic: "t", Queue: rabbit.Queue("t", "g")}}})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package broker
+package pipeline
 
 import (
 	"errors"
@@ -10,11 +10,24 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/retrypolicy"
 )
 
-func testSub(p retrypolicy.Policy) Subscription {
-	return Subscription{Topic: "orders", Group: "billing", Policy: p}
+// classErr names its own class.
+type classErr struct{ class string }
+
+func (e *classErr) Error() string      { return "classified" }
+func (e *classErr) ErrorClass() string { return e.class }
+
+// typedErr is classed by its type name.
+type typedErr struct{ code int }
+
+func (e *typedErr) Error() string { return fmt.Sprintf("code %d", e.code) }
+
+func testSub(p retrypolicy.Policy) broker.Subscription {
+	return broker.Subscription{Topic: "orders", Group: "billing", Policy: p}
 }
 
 var threeRetries = retrypolicy.Policy{
@@ -43,33 +56,33 @@ func TestDecide(t *testing.T) {
 		{"last retry", 3, now.Add(-time.Minute), boom,
 			Outcome{Retry: true, Delay: 30 * time.Second, Class: "error", Error: "boom"}},
 		{"retries exhausted", 4, now.Add(-time.Minute), boom,
-			Outcome{Reason: ReasonMaxRetries, Class: "error", Error: "boom"}},
-		{"permanent", 1, time.Time{}, Permanent(boom),
-			Outcome{Reason: ReasonPermanent, Class: "error", Error: "boom"}},
-		{"wrapped permanent", 2, now, fmt.Errorf("order 7: %w", Permanent(&typedErr{code: 3})),
-			Outcome{Reason: ReasonPermanent, Class: "broker.typedErr", Error: "order 7: permanent: code 3"}},
+			Outcome{Reason: broker.ReasonMaxRetries, Class: "error", Error: "boom"}},
+		{"permanent", 1, time.Time{}, broker.Permanent(boom),
+			Outcome{Reason: broker.ReasonPermanent, Class: "error", Error: "boom"}},
+		{"wrapped permanent", 2, now, fmt.Errorf("order 7: %w", broker.Permanent(&typedErr{code: 3})),
+			Outcome{Reason: broker.ReasonPermanent, Class: "pipeline.typedErr", Error: "order 7: permanent: code 3"}},
 		{"non-retriable class", 1, time.Time{}, &classErr{class: "validation"},
-			Outcome{Reason: ReasonPermanent, Class: "validation", Error: "classified"}},
-		{"retry after overrides the delay", 1, time.Time{}, RetryAfter(boom, 10*time.Minute),
+			Outcome{Reason: broker.ReasonPermanent, Class: "validation", Error: "classified"}},
+		{"retry after overrides the delay", 1, time.Time{}, broker.RetryAfter(boom, 10*time.Minute),
 			Outcome{Retry: true, Delay: 10 * time.Minute, Class: "error", Error: "boom"}},
-		{"retry after shorter than the policy", 3, now, RetryAfter(boom, time.Millisecond),
+		{"retry after shorter than the policy", 3, now, broker.RetryAfter(boom, time.Millisecond),
 			Outcome{Retry: true, Delay: time.Millisecond, Class: "error", Error: "boom"}},
-		{"negative retry after means now", 1, time.Time{}, RetryAfter(boom, -time.Second),
+		{"negative retry after means now", 1, time.Time{}, broker.RetryAfter(boom, -time.Second),
 			Outcome{Retry: true, Delay: 0, Class: "error", Error: "boom"}},
-		{"retry after does not add retries", 4, now, RetryAfter(boom, time.Second),
-			Outcome{Reason: ReasonMaxRetries, Class: "error", Error: "boom"}},
-		{"permanent retry after is permanent", 1, time.Time{}, RetryAfter(Permanent(boom), time.Second),
-			Outcome{Reason: ReasonPermanent, Class: "error", Error: "boom"}},
+		{"retry after does not add retries", 4, now, broker.RetryAfter(boom, time.Second),
+			Outcome{Reason: broker.ReasonMaxRetries, Class: "error", Error: "boom"}},
+		{"permanent retry after is permanent", 1, time.Time{}, broker.RetryAfter(broker.Permanent(boom), time.Second),
+			Outcome{Reason: broker.ReasonPermanent, Class: "error", Error: "boom"}},
 		{"max elapsed", 2, now.Add(-2 * time.Hour), boom,
 			Outcome{Reason: retrypolicy.ReasonMaxElapsed, Class: "error", Error: "boom"}},
 		{"just under max elapsed", 2, now.Add(-time.Hour + time.Second), boom,
 			Outcome{Retry: true, Delay: 5 * time.Second, Class: "error", Error: "boom"}},
-		{"panic", 1, time.Time{}, &PanicError{Value: "nil map"},
-			Outcome{Retry: true, Delay: time.Second, Class: ClassPanic, Error: "handler panic: nil map"}},
+		{"panic", 1, time.Time{}, &broker.PanicError{Value: "nil map"},
+			Outcome{Retry: true, Delay: time.Second, Class: broker.ClassPanic, Error: "handler panic: nil map"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := &Delivery{Attempt: tt.attempt, FirstFailureAt: tt.first}
+			d := &broker.Delivery{Attempt: tt.attempt, FirstFailureAt: tt.first}
 			if got := Decide(testSub(threeRetries), d, tt.err, now); got != tt.want {
 				t.Errorf("Decide() = %+v, want %+v", got, tt.want)
 			}
@@ -78,15 +91,15 @@ func TestDecide(t *testing.T) {
 }
 
 func TestDecideZeroPolicyDeadLettersAtOnce(t *testing.T) {
-	o := Decide(testSub(retrypolicy.Policy{}), &Delivery{Attempt: 1}, errors.New("x"), time.Now())
-	if o.Retry || o.Reason != ReasonMaxRetries {
-		t.Errorf("Decide() = %+v, want a dead letter with reason %q", o, ReasonMaxRetries)
+	o := Decide(testSub(retrypolicy.Policy{}), &broker.Delivery{Attempt: 1}, errors.New("x"), time.Now())
+	if o.Retry || o.Reason != broker.ReasonMaxRetries {
+		t.Errorf("Decide() = %+v, want a dead letter with reason %q", o, broker.ReasonMaxRetries)
 	}
 }
 
 func TestDecideTruncatesError(t *testing.T) {
 	long := strings.Repeat("é", MaxErrorLen) // 2 bytes a rune
-	o := Decide(testSub(threeRetries), &Delivery{Attempt: 1}, errors.New("x"+long), time.Now())
+	o := Decide(testSub(threeRetries), &broker.Delivery{Attempt: 1}, errors.New("x"+long), time.Now())
 	if len(o.Error) > MaxErrorLen {
 		t.Errorf("len(Error) = %d, want at most %d", len(o.Error), MaxErrorLen)
 	}
@@ -135,7 +148,7 @@ func TestFailureStory(t *testing.T) {
 	first := t0.Truncate(time.Millisecond)
 
 	for attempt := 1; ; attempt++ {
-		d := &Delivery{Message: Message{Headers: headers}, Topic: "orders", Group: "billing", Source: "orders.billing"}
+		d := &broker.Delivery{Message: broker.Message{Headers: headers}, Topic: "orders", Group: "billing", Source: "orders.billing"}
 		ReadStory(d)
 		if d.Attempt != attempt {
 			t.Fatalf("delivery %d: Attempt = %d", attempt, d.Attempt)
@@ -168,24 +181,24 @@ func TestFailureStory(t *testing.T) {
 			t.Fatalf("delivery %d: app headers = %v, want %v", attempt, got, app)
 		}
 		for k, want := range map[string]string{
-			HeaderFirstFailureAt: FormatTime(first),
-			HeaderLastFailureAt:  FormatTime(now),
-			HeaderError:          fmt.Sprintf("failure %d", attempt),
-			HeaderErrorClass:     "error",
-			HeaderWorker:         "billing",
-			HeaderSource:         "orders.billing",
-			HeaderTopic:          "orders",
+			broker.HeaderFirstFailureAt: wire.FormatTime(first),
+			broker.HeaderLastFailureAt:  wire.FormatTime(now),
+			broker.HeaderError:          fmt.Sprintf("failure %d", attempt),
+			broker.HeaderErrorClass:     "error",
+			broker.HeaderWorker:         "billing",
+			broker.HeaderSource:         "orders.billing",
+			broker.HeaderTopic:          "orders",
 		} {
 			if h[k] != want {
 				t.Errorf("delivery %d: %s = %q, want %q", attempt, k, h[k], want)
 			}
 		}
 		if o.Retry {
-			if got, want := h[HeaderAttempt], strconv.Itoa(attempt+1); got != want {
-				t.Fatalf("delivery %d retried: %s = %q, want %q", attempt, HeaderAttempt, got, want)
+			if got, want := h[broker.HeaderAttempt], strconv.Itoa(attempt+1); got != want {
+				t.Fatalf("delivery %d retried: %s = %q, want %q", attempt, broker.HeaderAttempt, got, want)
 			}
-			if _, ok := h[HeaderReason]; ok {
-				t.Fatalf("delivery %d retried with a reason %q", attempt, h[HeaderReason])
+			if _, ok := h[broker.HeaderReason]; ok {
+				t.Fatalf("delivery %d retried with a reason %q", attempt, h[broker.HeaderReason])
 			}
 			headers = h
 			continue
@@ -194,11 +207,11 @@ func TestFailureStory(t *testing.T) {
 		if attempt != threeRetries.MaxRetries+1 {
 			t.Fatalf("dead-lettered on delivery %d, want %d", attempt, threeRetries.MaxRetries+1)
 		}
-		if got, want := h[HeaderAttempt], strconv.Itoa(attempt); got != want {
-			t.Errorf("dead letter: %s = %q, want %q", HeaderAttempt, got, want)
+		if got, want := h[broker.HeaderAttempt], strconv.Itoa(attempt); got != want {
+			t.Errorf("dead letter: %s = %q, want %q", broker.HeaderAttempt, got, want)
 		}
-		if h[HeaderReason] != ReasonMaxRetries {
-			t.Errorf("dead letter: %s = %q, want %q", HeaderReason, h[HeaderReason], ReasonMaxRetries)
+		if h[broker.HeaderReason] != string(broker.ReasonMaxRetries) {
+			t.Errorf("dead letter: %s = %q, want %q", broker.HeaderReason, h[broker.HeaderReason], broker.ReasonMaxRetries)
 		}
 		break
 	}
@@ -207,31 +220,31 @@ func TestFailureStory(t *testing.T) {
 func TestFailureHeadersRetryClearsReason(t *testing.T) {
 	// A replayed dead letter carries the reason of its first life; a retry
 	// in its new life must not keep it.
-	d := &Delivery{Message: Message{Headers: map[string]string{HeaderReason: ReasonMaxRetries, HeaderAttempt: "1"}}, Group: "g"}
+	d := &broker.Delivery{Message: broker.Message{Headers: map[string]string{broker.HeaderReason: string(broker.ReasonMaxRetries), broker.HeaderAttempt: "1"}}, Group: "g"}
 	ReadStory(d)
 	now := time.Now()
 	h := FailureHeaders(d, Outcome{Retry: true, Delay: time.Second, Class: "error", Error: "x"}, now)
-	if _, ok := h[HeaderReason]; ok {
-		t.Errorf("retry kept %s", HeaderReason)
+	if _, ok := h[broker.HeaderReason]; ok {
+		t.Errorf("retry kept %s", broker.HeaderReason)
 	}
-	h = FailureHeaders(d, Outcome{Reason: ReasonPermanent, Class: "error", Error: "x"}, now)
-	if h[HeaderReason] != ReasonPermanent {
-		t.Errorf("dead letter: %s = %q, want %q", HeaderReason, h[HeaderReason], ReasonPermanent)
+	h = FailureHeaders(d, Outcome{Reason: broker.ReasonPermanent, Class: "error", Error: "x"}, now)
+	if h[broker.HeaderReason] != string(broker.ReasonPermanent) {
+		t.Errorf("dead letter: %s = %q, want %q", broker.HeaderReason, h[broker.HeaderReason], broker.ReasonPermanent)
 	}
 }
 
 func TestFailureHeadersNilHeadersAndNoSource(t *testing.T) {
-	d := &Delivery{Group: "g"}
+	d := &broker.Delivery{Group: "g"}
 	ReadStory(d)
 	now := time.Date(2025, 1, 15, 10, 30, 0, 0, time.FixedZone("CET", 3600))
 	h := FailureHeaders(d, Outcome{Retry: true, Class: "error", Error: "x"}, now)
-	if h[HeaderAttempt] != "2" {
-		t.Errorf("%s = %q, want 2", HeaderAttempt, h[HeaderAttempt])
+	if h[broker.HeaderAttempt] != "2" {
+		t.Errorf("%s = %q, want 2", broker.HeaderAttempt, h[broker.HeaderAttempt])
 	}
-	if got, want := h[HeaderFirstFailureAt], "2025-01-15T09:30:00.000Z"; got != want {
-		t.Errorf("%s = %q, want %q (UTC)", HeaderFirstFailureAt, got, want)
+	if got, want := h[broker.HeaderFirstFailureAt], "2025-01-15T09:30:00.000Z"; got != want {
+		t.Errorf("%s = %q, want %q (UTC)", broker.HeaderFirstFailureAt, got, want)
 	}
-	for _, k := range []string{HeaderSource, HeaderTopic} {
+	for _, k := range []string{broker.HeaderSource, broker.HeaderTopic} {
 		if _, ok := h[k]; ok {
 			t.Errorf("%s set without a value", k)
 		}
@@ -240,11 +253,11 @@ func TestFailureHeadersNilHeadersAndNoSource(t *testing.T) {
 
 func TestReadStoryMalformed(t *testing.T) {
 	for _, attempt := range []string{"", "0", "-3", "two", "1.5", "99999999999999999999"} {
-		d := &Delivery{Message: Message{Headers: map[string]string{
-			HeaderAttempt:        attempt,
-			HeaderFirstFailureAt: "yesterday",
-			HeaderLastFailureAt:  "2025-13-45T99:00:00Z",
-			HeaderError:          "last",
+		d := &broker.Delivery{Message: broker.Message{Headers: map[string]string{
+			broker.HeaderAttempt:        attempt,
+			broker.HeaderFirstFailureAt: "yesterday",
+			broker.HeaderLastFailureAt:  "2025-13-45T99:00:00Z",
+			broker.HeaderError:          "last",
 		}}}
 		ReadStory(d)
 		if d.Attempt != 1 {
@@ -259,36 +272,17 @@ func TestReadStoryMalformed(t *testing.T) {
 	}
 }
 
-func TestFormatParseTime(t *testing.T) {
-	ts := time.Date(2025, 1, 15, 11, 45, 0, 987654321, time.FixedZone("X", -5*3600))
-	s := FormatTime(ts)
-	if want := "2025-01-15T16:45:00.987Z"; s != want {
-		t.Errorf("FormatTime = %q, want %q", s, want)
-	}
-	if got := ParseTime(s); !got.Equal(ts.Truncate(time.Millisecond)) {
-		t.Errorf("ParseTime(%q) = %v", s, got)
-	}
-	if got := ParseTime("2025-01-15T10:30:00Z"); !got.Equal(time.Date(2025, 1, 15, 10, 30, 0, 0, time.UTC)) {
-		t.Errorf("ParseTime without fraction = %v", got)
-	}
-	for _, bad := range []string{"", "now", "2025-01-15", "1736937000"} {
-		if got := ParseTime(bad); !got.IsZero() {
-			t.Errorf("ParseTime(%q) = %v, want zero", bad, got)
-		}
-	}
-}
-
 func TestAppHeaders(t *testing.T) {
 	in := map[string]string{
-		"content-type":         "application/json",
-		"x-request-id":         "r1",
-		"X-Redrive-Attempt":    "case matters", // not ours: header names are case-sensitive
-		HeaderAttempt:          "3",
-		HeaderError:            "boom",
-		HeaderReplayedFrom:     "orders.dlq/0-12",
-		HeaderRemainingDelay:   "1000",
-		HeaderPrefix + "other": "x",
-		"":                     "empty name",
+		"content-type":                "application/json",
+		"x-request-id":                "r1",
+		"X-Redrive-Attempt":           "case matters", // not ours: header names are case-sensitive
+		broker.HeaderAttempt:          "3",
+		broker.HeaderError:            "boom",
+		broker.HeaderReplayedFrom:     "orders.dlq/0-12",
+		broker.HeaderRemainingDelay:   "1000",
+		broker.HeaderPrefix + "other": "x",
+		"":                            "empty name",
 	}
 	want := map[string]string{
 		"content-type":      "application/json",
@@ -310,10 +304,10 @@ func TestAppHeaders(t *testing.T) {
 }
 
 func BenchmarkFailureHeaders(b *testing.B) {
-	d := &Delivery{
-		Message: Message{Headers: map[string]string{
+	d := &broker.Delivery{
+		Message: broker.Message{Headers: map[string]string{
 			"content-type": "application/json", "traceparent": "00-abc-def-01",
-			HeaderAttempt: "2", HeaderFirstFailureAt: "2025-01-15T10:30:00.000Z",
+			broker.HeaderAttempt: "2", broker.HeaderFirstFailureAt: "2025-01-15T10:30:00.000Z",
 		}},
 		Topic: "orders", Group: "billing", Source: "orders.billing",
 	}

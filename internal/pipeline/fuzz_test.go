@@ -1,9 +1,11 @@
-package broker
+package pipeline
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redrive/redrive/broker"
 )
 
 // fuzzHeaders turns s into a header map: one "name=value" per line.
@@ -21,23 +23,23 @@ func fuzzHeaders(s string) map[string]string {
 func FuzzReadStory(f *testing.F) {
 	for _, s := range []string{
 		"",
-		HeaderAttempt + "=3\n" + HeaderFirstFailureAt + "=2025-01-15T10:30:00.000Z\n" + HeaderError + "=boom",
-		HeaderAttempt + "=-7\n" + HeaderLastFailureAt + "=yesterday",
-		HeaderAttempt + "=9223372036854775807",
-		HeaderAttempt + "=99999999999999999999999\n" + HeaderFirstFailureAt + "=9999-12-31T23:59:59Z",
-		HeaderAttempt + "=+4\n" + HeaderFirstFailureAt + "=0000-01-01T00:00:00Z",
-		HeaderAttempt + "= 2\n" + HeaderError + "=\xff\xfe",
+		broker.HeaderAttempt + "=3\n" + broker.HeaderFirstFailureAt + "=2025-01-15T10:30:00.000Z\n" + broker.HeaderError + "=boom",
+		broker.HeaderAttempt + "=-7\n" + broker.HeaderLastFailureAt + "=yesterday",
+		broker.HeaderAttempt + "=9223372036854775807",
+		broker.HeaderAttempt + "=99999999999999999999999\n" + broker.HeaderFirstFailureAt + "=9999-12-31T23:59:59Z",
+		broker.HeaderAttempt + "=+4\n" + broker.HeaderFirstFailureAt + "=0000-01-01T00:00:00Z",
+		broker.HeaderAttempt + "= 2\n" + broker.HeaderError + "=\xff\xfe",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d := &Delivery{Message: Message{Headers: fuzzHeaders(s)}, Group: "g"}
+		d := &broker.Delivery{Message: broker.Message{Headers: fuzzHeaders(s)}, Group: "g"}
 		ReadStory(d)
 		if d.Attempt < 1 {
 			t.Fatalf("attempt %d from %q", d.Attempt, s)
 		}
 		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		next := &Delivery{Message: Message{Headers: FailureHeaders(d, Outcome{Retry: true}, now)}}
+		next := &broker.Delivery{Message: broker.Message{Headers: FailureHeaders(d, Outcome{Retry: true}, now)}}
 		ReadStory(next)
 		if d.Attempt > MaxAttempt {
 			t.Fatalf("attempt %d over MaxAttempt from %q", d.Attempt, s)
