@@ -178,8 +178,11 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 		ctx: ctx, cancel: cancel, byID: map[string]*job{}, running: map[string]*job{}}, nil
 }
 
-// start runs fn as a new job of j.DLQ unless one is running.
-func (js *Jobs) start(j *job, fn func(ctx context.Context, j *job)) (*job, error) {
+// start runs fn as a new job of j.DLQ unless one is running. fn returns
+// how to record the job's end; start applies it in the same critical
+// section that frees the DLQ's slot, so that a job seen finished never
+// still blocks the next one (ErrJobRunning).
+func (js *Jobs) start(j *job, fn func(ctx context.Context, j *job) (finish func())) (*job, error) {
 	js.mu.Lock()
 	defer js.mu.Unlock()
 	if js.ctx.Err() != nil {
@@ -196,10 +199,11 @@ func (js *Jobs) start(j *job, fn func(ctx context.Context, j *job)) (*job, error
 	go func() {
 		defer js.wg.Done()
 		defer close(j.done)
-		fn(js.ctx, j)
+		finish := fn(js.ctx, j)
 		js.mu.Lock()
 		defer js.mu.Unlock()
 		delete(js.running, j.DLQ)
+		finish()
 		js.finished = append(js.finished, j.ID)
 		for len(js.finished) > js.max {
 			delete(js.byID, js.finished[0])
@@ -280,7 +284,7 @@ func (js *Jobs) StartReplayAll(ctx context.Context, q Query, actor string, rate 
 		ID: NewID(time.Now()), DLQ: q.DLQ, Actor: actor, Rate: rate, State: JobRunning, StartedAt: time.Now().UTC(),
 		Filter: JobFilter{ErrorClass: q.ErrorClass, Text: q.Text, Since: timePtr(q.Since), Until: timePtr(q.Until)},
 	}}
-	got, err := js.start(j, func(ctx context.Context, j *job) { js.runReplayAll(ctx, j, q) })
+	got, err := js.start(j, func(ctx context.Context, j *job) func() { return js.runReplayAll(ctx, j, q) })
 	if errors.Is(err, ErrJobRunning) {
 		return got.view(), err
 	}
@@ -290,8 +294,9 @@ func (js *Jobs) StartReplayAll(ctx context.Context, q Query, actor string, rate 
 	return got.view(), nil
 }
 
-// runReplayAll runs job j on q and records how it ended.
-func (js *Jobs) runReplayAll(ctx context.Context, j *job, q Query) {
+// runReplayAll runs job j on q and returns the function that records how
+// it ended (called by start with the DLQ's slot freed).
+func (js *Jobs) runReplayAll(ctx context.Context, j *job, q Query) (finish func()) {
 	p, err := js.ops.ReplayAll(ctx, q, ReplayAllOptions{
 		Actor: j.Actor, Rate: j.Rate, Stop: j.stop,
 		Progress: func(p Progress) {
@@ -300,23 +305,25 @@ func (js *Jobs) runReplayAll(ctx context.Context, j *job, q Query) {
 			j.mu.Unlock()
 		},
 	})
-	now := time.Now().UTC()
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.Progress = progressOf(p)
-	j.FinishedAt = &now
-	switch {
-	case err == nil:
-		j.State = JobDone
-	case errors.Is(err, ErrStopped):
-		j.State, j.Error = JobCancelled, "cancelled by "+j.CancelledBy
-	case errors.Is(err, context.Canceled):
-		j.State, j.Error = JobCancelled, "the server shut down"
-	default:
-		j.State, j.Error = JobFailed, err.Error()
+	return func() {
+		now := time.Now().UTC()
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		j.Progress = progressOf(p)
+		j.FinishedAt = &now
+		switch {
+		case err == nil:
+			j.State = JobDone
+		case errors.Is(err, ErrStopped):
+			j.State, j.Error = JobCancelled, "cancelled by "+j.CancelledBy
+		case errors.Is(err, context.Canceled):
+			j.State, j.Error = JobCancelled, "the server shut down"
+		default:
+			j.State, j.Error = JobFailed, err.Error()
+		}
+		js.log.Info("dlq: replay-all finished", "job", j.ID, "dlq", j.DLQ, "state", j.State, "replayed", p.Replayed,
+			"mismatched", p.Mismatched, "error", err)
 	}
-	js.log.Info("dlq: replay-all finished", "job", j.ID, "dlq", j.DLQ, "state", j.State, "replayed", p.Replayed,
-		"mismatched", p.Mismatched, "error", err)
 }
 
 // Job returns the replay-all job id (running, or among the last
