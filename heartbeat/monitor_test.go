@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redrive/redrive/internal/tcpproxy"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 func newMonitor(t testing.TB, rdb redis.Cmdable, cfg MonitorConfig) *Monitor {
@@ -78,7 +79,7 @@ func TestMonitorStoppedWithoutShutdownReadsMissing(t *testing.T) {
 	wantRow(t, checkOne(t, m), StatusRunning, SeverityOK, ConditionOK)
 
 	var row WorkerStatus
-	eventually(t, 5*time.Second, "the worker to read CRITICAL", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the worker to read CRITICAL", func() bool {
 		row = checkOne(t, m)
 		return row.Severity == SeverityCritical
 	})
@@ -121,7 +122,7 @@ func TestMonitorGracefulShutdown(t *testing.T) {
 	wantRow(t, checkOne(t, m), StatusShuttingDown, SeverityOK, ConditionShuttingDown)
 
 	var row WorkerStatus
-	eventually(t, 5*time.Second, "the shutting-down worker to read WARNING", func() bool {
+	testenv.Eventually(t, 5*time.Second, "the shutting-down worker to read WARNING", func() bool {
 		row = checkOne(t, m)
 		return row.Severity != SeverityOK
 	})
@@ -192,7 +193,7 @@ func TestMonitorStuckAndLag(t *testing.T) {
 // one "*" row, afterwards the known workers.
 func TestMonitorUnreachableReadsUnknown(t *testing.T) {
 	t.Run("closed port", func(t *testing.T) {
-		m := newMonitor(t, client(t, closedAddr(t)), MonitorConfig{})
+		m := newMonitor(t, client(t, testenv.ClosedAddr(t)), MonitorConfig{})
 		rows, err := m.Check(t.Context())
 		if !errors.Is(err, ErrUnavailable) {
 			t.Fatalf("Check error = %v, want ErrUnavailable", err)
@@ -204,7 +205,7 @@ func TestMonitorUnreachableReadsUnknown(t *testing.T) {
 	})
 	t.Run("known workers, then an outage", func(t *testing.T) {
 		direct, prefix := newRedis(t)
-		px := tcpproxy.New(t, redisAddr())
+		px := tcpproxy.New(t, testenv.Redis.URL())
 		rdb := client(t, px.Addr())
 		for _, inst := range []string{"a", "b"} {
 			p := newPublisher(t, direct, PublisherConfig{Type: "w", Instance: inst, Prefix: prefix})

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redrive/redrive/internal/tcpproxy"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 func newPublisher(t testing.TB, rdb redis.Cmdable, cfg PublisherConfig) *Publisher {
@@ -140,10 +141,10 @@ func TestPublisherRunBeatsThenShutsDown(t *testing.T) {
 // A publisher whose Redis is unreachable keeps beating (failing), logs the
 // outage once, and Run returns only when its context ends.
 func TestPublisherUnreachableRedisLogsOnce(t *testing.T) {
-	logs := &logRecorder{}
+	logs := &testenv.Logs{}
 	redis.SetLogger(RedisLogger(slog.New(logs)))
 	t.Cleanup(func() { redis.SetLogger(RedisLogger(slog.New(slog.DiscardHandler))) })
-	rdb := client(t, closedAddr(t))
+	rdb := client(t, testenv.ClosedAddr(t))
 	p := newPublisher(t, rdb, PublisherConfig{
 		Type: "w", Instance: "i", Interval: 10 * time.Millisecond, TTL: time.Second,
 		Logger: slog.New(logs),
@@ -173,14 +174,14 @@ func TestPublisherUnreachableRedisLogsOnce(t *testing.T) {
 	if err := <-done; err == nil {
 		t.Error("Run returned nil although the SHUTTING_DOWN write failed")
 	}
-	if n := logs.count(slog.LevelWarn, "redis unreachable"); n != 1 {
-		t.Errorf("logged the outage %d times over 5+ failed beats, want once; logs: %q", n, logs.all())
+	if n := logs.Count(slog.LevelWarn, "redis unreachable"); n != 1 {
+		t.Errorf("logged the outage %d times over 5+ failed beats, want once; logs: %q", n, logs.All())
 	}
-	if n := logs.countAbove(slog.LevelDebug); n != 1 {
-		t.Errorf("logged %d records above debug, want 1: %q", n, logs.all())
+	if n := logs.CountAbove(slog.LevelDebug); n != 1 {
+		t.Errorf("logged %d records above debug, want 1: %q", n, logs.All())
 	}
-	if n := logs.count(slog.LevelDebug, "failed to dial"); n == 0 {
-		t.Errorf("go-redis's dial failures did not reach the RedisLogger adapter: %q", logs.all())
+	if n := logs.Count(slog.LevelDebug, "failed to dial"); n == 0 {
+		t.Errorf("go-redis's dial failures did not reach the RedisLogger adapter: %q", logs.All())
 	}
 }
 
@@ -188,8 +189,8 @@ func TestPublisherUnreachableRedisLogsOnce(t *testing.T) {
 // and beats land again once Redis is back.
 func TestPublisherResumesAfterOutage(t *testing.T) {
 	_, prefix := newRedis(t)
-	px := tcpproxy.New(t, redisAddr())
-	logs := &logRecorder{}
+	px := tcpproxy.New(t, testenv.Redis.URL())
+	logs := &testenv.Logs{}
 	rdb := client(t, px.Addr())
 	direct, _ := newRedis(t)
 	p := newPublisher(t, rdb, PublisherConfig{Type: "w", Instance: "i", Prefix: prefix, Logger: slog.New(logs)})
@@ -205,16 +206,16 @@ func TestPublisherResumesAfterOutage(t *testing.T) {
 				t.Fatalf("outage %d: beat through a cut proxy succeeded", outage)
 			}
 		}
-		if n := logs.count(slog.LevelWarn, "redis unreachable"); n != outage {
-			t.Fatalf("after outage %d: %d warnings, want %d: %q", outage, n, outage, logs.all())
+		if n := logs.Count(slog.LevelWarn, "redis unreachable"); n != outage {
+			t.Fatalf("after outage %d: %d warnings, want %d: %q", outage, n, outage, logs.All())
 		}
 		direct.Del(ctx, p.Key())
 		px.SetUp(true)
 		if err := p.Beat(ctx); err != nil {
 			t.Fatalf("outage %d: beat after Redis came back: %v", outage, err)
 		}
-		if n := logs.count(slog.LevelInfo, "reachable again"); n != outage {
-			t.Fatalf("after recovery %d: %d recovery messages, want %d: %q", outage, n, outage, logs.all())
+		if n := logs.Count(slog.LevelInfo, "reachable again"); n != outage {
+			t.Fatalf("after recovery %d: %d recovery messages, want %d: %q", outage, n, outage, logs.All())
 		}
 		if direct.Exists(ctx, p.Key()).Val() != 1 {
 			t.Fatalf("outage %d: heartbeat key not written after recovery", outage)
@@ -223,7 +224,7 @@ func TestPublisherResumesAfterOutage(t *testing.T) {
 }
 
 func TestMessageHandledKeepsLatestUnderConcurrency(t *testing.T) {
-	p := newPublisher(t, client(t, closedAddr(t)), PublisherConfig{Type: "w", Instance: "i"})
+	p := newPublisher(t, client(t, testenv.ClosedAddr(t)), PublisherConfig{Type: "w", Instance: "i"})
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 	var wg sync.WaitGroup
 	for g := range 8 {
@@ -305,7 +306,7 @@ func TestPublisherAsksLagBeforeEachBeat(t *testing.T) {
 		lag  int64 = 7
 		fail error
 	)
-	logs := &logRecorder{}
+	logs := &testenv.Logs{}
 	p := newPublisher(t, rdb, PublisherConfig{Type: "w", Instance: "i", Prefix: prefix, Logger: slog.New(logs),
 		Lag: func(context.Context) (int64, error) {
 			mu.Lock()
@@ -338,8 +339,8 @@ func TestPublisherAsksLagBeforeEachBeat(t *testing.T) {
 			t.Fatalf("consumer_lag while the measurement fails = %d, want the last value 7", got)
 		}
 	}
-	if n := logs.count(slog.LevelWarn, "heartbeat: consumer lag cannot be measured; heartbeats report the last known lag"); n != 1 {
-		t.Errorf("failure logged %d times, want once: %v", n, logs.all())
+	if n := logs.Count(slog.LevelWarn, "heartbeat: consumer lag cannot be measured; heartbeats report the last known lag"); n != 1 {
+		t.Errorf("failure logged %d times, want once: %v", n, logs.All())
 	}
 	mu.Lock()
 	lag, fail = 3, nil

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/redrive/redrive/internal/tcpproxy"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // scrape serves reg through promhttp and parses what a scrape returns.
@@ -79,7 +80,7 @@ func TestSamplerScrape(t *testing.T) {
 	rdb.ZAdd(ctx, keys.Registry("refund-executor"), redisZ(gone, "gone"))
 	rdb.SAdd(ctx, keys.Types(), "refund-executor")
 
-	px := tcpproxy.New(t, redisAddr())
+	px := tcpproxy.New(t, testenv.Redis.URL())
 	m := newMonitor(t, client(t, px.Addr()), MonitorConfig{Prefix: prefix, IdleAfter: time.Minute})
 	s := NewSampler(m, SamplerConfig{Workers: []Worker{
 		{Type: "payout-executor", DLQSeverity: "critical"},
@@ -167,12 +168,12 @@ func TestSamplerRunSamplesUntilCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
-	eventually(t, 5*time.Second, "a first sample", func() bool {
+	testenv.Eventually(t, 5*time.Second, "a first sample", func() bool {
 		rows, _, _ := s.Last()
 		return len(rows) == 1
 	})
 	_, first, _ := s.Last()
-	eventually(t, 5*time.Second, "a second sample", func() bool {
+	testenv.Eventually(t, 5*time.Second, "a second sample", func() bool {
 		_, at, _ := s.Last()
 		return at.After(first)
 	})

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 const topic = "orders"
@@ -286,7 +288,7 @@ func TestKafkaAllGroupsAndUnknownGroup(t *testing.T) {
 }
 
 func TestKafkaUnreachable(t *testing.T) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(closedAddr(t)), kgo.RequestRetries(0), kgo.RetryTimeout(500*time.Millisecond))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(testenv.ClosedAddr(t)), kgo.RequestRetries(0), kgo.RetryTimeout(500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // constCollector is how a Sampler was collected before its families were
@@ -176,7 +178,7 @@ func TestSamplerPage(t *testing.T) {
 
 	k := e.measurer(t, KafkaConfig{Groups: []string{"b-group", "a-group"}})
 	tr, _ := NewTracker(TrackerConfig{Thresholds: Thresholds{wide: {Warning: 5, Critical: 10}}})
-	s, err := NewSampler(SamplerConfig{Kafka: k, Tracker: tr, Rabbit: newRabbit(t, rabbitURL()), RabbitQueues: []string{q, q + ".absent"}, Logger: slog.New(slog.DiscardHandler)})
+	s, err := NewSampler(SamplerConfig{Kafka: k, Tracker: tr, Rabbit: newRabbit(t, testenv.RabbitMQ.URL()), RabbitQueues: []string{q, q + ".absent"}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +284,7 @@ func encodedAhead(s *Sampler) []expfmt.Format {
 // warmSamples samples, and in no other.
 func TestSamplerWarmFormats(t *testing.T) {
 	q := declareQueue(t, rabbitChannel(t), 1)
-	s, err := NewSampler(SamplerConfig{Rabbit: newRabbit(t, rabbitURL()), RabbitQueues: []string{q}, Logger: slog.New(slog.DiscardHandler)})
+	s, err := NewSampler(SamplerConfig{Rabbit: newRabbit(t, testenv.RabbitMQ.URL()), RabbitQueues: []string{q}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

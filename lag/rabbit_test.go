@@ -3,7 +3,6 @@ package lag
 import (
 	"context"
 	"errors"
-	"os"
 	"slices"
 	"testing"
 	"time"
@@ -12,28 +11,14 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/testenv"
 )
-
-func rabbitURL() string {
-	if u := os.Getenv("RABBITMQ_URL"); u != "" {
-		return u
-	}
-	return rabbit.DefaultURL
-}
 
 // rabbitChannel connects to the test RabbitMQ (failing the test when it is
 // unreachable) with publisher confirms on.
 func rabbitChannel(t testing.TB) *amqp.Channel {
 	t.Helper()
-	conn, err := amqp.Dial(rabbitURL())
-	if err != nil {
-		t.Fatalf("RabbitMQ is required at %s (set RABBITMQ_URL): %v", rabbit.MaskURL(rabbitURL()), err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := testenv.AMQP(t)
 	if err := ch.Confirm(false); err != nil {
 		t.Fatal(err)
 	}
@@ -44,16 +29,11 @@ func rabbitChannel(t testing.TB) *amqp.Channel {
 // publishes n messages to it, confirmed.
 func declareQueue(t testing.TB, ch *amqp.Channel, n int) string {
 	t.Helper()
-	name := "lag-test." + broker.NewMessageID()[:8]
+	name := testenv.Name(t)
 	if _, err := ch.QueueDeclare(name, false, false, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if ch, err := amqpChannel(); err == nil {
-			_, _ = ch.QueueDelete(name, false, false, false)
-			_ = ch.Close()
-		}
-	})
+	t.Cleanup(func() { testenv.DeleteQueues(name) })
 	ctx := context.Background()
 	for i := range n {
 		conf, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", name, true, false, amqp.Publishing{Body: []byte{byte(i)}})
@@ -65,20 +45,6 @@ func declareQueue(t testing.TB, ch *amqp.Channel, n int) string {
 		}
 	}
 	return name
-}
-
-func amqpChannel() (*amqp.Channel, error) {
-	conn, err := amqp.Dial(rabbitURL())
-	if err != nil {
-		return nil, err
-	}
-	ch, err := conn.Channel()
-	if err != nil {
-		_ = conn.Close()
-		return nil, err
-	}
-	go func() { <-ch.NotifyClose(make(chan *amqp.Error, 1)); _ = conn.Close() }()
-	return ch, nil
 }
 
 func newRabbit(t testing.TB, url string) *Rabbit {
@@ -96,7 +62,7 @@ func TestRabbitDepth(t *testing.T) {
 	full := declareQueue(t, ch, 7)
 	empty := declareQueue(t, ch, 0)
 	missing := "lag-test.missing." + broker.NewMessageID()[:8]
-	r := newRabbit(t, rabbitURL())
+	r := newRabbit(t, testenv.RabbitMQ.URL())
 
 	got, err := r.Measure(t.Context(), full, missing, empty)
 	if err != nil {
@@ -136,7 +102,7 @@ func TestRabbitDepth(t *testing.T) {
 }
 
 func TestRabbitUnreachable(t *testing.T) {
-	r := newRabbit(t, "amqp://guest:secret@"+closedAddr(t)+"/")
+	r := newRabbit(t, "amqp://guest:secret@"+testenv.ClosedAddr(t)+"/")
 	_, err := r.Measure(t.Context(), "q")
 	if !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Measure against a closed port = %v, want ErrUnavailable", err)
@@ -154,7 +120,7 @@ func TestRabbitUnreachable(t *testing.T) {
 func TestRabbitURLs(t *testing.T) {
 	ch := rabbitChannel(t)
 	q := declareQueue(t, ch, 3)
-	r, err := NewRabbit(RabbitConfig{URLs: []string{"amqp://guest:one-S3CRET@" + closedAddr(t) + "/", rabbitURL()}, DialTimeout: time.Second})
+	r, err := NewRabbit(RabbitConfig{URLs: []string{"amqp://guest:one-S3CRET@" + testenv.ClosedAddr(t) + "/", testenv.RabbitMQ.URL()}, DialTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +129,7 @@ func TestRabbitURLs(t *testing.T) {
 	if err != nil || got[0].Messages != 3 {
 		t.Fatalf("Measure through the second URL = %+v, %v; want 3 messages", got, err)
 	}
-	down, err := NewRabbit(RabbitConfig{URLs: []string{"amqp://guest:one-S3CRET@" + closedAddr(t) + "/", "amqp://guest:two-S3CRET@" + closedAddr(t) + "/"}})
+	down, err := NewRabbit(RabbitConfig{URLs: []string{"amqp://guest:one-S3CRET@" + testenv.ClosedAddr(t) + "/", "amqp://guest:two-S3CRET@" + testenv.ClosedAddr(t) + "/"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +137,7 @@ func TestRabbitURLs(t *testing.T) {
 	if !errors.Is(err, ErrUnavailable) || contains(err.Error(), "S3CRET") {
 		t.Fatalf("Measure with no URL answering = %v, want ErrUnavailable without passwords", err)
 	}
-	if _, err := NewRabbit(RabbitConfig{URL: rabbitURL(), URLs: []string{rabbitURL()}}); !errors.Is(err, ErrInvalidConfig) {
+	if _, err := NewRabbit(RabbitConfig{URL: testenv.RabbitMQ.URL(), URLs: []string{testenv.RabbitMQ.URL()}}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("NewRabbit(url and urls) = %v, want ErrInvalidConfig", err)
 	}
 }

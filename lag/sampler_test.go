@@ -14,6 +14,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 func scrape(t testing.TB, reg *prometheus.Registry) map[string]*dto.MetricFamily {
@@ -77,7 +79,7 @@ func TestSamplerScrape(t *testing.T) {
 
 	k := e.measurer(t, KafkaConfig{Groups: []string{"payout-executor"}})
 	tr, _ := NewTracker(TrackerConfig{Thresholds: Thresholds{topic: {Warning: 5, Critical: 100}}})
-	s, err := NewSampler(SamplerConfig{Kafka: k, Tracker: tr, Rabbit: newRabbit(t, rabbitURL()), RabbitQueues: []string{q, q + ".absent"}})
+	s, err := NewSampler(SamplerConfig{Kafka: k, Tracker: tr, Rabbit: newRabbit(t, testenv.RabbitMQ.URL()), RabbitQueues: []string{q, q + ".absent"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,8 +119,8 @@ func TestSamplerScrape(t *testing.T) {
 // A failing source withholds its series and reads redrive_lag_up 0; Run
 // logs the outage once and returns when its context ends.
 func TestSamplerFailureAndRun(t *testing.T) {
-	logs := &logRecorder{}
-	r := newRabbit(t, "amqp://guest:guest@"+closedAddr(t)+"/")
+	logs := &testenv.Logs{}
+	r := newRabbit(t, "amqp://guest:guest@"+testenv.ClosedAddr(t)+"/")
 	s, err := NewSampler(SamplerConfig{Rabbit: r, RabbitQueues: []string{"q"}, Interval: 10 * time.Millisecond, Logger: slog.New(logs)})
 	if err != nil {
 		t.Fatal(err)
@@ -154,8 +156,8 @@ func TestSamplerFailureAndRun(t *testing.T) {
 	if len(fams) != 1 {
 		t.Errorf("families during an outage: %v, want only %s", fams, MetricUp)
 	}
-	if n := logs.count(slog.LevelWarn, "sampling failed"); n != 1 {
-		t.Errorf("outage logged %d times, want once: %q", n, logs.all())
+	if n := logs.Count(slog.LevelWarn, "sampling failed"); n != 1 {
+		t.Errorf("outage logged %d times, want once: %q", n, logs.All())
 	}
 	if _, err := NewSampler(SamplerConfig{}); !errors.Is(err, ErrInvalidConfig) {
 		t.Errorf("NewSampler without sources = %v", err)
