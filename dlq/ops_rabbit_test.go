@@ -5,68 +5,22 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/dlq/memstore"
-	"github.com/redrive/redrive/dlq/pgstore"
+	"github.com/redrive/redrive/internal/storekinds"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 var _ dlq.Republisher = (*rabbit.Broker)(nil)
 
-func rabbitURL() string {
-	if u := os.Getenv("RABBITMQ_URL"); u != "" {
-		return u
-	}
-	return rabbit.DefaultURL
-}
-
-func databaseURL() string {
-	if u := os.Getenv("DATABASE_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
-
 // stores are the stores the integration tests run on.
-var stores = []struct {
-	name string
-	open func(t *testing.T) dlq.Store
-}{
-	{"memstore", func(t *testing.T) dlq.Store {
-		s := memstore.New(memstore.Options{Logger: slog.New(slog.DiscardHandler)})
-		t.Cleanup(func() { _ = s.Close() })
-		return s
-	}},
-	{"pgstore", func(t *testing.T) dlq.Store {
-		ctx := context.Background()
-		schema := "redrive_test_" + broker.NewMessageID()[:12]
-		s, err := pgstore.Open(ctx, databaseURL(), pgstore.Options{Schema: schema, MaxConns: 4, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			t.Fatalf("PostgreSQL is required (DATABASE_URL): %v", err)
-		}
-		t.Cleanup(func() {
-			_ = s.Close()
-			conn, err := pgx.Connect(ctx, databaseURL())
-			if err != nil {
-				t.Errorf("drop schema %s: %v", schema, err)
-				return
-			}
-			defer conn.Close(ctx)
-			if _, err := conn.Exec(ctx, `DROP SCHEMA `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-				t.Errorf("drop schema %s: %v", schema, err)
-			}
-		})
-		return s
-	}},
-}
+var stores = storekinds.Kinds()
 
 // rabbitFixture is a broker with a prefix of its own, one declared
 // subscription, and a plain AMQP channel to read its queue; everything is
@@ -83,37 +37,21 @@ func newRabbit(t *testing.T) *rabbitFixture {
 	t.Helper()
 	ctx := context.Background()
 	id := broker.NewMessageID()[:8]
-	b, err := rabbit.New(ctx, rabbit.Config{URL: rabbitURL(), Prefix: "dt-" + id, Logger: slog.New(slog.DiscardHandler)})
+	b, err := rabbit.New(ctx, rabbit.Config{URL: testenv.RabbitMQ.URL(), Prefix: "dt-" + id, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		t.Fatalf("RabbitMQ is required (RABBITMQ_URL, default %s): %v", rabbit.DefaultURL, err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
 	f := &rabbitFixture{b: b, sub: broker.Subscription{Topic: "dlqtest." + id, Group: "billing"}}
 	f.queue = rabbit.Queue(f.sub.Topic, f.sub.Group)
 	f.dlq = rabbit.DLQ(f.queue)
 	t.Cleanup(func() {
 		_ = b.Close()
-		conn, err := amqp.Dial(rabbitURL())
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		ch, err := conn.Channel()
-		if err != nil {
-			return
-		}
-		for _, d := range b.Plan(f.sub) {
-			switch d.Kind {
-			case "queue":
-				_, _ = ch.QueueDelete(d.Name, false, false, false)
-			case "exchange":
-				_ = ch.ExchangeDelete(d.Name, false, false)
-			}
-		}
+		testenv.DeleteTopology(b.Plan(f.sub), func(d rabbit.Declaration) (string, string) { return d.Kind, d.Name })
 	})
 	if err := b.Declare(ctx, f.sub); err != nil {
 		t.Fatalf("Declare: %v", err)
 	}
-	conn, err := amqp.Dial(rabbitURL())
+	conn, err := amqp.Dial(testenv.RabbitMQ.URL())
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
@@ -162,10 +100,10 @@ func (f *rabbitFixture) take(t *testing.T, n int) []amqp.Delivery {
 
 func TestReplayToRabbitMQ(t *testing.T) {
 	for _, st := range stores {
-		t.Run(st.name, func(t *testing.T) {
+		t.Run(st.Name, func(t *testing.T) {
 			ctx := context.Background()
 			f := newRabbit(t)
-			s := st.open(t)
+			s := st.Open(t)
 			ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: f.b, Logger: slog.New(slog.DiscardHandler),
 				Routes: []dlq.Route{rabbit.Route(f.sub.Topic, f.sub.Group)}})
 			if err != nil {
@@ -234,13 +172,13 @@ func TestReplayAllToRabbitMQ(t *testing.T) {
 		// 1,000 entries on the embedded store; fewer on PostgreSQL, where
 		// each replay costs two transactions, to keep the test quick.
 		n := 1000
-		if st.name == "pgstore" {
+		if st.Name == "pgstore" {
 			n = 300
 		}
-		t.Run(st.name, func(t *testing.T) {
+		t.Run(st.Name, func(t *testing.T) {
 			ctx := context.Background()
 			f := newRabbit(t)
-			s := st.open(t)
+			s := st.Open(t)
 			ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: f.b, Logger: slog.New(slog.DiscardHandler),
 				Routes: []dlq.Route{rabbit.Route(f.sub.Topic, f.sub.Group)}})
 			if err != nil {

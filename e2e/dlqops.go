@@ -6,28 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
 	"github.com/redrive/redrive/internal/tcpproxy"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
-
-// DatabaseURL is the PostgreSQL the suite stores dead letters in:
-// DATABASE_URL, default the local test database.
-func DatabaseURL() string {
-	if u := os.Getenv("DATABASE_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
 
 // RunDLQ runs the dead-letter operations scenarios against env: the keeper
 // on the backend's DLQs, the PostgreSQL store, replay and discard.
@@ -51,17 +40,11 @@ func (s *suite) store(t *testing.T, dbURL, schema string) *pgstore.Store {
 	st, err := pgstore.Open(t.Context(), dbURL, pgstore.Options{Schema: schema, MaxConns: 4, Logger: quietLogger(),
 		ConnectTimeout: 5 * time.Second})
 	if err != nil {
-		t.Fatalf("PostgreSQL is required (DATABASE_URL, default %s): %v", DatabaseURL(), err)
+		testenv.PostgreSQL.Fail(t, err)
 	}
 	t.Cleanup(func() {
 		_ = st.Close()
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, DatabaseURL())
-		if err != nil {
-			return
-		}
-		defer conn.Close(ctx)
-		_, _ = conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+		testenv.DropSchema(t, schema)
 	})
 	return st
 }
@@ -189,7 +172,7 @@ func (s *suite) storeReplayDiscard(t *testing.T) {
 	topic := topicName(t)
 	sub := s.sub(topic, "payer", retrypolicy.Policy{})
 	declare(t, b, sub)
-	st := newCounting(s.store(t, DatabaseURL(), ""))
+	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
 	name := s.env.DLQName(topic, "payer")
 	s.keeper(t, b, st, name, nil)
 	rec := newRecorder()
@@ -270,7 +253,7 @@ func (s *suite) replayAll(t *testing.T) {
 	sub := s.sub(topic, "payer", retrypolicy.Policy{})
 	sub.Concurrency = 8
 	declare(t, b, sub)
-	st := newCounting(s.store(t, DatabaseURL(), ""))
+	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
 	name := s.env.DLQName(topic, "payer")
 	s.keeper(t, b, st, name, nil)
 	rec := newRecorder()
@@ -310,7 +293,7 @@ func (s *suite) keeperRestart(t *testing.T) {
 	sub := s.sub(topic, "payer", retrypolicy.Policy{})
 	sub.Concurrency = 8
 	declare(t, b, sub)
-	st := newCounting(s.store(t, DatabaseURL(), ""))
+	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
 	name := s.env.DLQName(topic, "payer")
 	stop := s.keeper(t, b, st, name, nil)
 	consume(t, b, sub, newRecorder().handler("payer", 1, failFirstLife))
@@ -332,7 +315,7 @@ func (s *suite) twoKeepers(t *testing.T) {
 	sub := s.sub(topic, "payer", retrypolicy.Policy{})
 	sub.Concurrency = 8
 	declare(t, b, sub)
-	st := newCounting(s.store(t, DatabaseURL(), ""))
+	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
 	name := s.env.DLQName(topic, "payer")
 	s.keeper(t, b, st, name, nil)
 	s.keeper(t, s.broker(t), st, name, nil) // a second process: its own connection
@@ -353,7 +336,7 @@ func (s *suite) storeOutage(t *testing.T) {
 	topic := topicName(t)
 	sub := s.sub(topic, "payer", retrypolicy.Policy{})
 	declare(t, b, sub)
-	u, err := url.Parse(DatabaseURL())
+	u, err := url.Parse(testenv.PostgreSQL.URL())
 	if err != nil {
 		t.Fatalf("DATABASE_URL: %v", err)
 	}
@@ -362,7 +345,7 @@ func (s *suite) storeOutage(t *testing.T) {
 	viaProxy.Host = px.Addr()
 	schema := "e2e_" + broker.NewMessageID()[:12]
 	st := newCounting(s.store(t, viaProxy.String(), schema))
-	direct := s.store(t, DatabaseURL(), schema) // the same tables, not through the proxy
+	direct := s.store(t, testenv.PostgreSQL.URL(), schema) // the same tables, not through the proxy
 	name := s.env.DLQName(topic, "payer")
 
 	px.SetUp(false)
@@ -390,7 +373,7 @@ func (s *suite) executionsHook(t *testing.T) {
 	sub := s.sub(topic, "deadline-worker", retrypolicy.Policy{MaxRetries: 3})
 	sub.MaxAge = 3 * s.r
 	declare(t, b, sub)
-	st := newCounting(s.store(t, DatabaseURL(), ""))
+	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
 	db := newExecutionsDB(t)
 	// The reference design's execution ids are numbers; string ids parse
 	// too. Keys differ from ids, so that only the payload names them.

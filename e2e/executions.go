@@ -14,6 +14,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // ExecutionsHook is the seed's dead-letter hook, carried by the suite as
@@ -123,9 +124,9 @@ type executionsDB struct {
 
 func newExecutionsDB(t *testing.T) *executionsDB {
 	t.Helper()
-	pool, err := pgxpool.New(t.Context(), DatabaseURL())
+	pool, err := pgxpool.New(t.Context(), testenv.PostgreSQL.URL())
 	if err != nil {
-		t.Fatalf("PostgreSQL is required (DATABASE_URL): %v", err)
+		testenv.PostgreSQL.Fail(t, err)
 	}
 	db := &executionsDB{pool: pool, table: "executions_" + broker.NewMessageID()[:10]}
 	t.Cleanup(func() {
@@ -134,7 +135,7 @@ func newExecutionsDB(t *testing.T) *executionsDB {
 	})
 	if _, err := pool.Exec(t.Context(), `CREATE TABLE `+db.ident()+` (
 		id text PRIMARY KEY, status text NOT NULL, error jsonb, updated_at timestamptz NOT NULL DEFAULT now())`); err != nil {
-		t.Fatalf("PostgreSQL is required (DATABASE_URL): create executions: %v", err)
+		testenv.PostgreSQL.Fail(t, err)
 	}
 	return db
 }

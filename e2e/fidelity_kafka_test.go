@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
 
@@ -117,7 +118,7 @@ func TestKafkaFidelity(t *testing.T) {
 
 	// The keeper stores them exactly.
 	s := &suite{env: env}
-	st := newCounting(s.store(t, DatabaseURL(), ""))
+	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
 	s.keeper(t, b, st, kafka.DLQTopic(topic), nil)
 	st.waitAll(t, kafka.DLQTopic(topic), int64(len(cases)), 60*time.Second)
 	page, err := st.List(ctx, dlq.Query{DLQ: kafka.DLQTopic(topic), Limit: 10})

@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
 
@@ -59,7 +60,7 @@ func TestRabbitMQFidelity(t *testing.T) {
 	b := Open(t, fmt.Sprintf(`
 broker: rabbitmq
 rabbitmq: {url: %q, prefix: fid-%s, delay: {mode: route, resolution: 100ms, factor: 4, levels: 4}}
-`, rabbitURL(), id)).(*rabbit.Broker)
+`, testenv.RabbitMQ.URL(), id)).(*rabbit.Broker)
 	topic, group := "fid."+id, "worker"
 	sub := broker.Subscription{Topic: topic, Group: group, Concurrency: 2, ShutdownTimeout: 10 * time.Second,
 		Policy: retrypolicy.Policy{MaxRetries: 3, Backoff: retrypolicy.Schedule{Delays: []time.Duration{200 * time.Millisecond}}}}
@@ -68,9 +69,9 @@ rabbitmq: {url: %q, prefix: fid-%s, delay: {mode: route, resolution: 100ms, fact
 	queue := rabbit.Queue(topic, group)
 	dlqName := rabbit.DLQ(queue)
 
-	conn, err := amqp.Dial(rabbitURL())
+	conn, err := amqp.Dial(testenv.RabbitMQ.URL())
 	if err != nil {
-		t.Fatalf("RabbitMQ is required: %v", err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	ch, err := conn.Channel()
@@ -184,7 +185,7 @@ rabbitmq: {url: %q, prefix: fid-%s, delay: {mode: route, resolution: 100ms, fact
 
 	// The keeper stores them: the entry keeps the exact form.
 	s := &suite{env: Env{Name: string(broker.RabbitMQ), Router: rabbit.Router{}}}
-	st := newCounting(s.store(t, DatabaseURL(), ""))
+	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
 	s.keeper(t, b, st, dlqName, nil)
 	st.waitAll(t, dlqName, int64(len(cases)), 60*time.Second)
 	page, err := st.List(ctx, dlq.Query{DLQ: dlqName, Limit: 10})

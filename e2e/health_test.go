@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/tcpproxy"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/worker"
 )
 
@@ -58,7 +59,7 @@ func waitProbe(t *testing.T, rt *worker.Runtime, path string, code int, what str
 // and restored through a proxy, the shared RabbitMQ untouched) and turns
 // 503 as soon as shutdown starts, while /livez stays 200 until the end.
 func TestHealthProbesRabbitMQ(t *testing.T) {
-	u, err := neturl.Parse(rabbitURL())
+	u, err := neturl.Parse(testenv.RabbitMQ.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ workers:
   - {name: %s, topic: %s, retry: {max_retries: 1, backoff: 100ms}}
 `, u.String(), name, topic)), worker.WithoutSignals(), worker.WithLogger(quietLogger()))
 	if err != nil {
-		t.Fatalf("RabbitMQ is required: %v", err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
 	t.Cleanup(func() {
 		deleteTopology(t, []rabbit.Declaration{{Kind: "queue", Name: rabbit.Queue(topic, name)}, {Kind: "queue", Name: rabbit.DLQ(rabbit.Queue(topic, name))}})

@@ -18,6 +18,7 @@ import (
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // originAPI is the admin API on ops, driven over HTTP as an operator would.
@@ -129,7 +130,7 @@ func (a *originAPI) check(dlqName string, forged map[string]bool, wantTarget str
 func TestRabbitMQOriginMismatch(t *testing.T) {
 	ctx := t.Context()
 	id := broker.NewMessageID()[:6]
-	b := Open(t, fmt.Sprintf("broker: rabbitmq\nrabbitmq: {url: %q, prefix: orig-%s}\n", rabbitURL(), id)).(*rabbit.Broker)
+	b := Open(t, fmt.Sprintf("broker: rabbitmq\nrabbitmq: {url: %q, prefix: orig-%s}\n", testenv.RabbitMQ.URL(), id)).(*rabbit.Broker)
 	w1 := broker.Subscription{Topic: "a." + id, Group: "w1"}
 	w2 := broker.Subscription{Topic: "b." + id, Group: "w2"}
 	t.Cleanup(func() { deleteTopology(t, b.Plan(w1, w2)) })
@@ -137,9 +138,9 @@ func TestRabbitMQOriginMismatch(t *testing.T) {
 	q1, q2 := rabbit.Queue(w1.Topic, w1.Group), rabbit.Queue(w2.Topic, w2.Group)
 	dlq1 := rabbit.DLQ(q1)
 
-	conn, err := amqp.Dial(rabbitURL())
+	conn, err := amqp.Dial(testenv.RabbitMQ.URL())
 	if err != nil {
-		t.Fatalf("RabbitMQ is required: %v", err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
 	ch, err := conn.Channel()
@@ -162,7 +163,7 @@ func TestRabbitMQOriginMismatch(t *testing.T) {
 		}
 	}
 	s := &suite{env: Env{Name: string(broker.RabbitMQ), Router: rabbit.Router{}}}
-	st := newCounting(s.store(t, DatabaseURL(), ""))
+	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
 	s.keeper(t, b, st, dlq1, nil)
 	st.waitAll(t, dlq1, int64(len(msgs)), 60*time.Second)
 
@@ -235,7 +236,7 @@ func TestKafkaOriginMismatch(t *testing.T) {
 	}
 
 	s := &suite{env: env}
-	st := newCounting(s.store(t, DatabaseURL(), ""))
+	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
 	s.keeper(t, b, st, dlq1, nil)
 	st.waitAll(t, dlq1, int64(len(recs)), 60*time.Second)
 	api := newOriginAPI(t, s.ops(t, b, st, [2]string{w1.Topic, w1.Group}, [2]string{w2.Topic, w2.Group}))

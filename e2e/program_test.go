@@ -11,6 +11,7 @@ import (
 	_ "github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/worker"
 )
 
@@ -49,7 +50,7 @@ workers:
 `, id)
 	configs := map[string]string{
 		"rabbitmq": fmt.Sprintf("broker: rabbitmq\nrabbitmq: {url: %q, prefix: e2e-prog-%s, delay: {resolution: 100ms, factor: 2, levels: 3}}\n",
-			rabbitURL(), id) + workers,
+			testenv.RabbitMQ.URL(), id) + workers,
 		"kafka": fmt.Sprintf("broker: kafka\nkafka: {brokers: [%q], fetch_max_wait: 100ms, commit_interval: 100ms}\n",
 			strings.Join(kafkatest.Cluster(t), ",")) + workers,
 	}

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -13,18 +12,12 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/testenv"
 )
-
-func rabbitURL() string {
-	if u := os.Getenv("RABBITMQ_URL"); u != "" {
-		return u
-	}
-	return rabbit.DefaultURL
-}
 
 func rabbitConfig(prefix, mode string) rabbit.Config {
 	return rabbit.Config{
-		URL:    rabbitURL(),
+		URL:    testenv.RabbitMQ.URL(),
 		Prefix: prefix,
 		Delay:  rabbit.DelayConfig{Mode: mode, Resolution: 100 * time.Millisecond, Factor: 4, Levels: 4},
 		Logger: quietLogger(),
@@ -52,7 +45,7 @@ func rabbitEnv(t *testing.T, mode string) Env {
 	cfg := rabbitConfig("e2e-"+broker.NewMessageID()[:6], mode)
 	probe, err := rabbit.New(t.Context(), cfg)
 	if err != nil {
-		t.Fatalf("RabbitMQ is required for this suite (set RABBITMQ_URL; default %s): %v", rabbit.DefaultURL, err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
 	t.Cleanup(func() { _ = probe.Close() })
 	var mu sync.Mutex
@@ -104,7 +97,7 @@ func (b *recordingBroker) Declare(ctx context.Context, subs ...broker.Subscripti
 
 // deleteTopology removes the queues and exchanges of a test run.
 func deleteTopology(t testing.TB, plan []rabbit.Declaration) {
-	conn, err := amqp.Dial(rabbitURL())
+	conn, err := amqp.Dial(testenv.RabbitMQ.URL())
 	if err != nil {
 		t.Logf("cleanup: %v", err)
 		return
@@ -133,7 +126,7 @@ func deleteTopology(t testing.TB, plan []rabbit.Declaration) {
 // for quiet more.
 func rabbitDeadLetters(ctx context.Context, t testing.TB, queue string, want int, quiet time.Duration) []dlq.Entry {
 	t.Helper()
-	conn, err := amqp.Dial(rabbitURL())
+	conn, err := amqp.Dial(testenv.RabbitMQ.URL())
 	if err != nil {
 		t.Fatalf("dial RabbitMQ for DLQ probe: %v", err)
 	}

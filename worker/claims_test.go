@@ -1,13 +1,11 @@
 package worker_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/worker"
 )
 
@@ -22,7 +21,7 @@ import (
 // counted in Redis (max_claims defaults to 5), the claim is released once
 // the message is done, and the unavailable-claims counter is registered.
 func TestRuntimeCountsClaims(t *testing.T) {
-	rdb := redisClient(t)
+	rdb := testenv.RedisClient(t)
 	id := broker.NewMessageID()[:6]
 	name, topic := "claims-worker-"+id, "worker-test.claims."+id
 	reg := prometheus.NewRegistry()
@@ -34,7 +33,7 @@ workers:
 `, id, name, topic)
 	rt, err := worker.Parse(t.Context(), []byte(yaml), worker.WithoutSignals(), quiet(), worker.WithRegisterer(reg), worker.WithClaims(rdb))
 	if err != nil {
-		t.Fatalf("RabbitMQ is required: %v", err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
 	teardown(t, yaml)
 	if got := rt.Subscriptions()[0].MaxClaims; got != broker.DefaultMaxClaims {
@@ -87,24 +86,6 @@ workers:
 	t.Error("redrive_claims_unavailable_total not registered")
 }
 
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // A worker that leaves max_claims to its default, run without a claim
 // counter on a classic queue (the Quick Start), consumes without a word
 // about max_claims; one that sets max_claims there is warned that nothing
@@ -122,11 +103,11 @@ rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: w
 workers:
   - {name: %s, topic: %s, %sretry: {backoff: 1s}}
 `, id, name, topic, tt.setting)
-		var logs syncBuffer
+		var logs testenv.Buffer
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		rt, err := worker.Parse(t.Context(), []byte(yaml), worker.WithoutSignals(), worker.WithLogger(log))
 		if err != nil {
-			t.Fatalf("RabbitMQ is required: %v", err)
+			testenv.RabbitMQ.Fail(t, err)
 		}
 		teardown(t, yaml)
 		ctx, cancel := context.WithCancel(t.Context())

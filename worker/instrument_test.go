@@ -5,32 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/worker"
 )
-
-func redisClient(t *testing.T) *redis.Client {
-	t.Helper()
-	addr := os.Getenv("REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	if err := rdb.Ping(t.Context()).Err(); err != nil {
-		t.Fatalf("Redis is required (REDIS_ADDR, default 127.0.0.1:6379): %v", err)
-	}
-	t.Cleanup(func() { _ = rdb.Close() })
-	return rdb
-}
 
 // TestRuntimeHeartbeatAndMetrics: while Run runs each worker beats in
 // Redis under its configured instance name (heartbeat.instance, expanded
@@ -38,7 +23,7 @@ func redisClient(t *testing.T) *redis.Client {
 // retries are exported; while it drains the heartbeat says SHUTTING_DOWN;
 // a clean stop removes the heartbeat.
 func TestRuntimeHeartbeatAndMetrics(t *testing.T) {
-	rdb := redisClient(t)
+	rdb := testenv.RedisClient(t)
 	id := broker.NewMessageID()[:6]
 	name, topic := "hb-worker-"+id, "worker-test.hb."+id
 	t.Setenv("REDRIVE_TEST_POD", "pod-"+id)
@@ -51,9 +36,9 @@ workers:
   - {name: %s, topic: %s, concurrency: 1, prefetch: 1, retry: {max_retries: 2, backoff: 100ms}}
 `, name, topic)), worker.WithoutSignals(), quiet(), worker.WithRegisterer(reg), worker.WithHeartbeat(rdb))
 	if err != nil {
-		t.Fatalf("RabbitMQ is required: %v", err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
-	t.Cleanup(func() { deleteQueues(rabbit.Queue(topic, name), rabbit.DLQ(rabbit.Queue(topic, name))) })
+	t.Cleanup(func() { testenv.DeleteQueues(rabbit.Queue(topic, name), rabbit.DLQ(rabbit.Queue(topic, name))) })
 	if rt.Instance() != "pod-"+id {
 		t.Fatalf("Instance() = %q, want the configured pod-%s", rt.Instance(), id)
 	}
@@ -176,26 +161,6 @@ func waitHeartbeat(t *testing.T, rdb *redis.Client, key, what string, ok func(he
 	t.Fatalf("timed out waiting for %s; heartbeat %s = %s", what, key, last)
 }
 
-// deleteQueues removes queues a test declared.
-func deleteQueues(names ...string) {
-	url := os.Getenv("RABBITMQ_URL")
-	if url == "" {
-		url = rabbit.DefaultURL
-	}
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return
-	}
-	for _, n := range names {
-		_, _ = ch.QueueDelete(n, false, false, false)
-	}
-}
-
 // counter reads the value of the counter of worker in the family name.
 func counter(t *testing.T, reg *prometheus.Registry, name, worker string) float64 {
 	t.Helper()
@@ -223,7 +188,7 @@ func counter(t *testing.T, reg *prometheus.Registry, name, worker string) float6
 // (as `redrive dev` runs its sample workers) both start, and both
 // runtimes' retries are counted.
 func TestRuntimesShareRegistry(t *testing.T) {
-	rdb := redisClient(t)
+	rdb := testenv.RedisClient(t)
 	reg := prometheus.NewRegistry()
 	id := broker.NewMessageID()[:6]
 	type run struct {
@@ -242,9 +207,9 @@ workers:
   - {name: %s, topic: %s, retry: {max_retries: 2, backoff: 100ms}}
 `, r.name, r.topic)), worker.WithoutSignals(), quiet(), worker.WithRegisterer(reg), worker.WithClaims(rdb))
 		if err != nil {
-			t.Fatalf("RabbitMQ is required: %v", err)
+			testenv.RabbitMQ.Fail(t, err)
 		}
-		t.Cleanup(func() { deleteQueues(rabbit.Queue(r.topic, r.name), rabbit.DLQ(rabbit.Queue(r.topic, r.name))) })
+		t.Cleanup(func() { testenv.DeleteQueues(rabbit.Queue(r.topic, r.name), rabbit.DLQ(rabbit.Queue(r.topic, r.name))) })
 		runs = append(runs, r)
 	}
 	ctx, cancel := context.WithCancel(t.Context())

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/worker"
 )
 
@@ -46,7 +47,7 @@ func TestRunRefusesMismatchedHandlers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rt, err := worker.Parse(t.Context(), []byte(twoWorkers(t)), worker.WithoutSignals(), quiet())
 			if err != nil {
-				t.Fatalf("RabbitMQ is required: %v", err)
+				testenv.RabbitMQ.Fail(t, err)
 			}
 			err = rt.Run(t.Context(), tt.handlers)
 			for _, w := range tt.want {

@@ -1,14 +1,11 @@
 package claims_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"net"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,24 +14,11 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/claims"
 	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
-func redisClient(t *testing.T) *redis.Client {
-	t.Helper()
-	addr := os.Getenv("REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = rdb.Close() })
-	if err := rdb.Ping(t.Context()).Err(); err != nil {
-		t.Fatalf("Redis is required (REDIS_ADDR, default 127.0.0.1:6379): %v", err)
-	}
-	return rdb
-}
-
 func TestClaimCountsAndReleaseForgets(t *testing.T) {
-	rdb := redisClient(t)
+	rdb := testenv.RedisClient(t)
 	c := claims.New(rdb, claims.WithTTL(time.Minute))
 	key := pipeline.ClaimKey("g-"+broker.NewMessageID()[:6], "id", "1")
 	t.Cleanup(func() { rdb.Del(context.Background(), key) })
@@ -58,7 +42,7 @@ func TestClaimCountsAndReleaseForgets(t *testing.T) {
 // TestProcessCountsClaims: the pipeline counts claims in the counter and
 // dead-letters the claim over MaxClaims without calling the handler.
 func TestProcessCountsClaims(t *testing.T) {
-	rdb := redisClient(t)
+	rdb := testenv.RedisClient(t)
 	key := pipeline.ClaimKey("g-"+broker.NewMessageID()[:6], "id", "1")
 	t.Cleanup(func() { rdb.Del(context.Background(), key) })
 	calls := 0
@@ -93,40 +77,10 @@ func equal(a, b []bool) bool {
 	return true
 }
 
-// closedAddr returns an address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestRedisDownFallsBackToHandling(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: closedAddr(t), MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.ClosedAddr(t), MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
-	var logs syncBuffer
+	var logs testenv.Buffer
 	c := claims.New(rdb, claims.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	p := pipeline.New(broker.Subscription{Group: "g", MaxClaims: 1, Claims: c}, nil)
 	ok := func(context.Context, *broker.Delivery) error { return nil }

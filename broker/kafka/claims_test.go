@@ -19,15 +19,9 @@ import (
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/internal/crashtest"
 	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
-
-func redisAddr() string {
-	if a := os.Getenv("REDIS_ADDR"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
 
 // poisonSub is the subscription of the poison-pill test, in parent and
 // child alike.
@@ -52,10 +46,10 @@ func TestPoisonPillIsDeadLettered(t *testing.T) {
 		poisonChild(t)
 		return
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr()})
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis.URL()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	if err := rdb.Ping(t.Context()).Err(); err != nil {
-		t.Fatalf("Redis is required (REDIS_ADDR, default 127.0.0.1:6379): %v", err)
+		testenv.Redis.Fail(t, err)
 	}
 	// Members of crashed children leave the group after a short session.
 	_, brokers := kafkatest.Fake(t, kfake.BrokerConfigs(map[string]string{"group.min.session.timeout.ms": "100"}))
@@ -85,7 +79,7 @@ func TestPoisonPillIsDeadLettered(t *testing.T) {
 	ctx, stop := context.WithCancel(t.Context())
 	sv, finished := crashtest.Supervise(ctx, t, "TestPoisonPillIsDeadLettered",
 		"POISON_BROKERS="+strings.Join(brokers, ","), "POISON_TOPIC="+topic, "POISON_GROUP="+group,
-		"POISON_ID="+poison, "REDIS_ADDR="+redisAddr())
+		"POISON_ID="+poison, "REDIS_ADDR="+testenv.Redis.URL())
 	defer func() { stop(); <-finished }()
 
 	dls := kafkatest.DeadLetters(t.Context(), t, brokers, topic, group, 1, 300*time.Millisecond)
@@ -125,7 +119,7 @@ func TestPoisonPillIsDeadLettered(t *testing.T) {
 func poisonChild(t *testing.T) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr()})
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis.URL()})
 	defer rdb.Close()
 	brokers := strings.Split(os.Getenv("POISON_BROKERS"), ",")
 	cfg := kafkatest.Config(brokers)

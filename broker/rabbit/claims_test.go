@@ -16,15 +16,9 @@ import (
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/crashtest"
 	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
-
-func redisAddr() string {
-	if a := os.Getenv("REDIS_ADDR"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
 
 const poisonMaxClaims = 3
 
@@ -65,10 +59,10 @@ func TestPoisonPillIsDeadLettered(t *testing.T) {
 func testPoisonPill(t *testing.T, queueType string) {
 	var rdb *redis.Client
 	if queueType == rabbit.Classic {
-		rdb = redis.NewClient(&redis.Options{Addr: redisAddr()})
+		rdb = redis.NewClient(&redis.Options{Addr: testenv.Redis.URL()})
 		t.Cleanup(func() { _ = rdb.Close() })
 		if err := rdb.Ping(t.Context()).Err(); err != nil {
-			t.Fatalf("Redis is required (REDIS_ADDR, default 127.0.0.1:6379): %v", err)
+			testenv.Redis.Fail(t, err)
 		}
 	}
 	topic := "poison." + broker.NewMessageID()[:6]
@@ -96,7 +90,7 @@ func testPoisonPill(t *testing.T, queueType string) {
 	ctx, stop := context.WithCancel(t.Context())
 	sv, finished := crashtest.Supervise(ctx, t, "TestPoisonPillIsDeadLettered",
 		"POISON_PREFIX="+prefix, "POISON_TOPIC="+topic, "POISON_QUEUE_TYPE="+queueType,
-		"POISON_ID="+poison, "REDIS_ADDR="+redisAddr())
+		"POISON_ID="+poison, "REDIS_ADDR="+testenv.Redis.URL())
 	defer func() { stop(); <-finished }()
 
 	dl := get(t, channel(t), rabbit.DLQ(rabbit.Queue(topic, sub.Group)))
@@ -136,11 +130,11 @@ func poisonChild(t *testing.T) {
 	defer stop()
 	var rdb *redis.Client
 	if os.Getenv("POISON_QUEUE_TYPE") == rabbit.Classic {
-		rdb = redis.NewClient(&redis.Options{Addr: redisAddr()})
+		rdb = redis.NewClient(&redis.Options{Addr: testenv.Redis.URL()})
 		defer rdb.Close()
 	}
 	b, err := rabbit.New(ctx, rabbit.Config{
-		URL: url(), Prefix: os.Getenv("POISON_PREFIX"), QueueType: os.Getenv("POISON_QUEUE_TYPE"),
+		URL: testenv.RabbitMQ.URL(), Prefix: os.Getenv("POISON_PREFIX"), QueueType: os.Getenv("POISON_QUEUE_TYPE"),
 		Delay: rabbit.DelayConfig{Resolution: 100 * time.Millisecond, Factor: 2, Levels: 3},
 	})
 	if err != nil {

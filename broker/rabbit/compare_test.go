@@ -12,12 +12,13 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // testConfig is a configuration with a prefix of its own.
 func testConfig() rabbit.Config {
 	return rabbit.Config{
-		URL:    url(),
+		URL:    testenv.RabbitMQ.URL(),
 		Prefix: "ck-" + broker.NewMessageID()[:6],
 		Delay:  rabbit.DelayConfig{Resolution: 100 * time.Millisecond, Factor: 2, Levels: 2},
 		Logger: slog.New(slog.DiscardHandler),
@@ -53,7 +54,7 @@ func TestCheckComparesWithTheServer(t *testing.T) {
 
 	checked, err := rabbit.Check(t.Context(), cfg, s1, s2)
 	if err != nil {
-		t.Fatalf("RabbitMQ is required: %v", err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
 	if n := presences(checked); len(checked) != len(plan) || n[rabbit.Missing] != len(plan) {
 		t.Fatalf("fresh prefix: %v of %d declarations, want all %q", n, len(plan), rabbit.Missing)
@@ -139,7 +140,7 @@ func TestTeardown(t *testing.T) {
 	other := sub("teardown.other." + broker.NewMessageID()[:6])
 	b, err := rabbit.New(t.Context(), cfg)
 	if err != nil {
-		t.Fatalf("RabbitMQ is required: %v", err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
 	defer b.Close()
 	if err := b.Declare(t.Context(), s, other); err != nil {

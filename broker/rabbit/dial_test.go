@@ -17,12 +17,13 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/tcpproxy"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
-// proxied returns url() with its host replaced by a proxy's address.
+// proxied returns testenv.RabbitMQ.URL() with its host replaced by a proxy's address.
 func proxied(t *testing.T) (*tcpproxy.Proxy, string) {
 	t.Helper()
-	u, err := neturl.Parse(url())
+	u, err := neturl.Parse(testenv.RabbitMQ.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func (w warnings) await(t *testing.T, want string) {
 func remote(c *amqp.Connection) string { return c.RemoteAddr().String() }
 
 func TestDialerTakesTheFirstURLThatAnswers(t *testing.T) {
-	d, err := rabbit.NewDialer(rabbit.DialerConfig{URLs: []string{closedURL(t, "one-S3CRET"), url()}, Timeout: time.Second})
+	d, err := rabbit.NewDialer(rabbit.DialerConfig{URLs: []string{closedURL(t, "one-S3CRET"), testenv.RabbitMQ.URL()}, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestDialerTakesTheFirstURLThatAnswers(t *testing.T) {
 func TestDialerFailsOverWhenTheConnectionIsLost(t *testing.T) {
 	px, first := proxied(t)
 	logs := make(warnings, 16)
-	d, err := rabbit.NewDialer(rabbit.DialerConfig{URLs: []string{first, url()}, Timeout: time.Second, Logger: slog.New(logs)})
+	d, err := rabbit.NewDialer(rabbit.DialerConfig{URLs: []string{first, testenv.RabbitMQ.URL()}, Timeout: time.Second, Logger: slog.New(logs)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,11 +145,11 @@ func TestUnreachableURLsAreAllNamedWithoutPasswords(t *testing.T) {
 }
 
 func TestURLAndURLsAreExclusive(t *testing.T) {
-	_, err := rabbit.New(t.Context(), rabbit.Config{URL: url(), URLs: []string{url()}})
+	_, err := rabbit.New(t.Context(), rabbit.Config{URL: testenv.RabbitMQ.URL(), URLs: []string{testenv.RabbitMQ.URL()}})
 	if !errors.Is(err, rabbit.ErrInvalidConfig) || !strings.Contains(err.Error(), "url and urls") {
 		t.Fatalf("New = %v, want ErrInvalidConfig naming url and urls", err)
 	}
-	_, err = rabbit.New(t.Context(), rabbit.Config{URLs: []string{url(), "http://u:pw-S3CRET@h/"}})
+	_, err = rabbit.New(t.Context(), rabbit.Config{URLs: []string{testenv.RabbitMQ.URL(), "http://u:pw-S3CRET@h/"}})
 	if !errors.Is(err, rabbit.ErrInvalidConfig) || !strings.Contains(err.Error(), "urls[1]") || strings.Contains(err.Error(), "S3CRET") {
 		t.Fatalf("New = %v, want ErrInvalidConfig naming urls[1], password masked", err)
 	}
@@ -161,7 +162,7 @@ func TestBrokerFailsOver(t *testing.T) {
 	px, first := proxied(t)
 	s := sub("failover." + broker.NewMessageID()[:6])
 	s.Concurrency, s.Prefetch = 4, 16
-	b := newBroker(t, func(c *rabbit.Config) { c.URL, c.URLs = "", []string{first, url()} }, s)
+	b := newBroker(t, func(c *rabbit.Config) { c.URL, c.URLs = "", []string{first, testenv.RabbitMQ.URL()} }, s)
 	if err := b.Declare(t.Context(), s); err != nil {
 		t.Fatal(err)
 	}

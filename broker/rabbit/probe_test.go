@@ -11,6 +11,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/tcpproxy"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // TestConsumerLagAndReady: while a handler stalls, the messages ready in
@@ -18,7 +19,7 @@ import (
 // consumer, up to its prefetch, are not); a lost connection makes
 // ConsumerReady fail until the session is back.
 func TestConsumerLagAndReady(t *testing.T) {
-	u, err := neturl.Parse(url())
+	u, err := neturl.Parse(testenv.RabbitMQ.URL())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // A connection lost in the middle of a Publish call loses nothing: the
@@ -24,7 +25,7 @@ func TestPublishResendsUnconfirmedAfterLostConnection(t *testing.T) {
 	}
 	b, err := New(t.Context(), Config{URL: url, Prefix: "pub-" + broker.NewMessageID()[:6], Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		t.Fatalf("RabbitMQ is required (RABBITMQ_URL): %v", err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
 	s := broker.Subscription{Topic: "resend." + broker.NewMessageID()[:6], Group: "g"}
 	t.Cleanup(func() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -13,22 +12,16 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
-
-func url() string {
-	if u := os.Getenv("RABBITMQ_URL"); u != "" {
-		return u
-	}
-	return rabbit.DefaultURL
-}
 
 // newBroker connects with a prefix of its own and removes its topology
 // when the test ends. RabbitMQ is required: unreachable fails the test.
 func newBroker(t *testing.T, mod func(*rabbit.Config), subs ...broker.Subscription) *rabbit.Broker {
 	t.Helper()
 	cfg := rabbit.Config{
-		URL:    url(),
+		URL:    testenv.RabbitMQ.URL(),
 		Prefix: "rt-" + broker.NewMessageID()[:6],
 		Delay:  rabbit.DelayConfig{Resolution: 100 * time.Millisecond, Factor: 2, Levels: 3},
 		Logger: slog.New(slog.DiscardHandler),
@@ -38,7 +31,7 @@ func newBroker(t *testing.T, mod func(*rabbit.Config), subs ...broker.Subscripti
 	}
 	b, err := rabbit.New(t.Context(), cfg)
 	if err != nil {
-		t.Fatalf("RabbitMQ is required (RABBITMQ_URL, default %s): %v", rabbit.DefaultURL, err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
 	t.Cleanup(func() {
 		_ = b.Close()
@@ -47,38 +40,10 @@ func newBroker(t *testing.T, mod func(*rabbit.Config), subs ...broker.Subscripti
 	return b
 }
 
-func channel(t *testing.T) *amqp.Channel {
-	t.Helper()
-	conn, err := amqp.Dial(url())
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatalf("channel: %v", err)
-	}
-	return ch
-}
+func channel(t *testing.T) *amqp.Channel { return testenv.AMQP(t) }
 
 func cleanup(t *testing.T, plan []rabbit.Declaration) {
-	conn, err := amqp.Dial(url())
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return
-	}
-	for _, d := range plan {
-		switch d.Kind {
-		case "queue":
-			_, _ = ch.QueueDelete(d.Name, false, false, false)
-		case "exchange":
-			_ = ch.ExchangeDelete(d.Name, false, false)
-		}
-	}
+	testenv.DeleteTopology(plan, func(d rabbit.Declaration) (string, string) { return d.Kind, d.Name })
 }
 
 // get reads one message from queue, waiting up to 10 s.

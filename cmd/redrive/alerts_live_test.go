@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // Heartbeat thresholds of the live test (heartbeat: section of every
@@ -51,7 +51,7 @@ heartbeat: {interval: %s, ttl: 1s, missing_after: %s, idle_after: 3s, shutdown_s
 admin: {listen: %q}
 exporter: {listen: %q}
 workers:
-`, rabbitURL(), id, redisAddr(), config.Duration(liveBeat), config.Duration(liveMissingAfter), envLivePod, d.admin, d.metrics)
+`, testenv.RabbitMQ.URL(), id, testenv.Redis.URL(), config.Duration(liveBeat), config.Duration(liveMissingAfter), envLivePod, d.admin, d.metrics)
 	w := map[string]string{
 		d.pay:   fmt.Sprintf("  - {name: %s, topic: live.pay.%s, retry: {max_retries: 0, backoff: 100ms}, dlq: {severity: critical}}\n", d.pay, id),
 		d.mail:  fmt.Sprintf("  - {name: %s, topic: live.mail.%s, retry: {max_retries: 0, backoff: 100ms}, dlq: {severity: warning}}\n", d.mail, id),
@@ -89,7 +89,7 @@ func (d *liveDeployment) cleanup(t *testing.T) {
 			deletePlan(plan)
 		}
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr()})
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis.URL()})
 	defer rdb.Close()
 	ctx := context.Background()
 	for _, typ := range []string{d.pay, d.mail, d.stall, d.fleet} {
@@ -100,23 +100,7 @@ func (d *liveDeployment) cleanup(t *testing.T) {
 }
 
 func deletePlan(plan []rabbit.Declaration) {
-	conn, err := amqp.Dial(rabbitURL())
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return
-	}
-	for _, d := range plan {
-		switch d.Kind {
-		case "queue":
-			_, _ = ch.QueueDelete(d.Name, false, false, false)
-		case "exchange":
-			_ = ch.ExchangeDelete(d.Name, false, false)
-		}
-	}
+	testenv.DeleteTopology(plan, func(d rabbit.Declaration) (string, string) { return d.Kind, d.Name })
 }
 
 // publish sends bodies to topic, in order, with redrive's publisher.
@@ -128,7 +112,7 @@ func (d *liveDeployment) publish(t *testing.T, topic string, bodies ...string) {
 	}
 	b, err := openBroker(t.Context(), c)
 	if err != nil {
-		t.Fatalf("RabbitMQ is required: %v", err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
 	defer b.Close()
 	msgs := make([]broker.Message, len(bodies))

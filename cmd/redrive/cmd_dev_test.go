@@ -18,6 +18,7 @@ import (
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 func TestDevBadInput(t *testing.T) {
@@ -156,7 +157,7 @@ func mustJSON(v any) []byte {
 // and deletes every exchange and queue it declared; with --keep they stay,
 // listed with their messages, and the next run takes them over.
 func TestDevRabbitMQ(t *testing.T) {
-	url := rabbitURL() // before clearEnv, which unsets RABBITMQ_URL
+	url := testenv.RabbitMQ.URL() // before clearEnv, which unsets RABBITMQ_URL
 	clearEnv(t)
 	t.Setenv("RABBITMQ_URL", url)
 	prefix := "dev-" + broker.NewMessageID()[:6]
@@ -244,9 +245,9 @@ func TestDevRabbitMQ(t *testing.T) {
 // existing returns the queues and exchanges of plan that exist.
 func existing(t *testing.T, plan []rabbit.Declaration) []string {
 	t.Helper()
-	conn, err := amqp.Dial(rabbitURL())
+	conn, err := amqp.Dial(testenv.RabbitMQ.URL())
 	if err != nil {
-		t.Fatalf("RabbitMQ is required: %v", err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
 	defer conn.Close()
 	var out []string

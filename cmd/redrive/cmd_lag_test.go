@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // kafkaCluster is a kfake cluster whose topic "orders" (2 partitions)
@@ -54,7 +55,7 @@ kafka: {brokers: [%q]}
 redis: {addr: %q}
 workers: [{name: billing, topic: orders, dlq: {severity: critical}}]
 lag: {thresholds: {orders: {warning: 5, critical: 50}}}
-%s`, strings.Join(addrs, ","), redisAddr(), extra))
+%s`, strings.Join(addrs, ","), testenv.Redis.URL(), extra))
 }
 
 func TestLagKafka(t *testing.T) {

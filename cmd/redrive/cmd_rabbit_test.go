@@ -14,14 +14,8 @@ import (
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/testenv"
 )
-
-func rabbitURL() string {
-	if u := os.Getenv("RABBITMQ_URL"); u != "" {
-		return u
-	}
-	return rabbit.DefaultURL
-}
 
 // rabbitConfig writes a config with a prefix and topic of its own and
 // deletes what the test declared when it ends.
@@ -34,7 +28,7 @@ broker: rabbitmq
 rabbitmq: {url: %q, prefix: cli-%s, delay: {resolution: 100ms, factor: 2, levels: 2}}
 workers:
   - {name: billing, topic: %s, retry: {backoff: 100ms}}
-`, rabbitURL(), id, topic))
+`, testenv.RabbitMQ.URL(), id, topic))
 	teardownAfter(t, path)
 	return path, topic
 }
@@ -66,9 +60,9 @@ func TestTopologyApplyAndPublish(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "queue    "+q+" ") || !strings.Contains(out, "# dry run:") {
 		t.Fatalf("dry run: %d\n%s%s", code, out, errOut)
 	}
-	conn, err := amqp.Dial(rabbitURL())
+	conn, err := amqp.Dial(testenv.RabbitMQ.URL())
 	if err != nil {
-		t.Fatalf("RabbitMQ is required: %v", err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
 	defer conn.Close()
 	ch, _ := conn.Channel()
@@ -113,9 +107,9 @@ func TestTopologyDryRunConflicts(t *testing.T) {
 		t.Fatalf("dry run after apply: %d\n%s%s", code, out, errOut)
 	}
 
-	conn, err := amqp.Dial(rabbitURL())
+	conn, err := amqp.Dial(testenv.RabbitMQ.URL())
 	if err != nil {
-		t.Fatalf("RabbitMQ is required: %v", err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
 	defer conn.Close()
 	ch, _ := conn.Channel()
@@ -184,7 +178,7 @@ broker: rabbitmq
 rabbitmq: {url: %q, prefix: clim-%s, queue_type: %s, delay: {resolution: 100ms, factor: 2, levels: 2}}
 workers:
   - {name: billing, topic: %s, retry: {backoff: 100ms}}
-`, rabbitURL(), id, queueType, topic))
+`, testenv.RabbitMQ.URL(), id, queueType, topic))
 	}
 	classic := doc("classic")
 	teardownAfter(t, classic)

@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // `redrive serve` on Kafka (kfake): the workers of one topic share its
@@ -37,7 +38,7 @@ workers:
   - {name: audit, topic: orders, dlq: {severity: info}}
 admin: {listen: %q, token: tok-kafka}
 exporter: {listen: %q}
-`, strings.Join(cluster.ListenAddrs(), ","), redisAddr(), adminAddr, metricsAddr))
+`, strings.Join(cluster.ListenAddrs(), ","), testenv.Redis.URL(), adminAddr, metricsAddr))
 	if _, err := config.Load(path); err != nil {
 		t.Fatal(err)
 	}

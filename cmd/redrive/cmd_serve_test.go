@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // serveEnv is a deployment for `redrive serve`: a configuration with a
@@ -51,7 +52,7 @@ workers:
 lag: {thresholds: {%s: {warning: 5, critical: 10}}}
 admin: {listen: %q, token: %q}
 exporter: {listen: %q}
-`, rabbitURL(), e.prefix, redisAddr(), pg, e.worker, e.topic, e.topic, adminAddr, e.token, metricsAddr))
+`, testenv.RabbitMQ.URL(), e.prefix, testenv.Redis.URL(), pg, e.worker, e.topic, e.topic, adminAddr, e.token, metricsAddr))
 	teardownAfter(t, e.path)
 	return e
 }
@@ -137,7 +138,7 @@ func TestServeDLQOperations(t *testing.T) {
 	}
 	b, err := rabbit.New(t.Context(), rc)
 	if err != nil {
-		t.Fatalf("RabbitMQ is required: %v", err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
 	defer b.Close()
 	cctx, stopConsumer := context.WithCancel(t.Context())
@@ -202,7 +203,7 @@ func TestServeDLQOperations(t *testing.T) {
 	if code, out, errOut := e.dlq(t, "replay", e.dlqName, id); code != exitOK || out != "replayed "+e.dlqName+"/"+id+" to "+dest+" (status replayed)\n" {
 		t.Fatalf("dlq replay: %d %q %s; want it to name %q", code, out, errOut, dest)
 	}
-	conn, err := amqp.Dial(rabbitURL())
+	conn, err := amqp.Dial(testenv.RabbitMQ.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -306,7 +307,7 @@ redis: {addr: %q}
 workers: [{name: billing, topic: orders}]
 admin: {listen: %q}
 exporter: {listen: %q}
-`, freeAddr(t), redisAddr(), freeAddr(t), metrics))
+`, freeAddr(t), testenv.Redis.URL(), freeAddr(t), metrics))
 	d := startDaemon(t, "serve", "--config", path, "--insecure-no-auth")
 	eventually(t, "serve logs the unreachable broker", func() bool {
 		return strings.Contains(d.stderr.String(), "broker rabbitmq unreachable; retrying")

@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,45 +15,13 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redrive/redrive/internal/testenv"
 )
-
-// Services of the operations tests; unreachable fails the test.
-func redisAddr() string {
-	if a := os.Getenv("REDIS_ADDR"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
-
-func databaseURL() string {
-	if u := os.Getenv("DATABASE_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader at once:
-// the stderr of a daemon running in the background.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // daemon is `redrive <args>` running in the background.
 type daemonRun struct {
-	stdout, stderr *syncBuffer
+	stdout, stderr *testenv.Buffer
 	cancel         context.CancelFunc
 	done           chan int
 }
@@ -66,7 +31,7 @@ type daemonRun struct {
 func startDaemon(t *testing.T, args ...string) *daemonRun {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &daemonRun{stdout: &syncBuffer{}, stderr: &syncBuffer{}, cancel: cancel, done: make(chan int, 1)}
+	d := &daemonRun{stdout: &testenv.Buffer{}, stderr: &testenv.Buffer{}, cancel: cancel, done: make(chan int, 1)}
 	go func() { d.done <- run(ctx, args, d.stdout, d.stderr) }()
 	t.Cleanup(func() { d.stop(t) })
 	return d
@@ -201,41 +166,25 @@ next:
 func newSchema(t *testing.T, schema string) string {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, databaseURL())
+	conn, err := pgx.Connect(ctx, testenv.PostgreSQL.URL())
 	if err != nil {
-		t.Fatalf("PostgreSQL is required (DATABASE_URL, default %s): %v", databaseURL(), err)
+		testenv.PostgreSQL.Fail(t, err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
 		t.Fatalf("create schema %s: %v", schema, err)
 	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, databaseURL())
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
+	t.Cleanup(func() { testenv.DropSchema(t, schema) })
 	sep := "?"
-	if strings.Contains(databaseURL(), "?") {
+	if strings.Contains(testenv.PostgreSQL.URL(), "?") {
 		sep = "&"
 	}
-	return databaseURL() + sep + "search_path=" + schema
+	return testenv.PostgreSQL.URL() + sep + "search_path=" + schema
 }
 
 // newRedisClient connects to the test Redis.
 func newRedisClient(t *testing.T) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: redisAddr()})
-	if err := c.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("Redis is required at %s (set REDIS_ADDR): %v", redisAddr(), err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return testenv.RedisClient(t)
 }
 
 // fields returns the whitespace-separated fields of the first line of out

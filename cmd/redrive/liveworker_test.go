@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/worker"
 )
 
@@ -44,7 +45,7 @@ func TestMain(m *testing.M) {
 func liveWorkerMain(path string) int {
 	dir := os.Getenv(envLiveDir)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr()})
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis.URL()})
 	defer rdb.Close()
 	rt, err := worker.Load(context.Background(), path, worker.WithHeartbeat(rdb), worker.WithLogger(log))
 	if err != nil {
@@ -96,7 +97,7 @@ func liveHandler(name, dir, instance string) broker.Handler {
 type liveWorker struct {
 	name   string
 	cmd    *exec.Cmd
-	log    *syncBuffer
+	log    *testenv.Buffer
 	exited chan struct{}
 }
 
@@ -105,7 +106,7 @@ type liveWorker struct {
 // ends, and when the test process dies.
 func startLiveWorker(t *testing.T, config, pod, dir string) *liveWorker {
 	t.Helper()
-	w := &liveWorker{name: pod, log: &syncBuffer{}, exited: make(chan struct{})}
+	w := &liveWorker{name: pod, log: &testenv.Buffer{}, exited: make(chan struct{})}
 	w.cmd = exec.Command(os.Args[0], "-test.run=^$")
 	w.cmd.Env = append(os.Environ(), envLiveWorker+"="+config, envLiveDir+"="+dir, envLivePod+"="+pod)
 	w.cmd.Stdout, w.cmd.Stderr = w.log, w.log

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // The shipped Prometheus files: the documented scrape config and the rules.
@@ -28,7 +30,7 @@ var (
 // (killed if it lingers) when the test ends.
 type promServer struct {
 	url string
-	log *syncBuffer
+	log *testenv.Buffer
 }
 
 // shortFor is the `for:` of every rule in the live test.
@@ -86,7 +88,7 @@ func startPrometheus(t *testing.T, target string) *promServer {
 	}
 
 	addr := freeAddr(t)
-	p := &promServer{url: "http://" + addr, log: &syncBuffer{}}
+	p := &promServer{url: "http://" + addr, log: &testenv.Buffer{}}
 	cmd := exec.Command(bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--log.level=warn", "--storage.tsdb.retention.time=1h")
 	cmd.Stdout, cmd.Stderr = p.log, p.log

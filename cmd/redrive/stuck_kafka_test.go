@@ -14,6 +14,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // TestStuckWorkerKafka is the stall part of TestAlertsLive on Kafka: a
@@ -41,7 +42,7 @@ workers:
   - {name: %s, topic: %s, retry: {backoff: 100ms}}
 admin: {listen: %q}
 exporter: {listen: %q}
-`, strings.Join(cluster.ListenAddrs(), ","), redisAddr(), envLivePod, name, topic, adminAddr, metricsAddr))
+`, strings.Join(cluster.ListenAddrs(), ","), testenv.Redis.URL(), envLivePod, name, topic, adminAddr, metricsAddr))
 	rdb := newRedisClient(t)
 	t.Cleanup(func() {
 		ctx := context.Background()

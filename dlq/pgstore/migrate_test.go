@@ -11,16 +11,15 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // Several instances starting at once on an empty schema: each migration is
 // applied exactly once and every instance works.
 func TestConcurrentOpenMigratesOnce(t *testing.T) {
-	schema := "redrive_test_" + broker.NewMessageID()[:12]
-	t.Cleanup(func() { dropSchema(t, schema) })
+	schema := testenv.Schema(t)
 	const n = 5
 	ctx := context.Background()
 	stores := make([]*pgstore.Store, n)
@@ -30,7 +29,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			stores[i], errs[i] = pgstore.Open(ctx, databaseURL(), pgstore.Options{Schema: schema, MaxConns: 2, Logger: slog.New(slog.DiscardHandler)})
+			stores[i], errs[i] = pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Options{Schema: schema, MaxConns: 2, Logger: slog.New(slog.DiscardHandler)})
 		}()
 	}
 	wg.Wait()
@@ -99,7 +98,7 @@ func TestOpenErrors(t *testing.T) {
 	}{
 		{"unreachable", "postgres://bob:s3cret@127.0.0.1:1/db?sslmode=disable", "", []string{"pgstore: connect to", "127.0.0.1:1", "bob"}, "s3cret"},
 		{"bad url", "postgres://bob:s3cret@127.0.0.1:5432/db?sslmode=bogus", "", []string{"pgstore: database url"}, "s3cret"},
-		{"bad schema", databaseURL(), "Robert'); DROP TABLE x;--", []string{"schema"}, ""},
+		{"bad schema", testenv.PostgreSQL.URL(), "Robert'); DROP TABLE x;--", []string{"schema"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -154,11 +153,10 @@ func (r *recorder) Republish(_ context.Context, e dlq.Entry, to dlq.Route, _ str
 // replays with its string headers; the archive migrates too.
 func TestVersion1EntryReplays(t *testing.T) {
 	ctx := context.Background()
-	schema := "redrive_test_" + broker.NewMessageID()[:12]
-	t.Cleanup(func() { dropSchema(t, schema) })
-	conn, err := pgx.Connect(ctx, databaseURL())
+	schema := testenv.Schema(t)
+	conn, err := pgx.Connect(ctx, testenv.PostgreSQL.URL())
 	if err != nil {
-		t.Fatalf("PostgreSQL is required: %v", err)
+		testenv.PostgreSQL.Fail(t, err)
 	}
 	defer conn.Close(ctx)
 	v1, err := os.ReadFile("migrations/0001_init.sql")

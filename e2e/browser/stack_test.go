@@ -23,6 +23,7 @@ import (
 	"github.com/redrive/redrive/dlq/console"
 	"github.com/redrive/redrive/dlq/memstore"
 	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/lag"
 )
 
@@ -82,7 +83,7 @@ func newStack(t *testing.T) *stack {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:6379"})
 	t.Cleanup(func() { _ = rdb.Close() })
 	if err := rdb.Ping(ctx).Err(); err != nil {
-		t.Fatalf("Redis is required on 127.0.0.1:6379: %v", err)
+		testenv.Redis.Fail(t, err)
 	}
 	prefix := "redrive-browser-" + broker.NewMessageID()[:10] + ":"
 	beat, err := heartbeat.NewPublisher(rdb, heartbeat.PublisherConfig{Type: group, Instance: group + "-1", Prefix: prefix, Logger: log})

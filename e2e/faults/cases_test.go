@@ -21,6 +21,7 @@ import (
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/tcpproxy"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/worker"
 )
 
@@ -183,12 +184,12 @@ func TestKafkaBrokerRemoved(t *testing.T) {
 // the outage, heartbeats resume after it, and so does the traffic
 // published after it.
 func TestRedisUnreachable(t *testing.T) {
-	direct := redis.NewClient(&redis.Options{Addr: redisAddr()})
+	direct := redis.NewClient(&redis.Options{Addr: testenv.Redis.URL()})
 	t.Cleanup(func() { _ = direct.Close() })
 	if err := direct.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("Redis is required (REDIS_ADDR, default 127.0.0.1:6379): %v", err)
+		testenv.Redis.Fail(t, err)
 	}
-	px := tcpproxy.New(t, redisAddr())
+	px := tcpproxy.New(t, testenv.Redis.URL())
 	rdb := redis.NewClient(&redis.Options{Addr: px.Addr(), MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
 
@@ -202,7 +203,7 @@ rabbitmq: {url: %q, prefix: %q, delay: {resolution: 100ms, factor: 2, levels: 3}
 heartbeat: {interval: 100ms, ttl: 2s}
 workers:
   - {name: %s, topic: %s, queue_ttl: 0s, concurrency: 4, prefetch: 16, max_claims: 5, retry: {max_retries: 2, backoff: [100ms]}}
-`, rabbitURL(), prefix, group, topic)
+`, testenv.RabbitMQ.URL(), prefix, group, topic)
 	rt, err := worker.Parse(context.Background(), []byte(yaml),
 		worker.WithHeartbeat(rdb), worker.WithoutSignals(), worker.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
@@ -288,10 +289,10 @@ func TestStoreUnreachable(t *testing.T) {
 // poison pill is dead-lettered with reason max_claims after max_claims
 // handler starts while every other message is handled.
 func TestPoisonPill(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr()})
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis.URL()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
-		t.Fatalf("Redis is required (REDIS_ADDR, default 127.0.0.1:6379): %v", err)
+		testenv.Redis.Fail(t, err)
 	}
 	t.Run("rabbitmq", func(t *testing.T) {
 		topic := "faults.poison." + broker.NewMessageID()[:6]

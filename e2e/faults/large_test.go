@@ -32,6 +32,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/pgstore"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // TestLargeDeadLettersMemory (issue 12, bounded memory): 100 dead letters of
@@ -53,7 +54,7 @@ func TestLargeDeadLettersMemory(t *testing.T) {
 	ctx := t.Context()
 	start := time.Now()
 	schema := "faults_" + broker.NewMessageID()[:12]
-	st := openStore(t, databaseURL(), schema)
+	st := openStore(t, testenv.PostgreSQL.URL(), schema)
 
 	// RabbitMQ: the worker whose DLQ holds the entries.
 	sub := broker.Subscription{Topic: "large." + broker.NewMessageID()[:6], Group: "g"}
@@ -333,7 +334,7 @@ func (c *replayCounter) wait(t *testing.T, n int, timeout time.Duration) map[str
 // each message by its x-redrive-replayed-from header, checking its body.
 func drainReplays(t *testing.T, queue string, sums map[string][32]byte) *replayCounter {
 	t.Helper()
-	conn, err := amqp.Dial(rabbitURL())
+	conn, err := amqp.Dial(testenv.RabbitMQ.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +426,7 @@ func largeChild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
-	st, err := pgstore.Open(ctx, databaseURL(), pgstore.Options{Schema: os.Getenv(envMemSchema), MaxConns: 8, Logger: quiet})
+	st, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Options{Schema: os.Getenv(envMemSchema), MaxConns: 8, Logger: quiet})
 	if err != nil {
 		rep.Err = err.Error()
 		return

@@ -36,6 +36,7 @@ import (
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // The child process of TestReplayAllMemory and TestKeeperMemory is this
@@ -171,7 +172,7 @@ func TestReplayAllMemory(t *testing.T) {
 	// PostgreSQL: a schema of its own with the tables of pgstore's
 	// migrations, the entries bulk-loaded.
 	schema := "faults_" + broker.NewMessageID()[:12]
-	st := openStore(t, databaseURL(), schema)
+	st := openStore(t, testenv.PostgreSQL.URL(), schema)
 	const dlqName, topic = "memory.dlq", "memory"
 	loadEntries(t, st, dlqName, topic, n)
 	loaded := time.Since(start)
@@ -266,7 +267,7 @@ func TestKeeperMemory(t *testing.T) {
 	ctx := t.Context()
 	start := time.Now()
 	schema := "faults_" + broker.NewMessageID()[:12]
-	st := openStore(t, databaseURL(), schema)
+	st := openStore(t, testenv.PostgreSQL.URL(), schema)
 	topic := "kmemory"
 	dlqName := kafka.DLQTopic(topic)
 
@@ -347,7 +348,7 @@ func keeperChild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
-	st, err := pgstore.Open(ctx, databaseURL(), pgstore.Options{Schema: os.Getenv(envMemSchema), MaxConns: 4, Logger: quiet})
+	st, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Options{Schema: os.Getenv(envMemSchema), MaxConns: 4, Logger: quiet})
 	if err != nil {
 		rep.Err = err.Error()
 		return
@@ -441,7 +442,7 @@ func startMemChild(t *testing.T, test string, env ...string) (wait func() memRep
 	cmd.Env = append(append(os.Environ(),
 		envMemChild+"=1",
 		envMemReport+"="+reportFile,
-		"DATABASE_URL="+noSyncCommit(databaseURL()),
+		"DATABASE_URL="+noSyncCommit(testenv.PostgreSQL.URL()),
 	), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var out bytes.Buffer
@@ -628,7 +629,7 @@ func replayAllChild(t *testing.T) {
 	var rep memReport
 	defer writeReport(t, &rep)
 	quiet := slog.New(slog.DiscardHandler)
-	st, err := pgstore.Open(ctx, databaseURL(), pgstore.Options{Schema: os.Getenv(envMemSchema), MaxConns: 4, Logger: quiet})
+	st, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Options{Schema: os.Getenv(envMemSchema), MaxConns: 4, Logger: quiet})
 	if err != nil {
 		rep.Err = err.Error()
 		return

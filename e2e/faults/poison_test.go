@@ -10,6 +10,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/crashtest"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // poisonPill is TestPoisonPill on b, whose worker subprocesses are of kind
@@ -26,7 +27,7 @@ func poisonPill(t *testing.T, b broker.Broker, sub broker.Subscription, kind str
 	}
 	publishAll(t, b, sub.Topic, published, nil)
 	ctx, stop := context.WithCancel(context.Background())
-	env = append(env, envChild+"="+kind, envTopic+"="+sub.Topic, envPoison+"="+poison, "REDIS_ADDR="+redisAddr())
+	env = append(env, envChild+"="+kind, envTopic+"="+sub.Topic, envPoison+"="+poison, "REDIS_ADDR="+testenv.Redis.URL())
 	sv, finished := crashtest.Supervise(ctx, t, "TestPoisonPill", env...)
 	defer func() { stop(); <-finished }()
 	sv.WaitDone(2*time.Minute, others...)

@@ -21,23 +21,17 @@ import (
 	"github.com/redrive/redrive/broker/claims"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/crashtest"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
 
 const childRabbit = "rabbit"
 
-func rabbitURL() string {
-	if u := os.Getenv("RABBITMQ_URL"); u != "" {
-		return u
-	}
-	return rabbit.DefaultURL
-}
-
 // rabbitConfig is the configuration of every RabbitMQ broker of the suite,
 // parent and child: short delay tiers under prefix.
 func rabbitConfig(prefix string) rabbit.Config {
 	return rabbit.Config{
-		URL:    rabbitURL(),
+		URL:    testenv.RabbitMQ.URL(),
 		Prefix: prefix,
 		Delay:  rabbit.DelayConfig{Resolution: 100 * time.Millisecond, Factor: 2, Levels: 3},
 		Logger: slog.New(slog.DiscardHandler),
@@ -62,7 +56,7 @@ func newRabbit(t testing.TB, subs ...broker.Subscription) (*rabbit.Broker, strin
 	prefix := "faults-" + broker.NewMessageID()[:6]
 	b, err := rabbit.New(context.Background(), rabbitConfig(prefix))
 	if err != nil {
-		t.Fatalf("RabbitMQ is required (RABBITMQ_URL, default %s): %v", rabbit.DefaultURL, err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
 	t.Cleanup(func() {
 		_ = b.Close()
@@ -78,30 +72,14 @@ func newRabbit(t testing.TB, subs ...broker.Subscription) (*rabbit.Broker, strin
 
 // deleteTopology deletes the queues and exchanges of plan, best effort.
 func deleteTopology(plan []rabbit.Declaration) {
-	conn, err := amqp.Dial(rabbitURL())
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return
-	}
-	for _, d := range plan {
-		switch d.Kind {
-		case "queue":
-			_, _ = ch.QueueDelete(d.Name, false, false, false)
-		case "exchange":
-			_ = ch.ExchangeDelete(d.Name, false, false)
-		}
-	}
+	testenv.DeleteTopology(plan, func(d rabbit.Declaration) (string, string) { return d.Kind, d.Name })
 }
 
 // rabbitDeadLetters drains the dead-letter queue of sub and counts its
 // messages by id.
 func rabbitDeadLetters(t testing.TB, sub broker.Subscription) map[string]int {
 	t.Helper()
-	return deadLettersAt(t, rabbitURL(), sub)
+	return deadLettersAt(t, testenv.RabbitMQ.URL(), sub)
 }
 
 // deadLettersAt is rabbitDeadLetters on the broker at url.
@@ -127,7 +105,7 @@ func deadLettersAt(t testing.TB, url string, sub broker.Subscription) map[string
 // closes the connection.
 func amqpChannel(t testing.TB) (*amqp.Connection, *amqp.Channel) {
 	t.Helper()
-	return amqpChannelAt(t, rabbitURL())
+	return amqpChannelAt(t, testenv.RabbitMQ.URL())
 }
 
 // amqpChannelAt is amqpChannel on the broker at url.
@@ -222,7 +200,7 @@ func rabbitmqctl(args ...string) error {
 // waitAMQP waits until RabbitMQ accepts AMQP connections again.
 func waitAMQP(timeout time.Duration) error {
 	host := "127.0.0.1:5672"
-	if u, err := neturl.Parse(rabbitURL()); err == nil && u.Host != "" {
+	if u, err := neturl.Parse(testenv.RabbitMQ.URL()); err == nil && u.Host != "" {
 		host = u.Host
 		if u.Port() == "" {
 			host = net.JoinHostPort(u.Hostname(), "5672")
@@ -230,7 +208,7 @@ func waitAMQP(timeout time.Duration) error {
 	}
 	deadline := time.Now().Add(timeout)
 	for {
-		conn, err := amqp.Dial(rabbitURL())
+		conn, err := amqp.Dial(testenv.RabbitMQ.URL())
 		if err == nil {
 			_ = conn.Close()
 			return nil
@@ -275,7 +253,7 @@ func childSub(sub broker.Subscription) (broker.Subscription, func()) {
 	if os.Getenv(envPoison) == "" {
 		return sub, func() {}
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr()})
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis.URL()})
 	return poisonSub(sub, rdb), func() { _ = rdb.Close() }
 }
 

@@ -5,19 +5,11 @@ package faults
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-func redisAddr() string {
-	if a := os.Getenv("REDIS_ADDR"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
 
 // waitBeat waits (10 s at most) for a heartbeat at key newer than after.
 // Redis has no event to await here, so it polls at the beat interval.

@@ -7,25 +7,23 @@ import (
 	"errors"
 	"log/slog"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
 	"github.com/redrive/redrive/internal/tcpproxy"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // storeOutage is TestStoreUnreachable on broker b (kind: broker.RabbitMQ
 // or broker.Kafka) whose dead letters of sub go to dlqName.
 func storeOutage(t *testing.T, b broker.Broker, kind, dlqName string, sub broker.Subscription) {
-	u, err := url.Parse(databaseURL())
+	u, err := url.Parse(testenv.PostgreSQL.URL())
 	if err != nil {
 		t.Fatalf("DATABASE_URL: %v", err)
 	}
@@ -34,7 +32,7 @@ func storeOutage(t *testing.T, b broker.Broker, kind, dlqName string, sub broker
 	viaProxy.Host = px.Addr()
 	schema := "faults_" + broker.NewMessageID()[:12]
 	st := &counting{Store: openStore(t, viaProxy.String(), schema), changed: make(chan struct{})}
-	direct := openStore(t, databaseURL(), schema) // the same tables, not through the proxy
+	direct := openStore(t, testenv.PostgreSQL.URL(), schema) // the same tables, not through the proxy
 
 	px.SetUp(false)
 	defer px.SetUp(true)
@@ -64,15 +62,6 @@ func storeOutage(t *testing.T, b broker.Broker, kind, dlqName string, sub broker
 	account(t, published, c.counts(), stored(t, direct, dlqName))
 }
 
-// databaseURL is DATABASE_URL, by default the local test database (as in
-// the e2e package).
-func databaseURL() string {
-	if u := os.Getenv("DATABASE_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
-
 // openStore opens the PostgreSQL store of schema at dbURL, dropping the
 // schema when t ends.
 func openStore(t testing.TB, dbURL, schema string) *pgstore.Store {
@@ -80,17 +69,11 @@ func openStore(t testing.TB, dbURL, schema string) *pgstore.Store {
 	st, err := pgstore.Open(context.Background(), dbURL, pgstore.Options{Schema: schema, MaxConns: 4,
 		Logger: slog.New(slog.DiscardHandler), ConnectTimeout: 5 * time.Second})
 	if err != nil {
-		t.Fatalf("PostgreSQL is required (DATABASE_URL, default %s): %v", databaseURL(), err)
+		testenv.PostgreSQL.Fail(t, err)
 	}
 	t.Cleanup(func() {
 		_ = st.Close()
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, databaseURL())
-		if err != nil {
-			return
-		}
-		defer conn.Close(ctx)
-		_, _ = conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`)
+		testenv.DropSchema(t, schema)
 	})
 	return st
 }

@@ -1,7 +1,6 @@
 package quickstart
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +18,7 @@ import (
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // The walk follows the README, with what must differ per run (so that
@@ -89,7 +88,7 @@ type walk struct {
 type job struct {
 	line string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testenv.Buffer
 	done chan struct{}
 	err  error
 }
@@ -190,28 +189,10 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// syncBuffer collects a job's output while it runs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // start runs line in the background, in a process group of its own.
 func (w *walk) start(line string) *job {
 	w.t.Helper()
-	j := &job{line: line, out: &syncBuffer{}, done: make(chan struct{})}
+	j := &job{line: line, out: &testenv.Buffer{}, done: make(chan struct{})}
 	j.cmd = exec.Command("bash", "-c", "exec "+line) // the job is the command itself, as `jobs -p` lists it
 	j.cmd.Dir, j.cmd.Env, j.cmd.Stdout, j.cmd.Stderr = w.dir, w.environ(), j.out, j.out
 	j.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

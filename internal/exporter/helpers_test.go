@@ -1,7 +1,6 @@
 package exporter_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -12,23 +11,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq/pgstore"
 	"github.com/redrive/redrive/internal/exporter"
+	"github.com/redrive/redrive/internal/testenv"
 )
-
-// The services the tests need; unreachable fails the test.
-func rabbitURL() string { return env("RABBITMQ_URL", rabbit.DefaultURL) }
-func redisAddr() string { return env("REDIS_ADDR", "127.0.0.1:6379") }
-func databaseURL() string {
-	return env("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-}
 
 func env(name, def string) string {
 	if v := os.Getenv(name); v != "" {
@@ -42,56 +33,21 @@ func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 // newRedis connects to the test Redis and deletes the keys under prefix
 // when the test ends.
 func newRedis(t *testing.T, prefix string) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: redisAddr()})
-	if err := c.Ping(t.Context()).Err(); err != nil {
-		t.Fatalf("Redis is required at %s (set REDIS_ADDR): %v", redisAddr(), err)
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		keys, _ := c.Keys(ctx, prefix+"*").Result()
-		if len(keys) > 0 {
-			c.Del(ctx, keys...)
-		}
-		_ = c.Close()
-	})
+	c := testenv.RedisClient(t)
+	t.Cleanup(func() { testenv.DeleteKeys(t, c, prefix) })
 	return c
 }
 
 // newStore opens a pgstore in a schema of its own, dropped when the test
 // ends.
-func newStore(t *testing.T, schema string) *pgstore.Store {
+func newStore(t *testing.T) *pgstore.Store {
 	t.Helper()
-	st, err := pgstore.Open(t.Context(), databaseURL(), pgstore.Options{Schema: schema, MaxConns: 4, Logger: quiet()})
+	st, err := pgstore.Open(t.Context(), testenv.PostgreSQL.URL(), pgstore.Options{Schema: testenv.Schema(t), MaxConns: 4, Logger: quiet()})
 	if err != nil {
-		t.Fatalf("PostgreSQL is required (DATABASE_URL, default %s): %v", databaseURL(), err)
+		testenv.PostgreSQL.Fail(t, err)
 	}
-	t.Cleanup(func() {
-		_ = st.Close()
-		ctx := context.Background()
-		conn, err := pgx.Connect(ctx, databaseURL())
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
+	t.Cleanup(func() { _ = st.Close() })
 	return st
-}
-
-// closedAddr returns an address on which nothing listens.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
 }
 
 // get fetches url and returns the status and body.

@@ -16,6 +16,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/exporter"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/lag"
 )
 
@@ -42,11 +43,11 @@ func newRabbitEnv(t *testing.T) *rabbitEnv {
 	e.queue = rabbit.Queue(e.topic, e.group)
 	e.dlqName = rabbit.DLQ(e.queue)
 
-	cfg := rabbit.Config{URL: rabbitURL(), Prefix: "exp-" + id, Logger: quiet(),
+	cfg := rabbit.Config{URL: testenv.RabbitMQ.URL(), Prefix: "exp-" + id, Logger: quiet(),
 		Delay: rabbit.DelayConfig{Resolution: 100 * time.Millisecond, Factor: 2, Levels: 2}}
 	b, err := rabbit.New(t.Context(), cfg)
 	if err != nil {
-		t.Fatalf("RabbitMQ is required (RABBITMQ_URL, default %s): %v", rabbit.DefaultURL, err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
 	sub := broker.Subscription{Topic: e.topic, Group: e.group}
 	t.Cleanup(func() {
@@ -70,7 +71,7 @@ func newRabbitEnv(t *testing.T) *rabbitEnv {
 	}
 	e.hb = heartbeat.NewSampler(mon, heartbeat.SamplerConfig{Logger: quiet()})
 
-	e.store = newStore(t, "exporter_test_"+id)
+	e.store = newStore(t)
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: e.store, Logger: quiet(),
 		Policies: map[string]dlq.Policy{e.dlqName: {Severity: broker.SeverityCritical}}})
 	if err != nil {
@@ -78,7 +79,7 @@ func newRabbitEnv(t *testing.T) *rabbitEnv {
 	}
 	e.dlqs = exporter.NewDLQSampler(ops.DLQs, exporter.DLQSamplerConfig{Logger: quiet()})
 
-	e.lag = rabbitSampler(t, rabbitURL(), b.Names(), e.queue)
+	e.lag = rabbitSampler(t, testenv.RabbitMQ.URL(), b.Names(), e.queue)
 	e.srv, err = exporter.New(exporter.Config{
 		Broker:     broker.RabbitMQ,
 		Lag:        e.lag,
@@ -130,23 +131,7 @@ func (e *rabbitEnv) sample(t *testing.T) {
 }
 
 func deleteTopology(plan []rabbit.Declaration, _ error) {
-	conn, err := amqp.Dial(rabbitURL())
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		return
-	}
-	for _, d := range plan {
-		switch d.Kind {
-		case "queue":
-			_, _ = ch.QueueDelete(d.Name, false, false, false)
-		case "exchange":
-			_ = ch.ExchangeDelete(d.Name, false, false)
-		}
-	}
+	testenv.DeleteTopology(plan, func(d rabbit.Declaration) (string, string) { return d.Kind, d.Name })
 }
 
 func group(t *testing.T, h exporter.Health, name string) exporter.GroupHealth {
@@ -259,7 +244,7 @@ func TestHealthAndScrapeOnRabbitMQ(t *testing.T) {
 
 func purge(t *testing.T, queue string) {
 	t.Helper()
-	conn, err := amqp.Dial(rabbitURL())
+	conn, err := amqp.Dial(testenv.RabbitMQ.URL())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +261,7 @@ func purge(t *testing.T, queue string) {
 // A broker on a closed port: DOWN with 503, not ready, redrive_lag_up 0 and
 // no depth series (withheld rather than stale).
 func TestBrokerDown(t *testing.T) {
-	url := "amqp://guest:s3cret@" + closedAddr(t) + "/"
+	url := "amqp://guest:s3cret@" + testenv.ClosedAddr(t) + "/"
 	names := rabbit.Names{Prefix: "down"}
 	s := rabbitSampler(t, url, names, rabbit.Queue("t", "g"))
 	srv, err := exporter.New(exporter.Config{Broker: broker.RabbitMQ, Lag: s, Logger: quiet(),

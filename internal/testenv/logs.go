@@ -70,3 +70,24 @@ func (l *Logs) All() []string {
 	}
 	return out
 }
+
+// Buffer is an io.Writer safe for concurrent writes, for text logs a test
+// reads while the component still writes.
+type Buffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+// Write implements io.Writer.
+func (b *Buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+// String returns what was written so far.
+func (b *Buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
