@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redrive/redrive/internal/sampling"
 )
 
 // shutdownWriteTimeout bounds the SHUTTING_DOWN write Run makes after its
@@ -28,8 +30,8 @@ type Publisher struct {
 
 	lastMsg atomic.Int64 // unix nanoseconds of the last handled message; 0 = none
 	lag     atomic.Int64
-	down    atomic.Bool                // Redis unreachable since the last logged failure
-	lagDown atomic.Bool                // cfg.Lag failing since the last logged failure
+	down    sampling.Outage            // Redis unreachable
+	lagDown sampling.Outage            // cfg.Lag failing
 	pause   atomic.Pointer[pauseState] // nil while running
 
 	now    func() time.Time
@@ -206,13 +208,16 @@ func (p *Publisher) measureLag(ctx context.Context) {
 	lctx, cancel := context.WithTimeout(ctx, p.cfg.Interval/2)
 	defer cancel()
 	n, err := p.cfg.Lag(lctx)
-	switch {
-	case err == nil:
+	if err == nil {
 		p.lag.Store(max(n, 0))
-		if p.lagDown.CompareAndSwap(true, false) {
-			p.cfg.Logger.Info("heartbeat: consumer lag measurable again", "type", p.cfg.Type, "instance", p.cfg.Instance)
-		}
-	case !errors.Is(ctx.Err(), context.Canceled) && p.lagDown.CompareAndSwap(false, true):
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return // stopping, not an outage
+	}
+	switch began, ended := p.lagDown.Observe(err); {
+	case ended:
+		p.cfg.Logger.Info("heartbeat: consumer lag measurable again", "type", p.cfg.Type, "instance", p.cfg.Instance)
+	case began:
 		p.cfg.Logger.Warn("heartbeat: consumer lag cannot be measured; heartbeats report the last known lag",
 			"type", p.cfg.Type, "instance", p.cfg.Instance, "err", err)
 	}
@@ -231,15 +236,14 @@ func (p *Publisher) register(ctx context.Context, pipe redis.Pipeliner, now time
 // the recovery after it. A cancelled context is not an outage; a deadline
 // exceeded (Redis too slow to answer) is.
 func (p *Publisher) observe(op string, err error) error {
-	if err == nil {
-		if p.down.CompareAndSwap(true, false) {
-			p.cfg.Logger.Info("heartbeat: redis reachable again, heartbeats resumed",
-				"type", p.cfg.Type, "instance", p.cfg.Instance)
-		}
-		return nil
+	if err != nil {
+		err = fmt.Errorf("heartbeat: %s %s: %w", op, p.key, err)
 	}
-	err = fmt.Errorf("heartbeat: %s %s: %w", op, p.key, err)
-	if !errors.Is(err, context.Canceled) && p.down.CompareAndSwap(false, true) {
+	switch began, ended := p.down.Observe(err); {
+	case ended:
+		p.cfg.Logger.Info("heartbeat: redis reachable again, heartbeats resumed",
+			"type", p.cfg.Type, "instance", p.cfg.Instance)
+	case began:
 		p.cfg.Logger.Warn("heartbeat: redis unreachable; the worker keeps running and heartbeats resume when redis is back",
 			"type", p.cfg.Type, "instance", p.cfg.Instance, "err", err)
 	}

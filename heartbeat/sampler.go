@@ -2,13 +2,14 @@ package heartbeat
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/internal/sampling"
 )
 
 // DefaultSampleInterval is the SamplerConfig.Interval default.
@@ -114,27 +115,12 @@ func (s *Sampler) Sample(ctx context.Context) error {
 // Run samples now and then every Interval until ctx ends, and returns nil
 // then. Failed checks are logged once per outage.
 func (s *Sampler) Run(ctx context.Context) error {
-	t := time.NewTicker(s.cfg.Interval)
-	defer t.Stop()
-	failing := false
-	for {
-		cctx, cancel := context.WithTimeout(ctx, s.cfg.Interval)
-		err := s.Sample(cctx)
-		cancel()
-		switch {
-		case err != nil && !failing && !errors.Is(err, context.Canceled):
-			failing = true
+	return sampling.Loop{Interval: s.cfg.Interval, Sample: s.Sample,
+		Down: func(err error) {
 			s.cfg.Logger.Warn("heartbeat: monitor cannot read redis; workers read UNKNOWN", "err", err)
-		case err == nil && failing:
-			failing = false
-			s.cfg.Logger.Info("heartbeat: monitor reads redis again")
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+		},
+		Up: func() { s.cfg.Logger.Info("heartbeat: monitor reads redis again") },
+	}.Run(ctx)
 }
 
 // Last returns the rows of the last sample, when it was taken and its

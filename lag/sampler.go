@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/internal/sampling"
 )
 
 // DefaultSampleInterval is the SamplerConfig.Interval default.
@@ -101,7 +102,7 @@ type Sampler struct {
 	rabbitAt    time.Time
 	rabbitErr   error
 	rabbitOnce  bool
-	failing     map[string]bool
+	outages     map[string]*sampling.Outage // by source
 	lagDesc     *prometheus.Desc
 	partDesc    *prometheus.Desc
 	secondsDesc *prometheus.Desc
@@ -132,7 +133,7 @@ func NewSampler(cfg SamplerConfig) (*Sampler, error) {
 	gt := []string{"group", "topic"}
 	s := &Sampler{
 		cfg:         cfg,
-		failing:     map[string]bool{},
+		outages:     map[string]*sampling.Outage{SourceKafka: {}, SourceRabbitMQ: {}},
 		scraped:     map[expfmt.Format]uint64{},
 		lagDesc:     prometheus.NewDesc(MetricKafkaLag, metricHelp[MetricKafkaLag], gt, nil),
 		partDesc:    prometheus.NewDesc(MetricKafkaLagPartition, metricHelp[MetricKafkaLagPartition], []string{"group", "topic", "partition"}, nil),
@@ -182,23 +183,16 @@ func (s *Sampler) Sample(ctx context.Context) error {
 // Run samples now and then every Interval until ctx ends, and returns nil
 // then. Failures are logged once per outage of each source.
 func (s *Sampler) Run(ctx context.Context) error {
-	t := time.NewTicker(s.cfg.Interval)
-	defer t.Stop()
-	for {
-		cctx, cancel := context.WithTimeout(ctx, s.cfg.Interval)
-		_ = s.Sample(cctx)
-		cancel()
+	return sampling.Loop{Interval: s.cfg.Interval, Sample: func(sctx context.Context) error {
+		_ = s.Sample(sctx)
 		if ctx.Err() == nil {
 			s.logTransitions()
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+		return nil // each source's outage is logged by logTransitions
+	}}.Run(ctx)
 }
 
+// logTransitions logs each source's outage once, at its start and end.
 func (s *Sampler) logTransitions() {
 	s.mu.RLock()
 	errs := map[string]error{}
@@ -210,12 +204,10 @@ func (s *Sampler) logTransitions() {
 	}
 	s.mu.RUnlock()
 	for src, err := range errs {
-		switch {
-		case err != nil && !s.failing[src]:
-			s.failing[src] = true
+		switch began, ended := s.outages[src].Observe(err); {
+		case began:
 			s.cfg.Logger.Warn("lag: sampling failed; its metrics are withheld until it recovers", "source", src, "err", err)
-		case err == nil && s.failing[src]:
-			s.failing[src] = false
+		case ended:
 			s.cfg.Logger.Info("lag: sampling recovered", "source", src)
 		}
 	}

@@ -80,23 +80,17 @@ func writeError(w http.ResponseWriter, status int, code, param, msg string) {
 	writeJSON(w, status, errorJSON{Error: msg, Code: code, Param: param})
 }
 
-// badParam is a 400 naming its parameter.
-type badParam struct{ param, msg string }
+// bad is a 400 naming its parameter.
+func bad(param, format string, args ...any) error { return dlq.BadField(param, format, args...) }
 
-func (e *badParam) Error() string { return e.param + ": " + e.msg }
-
-func bad(param, format string, args ...any) error {
-	return &badParam{param: param, msg: fmt.Sprintf(format, args...)}
-}
-
-// reject writes the response of a badParam, a too-large body, or any other
+// reject writes the response of a dlq.FieldError, a too-large body, or any other
 // error via fail.
 func (s *Server) reject(w http.ResponseWriter, r *http.Request, err error) {
-	var bp *badParam
+	var bp *dlq.FieldError
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &bp):
-		writeError(w, http.StatusBadRequest, CodeInvalidRequest, bp.param, bp.Error())
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, bp.Field, bp.Error())
 	case errors.As(err, &tooBig):
 		writeError(w, http.StatusRequestEntityTooLarge, CodeTooLarge, "", fmt.Sprintf("request body over %d bytes", tooBig.Limit))
 	default:

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/download"
@@ -75,32 +74,12 @@ func unknownParam(k string, allowed []string) error {
 
 func (p *params) str(name string) string { return p.v.Get(name) }
 
-// time reads an RFC 3339 time.
-func (p *params) time(name string) time.Time {
-	s := p.v.Get(name)
-	if s == "" || p.err != nil {
-		return time.Time{}
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		p.err = bad(name, "%.40q is not an RFC 3339 time such as 2025-01-15T10:30:00Z", s)
-	}
-	return t
-}
-
-// filter reads the filter parameters shared by listing and replay-all.
+// filter reads the filter parameters into q (dlq.Filter.Apply); the
+// listing gives status and order too.
 func (p *params) filter(q *dlq.Query) {
-	q.ErrorClass = p.str("error_class")
-	q.Text = p.str("q")
-	if len(q.ErrorClass) > 1024 && p.err == nil {
-		p.err = bad("error_class", "longer than 1024 bytes")
-	}
-	if len(q.Text) > 1024 && p.err == nil {
-		p.err = bad("q", "longer than 1024 bytes")
-	}
-	q.Since, q.Until = p.time("since"), p.time("until")
-	if p.err == nil && !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until) {
-		p.err = bad("since", "must be before until")
+	if p.err == nil {
+		p.err = dlq.Filter{Status: p.str("status"), ErrorClass: p.str("error_class"), Text: p.str("q"),
+			Since: p.str("since"), Until: p.str("until"), Order: p.str("order")}.Apply(q)
 	}
 }
 
@@ -168,18 +147,9 @@ func (s *Server) parseList(r *http.Request) (dlq.Query, error) {
 	if p.err != nil {
 		return q, p.err
 	}
-	if st := p.str("status"); st != "" {
-		q.Status = dlq.Status(st)
-		if !q.Status.Valid() {
-			return q, bad("status", "%.40q is not one of pending, replaying, replayed, discarded, archived", st)
-		}
-	}
-	switch o := p.str("order"); o {
-	case "", "newest":
-		q.NewestFirst = true
-	case "oldest":
-	default:
-		return q, bad("order", "%.40q is not newest or oldest", o)
+	q.NewestFirst = true // the default order
+	if p.filter(&q); p.err != nil {
+		return q, p.err
 	}
 	if l := p.str("limit"); l != "" {
 		n, err := strconv.Atoi(l)
@@ -198,8 +168,7 @@ func (s *Server) parseList(r *http.Request) (dlq.Query, error) {
 		}
 		q.Cursor = c
 	}
-	p.filter(&q)
-	return q, p.err
+	return q, nil
 }
 
 // pathEntry reads {topic} and {id}.

@@ -16,7 +16,7 @@ import (
 // fixed message; the error itself (the store's or the broker's words)
 // goes to the log.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, ss *session, err error) {
-	var bi *badInput
+	var bi *dlq.FieldError
 	status, msg := http.StatusInternalServerError, "internal error (logged)"
 	switch {
 	case errors.As(err, &bi):

@@ -1,22 +1,14 @@
 package console
 
 import (
-	"fmt"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/redrive/redrive/dlq"
 )
 
-// badInput is a 400 naming its field.
-type badInput struct{ field, msg string }
-
-func (e *badInput) Error() string { return e.field + ": " + e.msg }
-
-func bad(field, format string, args ...any) error {
-	return &badInput{field: field, msg: fmt.Sprintf(format, args...)}
-}
+// bad is a 400 naming its field.
+func bad(field, format string, args ...any) error { return dlq.BadField(field, format, args...) }
 
 // dlqName checks the {name} of a path.
 func dlqName(v string) (string, error) {
@@ -85,53 +77,11 @@ func readFilter(v url.Values, q *dlq.Query, listing bool) (filter, error) {
 		if *fl.dst, err = one(v, fl.name); err != nil {
 			return f, err
 		}
-		if len(*fl.dst) > 1024 {
-			return f, bad(fl.name, "longer than 1024 bytes")
-		}
 	}
-	q.ErrorClass, q.Text = f.ErrorClass, f.Text
-	if q.Since, err = parseTime("since", f.Since); err != nil {
-		return f, err
+	if listing {
+		q.NewestFirst = true // the default order
 	}
-	if q.Until, err = parseTime("until", f.Until); err != nil {
-		return f, err
-	}
-	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until) {
-		return f, bad("since", "must be before until")
-	}
-	if !listing {
-		return f, nil
-	}
-	if f.Status != "" {
-		q.Status = dlq.Status(f.Status)
-		if !q.Status.Valid() {
-			return f, bad("status", "%.40q is not one of pending, replaying, replayed, discarded, archived", f.Status)
-		}
-	}
-	switch f.Order {
-	case "", "newest":
-		q.NewestFirst = true
-	case "oldest":
-	default:
-		return f, bad("order", "%.40q is not newest or oldest", f.Order)
-	}
-	return f, nil
-}
-
-// timeLayouts are the accepted time forms: RFC 3339, and what an HTML
-// datetime-local field sends (read as UTC).
-var timeLayouts = []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"}
-
-func parseTime(field, s string) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	for _, l := range timeLayouts {
-		if t, err := time.Parse(l, s); err == nil {
-			return t.UTC(), nil
-		}
-	}
-	return time.Time{}, bad(field, "%.40q is not a time such as 2025-01-15T10:30 (UTC) or 2025-01-15T10:30:00Z", s)
+	return f, dlq.Filter(f).Apply(q, dlq.FormTimeLayouts...)
 }
 
 // parseRate reads the replay-all rate: empty = the server's default (-1),

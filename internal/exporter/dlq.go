@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/sampling"
 )
 
 // DefaultDLQInterval is the DLQSamplerConfig.Interval default, the
@@ -104,28 +105,13 @@ const minDLQSampleTimeout = 5 * time.Second
 // then; a sample may take up to max(Interval, 5 s). Failures are logged
 // once per outage.
 func (s *DLQSampler) Run(ctx context.Context) error {
-	t := time.NewTicker(s.cfg.Interval)
-	defer t.Stop()
-	failing := false
-	for {
-		cctx, cancel := context.WithTimeout(ctx, max(s.cfg.Interval, minDLQSampleTimeout))
-		err := s.Sample(cctx)
-		cancel()
-		switch {
-		case ctx.Err() != nil:
-		case err != nil && !failing && !errors.Is(err, context.Canceled) && !errors.Is(err, ErrNotReady):
-			failing = true
+	return sampling.Loop{Interval: s.cfg.Interval, Timeout: max(s.cfg.Interval, minDLQSampleTimeout), Sample: s.Sample,
+		Ignore: func(err error) bool { return errors.Is(err, ErrNotReady) },
+		Down: func(err error) {
 			s.cfg.Logger.Warn("exporter: dlq pending counts cannot be read; withheld until they can", "err", err)
-		case err == nil && failing:
-			failing = false
-			s.cfg.Logger.Info("exporter: dlq pending counts readable again")
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+		},
+		Up: func() { s.cfg.Logger.Info("exporter: dlq pending counts readable again") },
+	}.Run(ctx)
 }
 
 // Last returns a copy of the last counts, when they were taken and the

@@ -1,0 +1,101 @@
+package dlq
+
+import (
+	"fmt"
+	"time"
+)
+
+// FieldError is bad input naming its field: a query parameter of the
+// admin API or a form field of the console, both of which answer it with
+// a 400 naming the field.
+type FieldError struct {
+	// Field names the parameter or form field.
+	Field string
+	// Msg says what is wrong with it.
+	Msg string
+}
+
+// Error returns "field: msg".
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// BadField returns a *FieldError naming field, its message formatted.
+func BadField(field, format string, args ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}
+
+// MaxFilterLen is the longest error_class or text filter Filter.Apply
+// accepts, in bytes.
+const MaxFilterLen = 1024
+
+// Filter is a listing's filter as a client or a person gives it: the
+// parameters of the admin API's listing and replay-all, the fields of the
+// console's filter form. The admin API and the console parse it here, in
+// one place.
+type Filter struct {
+	Status, ErrorClass, Text, Since, Until, Order string
+}
+
+// FormTimeLayouts are the times a person types or an HTML datetime-local
+// field sends, besides RFC 3339 (read as UTC); the console accepts them.
+var FormTimeLayouts = []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"}
+
+// Apply checks f and sets on q what it gives: ErrorClass and Text (at most
+// MaxFilterLen bytes each); Since and Until, RFC 3339 times or, with
+// layouts, one of those too (Since before Until); Status when given (a
+// valid Status; empty keeps q's); Order when given ("newest" or "oldest";
+// empty keeps q.NewestFirst, the caller's default). A bad field is a
+// *FieldError naming it.
+func (f Filter) Apply(q *Query, layouts ...string) error {
+	for _, fl := range []struct{ name, v string }{{"error_class", f.ErrorClass}, {"q", f.Text}} {
+		if len(fl.v) > MaxFilterLen {
+			return BadField(fl.name, "longer than %d bytes", MaxFilterLen)
+		}
+	}
+	q.ErrorClass, q.Text = f.ErrorClass, f.Text
+	var err error
+	if q.Since, err = parseTime("since", f.Since, layouts); err != nil {
+		return err
+	}
+	if q.Until, err = parseTime("until", f.Until, layouts); err != nil {
+		return err
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && !q.Since.Before(q.Until) {
+		return BadField("since", "must be before until")
+	}
+	if f.Status != "" {
+		if st := Status(f.Status); st.Valid() {
+			q.Status = st
+		} else {
+			return BadField("status", "%.40q is not one of pending, replaying, replayed, discarded, archived", f.Status)
+		}
+	}
+	switch f.Order {
+	case "":
+	case "newest":
+		q.NewestFirst = true
+	case "oldest":
+		q.NewestFirst = false
+	default:
+		return BadField("order", "%.40q is not newest or oldest", f.Order)
+	}
+	return nil
+}
+
+// parseTime reads field's time s: RFC 3339 or one of layouts (UTC).
+func parseTime(field, s string, layouts []string) (time.Time, error) {
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	for _, l := range layouts {
+		if t, err := time.Parse(l, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	if len(layouts) == 0 {
+		return time.Time{}, BadField(field, "%.40q is not an RFC 3339 time such as 2025-01-15T10:30:00Z", s)
+	}
+	return time.Time{}, BadField(field, "%.40q is not a time such as 2025-01-15T10:30 (UTC) or 2025-01-15T10:30:00Z", s)
+}
