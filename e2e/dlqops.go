@@ -176,7 +176,7 @@ func (s *suite) storeReplayDiscard(t *testing.T) {
 	name := s.env.DLQName(topic, "payer")
 	s.keeper(t, b, st, name, nil)
 	rec := newRecorder()
-	consume(t, b, sub, rec.handler("payer", 1, failFirstLife))
+	testenv.Consume(t, b, sub, rec.handler("payer", 1, failFirstLife))
 
 	binary := []byte{0x00, 0xff, 0xfe, '\n', 0x80}
 	pretty := []byte("{\n  \"amount\": 10,\n  \"note\": \"caf\u00e9\"\n}\n")
@@ -209,7 +209,7 @@ func (s *suite) storeReplayDiscard(t *testing.T) {
 	if _, err := o.Replay(t.Context(), name, bin.ID, "e2e-operator"); err != nil {
 		t.Fatalf("Replay: %v", err)
 	}
-	calls := rec.waitUntil(t, 30*time.Second, "the replayed message to be handled", func(c []call) bool {
+	calls := rec.WaitUntil(t, 30*time.Second, "the replayed message to be handled", func(c []call) bool {
 		return successes(c, "payer")["bin"] == 1
 	})
 	for _, c := range callsOf(calls, "payer", "bin") {
@@ -241,7 +241,7 @@ func (s *suite) storeReplayDiscard(t *testing.T) {
 	if len(audit) != 1 || audit[0].Action != dlq.ActionDiscard || audit[0].Reason != "duplicate of deal-1" {
 		t.Fatalf("discard audit = %+v", audit)
 	}
-	if n := successes(rec.snapshot(), "payer")["json"]; n != 0 {
+	if n := successes(rec.Snapshot(), "payer")["json"]; n != 0 {
 		t.Fatalf("discarded message handled %d times", n)
 	}
 }
@@ -257,7 +257,7 @@ func (s *suite) replayAll(t *testing.T) {
 	name := s.env.DLQName(topic, "payer")
 	s.keeper(t, b, st, name, nil)
 	rec := newRecorder()
-	consume(t, b, sub, rec.handler("payer", 1, failFirstLife))
+	testenv.Consume(t, b, sub, rec.handler("payer", 1, failFirstLife))
 	const n = 1000
 	msgs := messages("ra", n)
 	for i := 0; i < n; i += 250 {
@@ -268,7 +268,7 @@ func (s *suite) replayAll(t *testing.T) {
 	if err != nil || p.Replayed != n {
 		t.Fatalf("ReplayAll = %+v, %v; want %d replayed", p, err, n)
 	}
-	calls := rec.waitUntil(t, 120*time.Second, "every replay handled", func(c []call) bool {
+	calls := rec.WaitUntil(t, 120*time.Second, "every replay handled", func(c []call) bool {
 		return len(successes(c, "payer")) == n
 	})
 	dups := 0
@@ -296,7 +296,7 @@ func (s *suite) keeperRestart(t *testing.T) {
 	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
 	name := s.env.DLQName(topic, "payer")
 	stop := s.keeper(t, b, st, name, nil)
-	consume(t, b, sub, newRecorder().handler("payer", 1, failFirstLife))
+	testenv.Consume(t, b, sub, newRecorder().handler("payer", 1, failFirstLife))
 	const n = 400
 	publish(t, b, topic, messages("kr", n)...)
 	st.waitStored(t, name, 50, 60*time.Second) // mid-stream: at least 50
@@ -319,7 +319,7 @@ func (s *suite) twoKeepers(t *testing.T) {
 	name := s.env.DLQName(topic, "payer")
 	s.keeper(t, b, st, name, nil)
 	s.keeper(t, s.broker(t), st, name, nil) // a second process: its own connection
-	consume(t, b, sub, newRecorder().handler("payer", 1, failFirstLife))
+	testenv.Consume(t, b, sub, newRecorder().handler("payer", 1, failFirstLife))
 	const n = 300
 	publish(t, b, topic, messages("tk", n)...)
 	st.waitAll(t, name, n, 120*time.Second)
@@ -350,7 +350,7 @@ func (s *suite) storeOutage(t *testing.T) {
 
 	px.SetUp(false)
 	s.keeper(t, b, st, name, nil)
-	consume(t, b, sub, newRecorder().handler("payer", 1, failFirstLife))
+	testenv.Consume(t, b, sub, newRecorder().handler("payer", 1, failFirstLife))
 	const n = 50
 	publish(t, b, topic, messages("so", n)...)
 	time.Sleep(20 * s.r) // the outage: the keeper keeps failing to store
@@ -390,7 +390,7 @@ func (s *suite) executionsHook(t *testing.T) {
 		publish(t, b, topic, broker.Message{ID: key, Key: []byte(key), Value: []byte(payload)})
 	}
 	time.Sleep(2 * sub.MaxAge) // the worker is down longer than its queue TTL
-	consume(t, b, sub, newRecorder().handler("deadline-worker", 1, nil))
+	testenv.Consume(t, b, sub, newRecorder().handler("deadline-worker", 1, nil))
 	hook.waitCalls(t, 2, 60*time.Second) // the keeper retries a failing hook, not acking meanwhile
 	db.repairTable(t)
 	st.waitAll(t, name, 4, 60*time.Second)

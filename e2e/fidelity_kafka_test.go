@@ -89,7 +89,7 @@ func TestKafkaFidelity(t *testing.T) {
 		t.Logf("note: the cluster reads a null key or value back as %q, %q", got.Key, got.Value)
 	}
 
-	stop := consume(t, b, sub, func(_ context.Context, d *broker.Delivery) error {
+	stop := testenv.Consume(t, b, sub, func(_ context.Context, d *broker.Delivery) error {
 		if d.Headers["case"] == "4" && d.Attempt == 1 {
 			return failing("try again")
 		}

@@ -139,7 +139,7 @@ rabbitmq: {url: %q, prefix: fid-%s, delay: {mode: route, resolution: 100ms, fact
 
 	// The worker fails them: the retry case once retryably, then all for good.
 	views := make(chan map[string]string, 10)
-	stop := consume(t, b, sub, func(_ context.Context, d *broker.Delivery) error {
+	stop := testenv.Consume(t, b, sub, func(_ context.Context, d *broker.Delivery) error {
 		if d.ID == "fid-all" {
 			views <- d.Headers
 		}

@@ -7,11 +7,11 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // call is one handler invocation.
@@ -26,51 +26,9 @@ type call struct {
 
 // recorder records handler calls and lets a test wait for a condition on
 // them without sleeping: every record wakes the waiters.
-type recorder struct {
-	mu      sync.Mutex
-	calls   []call
-	changed chan struct{}
-}
+type recorder struct{ testenv.Recorder[call] }
 
-func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
-
-func (r *recorder) add(c call) {
-	r.mu.Lock()
-	r.calls = append(r.calls, c)
-	close(r.changed)
-	r.changed = make(chan struct{})
-	r.mu.Unlock()
-}
-
-// snapshot returns a copy of the calls so far.
-func (r *recorder) snapshot() []call {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]call(nil), r.calls...)
-}
-
-// waitUntil waits until cond holds over the calls, failing the test after
-// timeout with what it was waiting for.
-func (r *recorder) waitUntil(t testing.TB, timeout time.Duration, what string, cond func([]call) bool) []call {
-	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		r.mu.Lock()
-		calls := append([]call(nil), r.calls...)
-		ch := r.changed
-		r.mu.Unlock()
-		if cond(calls) {
-			return calls
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("timed out after %s waiting for %s (%d handler calls so far)", timeout, what, len(calls))
-			return nil
-		}
-	}
-}
+func newRecorder() *recorder { return &recorder{} }
 
 // handler returns a broker.Handler that records each call and returns what
 // decide says.
@@ -80,7 +38,7 @@ func (r *recorder) handler(group string, member int, decide func(d *broker.Deliv
 		if decide != nil {
 			err = decide(d)
 		}
-		r.add(call{at: time.Now(), group: group, member: member, attempt: d.Attempt, d: *d, err: err})
+		r.Add(call{at: time.Now(), group: group, member: member, attempt: d.Attempt, d: *d, err: err})
 		return err
 	}
 }
@@ -116,32 +74,6 @@ func topicName(t testing.TB) string {
 		n = n[len(n)-60:]
 	}
 	return "e2e." + strings.Trim(n, "-") + "." + broker.NewMessageID()[:6]
-}
-
-// consumer runs Consume in the background until the returned stop is
-// called (or the test ends); stop waits for Consume to return and fails the
-// test if it returned an error.
-func consume(t testing.TB, b broker.Broker, sub broker.Subscription, h broker.Handler) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Consume(ctx, sub, h) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Consume(%s/%s) returned %v", sub.Topic, sub.Group, err)
-				}
-			case <-time.After(sub.ShutdownTimeout + 30*time.Second):
-				t.Errorf("Consume(%s/%s) did not return after its context ended", sub.Topic, sub.Group)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
 }
 
 // errFailing is the error test handlers fail with.

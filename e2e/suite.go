@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
 
@@ -96,14 +97,14 @@ func (s *suite) publishConsume(t *testing.T) {
 	declare(t, b, subA, subB)
 	rec := newRecorder()
 	slow := func(*broker.Delivery) error { time.Sleep(5 * time.Millisecond); return nil } // simulated work, so members overlap
-	consume(t, b, subA, rec.handler("group-a", 1, slow))
-	consume(t, b, subA, rec.handler("group-a", 2, slow))
-	consume(t, b, subB, rec.handler("group-b", 1, nil))
+	testenv.Consume(t, b, subA, rec.handler("group-a", 1, slow))
+	testenv.Consume(t, b, subA, rec.handler("group-a", 2, slow))
+	testenv.Consume(t, b, subB, rec.handler("group-b", 1, nil))
 
 	const n = 300
 	msgs := messages("pc", n)
 	publish(t, b, topic, msgs...)
-	calls := rec.waitUntil(t, 60*time.Second, "both groups to handle every message", func(c []call) bool {
+	calls := rec.WaitUntil(t, 60*time.Second, "both groups to handle every message", func(c []call) bool {
 		return len(successes(c, "group-a")) == n && len(successes(c, "group-b")) == n
 	})
 	members := map[int]int{}
@@ -140,14 +141,14 @@ func (s *suite) retryThenSucceed(t *testing.T) {
 	sub := s.sub(topic, "worker", retrypolicy.Policy{MaxRetries: 3, Backoff: s.schedule(2, 4)})
 	declare(t, b, sub)
 	rec := newRecorder()
-	consume(t, b, sub, rec.handler("worker", 1, func(d *broker.Delivery) error {
+	testenv.Consume(t, b, sub, rec.handler("worker", 1, func(d *broker.Delivery) error {
 		if d.Attempt < 3 {
 			return failing("attempt %d fails", d.Attempt)
 		}
 		return nil
 	}))
 	publish(t, b, topic, messages("rts", 1)...)
-	calls := rec.waitUntil(t, 30*time.Second, "success on attempt 3", func(c []call) bool {
+	calls := rec.WaitUntil(t, 30*time.Second, "success on attempt 3", func(c []call) bool {
 		return len(successes(c, "worker")) == 1
 	})
 	if len(calls) != 3 {
@@ -181,7 +182,7 @@ func (s *suite) alwaysFails(t *testing.T) {
 	sub := s.sub(topic, "worker", retrypolicy.Policy{MaxRetries: maxRetries, Backoff: s.schedule(1)})
 	declare(t, b, sub)
 	rec := newRecorder()
-	consume(t, b, sub, rec.handler("worker", 1, func(d *broker.Delivery) error {
+	testenv.Consume(t, b, sub, rec.handler("worker", 1, func(d *broker.Delivery) error {
 		return failing("boom on attempt %d", d.Attempt)
 	}))
 	msg := broker.Message{ID: "always-1", Key: []byte("deal_550e8400"), Value: []byte("{\n  \"pretty\": true\n}\n"),
@@ -191,7 +192,7 @@ func (s *suite) alwaysFails(t *testing.T) {
 	if len(dls) != 1 {
 		t.Fatalf("dead letters = %d, want 1", len(dls))
 	}
-	if n := len(rec.snapshot()); n != maxRetries+1 {
+	if n := len(rec.Snapshot()); n != maxRetries+1 {
 		t.Errorf("handler calls = %d, want max_retries+1 = %d", n, maxRetries+1)
 	}
 	e := dls[0]
@@ -228,7 +229,7 @@ func (s *suite) permanentAndRetryAfter(t *testing.T) {
 	sub := s.sub(topic, "worker", retrypolicy.Policy{MaxRetries: 3, Backoff: s.schedule(50)})
 	declare(t, b, sub)
 	rec := newRecorder()
-	consume(t, b, sub, rec.handler("worker", 1, func(d *broker.Delivery) error {
+	testenv.Consume(t, b, sub, rec.handler("worker", 1, func(d *broker.Delivery) error {
 		switch {
 		case d.ID == "perm":
 			return broker.Permanent(failing("cannot decode"))
@@ -238,7 +239,7 @@ func (s *suite) permanentAndRetryAfter(t *testing.T) {
 		return nil
 	}))
 	publish(t, b, topic, broker.Message{ID: "perm", Value: []byte("x")}, broker.Message{ID: "after", Value: []byte("y")})
-	calls := rec.waitUntil(t, 30*time.Second, "RetryAfter message to succeed", func(c []call) bool {
+	calls := rec.WaitUntil(t, 30*time.Second, "RetryAfter message to succeed", func(c []call) bool {
 		return successes(c, "worker")["after"] == 1
 	})
 	after := callsOf(calls, "worker", "after")
@@ -249,7 +250,7 @@ func (s *suite) permanentAndRetryAfter(t *testing.T) {
 	if len(dls) != 1 || dls[0].Reason != string(broker.ReasonPermanent) || dls[0].MessageID != "perm" {
 		t.Fatalf("dead letters = %+v, want one permanent entry for message perm", dls)
 	}
-	if n := len(callsOf(rec.snapshot(), "worker", "perm")); n != 1 {
+	if n := len(callsOf(rec.Snapshot(), "worker", "perm")); n != 1 {
 		t.Errorf("permanent message handled %d times, want 1", n)
 	}
 }
@@ -262,21 +263,21 @@ func (s *suite) retryOnlyFailingGroup(t *testing.T) {
 	subA, subB := s.sub(topic, "fails-once", p), s.sub(topic, "healthy", p)
 	declare(t, b, subA, subB)
 	rec := newRecorder()
-	consume(t, b, subA, rec.handler("fails-once", 1, func(d *broker.Delivery) error {
+	testenv.Consume(t, b, subA, rec.handler("fails-once", 1, func(d *broker.Delivery) error {
 		if d.Attempt == 1 {
 			return failing("first try fails")
 		}
 		return nil
 	}))
-	consume(t, b, subB, rec.handler("healthy", 1, nil))
+	testenv.Consume(t, b, subB, rec.handler("healthy", 1, nil))
 	publish(t, b, topic, messages("rofg", 5)...)
-	rec.waitUntil(t, 30*time.Second, "both groups to succeed", func(c []call) bool {
+	rec.WaitUntil(t, 30*time.Second, "both groups to succeed", func(c []call) bool {
 		return len(successes(c, "fails-once")) == 5 && len(successes(c, "healthy")) == 5
 	})
 	// Give a stray retry copy time to reach the healthy group, if one were
 	// misrouted: the retry back-off is one resolution.
 	time.Sleep(5 * s.r)
-	for id, n := range successes(rec.snapshot(), "healthy") {
+	for id, n := range successes(rec.Snapshot(), "healthy") {
 		if n != 1 {
 			t.Errorf("healthy group handled %s %d times, want 1: a retry leaked to another group", id, n)
 		}
@@ -292,8 +293,8 @@ func (s *suite) publishDelayed(t *testing.T) {
 	sub2 := s.sub(topic, "other", retrypolicy.Policy{})
 	declare(t, b, sub, sub2)
 	rec := newRecorder()
-	consume(t, b, sub, rec.handler("worker", 1, nil))
-	consume(t, b, sub2, rec.handler("other", 1, nil))
+	testenv.Consume(t, b, sub, rec.handler("worker", 1, nil))
+	testenv.Consume(t, b, sub2, rec.handler("other", 1, nil))
 	delays := []int{1, 3, 5, 37} // in resolutions; 37 = 2×16 + 4 + 1 with factor 4
 	sent := map[string]time.Time{}
 	want := map[string]time.Duration{}
@@ -308,7 +309,7 @@ func (s *suite) publishDelayed(t *testing.T) {
 			t.Fatalf("PublishDelayed: %v", err)
 		}
 	}
-	calls := rec.waitUntil(t, 60*time.Second, "every delayed message in both groups", func(c []call) bool {
+	calls := rec.WaitUntil(t, 60*time.Second, "every delayed message in both groups", func(c []call) bool {
 		return len(successes(c, "worker")) == len(delays) && len(successes(c, "other")) == len(delays)
 	})
 	for _, c := range calls {
@@ -338,7 +339,7 @@ func (s *suite) queueTTL(t *testing.T) {
 	publish(t, b, topic, broker.Message{ID: "stale", Value: []byte("deadline passed")})
 	time.Sleep(2 * sub.MaxAge) // the worker is down for longer than the TTL
 	rec := newRecorder()
-	consume(t, b, sub, rec.handler("dead-worker", 1, nil))
+	testenv.Consume(t, b, sub, rec.handler("dead-worker", 1, nil))
 	dls := s.env.DeadLetters(t.Context(), t, topic, "dead-worker", 1, 3*s.r)
 	if len(dls) != 1 || dls[0].Reason != string(broker.ReasonExpired) || dls[0].MessageID != "stale" {
 		t.Fatalf("dead letters = %+v, want one entry for stale with reason expired", dls)
@@ -346,7 +347,7 @@ func (s *suite) queueTTL(t *testing.T) {
 	if !bytes.Equal(dls[0].OriginalValue, []byte("deadline passed")) {
 		t.Errorf("expired entry value = %q", dls[0].OriginalValue)
 	}
-	if n := len(rec.snapshot()); n != 0 {
+	if n := len(rec.Snapshot()); n != 0 {
 		t.Errorf("handler called %d times for an expired message, want 0", n)
 	}
 }
@@ -361,16 +362,16 @@ func (s *suite) shutdown(t *testing.T) {
 	const n = 200
 	rec := newRecorder()
 	work := func(d *broker.Delivery) error { time.Sleep(20 * time.Millisecond); return nil }
-	stop := consume(t, b, sub, rec.handler("worker", 1, work))
+	stop := testenv.Consume(t, b, sub, rec.handler("worker", 1, work))
 	publish(t, b, topic, messages("sd", n)...)
-	rec.waitUntil(t, 30*time.Second, "a quarter of the messages", func(c []call) bool { return len(c) >= n/4 })
+	rec.WaitUntil(t, 30*time.Second, "a quarter of the messages", func(c []call) bool { return len(c) >= n/4 })
 	stop()
-	first := len(rec.snapshot())
+	first := len(rec.Snapshot())
 	if first >= n {
 		t.Logf("all %d messages were handled before shutdown; the restart has nothing left", n)
 	}
-	consume(t, b, sub, rec.handler("worker", 2, work))
-	calls := rec.waitUntil(t, 60*time.Second, "every message after restart", func(c []call) bool {
+	testenv.Consume(t, b, sub, rec.handler("worker", 2, work))
+	calls := rec.WaitUntil(t, 60*time.Second, "every message after restart", func(c []call) bool {
 		return len(successes(c, "worker")) == n
 	})
 	reportDuplicates(t, calls, "worker")
@@ -408,7 +409,7 @@ func (s *suite) counting(t *testing.T) {
 	}
 	fates := maps.Clone(fate)
 	rec := newRecorder()
-	consume(t, b, sub, rec.handler("worker", 1, func(d *broker.Delivery) error {
+	testenv.Consume(t, b, sub, rec.handler("worker", 1, func(d *broker.Delivery) error {
 		switch fates[d.ID] {
 		case "permanent":
 			return broker.Permanent(failing("bad payload"))
@@ -424,7 +425,7 @@ func (s *suite) counting(t *testing.T) {
 	for i := 0; i < n; i += 200 {
 		publish(t, b, topic, msgs[i:i+200]...)
 	}
-	calls := rec.waitUntil(t, 120*time.Second, "every healthy message handled", func(c []call) bool {
+	calls := rec.WaitUntil(t, 120*time.Second, "every healthy message handled", func(c []call) bool {
 		return len(successes(c, "worker")) == n-wantDead
 	})
 	dls := s.env.DeadLetters(t.Context(), t, topic, "worker", wantDead, 5*s.r)

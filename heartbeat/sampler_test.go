@@ -3,63 +3,14 @@ package heartbeat
 import (
 	"context"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/redrive/redrive/internal/tcpproxy"
 	"github.com/redrive/redrive/internal/testenv"
 )
-
-// scrape serves reg through promhttp and parses what a scrape returns.
-func scrape(t testing.TB, reg *prometheus.Registry) map[string]*dto.MetricFamily {
-	t.Helper()
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape: HTTP %d", resp.StatusCode)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse scrape: %v", err)
-	}
-	return fams
-}
-
-// series returns the value of name with exactly labels, and whether it is
-// there.
-func series(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
-	f := fams[name]
-	if f == nil {
-		return 0, false
-	}
-next:
-	for _, m := range f.GetMetric() {
-		if len(m.GetLabel()) != len(labels) {
-			continue
-		}
-		for _, l := range m.GetLabel() {
-			if labels[l.GetName()] != l.GetValue() {
-				continue next
-			}
-		}
-		return m.GetGauge().GetValue(), true
-	}
-	return 0, false
-}
 
 func TestSamplerScrape(t *testing.T) {
 	rdb, prefix := newRedis(t)
@@ -91,19 +42,19 @@ func TestSamplerScrape(t *testing.T) {
 	if err := reg.Register(s); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
-	if fams := scrape(t, reg); len(fams) != 0 {
+	if fams := testenv.Scrape(t, reg); len(fams) != 0 {
 		t.Fatalf("before the first sample the scrape holds %d families, want none", len(fams))
 	}
 	if err := s.Sample(ctx); err != nil {
 		t.Fatalf("Sample: %v", err)
 	}
-	fams := scrape(t, reg)
+	fams := testenv.Scrape(t, reg)
 
-	v, ok := series(fams, MetricHeartbeatTimestamp, map[string]string{"type": "refund-executor", "worker_instance": "gone"})
+	v, ok := testenv.Gauge(fams, MetricHeartbeatTimestamp, map[string]string{"type": "refund-executor", "worker_instance": "gone"})
 	if !ok || v != float64(gone.UnixMilli())/1e3 {
 		t.Errorf("timestamp of the expired worker = %v (present %v), want %v", v, ok, float64(gone.UnixMilli())/1e3)
 	}
-	v, ok = series(fams, MetricHeartbeatTimestamp, map[string]string{"type": "payout-executor", "worker_instance": "live"})
+	v, ok = testenv.Gauge(fams, MetricHeartbeatTimestamp, map[string]string{"type": "payout-executor", "worker_instance": "live"})
 	if !ok || time.Since(time.UnixMilli(int64(v*1e3))) > 5*time.Second {
 		t.Errorf("timestamp of the live worker = %v (present %v), want about now", v, ok)
 	}
@@ -112,7 +63,7 @@ func TestSamplerScrape(t *testing.T) {
 		{"type": "payout-executor", "worker_instance": "live", "condition": "stuck", "severity": "warning"},
 		{"type": "payout-executor", "worker_instance": "paused", "condition": "paused", "severity": "warning"},
 	} {
-		if v, ok := series(fams, MetricWorkerStatus, want); !ok || v != 1 {
+		if v, ok := testenv.Gauge(fams, MetricWorkerStatus, want); !ok || v != 1 {
 			t.Errorf("%s%v = %v (present %v), want 1", MetricWorkerStatus, want, v, ok)
 		}
 	}
@@ -120,7 +71,7 @@ func TestSamplerScrape(t *testing.T) {
 		t.Errorf("%d %s series, want one per condition met (3)", n, MetricWorkerStatus)
 	}
 	want := map[string]string{"type": "payout-executor", "worker_instance": "paused", "reason": "operator", "dlq_severity": "critical"}
-	if v, ok := series(fams, MetricWorkerPaused, want); !ok || v != 1 || len(fams[MetricWorkerPaused].GetMetric()) != 1 {
+	if v, ok := testenv.Gauge(fams, MetricWorkerPaused, want); !ok || v != 1 || len(fams[MetricWorkerPaused].GetMetric()) != 1 {
 		t.Errorf("%s%v = %v (present %v), want 1 and no other series", MetricWorkerPaused, want, v, ok)
 	}
 	// Every configured type has its count of running instances, 0
@@ -129,7 +80,7 @@ func TestSamplerScrape(t *testing.T) {
 		typ, sev string
 		n        float64
 	}{{"payout-executor", "critical", 2}, {"refund-executor", "warning", 0}, {"idle-worker", "info", 0}} {
-		if v, ok := series(fams, MetricRunningInstances, map[string]string{"type": want.typ, "dlq_severity": want.sev}); !ok || v != want.n {
+		if v, ok := testenv.Gauge(fams, MetricRunningInstances, map[string]string{"type": want.typ, "dlq_severity": want.sev}); !ok || v != want.n {
 			t.Errorf("%s{type=%q} = %v (present %v), want %v", MetricRunningInstances, want.typ, v, ok, want.n)
 		}
 	}
@@ -139,7 +90,7 @@ func TestSamplerScrape(t *testing.T) {
 	if err := s.Sample(ctx); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("Sample during an outage: %v, want ErrUnavailable", err)
 	}
-	fams = scrape(t, reg)
+	fams = testenv.Scrape(t, reg)
 	if f := fams[MetricHeartbeatTimestamp]; f != nil {
 		t.Errorf("timestamps exported while Redis is unreachable: %v", f)
 	}
@@ -148,7 +99,7 @@ func TestSamplerScrape(t *testing.T) {
 	}
 	for _, inst := range []string{"gone", "live", "paused"} {
 		typ := map[string]string{"gone": "refund-executor", "live": "payout-executor", "paused": "payout-executor"}[inst]
-		if v, ok := series(fams, MetricWorkerStatus, map[string]string{"type": typ, "worker_instance": inst, "condition": "unknown", "severity": "unknown"}); !ok || v != 1 {
+		if v, ok := testenv.Gauge(fams, MetricWorkerStatus, map[string]string{"type": typ, "worker_instance": inst, "condition": "unknown", "severity": "unknown"}); !ok || v != 1 {
 			t.Errorf("%s/%s not UNKNOWN during the outage", typ, inst)
 		}
 	}

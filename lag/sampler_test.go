@@ -4,65 +4,18 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/redrive/redrive/internal/testenv"
 )
 
-func scrape(t testing.TB, reg *prometheus.Registry) map[string]*dto.MetricFamily {
-	t.Helper()
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.HTTPErrorOnError}))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("scrape: HTTP %d", resp.StatusCode)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parse scrape: %v", err)
-	}
-	return fams
-}
-
-// value returns the gauge name{labels} (labels exactly), and whether it is
-// there.
-func value(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
-	f := fams[name]
-	if f == nil {
-		return 0, false
-	}
-next:
-	for _, m := range f.GetMetric() {
-		if len(m.GetLabel()) != len(labels) {
-			continue
-		}
-		for _, l := range m.GetLabel() {
-			if labels[l.GetName()] != l.GetValue() {
-				continue next
-			}
-		}
-		return m.GetGauge().GetValue(), true
-	}
-	return 0, false
-}
-
 func wantValue(t testing.TB, fams map[string]*dto.MetricFamily, name string, labels map[string]string, want float64) {
 	t.Helper()
-	got, ok := value(fams, name, labels)
+	got, ok := testenv.Gauge(fams, name, labels)
 	if !ok || got != want {
 		t.Errorf("%s%v = %v (present %v), want %v", name, labels, got, ok, want)
 	}
@@ -87,13 +40,13 @@ func TestSamplerScrape(t *testing.T) {
 	if err := reg.Register(s); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
-	if fams := scrape(t, reg); len(fams) != 0 {
+	if fams := testenv.Scrape(t, reg); len(fams) != 0 {
 		t.Fatalf("before the first sample: %d families, want none", len(fams))
 	}
 	if err := s.Sample(t.Context()); err != nil {
 		t.Fatalf("Sample: %v", err)
 	}
-	fams := scrape(t, reg)
+	fams := testenv.Scrape(t, reg)
 	gt := map[string]string{"group": "payout-executor", "topic": topic}
 	wantValue(t, fams, MetricKafkaLag, gt, 7)
 	wantValue(t, fams, MetricKafkaLagPartition, map[string]string{"group": "payout-executor", "topic": topic, "partition": "0"}, 7)
@@ -104,11 +57,11 @@ func TestSamplerScrape(t *testing.T) {
 	wantValue(t, fams, MetricUp, map[string]string{"source": "kafka"}, 1)
 	wantValue(t, fams, MetricUp, map[string]string{"source": "rabbitmq"}, 1)
 	rep, _ := s.LastKafka()
-	secs, ok := value(fams, MetricKafkaLagSeconds, gt)
+	secs, ok := testenv.Gauge(fams, MetricKafkaLagSeconds, gt)
 	if want := rep.At.Sub(old).Seconds(); !ok || secs < want-0.01 || secs > want+0.01 {
 		t.Errorf("%s = %v (present %v), want %v", MetricKafkaLagSeconds, secs, ok, want)
 	}
-	if _, ok := value(fams, MetricQueueDepth, map[string]string{"queue": q + ".absent"}); ok {
+	if _, ok := testenv.Gauge(fams, MetricQueueDepth, map[string]string{"queue": q + ".absent"}); ok {
 		t.Error("a missing queue is exported")
 	}
 	if n := len(fams[MetricKafkaLagPartition].GetMetric()); n != 3 {
@@ -151,7 +104,7 @@ func TestSamplerFailureAndRun(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v", err)
 	}
-	fams := scrape(t, reg)
+	fams := testenv.Scrape(t, reg)
 	wantValue(t, fams, MetricUp, map[string]string{"source": "rabbitmq"}, 0)
 	if len(fams) != 1 {
 		t.Errorf("families during an outage: %v, want only %s", fams, MetricUp)

@@ -12,6 +12,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
 
@@ -69,7 +70,7 @@ func TestFullBufferOfStuckPartitionHoldsNoOther(t *testing.T) {
 
 			release := make(chan struct{})
 			rec := newRecorder()
-			consume(t, b, sub, rec.handler(1, func(d *broker.Delivery) error {
+			testenv.Consume(t, b, sub, rec.handler(1, func(d *broker.Delivery) error {
 				if d.Partition == stuck {
 					select {
 					case <-release:
@@ -81,7 +82,7 @@ func TestFullBufferOfStuckPartitionHoldsNoOther(t *testing.T) {
 			}))
 			// The other partitions are handled while the stuck one holds
 			// its first record.
-			rec.waitUntil(t, 30*time.Second, "the other partitions", func(cs []call) bool {
+			rec.WaitUntil(t, 30*time.Second, "the other partitions", func(cs []call) bool {
 				k := 0
 				for _, c := range cs {
 					if c.d.Partition != stuck {
@@ -91,7 +92,7 @@ func TestFullBufferOfStuckPartitionHoldsNoOther(t *testing.T) {
 				return k >= others
 			})
 			close(release)
-			calls := rec.waitUntil(t, 30*time.Second, "every record", func(cs []call) bool { return len(cs) >= n })
+			calls := rec.WaitUntil(t, 30*time.Second, "every record", func(cs []call) bool { return len(cs) >= n })
 			if s := successes(calls); len(s) != n || len(calls) != n {
 				t.Fatalf("%d calls of %d messages, want each of %d once", len(calls), len(s), n)
 			}
@@ -127,7 +128,7 @@ func TestHandlerChangesToDeliveryDoNotLeak(t *testing.T) {
 		headers map[string]string
 	}
 	seenc := make(chan seen, 2)
-	consume(t, b, sub, func(_ context.Context, d *broker.Delivery) error {
+	testenv.Consume(t, b, sub, func(_ context.Context, d *broker.Delivery) error {
 		seenc <- seen{d.ID, d.Attempt, maps.Clone(d.Headers)}
 		d.ID, d.Attempt, d.Key, d.Value = "changed", 99, []byte("changed"), []byte("changed")
 		d.Headers["trace"] = "changed"

@@ -23,6 +23,7 @@ import (
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/broker/wire"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
 
@@ -60,7 +61,7 @@ func TestBlockingRetriesKeepPartitionOrder(t *testing.T) {
 	}
 	var calls counter
 	rec := newRecorder()
-	consume(t, b, sub, rec.handler(1, func(d *broker.Delivery) error {
+	testenv.Consume(t, b, sub, rec.handler(1, func(d *broker.Delivery) error {
 		k := calls.inc(d.ID)
 		switch {
 		case d.ID == "o-03" && k <= 2:
@@ -75,7 +76,7 @@ func TestBlockingRetriesKeepPartitionOrder(t *testing.T) {
 	if err := b.Publish(t.Context(), topic, msgs...); err != nil {
 		t.Fatal(err)
 	}
-	got := rec.waitUntil(t, 30*time.Second, "every message handled", func(c []call) bool { return len(successes(c)) == n })
+	got := rec.WaitUntil(t, 30*time.Second, "every message handled", func(c []call) bool { return len(successes(c)) == n })
 
 	// Calls come in publish order: a record is never handled before the
 	// one ahead of it succeeded.
@@ -136,7 +137,7 @@ func TestBlockingBackoffHoldsOnlyItsPartition(t *testing.T) {
 	}
 	var calls counter
 	rec := newRecorder()
-	consume(t, b, sub, rec.handler(1, func(d *broker.Delivery) error {
+	testenv.Consume(t, b, sub, rec.handler(1, func(d *broker.Delivery) error {
 		if d.ID == "block" && calls.inc(d.ID) == 1 {
 			return failure("first try fails")
 		}
@@ -145,7 +146,7 @@ func TestBlockingBackoffHoldsOnlyItsPartition(t *testing.T) {
 	if err := b.Publish(t.Context(), topic, msg("block")); err != nil {
 		t.Fatal(err)
 	}
-	first := rec.waitUntil(t, 30*time.Second, "the first failure", func(c []call) bool { return len(c) == 1 })[0]
+	first := rec.WaitUntil(t, 30*time.Second, "the first failure", func(c []call) bool { return len(c) == 1 })[0]
 	var msgs []broker.Message
 	for i := range 30 {
 		msgs = append(msgs, msg(fmt.Sprintf("k-%02d", i)))
@@ -153,7 +154,7 @@ func TestBlockingBackoffHoldsOnlyItsPartition(t *testing.T) {
 	if err := b.Publish(t.Context(), topic, msgs...); err != nil {
 		t.Fatal(err)
 	}
-	got := rec.waitUntil(t, 30*time.Second, "every message handled", func(c []call) bool { return len(successes(c)) == 31 })
+	got := rec.WaitUntil(t, 30*time.Second, "every message handled", func(c []call) bool { return len(successes(c)) == 31 })
 	retry := callsOf(got, "block")[1]
 	if gap := retry.at.Sub(first.at); gap < backoff {
 		t.Errorf("block retried after %s, before its %s back-off", gap, backoff)
@@ -211,11 +212,11 @@ func TestRebalanceDuringBackoffLosesNothing(t *testing.T) {
 		return nil
 	}
 	rec := newRecorder()
-	consume(t, b, sub, rec.handler(1, decide))
+	testenv.Consume(t, b, sub, rec.handler(1, decide))
 	if err := b.Publish(t.Context(), topic, msgs...); err != nil {
 		t.Fatal(err)
 	}
-	rec.waitUntil(t, 30*time.Second, "a failure on every partition", func(c []call) bool {
+	rec.WaitUntil(t, 30*time.Second, "a failure on every partition", func(c []call) bool {
 		waiting := map[int32]bool{}
 		for _, x := range c {
 			if x.err != nil {
@@ -226,11 +227,11 @@ func TestRebalanceDuringBackoffLosesNothing(t *testing.T) {
 	})
 	// A second member joins while partitions of the first wait on a
 	// back-off.
-	consume(t, b, sub, rec.handler(2, decide))
-	got := rec.waitUntil(t, 60*time.Second, "every healthy message handled", func(c []call) bool { return len(successes(c)) == n-1 })
+	testenv.Consume(t, b, sub, rec.handler(2, decide))
+	got := rec.WaitUntil(t, 60*time.Second, "every healthy message handled", func(c []call) bool { return len(successes(c)) == n-1 })
 	dls := kafkatest.DeadLetters(t.Context(), t, brokers, topic, "g", 1, 500*time.Millisecond)
 
-	handled := successes(rec.snapshot())
+	handled := successes(rec.Snapshot())
 	dead := map[string]int{}
 	for _, d := range dls {
 		dead[d.Entry.MessageID]++
@@ -282,11 +283,11 @@ func TestDeadLetterWriteFailure(t *testing.T) {
 	defer fault.Remove()
 
 	rec := newRecorder()
-	stop := consume(t, b, sub, rec.handler(1, func(*broker.Delivery) error { return broker.Permanent(errors.New("bad payload")) }))
+	stop := testenv.Consume(t, b, sub, rec.handler(1, func(*broker.Delivery) error { return broker.Permanent(errors.New("bad payload")) }))
 	if err := b.Publish(t.Context(), topic, msg("poison"), msg("behind", "poison")); err != nil {
 		t.Fatal(err)
 	}
-	first := rec.waitUntil(t, 30*time.Second, "the handler call", func(c []call) bool { return len(c) == 1 })[0]
+	first := rec.WaitUntil(t, 30*time.Second, "the handler call", func(c []call) bool { return len(c) == 1 })[0]
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	// Several refused writes, over several commit intervals.
@@ -296,7 +297,7 @@ func TestDeadLetterWriteFailure(t *testing.T) {
 	if off := kafkatest.Committed(ctx, t, brokers, "g", topic, first.d.Partition); off > first.d.Offset {
 		t.Fatalf("committed offset %d passed the record at %d whose DLQ copy was refused", off, first.d.Offset)
 	}
-	if n := len(rec.snapshot()); n != 1 {
+	if n := len(rec.Snapshot()); n != 1 {
 		t.Errorf("handler calls while the DLQ write fails = %d, want 1 (the record behind waits)", n)
 	}
 	// Stop while the write still fails: nothing is committed past the
@@ -307,7 +308,7 @@ func TestDeadLetterWriteFailure(t *testing.T) {
 	}
 	fault.Remove()
 	t.Logf("%d DLQ writes refused", fault.Hits())
-	consume(t, b, sub, rec.handler(2, func(*broker.Delivery) error { return broker.Permanent(errors.New("bad payload")) }))
+	testenv.Consume(t, b, sub, rec.handler(2, func(*broker.Delivery) error { return broker.Permanent(errors.New("bad payload")) }))
 	dls := kafkatest.DeadLetters(ctx, t, brokers, topic, "g", 2, 500*time.Millisecond)
 	ids := map[string]int{}
 	for _, d := range dls {
@@ -316,7 +317,7 @@ func TestDeadLetterWriteFailure(t *testing.T) {
 	if ids["poison"] != 1 || ids["behind"] != 1 || len(dls) != 2 {
 		t.Errorf("dead letters by id = %v, want poison and behind once each", ids)
 	}
-	poison := callsOf(rec.snapshot(), "poison")
+	poison := callsOf(rec.Snapshot(), "poison")
 	if len(poison) != 2 || poison[1].member != 2 {
 		t.Errorf("poison handled %d times, want twice: once before the restart, once after", len(poison))
 	}
@@ -333,7 +334,7 @@ func TestDeadLetterWriteRetriedInPlace(t *testing.T) {
 	}
 	fault := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: kafka.DLQTopic(topic), Err: kerr.PolicyViolation, Count: 3})
 	rec := newRecorder()
-	consume(t, b, sub, rec.handler(1, func(*broker.Delivery) error { return broker.Permanent(errors.New("bad payload")) }))
+	testenv.Consume(t, b, sub, rec.handler(1, func(*broker.Delivery) error { return broker.Permanent(errors.New("bad payload")) }))
 	if err := b.Publish(t.Context(), topic, msg("poison")); err != nil {
 		t.Fatal(err)
 	}
@@ -344,10 +345,10 @@ func TestDeadLetterWriteRetriedInPlace(t *testing.T) {
 	if fault.Hits() != 3 {
 		t.Errorf("refused DLQ writes = %d, want 3", fault.Hits())
 	}
-	if n := len(rec.snapshot()); n != 1 {
+	if n := len(rec.Snapshot()); n != 1 {
 		t.Errorf("handler calls = %d, want 1 (the DLQ write is what is retried)", n)
 	}
-	first := rec.snapshot()[0]
+	first := rec.Snapshot()[0]
 	waitCommitted(t, brokers, "g", topic, first.d.Partition, first.d.Offset+1)
 }
 
@@ -381,8 +382,8 @@ func TestMaxAgeExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := newRecorder()
-	consume(t, b, sub, rec.handler(1, nil))
-	rec.waitUntil(t, 30*time.Second, "the fresh message", func(c []call) bool { return successes(c)["fresh"] == 1 })
+	testenv.Consume(t, b, sub, rec.handler(1, nil))
+	rec.WaitUntil(t, 30*time.Second, "the fresh message", func(c []call) bool { return successes(c)["fresh"] == 1 })
 	dls := kafkatest.DeadLetters(t.Context(), t, brokers, topic, "g", 1, 300*time.Millisecond)
 	if len(dls) != 1 {
 		t.Fatalf("dead letters = %d, want 1", len(dls))
@@ -397,7 +398,7 @@ func TestMaxAgeExpires(t *testing.T) {
 	if v, _ := header(dls[0].Record, broker.HeaderReason); v != string(broker.ReasonExpired) {
 		t.Errorf("DLQ record x-redrive-reason = %q, want expired", v)
 	}
-	if len(callsOf(rec.snapshot(), "stale")) != 0 {
+	if len(callsOf(rec.Snapshot(), "stale")) != 0 {
 		t.Error("the handler was called for an expired message")
 	}
 }
@@ -415,19 +416,19 @@ func TestNonBlockingRetries(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, otherRec := newRecorder(), newRecorder()
-	consume(t, b, sub, rec.handler(1, func(d *broker.Delivery) error {
+	testenv.Consume(t, b, sub, rec.handler(1, func(d *broker.Delivery) error {
 		if d.ID == "bad" {
 			return failure("bad fails on attempt %d", d.Attempt)
 		}
 		return nil
 	}))
-	consume(t, b, other, otherRec.handler(1, nil))
+	testenv.Consume(t, b, other, otherRec.handler(1, nil))
 	// Same key: same partition, bad ahead of good.
 	if err := b.Publish(t.Context(), topic, msg("bad", "k"), msg("good", "k")); err != nil {
 		t.Fatal(err)
 	}
 	dls := kafkatest.DeadLetters(t.Context(), t, brokers, topic, "nb", 1, 3*backoff)
-	calls := rec.snapshot()
+	calls := rec.Snapshot()
 	bad, good := callsOf(calls, "bad"), callsOf(calls, "good")
 	if len(bad) != maxRetries+1 {
 		t.Fatalf("bad handled %d times, want max_retries+1 = %d", len(bad), maxRetries+1)
@@ -468,8 +469,8 @@ func TestNonBlockingRetries(t *testing.T) {
 	waitCommitted(t, brokers, "nb", topic, bad[0].d.Partition, good[0].d.Offset+1)
 	// The other group saw each message once: retries stay in the failing
 	// group.
-	otherRec.waitUntil(t, 10*time.Second, "the other group", func(c []call) bool { return len(c) >= 2 })
-	if s := successes(otherRec.snapshot()); s["bad"] != 1 || s["good"] != 1 || len(otherRec.snapshot()) != 2 {
+	otherRec.WaitUntil(t, 10*time.Second, "the other group", func(c []call) bool { return len(c) >= 2 })
+	if s := successes(otherRec.Snapshot()); s["bad"] != 1 || s["good"] != 1 || len(otherRec.Snapshot()) != 2 {
 		t.Errorf("other group handled %v, want bad and good once each", s)
 	}
 	retries := readAll(t, brokers, kafka.RetryTopic(topic, "nb"), maxRetries)
@@ -492,7 +493,7 @@ func TestHandlerPanicIsDeadLettered(t *testing.T) {
 	topic := topicName(t)
 	sub := broker.Subscription{Topic: topic, Group: "g"}
 	rec := newRecorder()
-	consume(t, b, sub, rec.handler(1, func(d *broker.Delivery) error {
+	testenv.Consume(t, b, sub, rec.handler(1, func(d *broker.Delivery) error {
 		if d.ID == "boom" {
 			panic("kaboom")
 		}
@@ -501,7 +502,7 @@ func TestHandlerPanicIsDeadLettered(t *testing.T) {
 	if err := b.Publish(t.Context(), topic, msg("boom", "k"), msg("after", "k")); err != nil {
 		t.Fatal(err)
 	}
-	rec.waitUntil(t, 30*time.Second, "the message after the panic", func(c []call) bool { return successes(c)["after"] == 1 })
+	rec.WaitUntil(t, 30*time.Second, "the message after the panic", func(c []call) bool { return successes(c)["after"] == 1 })
 	dls := kafkatest.DeadLetters(t.Context(), t, brokers, topic, "g", 1, 300*time.Millisecond)
 	if len(dls) != 1 {
 		t.Fatalf("dead letters = %d, want 1", len(dls))
@@ -523,7 +524,7 @@ func TestShutdownDrainsInFlightHandler(t *testing.T) {
 	sub := broker.Subscription{Topic: topic, Group: "g", ShutdownTimeout: 5 * time.Second}
 	started, release := make(chan *broker.Delivery, 1), make(chan struct{})
 	var sawCancel bool
-	stop := consume(t, b, sub, func(ctx context.Context, d *broker.Delivery) error {
+	stop := testenv.Consume(t, b, sub, func(ctx context.Context, d *broker.Delivery) error {
 		started <- d
 		<-release
 		sawCancel = ctx.Err() != nil
@@ -567,7 +568,7 @@ func TestShutdownTimeoutAbandonsHandler(t *testing.T) {
 	started, release := make(chan *broker.Delivery, 1), make(chan struct{})
 	defer close(release)
 	canceled := make(chan struct{})
-	stop := consume(t, b, sub, func(ctx context.Context, d *broker.Delivery) error {
+	stop := testenv.Consume(t, b, sub, func(ctx context.Context, d *broker.Delivery) error {
 		started <- d
 		<-ctx.Done()
 		close(canceled)
@@ -619,7 +620,7 @@ func TestRetryTopicHandlesEarliestDueFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := newRecorder()
-	consume(t, b, sub, rec.handler(1, func(d *broker.Delivery) error {
+	testenv.Consume(t, b, sub, rec.handler(1, func(d *broker.Delivery) error {
 		switch {
 		case d.ID == "slow" && d.Attempt == 1:
 			return broker.RetryAfter(failure("come back in 2s"), 2*time.Second)
@@ -632,7 +633,7 @@ func TestRetryTopicHandlesEarliestDueFirst(t *testing.T) {
 	if err := b.Publish(t.Context(), topic, msg("slow", "k"), msg("quick", "k")); err != nil {
 		t.Fatal(err)
 	}
-	early := rec.waitUntil(t, 30*time.Second, "quick's retry", func(c []call) bool { return successes(c)["quick"] == 1 })
+	early := rec.WaitUntil(t, 30*time.Second, "quick's retry", func(c []call) bool { return successes(c)["quick"] == 1 })
 	if successes(early)["slow"] == 0 {
 		// While slow's copy waits, the retry partition's commit must not
 		// pass it, though quick's copy behind it is done: watch a few
@@ -645,7 +646,7 @@ func TestRetryTopicHandlesEarliestDueFirst(t *testing.T) {
 			time.Sleep(100 * time.Millisecond) // observing that nothing happens needs a window
 		}
 	}
-	got := rec.waitUntil(t, 30*time.Second, "both retries", func(c []call) bool { return len(successes(c)) == 2 })
+	got := rec.WaitUntil(t, 30*time.Second, "both retries", func(c []call) bool { return len(successes(c)) == 2 })
 	slow, quick := callsOf(got, "slow"), callsOf(got, "quick")
 	if slow[1].d.Source != kafka.RetryTopic(topic, "nb") || quick[1].d.Source != slow[1].d.Source || quick[1].d.Partition != slow[1].d.Partition {
 		t.Fatalf("retries read from %s/%d and %s/%d, want one partition of the retry topic",
@@ -678,7 +679,7 @@ func TestLargeBinaryMessageIsDeadLettered(t *testing.T) {
 	for i := range value {
 		value[i] = byte(i*7 + i/251)
 	}
-	consume(t, b, sub, newRecorder().handler(1, func(*broker.Delivery) error { return broker.Permanent(errors.New("too big to handle")) }))
+	testenv.Consume(t, b, sub, newRecorder().handler(1, func(*broker.Delivery) error { return broker.Permanent(errors.New("too big to handle")) }))
 	if err := b.Publish(t.Context(), topic, broker.Message{ID: "big", Value: value}); err != nil {
 		t.Fatalf("Publish of %d bytes: %v", len(value), err)
 	}

@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/broker/kafka"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // call is one handler invocation.
@@ -23,13 +22,9 @@ type call struct {
 }
 
 // recorder records handler calls; waiters wake on every call.
-type recorder struct {
-	mu      sync.Mutex
-	calls   []call
-	changed chan struct{}
-}
+type recorder struct{ testenv.Recorder[call] }
 
-func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
+func newRecorder() *recorder { return &recorder{} }
 
 // handler records each call and returns what decide says (nil decide: nil).
 func (r *recorder) handler(member int, decide func(d *broker.Delivery) error) broker.Handler {
@@ -38,40 +33,8 @@ func (r *recorder) handler(member int, decide func(d *broker.Delivery) error) br
 		if decide != nil {
 			err = decide(d)
 		}
-		r.mu.Lock()
-		r.calls = append(r.calls, call{at: time.Now(), member: member, d: *d, err: err})
-		close(r.changed)
-		r.changed = make(chan struct{})
-		r.mu.Unlock()
+		r.Add(call{at: time.Now(), member: member, d: *d, err: err})
 		return err
-	}
-}
-
-func (r *recorder) snapshot() []call {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]call(nil), r.calls...)
-}
-
-// waitUntil waits until cond holds, failing t after timeout.
-func (r *recorder) waitUntil(t testing.TB, timeout time.Duration, what string, cond func([]call) bool) []call {
-	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		r.mu.Lock()
-		calls := append([]call(nil), r.calls...)
-		ch := r.changed
-		r.mu.Unlock()
-		if cond(calls) {
-			return calls
-		}
-		select {
-		case <-ch:
-		case <-deadline.C:
-			t.Fatalf("timed out after %s waiting for %s (%d handler calls so far)", timeout, what, len(calls))
-			return nil
-		}
 	}
 }
 
@@ -95,31 +58,6 @@ func callsOf(calls []call, id string) []call {
 		}
 	}
 	return out
-}
-
-// consume runs Consume in the background; stop cancels it and waits for it
-// to return nil (also at the end of the test).
-func consume(t testing.TB, b *kafka.Broker, sub broker.Subscription, h broker.Handler) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Consume(ctx, sub, h) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Consume(%s/%s) = %v, want nil", sub.Topic, sub.Group, err)
-				}
-			case <-time.After(sub.WithDefaults().ShutdownTimeout + 20*time.Second):
-				t.Errorf("Consume(%s/%s) did not return after its context ended", sub.Topic, sub.Group)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
 }
 
 // testFailure is the error test handlers fail with.

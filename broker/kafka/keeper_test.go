@@ -17,6 +17,7 @@ import (
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // produceRaw writes records as a foreign producer would.
@@ -42,7 +43,7 @@ func TestConsumeDeadLetters(t *testing.T) {
 	}
 	dlqTopic := kafka.DLQTopic(topic)
 	// One redrive dead letter, made by a consumer.
-	consume(t, b, sub, newRecorder().handler(1, func(*broker.Delivery) error { return broker.Permanent(errors.New("no")) }))
+	testenv.Consume(t, b, sub, newRecorder().handler(1, func(*broker.Delivery) error { return broker.Permanent(errors.New("no")) }))
 	if err := b.Publish(t.Context(), topic, msg("ours", "k")); err != nil {
 		t.Fatal(err)
 	}
@@ -156,13 +157,13 @@ func TestRepublishReachesOnlyTheFailingGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	recF, recH := newRecorder(), newRecorder()
-	consume(t, b, failing, recF.handler(1, func(d *broker.Delivery) error {
+	testenv.Consume(t, b, failing, recF.handler(1, func(d *broker.Delivery) error {
 		if d.Headers[broker.HeaderReplayedFrom] == "" {
 			return broker.Permanent(errors.New("first life fails"))
 		}
 		return nil
 	}))
-	consume(t, b, healthy, recH.handler(1, nil))
+	testenv.Consume(t, b, healthy, recH.handler(1, nil))
 	m := broker.Message{ID: "m", Key: []byte{0x00, 0xff}, Value: []byte("{\n \"a\": 1\n}"), Headers: map[string]string{"tenant": "acme"}}
 	if err := b.Publish(t.Context(), topic, m); err != nil {
 		t.Fatal(err)
@@ -172,7 +173,7 @@ func TestRepublishReachesOnlyTheFailingGroup(t *testing.T) {
 	if err := b.Republish(t.Context(), dls[0].Entry, kafka.Route(topic, "failing"), from); err != nil {
 		t.Fatalf("Republish: %v", err)
 	}
-	got := recF.waitUntil(t, 30*time.Second, "the replay", func(c []call) bool { return successes(c)["m"] == 1 })
+	got := recF.WaitUntil(t, 30*time.Second, "the replay", func(c []call) bool { return successes(c)["m"] == 1 })
 	r := callsOf(got, "m")[1]
 	if string(r.d.Key) != string(m.Key) || string(r.d.Value) != string(m.Value) || r.d.Headers["tenant"] != "acme" ||
 		r.d.Attempt != 1 || r.d.Headers[broker.HeaderReplayedFrom] != from || r.d.Topic != topic || r.d.Source != kafka.RetryTopic(topic, "failing") {
@@ -188,7 +189,7 @@ func TestRepublishReachesOnlyTheFailingGroup(t *testing.T) {
 	if after := kafkatest.EndOffsets(t.Context(), t, brokers, topic); !maps.Equal(after, before) {
 		t.Errorf("end offsets of %s went from %v to %v", topic, before, after)
 	}
-	if h := recH.snapshot(); len(h) != 1 || h[0].d.Headers[broker.HeaderReplayedFrom] != "" {
+	if h := recH.Snapshot(); len(h) != 1 || h[0].d.Headers[broker.HeaderReplayedFrom] != "" {
 		t.Errorf("healthy group calls = %d, want the original only", len(h))
 	}
 }

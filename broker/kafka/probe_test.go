@@ -10,6 +10,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // TestConsumerLagAndReady: while a handler stalls, the records behind it
@@ -26,7 +27,7 @@ func TestConsumerLagAndReady(t *testing.T) {
 	}
 	release := make(chan struct{})
 	handled := make(chan string, 100)
-	stop := consume(t, b, sub, func(ctx context.Context, d *broker.Delivery) error {
+	stop := testenv.Consume(t, b, sub, func(ctx context.Context, d *broker.Delivery) error {
 		if d.ID == "m-0" {
 			select {
 			case <-release:

@@ -16,6 +16,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/rabbitcluster"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // The cluster cases run on a three-node RabbitMQ cluster of their own
@@ -313,7 +314,7 @@ func TestClusterDelayLeaderKilled(t *testing.T) {
 	handled := newTally()
 	early := 0
 	var lateness []time.Duration
-	stop := consumeWith(t, consumer, sub, func(_ context.Context, d *broker.Delivery) error {
+	stop := testenv.Consume(t, consumer, sub, func(_ context.Context, d *broker.Delivery) error {
 		now := time.Now()
 		mu.Lock()
 		if now.Before(due[d.ID]) {

@@ -10,7 +10,6 @@ import (
 	neturl "net/url"
 	"os"
 	"os/exec"
-	"sync"
 	"testing"
 	"time"
 
@@ -296,36 +295,11 @@ func killedMidBatch(t testing.TB, kind string, env []string, want int) map[strin
 // Consume returned an error.
 func consume(t testing.TB, b broker.Broker, sub broker.Subscription, c *tally) (stop func()) {
 	t.Helper()
-	return consumeWith(t, b, sub, func(_ context.Context, d *broker.Delivery) error {
+	return testenv.Consume(t, b, sub, func(_ context.Context, d *broker.Delivery) error {
 		time.Sleep(2 * time.Millisecond) // the work
 		c.add(d.ID)
 		return nil
 	})
-}
-
-// consumeWith runs b.Consume(sub, h) in this process until the returned
-// stop is called (or t ends); stop fails t when Consume returned an error.
-func consumeWith(t testing.TB, b broker.Broker, sub broker.Subscription, h broker.Handler) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- b.Consume(ctx, sub, h) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Consume(%s) returned %v", sub.Topic, err)
-				}
-			case <-time.After(sub.ShutdownTimeout + 30*time.Second):
-				t.Errorf("Consume(%s) did not return after its context ended", sub.Topic)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
 }
 
 // closeAll closes every client connection of RabbitMQ, the way an operator

@@ -40,7 +40,7 @@ func storeOutage(t *testing.T, b broker.Broker, kind, dlqName string, sub broker
 
 	published := ids(sub.Topic, 200)
 	c := newTally()
-	stop := consumeWith(t, b, sub, func(_ context.Context, d *broker.Delivery) error {
+	stop := testenv.Consume(t, b, sub, func(_ context.Context, d *broker.Delivery) error {
 		if n, _ := strconv.Atoi(d.ID[strings.LastIndexByte(d.ID, '-')+1:]); n%2 == 1 {
 			return broker.Permanent(errors.New("faults: odd message"))
 		}
