@@ -43,7 +43,7 @@ func newLiveDeployment(t *testing.T) *liveDeployment {
 	t.Helper()
 	id := strings.ToLower(broker.NewMessageID()[:8])
 	d := &liveDeployment{id: id, dir: t.TempDir(), pay: "pay-" + id, mail: "mail-" + id, stall: "stall-" + id, fleet: "fleet-" + id,
-		admin: freeAddr(t), metrics: freeAddr(t)}
+		admin: testenv.ClosedAddr(t), metrics: testenv.ClosedAddr(t)}
 	head := fmt.Sprintf(`broker: rabbitmq
 rabbitmq: {url: %q, prefix: live-%s, delay: {resolution: 100ms, factor: 2, levels: 2}}
 redis: {addr: %q}

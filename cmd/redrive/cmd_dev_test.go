@@ -58,7 +58,7 @@ func TestDevBadInput(t *testing.T) {
 // Ctrl-C stops everything cleanly and removes the configuration file.
 func TestDevKafka(t *testing.T) {
 	clearEnv(t)
-	adminAddr, metricsAddr := freeAddr(t), freeAddr(t)
+	adminAddr, metricsAddr := testenv.ClosedAddr(t), testenv.ClosedAddr(t)
 	const token = "dev-test-token"
 	d := startDaemon(t, "dev", "--listen", adminAddr, "--metrics-listen", metricsAddr, "--token", token,
 		"--rate", "40", "--crash-every", "2s", "--stall-every", "1s", "--outage-every", "4s")
@@ -161,7 +161,7 @@ func TestDevRabbitMQ(t *testing.T) {
 	clearEnv(t)
 	t.Setenv("RABBITMQ_URL", url)
 	prefix := "dev-" + broker.NewMessageID()[:6]
-	adminAddr, metricsAddr := freeAddr(t), freeAddr(t)
+	adminAddr, metricsAddr := testenv.ClosedAddr(t), testenv.ClosedAddr(t)
 	const token = "dev-test-token"
 	args := []string{"dev", "--broker", "rabbitmq", "--prefix", prefix, "--listen", adminAddr, "--metrics-listen", metricsAddr,
 		"--token", token, "--crash-every", "0"}
@@ -208,7 +208,7 @@ func TestDevRabbitMQ(t *testing.T) {
 	}, func() string { return out + errOut + d.stderr.String() })
 
 	// A second dev on the same prefix refuses to start.
-	code, _, errOut := cli(t, "dev", "--broker", "rabbitmq", "--prefix", prefix, "--listen", freeAddr(t), "--metrics-listen", freeAddr(t), "--token", token)
+	code, _, errOut := cli(t, "dev", "--broker", "rabbitmq", "--prefix", prefix, "--listen", testenv.ClosedAddr(t), "--metrics-listen", testenv.ClosedAddr(t), "--token", token)
 	if code != exitFailure || !strings.Contains(errOut, "another redrive dev is running with prefix") {
 		t.Errorf("a second dev with the same prefix: exit %d, %s", code, errOut)
 	}

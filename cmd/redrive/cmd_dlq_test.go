@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // fakeAdmin is an admin API that answers from a table and records the
@@ -127,7 +128,7 @@ func TestDLQClient(t *testing.T) {
 	}
 
 	// Nothing listens: a runtime failure, on one line.
-	code, _, errOut = dlq("ls", "--server", "http://"+freeAddr(t))
+	code, _, errOut = dlq("ls", "--server", "http://"+testenv.ClosedAddr(t))
 	if code != exitFailure || !strings.Contains(errOut, "unreachable") || strings.Count(errOut, "\n") != 1 {
 		t.Errorf("unreachable server: %d %q", code, errOut)
 	}

@@ -74,7 +74,7 @@ func TestLagKafka(t *testing.T) {
 		t.Errorf("lag --partitions: %d\n%s", code, out)
 	}
 	// Nothing listens: exit 1, one line.
-	code, _, errOut = cli(t, "lag", "--timeout", "2s", "--config", kafkaConfig(t, []string{freeAddr(t)}, ""))
+	code, _, errOut = cli(t, "lag", "--timeout", "2s", "--config", kafkaConfig(t, []string{testenv.ClosedAddr(t)}, ""))
 	if code != exitFailure || !strings.Contains(errOut, "measure kafka lag") || strings.Count(errOut, "\n") != 1 {
 		t.Errorf("lag on a closed port: %d %q", code, errOut)
 	}
@@ -88,7 +88,7 @@ func TestLagKafka(t *testing.T) {
 // nothing pending); it stops cleanly.
 func TestExporterKafka(t *testing.T) {
 	clearEnv(t)
-	addr := freeAddr(t)
+	addr := testenv.ClosedAddr(t)
 	pg := newSchema(t, "exporter_cmd_"+strings.ToLower(broker.NewMessageID()[:8]))
 	path := kafkaConfig(t, kafkaCluster(t), fmt.Sprintf("postgres: {url: %q}\nexporter: {listen: \"127.0.0.1:1\"}\n", pg))
 	d := startDaemon(t, "exporter", "--config", path, "--listen", addr, "--sample-interval", "100ms")
@@ -125,7 +125,7 @@ func TestExporterKafka(t *testing.T) {
 
 func TestWorkersRedisUnreachable(t *testing.T) {
 	clearEnv(t)
-	path := writeConfig(t, fmt.Sprintf("broker: rabbitmq\nredis: {addr: %q}\n", freeAddr(t)))
+	path := writeConfig(t, fmt.Sprintf("broker: rabbitmq\nredis: {addr: %q}\n", testenv.ClosedAddr(t)))
 	code, out, errOut := cli(t, "workers", "--config", path)
 	if code != exitFailure || out != "" || !strings.HasPrefix(errOut, "redrive: workers: cannot read heartbeats from redis at ") || strings.Count(errOut, "\n") != 1 {
 		t.Errorf("workers with Redis down = %d %q %q, want exit 1 and one line", code, out, errOut)

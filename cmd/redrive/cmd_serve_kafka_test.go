@@ -28,7 +28,7 @@ func TestServeKafka(t *testing.T) {
 		t.Fatalf("kfake: %v", err)
 	}
 	t.Cleanup(cluster.Close)
-	adminAddr, metricsAddr := freeAddr(t), freeAddr(t)
+	adminAddr, metricsAddr := testenv.ClosedAddr(t), testenv.ClosedAddr(t)
 	path := writeConfig(t, fmt.Sprintf(`
 broker: kafka
 kafka: {brokers: [%q], partitions: 1}

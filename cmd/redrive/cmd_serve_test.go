@@ -39,7 +39,7 @@ func newServeEnv(t *testing.T) *serveEnv {
 	e.worker = "billing-" + id
 	e.queue = rabbit.Queue(e.topic, e.worker)
 	e.dlqName = rabbit.DLQ(e.queue)
-	adminAddr, metricsAddr := freeAddr(t), freeAddr(t)
+	adminAddr, metricsAddr := testenv.ClosedAddr(t), testenv.ClosedAddr(t)
 	e.admin, e.metrics = "http://"+adminAddr, "http://"+metricsAddr
 	pg := newSchema(t, "serve_test_"+id)
 	e.path = writeConfig(t, fmt.Sprintf(`
@@ -299,7 +299,7 @@ func TestServeDLQOperations(t *testing.T) {
 // logging the URL with its password masked, while the exporter serves
 // DOWN; it stops cleanly when told to.
 func TestServeUnreachableBroker(t *testing.T) {
-	metrics := freeAddr(t)
+	metrics := testenv.ClosedAddr(t)
 	path := writeConfig(t, fmt.Sprintf(`
 broker: rabbitmq
 rabbitmq: {url: "amqp://guest:s3cret@%s/", prefix: srv-down}
@@ -307,7 +307,7 @@ redis: {addr: %q}
 workers: [{name: billing, topic: orders}]
 admin: {listen: %q}
 exporter: {listen: %q}
-`, freeAddr(t), testenv.Redis.URL(), freeAddr(t), metrics))
+`, testenv.ClosedAddr(t), testenv.Redis.URL(), testenv.ClosedAddr(t), metrics))
 	d := startDaemon(t, "serve", "--config", path, "--insecure-no-auth")
 	eventually(t, "serve logs the unreachable broker", func() bool {
 		return strings.Contains(d.stderr.String(), "broker rabbitmq unreachable; retrying")

@@ -4,14 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/redis/go-redis/v9"
@@ -60,18 +58,6 @@ func (d *daemonRun) exited() (int, bool) {
 	default:
 		return 0, false
 	}
-}
-
-// freeAddr returns a loopback address nothing listens on.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return addr
 }
 
 // eventually polls cond until it holds; the test fails after 60 s with
@@ -136,29 +122,7 @@ func metricValue(t *testing.T, base, name string, labels map[string]string) (flo
 	if err != nil {
 		t.Fatalf("/metrics does not parse: %v", err)
 	}
-	return seriesValue(fams[name], labels)
-}
-
-func seriesValue(f *dto.MetricFamily, labels map[string]string) (float64, bool) {
-next:
-	for _, m := range f.GetMetric() {
-		got := map[string]string{}
-		for _, l := range m.GetLabel() {
-			got[l.GetName()] = l.GetValue()
-		}
-		for k, v := range labels {
-			if got[k] != v {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.GetCounter().GetValue(), true
-		case m.Gauge != nil:
-			return m.GetGauge().GetValue(), true
-		}
-	}
-	return 0, false
+	return testenv.Value(fams, name, labels)
 }
 
 // newSchema creates a PostgreSQL schema of its own, dropped when the test

@@ -87,7 +87,7 @@ func startPrometheus(t *testing.T, target string) *promServer {
 		t.Fatal(err)
 	}
 
-	addr := freeAddr(t)
+	addr := testenv.ClosedAddr(t)
 	p := &promServer{url: "http://" + addr, log: &testenv.Buffer{}}
 	cmd := exec.Command(bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--log.level=warn", "--storage.tsdb.retention.time=1h")

@@ -32,7 +32,7 @@ func TestStuckWorkerKafka(t *testing.T) {
 	t.Cleanup(cluster.Close)
 	id := strings.ToLower(broker.NewMessageID()[:8])
 	name, topic, pod, dir := "stall-"+id, "stuck."+id, "k-"+id, t.TempDir()
-	adminAddr, metricsAddr := freeAddr(t), freeAddr(t)
+	adminAddr, metricsAddr := testenv.ClosedAddr(t), testenv.ClosedAddr(t)
 	path := writeConfig(t, fmt.Sprintf(`
 broker: kafka
 kafka: {brokers: [%q], fetch_max_wait: 100ms, commit_interval: 100ms}

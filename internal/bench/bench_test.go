@@ -3,10 +3,11 @@ package bench
 import (
 	"bytes"
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // TestRunTiny runs every scenario with a few hundred messages against the
@@ -25,9 +26,9 @@ func TestRunTiny(t *testing.T) {
 		ReplayMessages: 200,
 		Batch:          20,
 		Concurrency:    4,
-		RabbitURL:      os.Getenv("RABBITMQ_URL"),
+		RabbitURL:      testenv.RabbitMQ.URL(),
 		Resolution:     50 * time.Millisecond,
-		RedisAddr:      os.Getenv("REDIS_ADDR"),
+		RedisAddr:      testenv.Redis.URL(),
 		// 3 groups on 150 partitions: two topics (100 + 50 partitions).
 		ScrapeGroups:     3,
 		ScrapePartitions: 150,

@@ -21,7 +21,7 @@ const kafkaPartitions = 3
 // kafkaEnv is one run's Kafka set-up: the cluster, a redrive broker, a raw
 // producer and the topics to delete at the end.
 type kafkaEnv struct {
-	cfg     Config
+	base
 	peers   *peerRunner // nil without Config.Peers
 	prefix  string
 	brokers []string
@@ -32,7 +32,7 @@ type kafkaEnv struct {
 }
 
 func runKafka(ctx context.Context, cfg Config, prefix string, peers *peerRunner) (rows []Row, err error) {
-	e := &kafkaEnv{cfg: cfg, prefix: prefix, brokers: cfg.KafkaBrokers, peers: peers}
+	e := &kafkaEnv{base: base{cfg: cfg, broker: Kafka}, prefix: prefix, brokers: cfg.KafkaBrokers, peers: peers}
 	if len(e.brokers) == 0 {
 		c, err := kfake.NewCluster(kfake.NumBrokers(3))
 		if err != nil {
@@ -51,6 +51,7 @@ func runKafka(ctx context.Context, cfg Config, prefix string, peers *peerRunner)
 		return nil, err
 	}
 	defer e.b.Close()
+	e.redrive = e.b
 	e.prod, err = kgo.NewClient(
 		kgo.SeedBrokers(e.brokers...),
 		kgo.ClientID("raw-bench"),
@@ -73,43 +74,25 @@ func runKafka(ctx context.Context, cfg Config, prefix string, peers *peerRunner)
 		}
 	}()
 
-	steps := []struct {
-		scenario string
-		run      func(context.Context) ([]Row, error)
-	}{
+	steps := []step{
 		{ScenarioPublish, e.publish},
 		{ScenarioConsume, e.consume},
-		{ScenarioRetry, func(ctx context.Context) ([]Row, error) { return e.failing(ctx, failRetry, rows) }},
-		{ScenarioDLQ, func(ctx context.Context) ([]Row, error) { return e.failing(ctx, failDLQ, rows) }},
+		{ScenarioRetry, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failRetry, kafkaNotes, rows) }},
+		{ScenarioDLQ, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failDLQ, kafkaNotes, rows) }},
 		{ScenarioScrape, e.scrape},
 	}
-	for _, s := range steps {
-		if !cfg.runs(s.scenario) {
-			continue
-		}
-		sctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-		rs, err := s.run(sctx)
-		cancel()
-		rows = append(rows, rs...)
-		if err != nil {
-			return rows, fmt.Errorf("%s: %w", s.scenario, err)
-		}
-		if peers != nil && runsPeers(s.scenario) {
-			rs, err := e.peer(ctx, s.scenario)
-			rows = append(rows, rs...)
-			if err != nil {
-				return rows, fmt.Errorf("%s: %w", s.scenario, err)
-			}
-		}
+	var peer func(context.Context, string) ([]Row, error)
+	if peers != nil {
+		peer = e.peer
 	}
-	return rows, nil
+	err = e.runSteps(ctx, steps, &rows, peer)
+	return rows, err
 }
 
-func (e *kafkaEnv) progress(scenario, client string) {
-	if e.cfg.Progress != nil {
-		e.cfg.Progress(scenario, Kafka, client)
-	}
-	e.cfg.Logger.Info("bench: measuring", "scenario", scenario, "broker", Kafka, "client", client)
+// kafkaNotes say what the handler of the retry and dlq scenarios does.
+var kafkaNotes = map[string]string{
+	failRetry: "10 % fail once, blocking retry at once",
+	failDLQ:   "1 % permanent → <topic>.dlq",
 }
 
 // sub declares a subscription (its topic, retry and dead-letter topics)
@@ -198,17 +181,10 @@ func (e *kafkaEnv) publish(ctx context.Context) ([]Row, error) {
 	if err := e.b.Publish(ctx, s.Topic, batches[0][0]); err != nil { // warm-up
 		return []Row{raw}, err
 	}
-	lat = lat[:0]
-	m = startMeter()
-	for _, batch := range batches {
-		t0 := time.Now()
-		if err := e.b.Publish(ctx, s.Topic, batch...); err != nil {
-			return []Row{raw}, err
-		}
-		lat = append(lat, time.Since(t0))
+	rd, err := e.publishTimed(ctx, ScenarioPublish, s.Topic, n, batches)
+	if err != nil {
+		return []Row{raw}, err
 	}
-	el, u = m.stop()
-	rd := row(ScenarioPublish, Kafka, ClientRedrive, n, el, u).withLatencies(lat)
 	compare(&rd, raw, ClientRaw, 0.95)
 	return []Row{raw, rd}, nil
 }
@@ -297,46 +273,10 @@ func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
 	}
 	raw := dr.row(ScenarioConsume, Kafka, ClientRaw, u)
 
-	rd, err := e.redriveDrain(ctx, ScenarioConsume, failNone)
+	rd, err := redriveDrain(ctx, e, ScenarioConsume, failNone)
 	if err != nil {
 		return []Row{raw}, err
 	}
 	compare(&rd, raw, ClientRaw, 0.95)
 	return []Row{raw, rd}, nil
-}
-
-// redriveDrain pre-fills a new subscription's topic and times Consume
-// draining it with the handler of mode.
-func (e *kafkaEnv) redriveDrain(ctx context.Context, scenario, mode string) (Row, error) {
-	n := e.cfg.Messages
-	e.progress(scenario, ClientRedrive)
-	s, err := e.sub(ctx, scenario)
-	if err != nil {
-		return Row{}, err
-	}
-	if err := e.fill(ctx, s.Topic, n); err != nil {
-		return Row{}, err
-	}
-	return consumeThrough(ctx, e.b, s, n, scenario, Kafka, mode, e.cfg.Timeout)
-}
-
-// failing runs the retry or dlq scenario and compares it with the
-// no-failure redrive consume row of prior, when there is one.
-func (e *kafkaEnv) failing(ctx context.Context, mode string, prior []Row) ([]Row, error) {
-	r, err := e.redriveDrain(ctx, mode, mode)
-	if err != nil {
-		return nil, err
-	}
-	switch mode {
-	case failRetry:
-		r.Note = "10 % fail once, blocking retry at once; " + r.Note
-	case failDLQ:
-		r.Note = "1 % permanent → <topic>.dlq; " + r.Note
-	}
-	for _, p := range prior {
-		if p.Scenario == ScenarioConsume && p.Client == ClientRedrive && p.Broker == Kafka {
-			compare(&r, p, "consume", 0.8)
-		}
-	}
-	return []Row{r}, nil
 }

@@ -3,10 +3,11 @@ package bench
 import (
 	"bytes"
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // TestRunPeersTiny builds the peers module and runs every peer scenario
@@ -25,7 +26,7 @@ func TestRunPeersTiny(t *testing.T) {
 		Messages:    300,
 		Batch:       20,
 		Concurrency: 4,
-		RabbitURL:   os.Getenv("RABBITMQ_URL"),
+		RabbitURL:   testenv.RabbitMQ.URL(),
 		Peers:       true,
 		Timeout:     2 * time.Minute,
 	})

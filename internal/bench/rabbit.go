@@ -16,7 +16,7 @@ import (
 // rabbitEnv is one run's RabbitMQ set-up: a redrive broker with its own
 // prefix, and the names declared for the raw client, deleted at the end.
 type rabbitEnv struct {
-	cfg    Config
+	base
 	peers  *peerRunner // nil without Config.Peers
 	rcfg   rabbit.Config
 	prefix string
@@ -30,7 +30,7 @@ type rabbitEnv struct {
 var benchPolicy = retrypolicy.Policy{MaxRetries: 3, Backoff: retrypolicy.Schedule{Delays: []time.Duration{0}}}
 
 func runRabbit(ctx context.Context, cfg Config, prefix string, peers *peerRunner) (rows []Row, err error) {
-	e := &rabbitEnv{cfg: cfg, prefix: prefix, peers: peers}
+	e := &rabbitEnv{base: base{cfg: cfg, broker: RabbitMQ}, prefix: prefix, peers: peers}
 	e.rcfg = rabbit.Config{
 		URL:    cfg.RabbitURL,
 		Prefix: prefix,
@@ -44,52 +44,41 @@ func runRabbit(ctx context.Context, cfg Config, prefix string, peers *peerRunner
 	if err != nil {
 		return nil, err
 	}
+	e.redrive = e.b
 	defer func() {
 		_ = e.b.Close()
 		if cerr := e.cleanup(); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
-	steps := []struct {
-		scenario string
-		run      func(context.Context) ([]Row, error)
-	}{
+	steps := []step{
 		{ScenarioPublish, e.publish},
 		{ScenarioConsume, e.consume},
-		{ScenarioRetry, func(ctx context.Context) ([]Row, error) { return e.failing(ctx, failRetry, rows) }},
-		{ScenarioDLQ, func(ctx context.Context) ([]Row, error) { return e.failing(ctx, failDLQ, rows) }},
+		{ScenarioRetry, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failRetry, rabbitNotes, rows) }},
+		{ScenarioDLQ, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failDLQ, rabbitNotes, rows) }},
 		{ScenarioDelay, e.delay},
 		{ScenarioReplay, e.replay},
 	}
-	for _, s := range steps {
-		if !cfg.runs(s.scenario) {
-			continue
-		}
-		sctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-		rs, err := s.run(sctx)
-		cancel()
-		rows = append(rows, rs...)
-		if err != nil {
-			return rows, fmt.Errorf("%s: %w", s.scenario, err)
-		}
-		if peers != nil && runsPeers(s.scenario) {
-			sctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
-			r, err := e.peer(sctx, s.scenario)
-			cancel()
+	var peer func(context.Context, string) ([]Row, error)
+	if peers != nil {
+		peer = func(ctx context.Context, scenario string) ([]Row, error) {
+			ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+			defer cancel()
+			r, err := e.peer(ctx, scenario)
 			if err != nil {
-				return rows, fmt.Errorf("%s: %w", s.scenario, err)
+				return nil, err
 			}
-			rows = append(rows, r)
+			return []Row{r}, nil
 		}
 	}
-	return rows, nil
+	err = e.runSteps(ctx, steps, &rows, peer)
+	return rows, err
 }
 
-func (e *rabbitEnv) progress(scenario, client string) {
-	if e.cfg.Progress != nil {
-		e.cfg.Progress(scenario, RabbitMQ, client)
-	}
-	e.cfg.Logger.Info("bench: measuring", "scenario", scenario, "broker", RabbitMQ, "client", client)
+// rabbitNotes say what the handler of the retry and dlq scenarios does.
+var rabbitNotes = map[string]string{
+	failRetry: "10 % fail once, retried at once",
+	failDLQ:   "1 % permanent → DLQ",
 }
 
 // sub declares and remembers a subscription for cleanup.

@@ -77,17 +77,10 @@ func (e *rabbitEnv) publish(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return []Row{raw}, err
 	}
-	lat = lat[:0]
-	m = startMeter()
-	for _, batch := range batches {
-		t0 := time.Now()
-		if err := e.b.Publish(ctx, s.Topic, batch...); err != nil {
-			return []Row{raw}, err
-		}
-		lat = append(lat, time.Since(t0))
+	rd, err := e.publishTimed(ctx, ScenarioPublish, s.Topic, n, batches)
+	if err != nil {
+		return []Row{raw}, err
 	}
-	el, u = m.stop()
-	rd := row(ScenarioPublish, RabbitMQ, ClientRedrive, n, el, u).withLatencies(lat)
 	compare(&rd, raw, ClientRaw, 0.95)
 	if err := e.purge(rabbit.Queue(s.Topic, s.Group)); err != nil {
 		return []Row{raw, rd}, err
@@ -154,7 +147,7 @@ func (e *rabbitEnv) consume(ctx context.Context) ([]Row, error) {
 	raw := dr.row(ScenarioConsume, RabbitMQ, ClientRaw, u)
 
 	// redrive
-	rd, err := e.redriveDrain(ctx, ScenarioConsume, failNone)
+	rd, err := redriveDrain(ctx, e, ScenarioConsume, failNone)
 	if err != nil {
 		return []Row{raw}, err
 	}
@@ -193,42 +186,6 @@ func (e *rabbitEnv) rawFill(ctx context.Context, exchange, key string, n int) er
 		}
 	}
 	return nil
-}
-
-// redriveDrain pre-fills a new subscription's queue and times Consume
-// draining it with the handler of mode.
-func (e *rabbitEnv) redriveDrain(ctx context.Context, scenario, mode string) (Row, error) {
-	n := e.cfg.Messages
-	e.progress(scenario, ClientRedrive)
-	s, err := e.sub(ctx, scenario)
-	if err != nil {
-		return Row{}, err
-	}
-	if err := e.fill(ctx, s.Topic, n); err != nil {
-		return Row{}, err
-	}
-	return consumeThrough(ctx, e.b, s, n, scenario, RabbitMQ, mode, e.cfg.Timeout)
-}
-
-// failing runs the retry or dlq scenario and compares it with the
-// no-failure redrive consume row of prior, when there is one.
-func (e *rabbitEnv) failing(ctx context.Context, mode string, prior []Row) ([]Row, error) {
-	r, err := e.redriveDrain(ctx, mode, mode)
-	if err != nil {
-		return nil, err
-	}
-	switch mode {
-	case failRetry:
-		r.Note = "10 % fail once, retried at once; " + r.Note
-	case failDLQ:
-		r.Note = "1 % permanent → DLQ; " + r.Note
-	}
-	for _, p := range prior {
-		if p.Scenario == ScenarioConsume && p.Client == ClientRedrive && p.Broker == RabbitMQ {
-			compare(&r, p, "consume", 0.8)
-		}
-	}
-	return []Row{r}, nil
 }
 
 // delay: PublishDelayed of DelayMessages messages with random delays in

@@ -91,41 +91,10 @@ func scrape(t *testing.T, base string) map[string]*dto.MetricFamily {
 	return fams
 }
 
-// value returns the value of the series of name with exactly the given
-// labels (a subset match: every given label must match) and whether it
-// exists.
-func value(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
-	f, ok := fams[name]
-	if !ok {
-		return 0, false
-	}
-next:
-	for _, m := range f.GetMetric() {
-		got := map[string]string{}
-		for _, l := range m.GetLabel() {
-			got[l.GetName()] = l.GetValue()
-		}
-		for k, v := range labels {
-			if got[k] != v {
-				continue next
-			}
-		}
-		switch {
-		case m.Gauge != nil:
-			return m.GetGauge().GetValue(), true
-		case m.Counter != nil:
-			return m.GetCounter().GetValue(), true
-		case m.Untyped != nil:
-			return m.GetUntyped().GetValue(), true
-		}
-	}
-	return 0, false
-}
-
 // wantValue fails unless the series exists with value want.
 func wantValue(t *testing.T, fams map[string]*dto.MetricFamily, name string, labels map[string]string, want float64) {
 	t.Helper()
-	got, ok := value(fams, name, labels)
+	got, ok := testenv.Value(fams, name, labels)
 	if !ok {
 		t.Errorf("no series %s%v", name, labels)
 		return

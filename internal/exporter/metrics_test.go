@@ -24,6 +24,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/internal/exporter"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/lag"
 )
 
@@ -247,7 +248,7 @@ func TestMetricsPage(t *testing.T) {
 		p := text(t)
 		wantValue(t, p.fams, lag.MetricKafkaLag, map[string]string{"group": "billing", "topic": pageTopic}, st.lag)
 		wantValue(t, p.fams, lag.MetricKafkaLagPartition, map[string]string{"group": "billing", "topic": pageTopic, "partition": "10"}, st.lag/12)
-		if _, ok := value(p.fams, "go_goroutines", nil); !ok {
+		if _, ok := testenv.Value(p.fams, "go_goroutines", nil); !ok {
 			t.Errorf("%s: no go_goroutines: the registry's families are not served", st.name)
 		}
 		if !slices.IsSorted(p.names) || len(slices.Compact(slices.Clone(p.names))) != len(p.names) {

@@ -197,12 +197,12 @@ func TestHealthAndScrapeOnRabbitMQ(t *testing.T) {
 	wantValue(t, fams, lag.MetricUp, map[string]string{"source": "rabbitmq"}, 1)
 	wantValue(t, fams, heartbeat.MetricWorkerStatus, map[string]string{"type": e.group, "worker_instance": "host-1", "condition": "ok", "severity": "ok"}, 1)
 	wantValue(t, fams, dlq.MetricPending, map[string]string{"dlq": e.dlqName, "severity": "critical"}, 0)
-	beat, ok := value(fams, heartbeat.MetricHeartbeatTimestamp, map[string]string{"type": e.group, "worker_instance": "host-1"})
+	beat, ok := testenv.Value(fams, heartbeat.MetricHeartbeatTimestamp, map[string]string{"type": e.group, "worker_instance": "host-1"})
 	if !ok || beat < float64(before.UnixMilli())/1e3 || beat > float64(after.UnixMilli())/1e3 {
 		t.Errorf("%s = %v (present %v), want the time of the beat, in [%v, %v]", heartbeat.MetricHeartbeatTimestamp, beat, ok,
 			float64(before.UnixMilli())/1e3, float64(after.UnixMilli())/1e3)
 	}
-	if _, ok := value(fams, "go_goroutines", nil); !ok {
+	if _, ok := testenv.Value(fams, "go_goroutines", nil); !ok {
 		t.Error("no go_goroutines: the Go collector is not registered")
 	}
 

@@ -55,3 +55,30 @@ next:
 	}
 	return 0, false
 }
+
+// Value returns the value of the first series of name in fams whose
+// labels include labels (a subset match), counter, gauge or untyped, and
+// whether there is one.
+func Value(fams map[string]*dto.MetricFamily, name string, labels map[string]string) (float64, bool) {
+next:
+	for _, m := range fams[name].GetMetric() {
+		got := map[string]string{}
+		for _, l := range m.GetLabel() {
+			got[l.GetName()] = l.GetValue()
+		}
+		for k, v := range labels {
+			if got[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		case m.Untyped != nil:
+			return m.GetUntyped().GetValue(), true
+		}
+	}
+	return 0, false
+}

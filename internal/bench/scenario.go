@@ -1,0 +1,117 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redrive/redrive/broker"
+)
+
+// base is what the runs of both brokers share: the configuration, the
+// broker's name and the redrive broker under test.
+type base struct {
+	cfg     Config
+	broker  string        // Kafka or RabbitMQ
+	redrive broker.Broker // the redrive broker under test, once connected
+}
+
+// progress reports the measurement of scenario by client starting.
+func (e *base) progress(scenario, client string) {
+	if e.cfg.Progress != nil {
+		e.cfg.Progress(scenario, e.broker, client)
+	}
+	e.cfg.Logger.Info("bench: measuring", "scenario", scenario, "broker", e.broker, "client", client)
+}
+
+func (e *base) env() *base { return e }
+
+// step is one scenario of a run and what measures it.
+type step struct {
+	scenario string
+	run      func(context.Context) ([]Row, error)
+}
+
+// runSteps runs the steps the configuration selects, in order, each
+// bounded by cfg.Timeout, and after each one the peers take part in (peer
+// nil: no peers) the peers' run of it; the rows go to *rows as they come,
+// so that later steps compare with earlier rows.
+func (e *base) runSteps(ctx context.Context, steps []step, rows *[]Row, peer func(context.Context, string) ([]Row, error)) error {
+	for _, s := range steps {
+		if !e.cfg.runs(s.scenario) {
+			continue
+		}
+		sctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+		rs, err := s.run(sctx)
+		cancel()
+		*rows = append(*rows, rs...)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.scenario, err)
+		}
+		if peer != nil && runsPeers(s.scenario) {
+			rs, err := peer(ctx, s.scenario)
+			*rows = append(*rows, rs...)
+			if err != nil {
+				return fmt.Errorf("%s: %w", s.scenario, err)
+			}
+		}
+	}
+	return nil
+}
+
+// drainer is a broker's run as the drain scenarios use it: a new
+// subscription, and a raw pre-fill of its topic or queue.
+type drainer interface {
+	env() *base
+	sub(ctx context.Context, name string) (broker.Subscription, error)
+	fill(ctx context.Context, topic string, n int) error
+}
+
+// redriveDrain pre-fills a new subscription's topic or queue and times
+// Consume draining it with the handler of mode.
+func redriveDrain(ctx context.Context, d drainer, scenario, mode string) (Row, error) {
+	e := d.env()
+	n := e.cfg.Messages
+	e.progress(scenario, ClientRedrive)
+	s, err := d.sub(ctx, scenario)
+	if err != nil {
+		return Row{}, err
+	}
+	if err := d.fill(ctx, s.Topic, n); err != nil {
+		return Row{}, err
+	}
+	return consumeThrough(ctx, e.redrive, s, n, scenario, e.broker, mode, e.cfg.Timeout)
+}
+
+// failing runs the retry or dlq scenario, notes saying what its handler
+// does by mode, and compares it with the no-failure redrive consume row
+// of prior, when there is one.
+func failing(ctx context.Context, d drainer, mode string, notes map[string]string, prior []Row) ([]Row, error) {
+	r, err := redriveDrain(ctx, d, mode, mode)
+	if err != nil {
+		return nil, err
+	}
+	r.Note = notes[mode] + "; " + r.Note
+	for _, p := range prior {
+		if p.Scenario == ScenarioConsume && p.Client == ClientRedrive && p.Broker == d.env().broker {
+			compare(&r, p, "consume", 0.8)
+		}
+	}
+	return []Row{r}, nil
+}
+
+// publishTimed publishes batches to topic through the redrive broker,
+// timing each call, and returns the redrive row of scenario (n messages).
+func (e *base) publishTimed(ctx context.Context, scenario, topic string, n int, batches [][]broker.Message) (Row, error) {
+	lat := make([]time.Duration, 0, len(batches))
+	m := startMeter()
+	for _, batch := range batches {
+		t0 := time.Now()
+		if err := e.redrive.Publish(ctx, topic, batch...); err != nil {
+			return Row{}, err
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	el, u := m.stop()
+	return row(scenario, e.broker, ClientRedrive, n, el, u).withLatencies(lat), nil
+}
