@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	neturl "net/url"
 	"strings"
 	"sync"
@@ -34,14 +33,7 @@ func proxied(t *testing.T) (*tcpproxy.Proxy, string) {
 
 // closedURL is an AMQP URL with password pw on a port nothing listens on.
 func closedURL(t *testing.T, pw string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	return fmt.Sprintf("amqp://guest:%s@%s/", pw, addr)
+	return fmt.Sprintf("amqp://guest:%s@%s/", pw, testenv.ClosedAddr(t))
 }
 
 // warnings is a slog.Handler that sends every record's message to a

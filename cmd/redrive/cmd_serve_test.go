@@ -203,15 +203,7 @@ func TestServeDLQOperations(t *testing.T) {
 	if code, out, errOut := e.dlq(t, "replay", e.dlqName, id); code != exitOK || out != "replayed "+e.dlqName+"/"+id+" to "+dest+" (status replayed)\n" {
 		t.Fatalf("dlq replay: %d %q %s; want it to name %q", code, out, errOut, dest)
 	}
-	conn, err := amqp.Dial(testenv.RabbitMQ.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := testenv.AMQP(t)
 	m, ok, err := ch.Get(e.queue, true)
 	if err != nil || !ok {
 		t.Fatalf("the replayed message is not on %s: %v %v", e.queue, ok, err)

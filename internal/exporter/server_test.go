@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
@@ -244,16 +243,7 @@ func TestHealthAndScrapeOnRabbitMQ(t *testing.T) {
 
 func purge(t *testing.T, queue string) {
 	t.Helper()
-	conn, err := amqp.Dial(testenv.RabbitMQ.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ch.QueuePurge(queue, false); err != nil {
+	if _, err := testenv.AMQP(t).QueuePurge(queue, false); err != nil {
 		t.Fatalf("purge %s: %v", queue, err)
 	}
 }
