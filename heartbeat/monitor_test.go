@@ -43,6 +43,7 @@ func wantRow(t testing.TB, got WorkerStatus, status Status, sev Severity, cond C
 }
 
 func TestMonitorLivePublisherReadsRunningOK(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := newRedis(t)
 	p := newPublisher(t, rdb, PublisherConfig{Type: "payout-executor", Instance: "host-1", Prefix: prefix})
 	at := time.Now().Add(-time.Second)
@@ -68,6 +69,7 @@ func TestMonitorLivePublisherReadsRunningOK(t *testing.T) {
 // A publisher that stops without shutting down: its key expires and it
 // reads CRITICAL missing once MissingAfter has passed, not before.
 func TestMonitorStoppedWithoutShutdownReadsMissing(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := newRedis(t)
 	p := newPublisher(t, rdb, PublisherConfig{Type: "w", Instance: "i", Prefix: prefix, Interval: 50 * time.Millisecond, TTL: 150 * time.Millisecond})
 	m := newMonitor(t, rdb, MonitorConfig{Prefix: prefix, MissingAfter: 400 * time.Millisecond})
@@ -96,6 +98,7 @@ func TestMonitorStoppedWithoutShutdownReadsMissing(t *testing.T) {
 // once ShutdownStuckAfter passed, also after its key expired; Deregister
 // removes it.
 func TestMonitorGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := newRedis(t)
 	p := newPublisher(t, rdb, PublisherConfig{Type: "w", Instance: "i", Prefix: prefix,
 		Interval: 20 * time.Millisecond, TTL: time.Second, ShutdownTTL: 200 * time.Millisecond})
@@ -144,6 +147,7 @@ func TestMonitorGracefulShutdown(t *testing.T) {
 }
 
 func TestMonitorStuckAndLag(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := newRedis(t)
 	ctx := t.Context()
 	m := newMonitor(t, rdb, MonitorConfig{
@@ -192,6 +196,7 @@ func TestMonitorStuckAndLag(t *testing.T) {
 // Redis unreachable reads UNKNOWN, never CRITICAL: with no worker seen yet
 // one "*" row, afterwards the known workers.
 func TestMonitorUnreachableReadsUnknown(t *testing.T) {
+	t.Parallel()
 	t.Run("closed port", func(t *testing.T) {
 		m := newMonitor(t, client(t, testenv.ClosedAddr(t)), MonitorConfig{})
 		rows, err := m.Check(t.Context())
@@ -241,6 +246,7 @@ func TestMonitorUnreachableReadsUnknown(t *testing.T) {
 
 // Registry entries older than ForgetAfter are not reported.
 func TestMonitorForgetsOldInstances(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := newRedis(t)
 	ctx := t.Context()
 	keys := Keys{Prefix: prefix}
@@ -256,6 +262,7 @@ func TestMonitorForgetsOldInstances(t *testing.T) {
 }
 
 func TestMonitorMalformedHeartbeat(t *testing.T) {
+	t.Parallel()
 	rdb, prefix := newRedis(t)
 	ctx := t.Context()
 	keys := Keys{Prefix: prefix}
@@ -267,6 +274,7 @@ func TestMonitorMalformedHeartbeat(t *testing.T) {
 }
 
 func TestMonitorConfigValidate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		cfg  MonitorConfig

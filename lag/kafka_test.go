@@ -114,6 +114,7 @@ func wantLags(t testing.TB, got, want map[int32]int64) {
 // Produce N, commit M: lag N−M per partition and summed per topic; it
 // rises while the group is stopped and falls when it commits again.
 func TestKafkaLagRecords(t *testing.T) {
+	t.Parallel()
 	e := newKafka(t)
 	for p, n := range map[int32]int{0: 10, 1: 20, 2: 5} {
 		e.produce(t, p, n, time.Time{})
@@ -157,6 +158,7 @@ func TestKafkaLagRecords(t *testing.T) {
 // OK when it commits forward, REWIND when it commits backwards, STOP once
 // it left. Every step is an explicit sample; nothing sleeps.
 func TestKafkaStatusWithMember(t *testing.T) {
+	t.Parallel()
 	e := newKafka(t)
 	for p := range int32(3) {
 		e.produce(t, p, 10, time.Time{})
@@ -231,6 +233,7 @@ func TestKafkaStatusWithMember(t *testing.T) {
 
 // Lag in seconds: the age of the record at the committed offset.
 func TestKafkaTimeLag(t *testing.T) {
+	t.Parallel()
 	e := newKafka(t)
 	old := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
 	recent := time.Now().Add(-time.Minute).Truncate(time.Millisecond)
@@ -273,6 +276,7 @@ func TestKafkaTimeLag(t *testing.T) {
 }
 
 func TestKafkaAllGroupsAndUnknownGroup(t *testing.T) {
+	t.Parallel()
 	e := newKafka(t)
 	e.produce(t, 0, 3, time.Time{})
 	e.commit(t, "a", map[int32]int64{0: 1})
@@ -288,6 +292,7 @@ func TestKafkaAllGroupsAndUnknownGroup(t *testing.T) {
 }
 
 func TestKafkaUnreachable(t *testing.T) {
+	t.Parallel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(testenv.ClosedAddr(t)), kgo.RequestRetries(0), kgo.RetryTimeout(500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -305,6 +310,7 @@ func TestKafkaUnreachable(t *testing.T) {
 // committed, leaves the configured list alone (kadm.Lag reuses the slice it
 // is given; the groups measured once read [a a ...] afterwards).
 func TestMeasureKeepsGroups(t *testing.T) {
+	t.Parallel()
 	e := newKafka(t)
 	e.produce(t, 0, 2, time.Now())
 	for _, g := range []string{"g1", "g2", "g3"} {

@@ -58,6 +58,7 @@ func newRabbit(t testing.TB, url string) *Rabbit {
 }
 
 func TestRabbitDepth(t *testing.T) {
+	t.Parallel()
 	ch := rabbitChannel(t)
 	full := declareQueue(t, ch, 7)
 	empty := declareQueue(t, ch, 0)
@@ -102,6 +103,7 @@ func TestRabbitDepth(t *testing.T) {
 }
 
 func TestRabbitUnreachable(t *testing.T) {
+	t.Parallel()
 	r := newRabbit(t, "amqp://guest:secret@"+testenv.ClosedAddr(t)+"/")
 	_, err := r.Measure(t.Context(), "q")
 	if !errors.Is(err, ErrUnavailable) {
@@ -118,6 +120,7 @@ func TestRabbitUnreachable(t *testing.T) {
 // With several URLs the first that answers is measured through, and the
 // passwords of all of them stay hidden when none does.
 func TestRabbitURLs(t *testing.T) {
+	t.Parallel()
 	ch := rabbitChannel(t)
 	q := declareQueue(t, ch, 3)
 	r, err := NewRabbit(RabbitConfig{URLs: []string{"amqp://guest:one-S3CRET@" + testenv.ClosedAddr(t) + "/", testenv.RabbitMQ.URL()}, DialTimeout: time.Second})
@@ -143,6 +146,7 @@ func TestRabbitURLs(t *testing.T) {
 }
 
 func TestRabbitQueues(t *testing.T) {
+	t.Parallel()
 	n := rabbit.Names{Prefix: "redrive"}
 	tests := []struct {
 		mode string

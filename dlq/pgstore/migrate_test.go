@@ -19,6 +19,7 @@ import (
 // Several instances starting at once on an empty schema: each migration is
 // applied exactly once and every instance works.
 func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	t.Parallel()
 	schema := testenv.Schema(t)
 	const n = 5
 	ctx := context.Background()
@@ -71,6 +72,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 
 // The schema has the indexes listings rely on.
 func TestSchemaIndexes(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	rows, err := s.Pool().Query(context.Background(), `SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()`)
 	if err != nil {
@@ -89,6 +91,7 @@ func TestSchemaIndexes(t *testing.T) {
 }
 
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	tests := []struct {
@@ -119,6 +122,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestMaskURL(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"postgres://bob:s3cret@db:5432/x?sslmode=disable", "postgres://bob:***@db:5432/x?sslmode=disable"},
 		{"postgres://bob@db/x", "postgres://bob@db/x"},
@@ -152,6 +156,7 @@ func (r *recorder) Republish(_ context.Context, e dlq.Entry, to dlq.Route, _ str
 // back after the migration to the latest version, without a wire form, and
 // replays with its string headers; the archive migrates too.
 func TestVersion1EntryReplays(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	schema := testenv.Schema(t)
 	conn, err := pgx.Connect(ctx, testenv.PostgreSQL.URL())

@@ -30,6 +30,7 @@ func insertPending(t *testing.T, s dlq.Store, dlqName string, n int, receivedAt 
 // the transaction: racing on one record, the two paths let exactly one
 // transition through, with one audit row.
 func TestTransitionPathsRace(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := t.Context()
 	recs := insertPending(t, s, "race.dlq", 20, time.Now())
@@ -80,6 +81,7 @@ func TestTransitionPathsRace(t *testing.T) {
 // The one-statement path changes nothing when the version does not match,
 // nor for an archived record, and the refusal names the current record.
 func TestTransitionRefusals(t *testing.T) {
+	t.Parallel()
 	s := newStore(t)
 	ctx := t.Context()
 	recs := insertPending(t, s, "refuse.dlq", 2, time.Now().Add(-48*time.Hour))

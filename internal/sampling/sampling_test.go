@@ -9,6 +9,7 @@ import (
 )
 
 func TestOutage(t *testing.T) {
+	t.Parallel()
 	var o Outage
 	boom := errors.New("boom")
 	steps := []struct {
@@ -37,6 +38,7 @@ func TestOutage(t *testing.T) {
 // The loop reports an outage once at its start and once at its end, and
 // passes over ignored errors.
 func TestLoop(t *testing.T) {
+	t.Parallel()
 	boom, notReady := errors.New("boom"), errors.New("not ready")
 	results := []error{notReady, nil, boom, boom, notReady, boom, nil, nil, boom}
 	var mu sync.Mutex
