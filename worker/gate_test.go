@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/worker"
 )
 
@@ -38,7 +38,7 @@ workers:
 		t.Fatalf("RabbitMQ is required: %v", err)
 	}
 	t.Cleanup(func() {
-		deleteQueues(rabbit.Queue(topic, name), rabbit.DLQ(rabbit.Queue(topic, name)))
+		testenv.DeleteQueues(rabbit.Queue(topic, name), rabbit.DLQ(rabbit.Queue(topic, name)))
 		ctx := context.Background()
 		keys := heartbeat.Keys{}
 		rdb.Del(ctx, keys.Paused(name), keys.Registry(name), keys.Stopping(name), keys.Heartbeat(name, "pod-"+id))
@@ -87,7 +87,7 @@ func publishN(t *testing.T, rt *worker.Runtime, topic, prefix string, n int) {
 // the switch could trip spent an attempt; with max_retries 1 the outage
 // would otherwise have dead-lettered them.
 func TestKillSwitchHoldsAnOutage(t *testing.T) {
-	rdb := redisClient(t)
+	rdb := testenv.RedisClient(t)
 	reg := prometheus.NewRegistry()
 	rt, name, topic := gateWorker(t, rdb,
 		", kill_switch: {enabled: true, activation: 4, trip_ratio: 0.5, window: 5s, restart_after: 200ms, max_restart_after: 400ms}",
@@ -155,7 +155,7 @@ func TestKillSwitchHoldsAnOutage(t *testing.T) {
 // TestKillSwitchIgnoresPermanentFailures: a burst of Permanent failures
 // dead-letters its messages and never pauses the worker.
 func TestKillSwitchIgnoresPermanentFailures(t *testing.T) {
-	rdb := redisClient(t)
+	rdb := testenv.RedisClient(t)
 	reg := prometheus.NewRegistry()
 	rt, name, topic := gateWorker(t, rdb,
 		", kill_switch: {enabled: true, activation: 4, trip_ratio: 0.5, window: 5s, restart_after: 10s}",
@@ -191,7 +191,7 @@ func TestKillSwitchIgnoresPermanentFailures(t *testing.T) {
 // handles them all; paused again while running, it stops consuming within
 // the poll interval.
 func TestOperatorPause(t *testing.T) {
-	rdb := redisClient(t)
+	rdb := testenv.RedisClient(t)
 	rt, name, topic := gateWorker(t, rdb, "", worker.WithPausePoll(100*time.Millisecond))
 	rdb.SAdd(t.Context(), heartbeat.Keys{}.Types(), name) // as if it had run before
 	ps := heartbeat.Pauses{RDB: rdb}
@@ -251,19 +251,5 @@ func depth(t *testing.T, queue string) int {
 }
 
 func amqpChannel(t *testing.T) *amqp.Channel {
-	t.Helper()
-	url := os.Getenv("RABBITMQ_URL")
-	if url == "" {
-		url = rabbit.DefaultURL
-	}
-	conn, err := amqp.Dial(url)
-	if err != nil {
-		t.Fatalf("RabbitMQ is required: %v", err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ch
+	return testenv.AMQP(t)
 }

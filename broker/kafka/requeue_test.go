@@ -7,6 +7,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
 
@@ -28,7 +29,7 @@ func TestRequeueKeepsTheAttempt(t *testing.T) {
 			}
 			rec := newRecorder()
 			n := 0
-			consume(t, b, sub, rec.handler(1, func(d *broker.Delivery) error {
+			testenv.Consume(t, b, sub, rec.handler(1, func(d *broker.Delivery) error {
 				n++
 				switch {
 				case n <= handBacks:
@@ -41,7 +42,7 @@ func TestRequeueKeepsTheAttempt(t *testing.T) {
 			if err := b.Publish(t.Context(), topic, msg("m")); err != nil {
 				t.Fatal(err)
 			}
-			calls := rec.waitUntil(t, 20*time.Second, "the message handled", func(c []call) bool {
+			calls := rec.WaitUntil(t, 20*time.Second, "the message handled", func(c []call) bool {
 				return len(c) > 0 && c[len(c)-1].err == nil
 			})
 			var got []int

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"testing"
 	"time"
 
@@ -19,10 +18,7 @@ import (
 // connection, and every message is on the queue once or (a lost confirm)
 // twice.
 func TestPublishResendsUnconfirmedAfterLostConnection(t *testing.T) {
-	url := os.Getenv("RABBITMQ_URL")
-	if url == "" {
-		url = DefaultURL
-	}
+	url := testenv.RabbitMQ.URL()
 	b, err := New(t.Context(), Config{URL: url, Prefix: "pub-" + broker.NewMessageID()[:6], Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		testenv.RabbitMQ.Fail(t, err)

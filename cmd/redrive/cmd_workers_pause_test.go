@@ -10,16 +10,17 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // TestWorkersPauseResume: pause and resume through the CLI (flags before
 // or after the worker), what Redis then holds, and the refusals: no
 // reason, an unknown worker, resuming a worker that is not paused.
 func TestWorkersPauseResume(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr()})
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis.URL()})
 	defer rdb.Close()
 	if err := rdb.Ping(t.Context()).Err(); err != nil {
-		t.Fatalf("Redis is required at %s: %v", redisAddr(), err)
+		t.Fatalf("Redis is required at %s: %v", testenv.Redis.URL(), err)
 	}
 	name := "i21-cli-" + broker.NewMessageID()[:6]
 	keys := heartbeat.Keys{}
@@ -28,7 +29,7 @@ func TestWorkersPauseResume(t *testing.T) {
 		rdb.SRem(context.Background(), keys.Types(), name)
 		rdb.Del(context.Background(), keys.Paused(name))
 	})
-	cfg := writeConfig(t, fmt.Sprintf("broker: rabbitmq\nredis: {addr: %q}\n", redisAddr()))
+	cfg := writeConfig(t, fmt.Sprintf("broker: rabbitmq\nredis: {addr: %q}\n", testenv.Redis.URL()))
 
 	if code, _, errOut := cli(t, "workers", "pause", "--config", cfg, name); code != exitUsage || !strings.Contains(errOut, "reason") {
 		t.Fatalf("pause without a reason: %d %s", code, errOut)

@@ -3,32 +3,22 @@ package admin_test
 import (
 	"context"
 	"net/http"
-	"os"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/memstore"
 	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // TestPauseResumeWorker: the pause and resume routes over a real Redis:
 // what they answer, what Redis then holds (with the actor audited), and
 // their refusals.
 func TestPauseResumeWorker(t *testing.T) {
-	addr := os.Getenv("REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = rdb.Close() })
-	if err := rdb.Ping(t.Context()).Err(); err != nil {
-		t.Fatalf("Redis is required at %s (REDIS_ADDR): %v", addr, err)
-	}
+	rdb := testenv.RedisClient(t)
 	keys := heartbeat.Keys{Prefix: "i21-admin-" + broker.NewMessageID()[:6] + ":"}
 	t.Cleanup(func() {
 		ctx := context.Background()

@@ -4,31 +4,21 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq/console"
 	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // TestPauseWorkerPage: an operator pauses and resumes a worker from the
 // workers page (Redis holds the pause, with the operator as actor); a
 // viewer sees no buttons and is refused.
 func TestPauseWorkerPage(t *testing.T) {
-	addr := os.Getenv("REDIS_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:6379"
-	}
-	rdb := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = rdb.Close() })
-	if err := rdb.Ping(t.Context()).Err(); err != nil {
-		t.Fatalf("Redis is required at %s (REDIS_ADDR): %v", addr, err)
-	}
+	rdb := testenv.RedisClient(t)
 	keys := heartbeat.Keys{Prefix: "i21-console-" + broker.NewMessageID()[:6] + ":"}
 	t.Cleanup(func() { rdb.Del(context.Background(), keys.Types(), keys.Paused("billing"), keys.Audit()) })
 	rdb.SAdd(t.Context(), keys.Types(), "billing")

@@ -12,9 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // version2Schema makes schema as pgstore version 2 left it, with n live
@@ -23,7 +23,7 @@ import (
 func version2Schema(t *testing.T, schema string, n int) {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, databaseURL())
+	conn, err := pgx.Connect(ctx, testenv.PostgreSQL.URL())
 	if err != nil {
 		t.Fatalf("PostgreSQL is required: %v", err)
 	}
@@ -65,12 +65,11 @@ func version2Schema(t *testing.T, schema string, n int) {
 // old entries list and replay.
 func TestCountsBackfillOnline(t *testing.T) {
 	ctx := context.Background()
-	schema := "redrive_test_" + broker.NewMessageID()[:12]
-	t.Cleanup(func() { dropSchema(t, schema) })
+	schema := testenv.Schema(t)
 	const n = 2000
 	version2Schema(t, schema, n)
 	openManual := func() *pgstore.Store {
-		s, err := pgstore.Open(ctx, databaseURL(), pgstore.Options{Schema: schema, MaxConns: 6, BackfillBatch: 150, BackfillManual: true,
+		s, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Options{Schema: schema, MaxConns: 6, BackfillBatch: 150, BackfillManual: true,
 			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatalf("Open: %v", err)
@@ -162,7 +161,7 @@ func isNotPending(err error) bool { return errors.Is(err, dlq.ErrNotPending) }
 func checkCountsSum(t *testing.T, schema string) map[string]int64 {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, databaseURL())
+	conn, err := pgx.Connect(ctx, testenv.PostgreSQL.URL())
 	if err != nil {
 		t.Fatalf("PostgreSQL is required: %v", err)
 	}

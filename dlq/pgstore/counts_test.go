@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 // checkCounts fails unless dlq_counts of schema equals count(*) of the
@@ -23,7 +24,7 @@ import (
 func checkCounts(t *testing.T, schema string) map[string]int64 {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, databaseURL())
+	conn, err := pgx.Connect(ctx, testenv.PostgreSQL.URL())
 	if err != nil {
 		t.Fatalf("PostgreSQL is required: %v", err)
 	}
@@ -59,7 +60,7 @@ func newSchemaStore(t *testing.T) (*pgstore.Store, string) {
 	t.Helper()
 	schema := "redrive_test_" + broker.NewMessageID()[:12]
 	s := open(t, schema)
-	t.Cleanup(func() { dropSchema(t, schema) })
+	t.Cleanup(func() { testenv.DropSchema(t, schema) })
 	return s, schema
 }
 

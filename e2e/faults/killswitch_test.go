@@ -20,6 +20,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 	"github.com/redrive/redrive/worker"
 	"github.com/redrive/redrive/worker/killswitch"
@@ -290,7 +291,7 @@ func countTrips(reg *prometheus.Registry) (float64, error) {
 // message from the moment all three beat PAUSED until the resume
 // (counted); after the resume they handle everything, nothing lost.
 func TestOperatorPause(t *testing.T) {
-	rdb := redis.NewClient(&redis.Options{Addr: redisAddr()})
+	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis.URL()})
 	t.Cleanup(func() { _ = rdb.Close() })
 	if err := rdb.Ping(context.Background()).Err(); err != nil {
 		t.Fatalf("Redis is required (REDIS_ADDR, default 127.0.0.1:6379): %v", err)

@@ -4,26 +4,19 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/internal/bench"
+	"github.com/redrive/redrive/internal/testenv"
 )
-
-func databaseURL() string {
-	if u := os.Getenv("DATABASE_URL"); u != "" {
-		return u
-	}
-	return bench.DefaultDatabaseURL
-}
 
 // benchSchemas counts the schemas RunStore makes.
 func benchSchemas(t *testing.T) int {
 	t.Helper()
-	conn, err := pgx.Connect(t.Context(), databaseURL())
+	conn, err := pgx.Connect(t.Context(), testenv.PostgreSQL.URL())
 	if err != nil {
 		t.Fatalf("PostgreSQL is required (DATABASE_URL, default %s): %v", bench.DefaultDatabaseURL, err)
 	}
@@ -40,7 +33,7 @@ func benchSchemas(t *testing.T) int {
 // is stored, the report has each read, and the schemas are gone after.
 func TestRunStore(t *testing.T) {
 	before := benchSchemas(t)
-	rep, err := bench.RunStore(t.Context(), bench.StoreConfig{DatabaseURL: databaseURL(), Entries: 3000, Batch: 250, Samples: 5,
+	rep, err := bench.RunStore(t.Context(), bench.StoreConfig{DatabaseURL: testenv.PostgreSQL.URL(), Entries: 3000, Batch: 250, Samples: 5,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("RunStore: %v", err)
