@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"maps"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -89,25 +88,8 @@ func quietWorker() worker.Option { return worker.WithLogger(slog.New(slog.Discar
 func runWorker(t *testing.T, b broker.Broker, sub broker.Subscription, h broker.Handler, opts ...worker.Option) (stop func()) {
 	t.Helper()
 	rt := worker.New(b, []broker.Subscription{sub}, append([]worker.Option{worker.WithoutSignals(), quietWorker()}, opts...)...)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- rt.Run(ctx, worker.Handlers{sub.Group: h}) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Run: %v", err)
-				}
-			case <-time.After(sub.ShutdownTimeout + 30*time.Second):
-				t.Error("Run did not return after its context ended")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return testenv.Background(t, "Run", sub.ShutdownTimeout+30*time.Second,
+		func(ctx context.Context) error { return rt.Run(ctx, worker.Handlers{sub.Group: h}) })
 }
 
 // TestKillSwitch: steady load into a worker whose handler fails every

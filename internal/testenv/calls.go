@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -71,9 +72,19 @@ func (r *Recorder[T]) WaitUntil(t testing.TB, timeout time.Duration, what string
 // and 30 s.
 func Consume(t testing.TB, b broker.Broker, sub broker.Subscription, h broker.Handler) (stop func()) {
 	t.Helper()
+	return Background(t, fmt.Sprintf("Consume(%s/%s)", sub.Topic, sub.Group), sub.WithDefaults().ShutdownTimeout+30*time.Second,
+		func(ctx context.Context) error { return b.Consume(ctx, sub, h) })
+}
+
+// Background runs run in a goroutine until the returned stop is called (or
+// t ends); stop cancels run's context, waits up to timeout for it to
+// return, and fails t, naming what, when it returned an error or did not
+// return.
+func Background(t testing.TB, what string, timeout time.Duration, run func(ctx context.Context) error) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- b.Consume(ctx, sub, h) }()
+	go func() { done <- run(ctx) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
@@ -81,10 +92,10 @@ func Consume(t testing.TB, b broker.Broker, sub broker.Subscription, h broker.Ha
 			select {
 			case err := <-done:
 				if err != nil {
-					t.Errorf("Consume(%s/%s) = %v, want nil", sub.Topic, sub.Group, err)
+					t.Errorf("%s = %v, want nil", what, err)
 				}
-			case <-time.After(sub.WithDefaults().ShutdownTimeout + 30*time.Second):
-				t.Errorf("Consume(%s/%s) did not return after its context ended", sub.Topic, sub.Group)
+			case <-time.After(timeout):
+				t.Errorf("%s did not return after its context ended", what)
 			}
 		})
 	}
