@@ -151,6 +151,11 @@ func (c *Counter) bounded(ctx context.Context, f func(context.Context) error) er
 	case err := <-done:
 		return err
 	case <-ctx.Done():
+		select {
+		case err := <-done: // f answered as the deadline passed, or its goroutine's cancel ended ctx
+			return err
+		default:
+		}
 		return fmt.Errorf("%w (%s): %w", errTimeout, c.timeout, ctx.Err())
 	}
 }
