@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"maps"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
