@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -20,13 +19,6 @@ import (
 	"github.com/redrive/redrive/internal/exporter"
 	"github.com/redrive/redrive/internal/testenv"
 )
-
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
