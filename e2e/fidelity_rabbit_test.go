@@ -84,6 +84,7 @@ rabbitmq: {url: %q, prefix: fid-%s, delay: {mode: route, resolution: 100ms, fact
 	if _, err := ch.QueueDeclare(control, false, true, false, false, nil); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { testenv.DeleteQueues(control) }) // never consumed, so never auto-deleted
 	if err := ch.QueueBind(control, topic, b.Names().Topics(), false, nil); err != nil {
 		t.Fatal(err)
 	}
