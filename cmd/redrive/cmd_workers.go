@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -128,23 +127,19 @@ func retireWorker(ctx context.Context, inv *invocation, actor, reason string) er
 	if reason == "" {
 		return usageErrorf("--reason is required: the audit records why")
 	}
-	if actor == "" {
-		actor = os.Getenv("USER")
-	}
-	c, err := inv.loadConfig()
+	rdb, addr, err := fleetRedis(inv)
 	if err != nil {
 		return err
 	}
-	rdb := daemon.RedisClient(c, logger())
 	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
-	r, err := heartbeat.Retire(ctx, rdb, heartbeat.Keys{}, inv.args[0], inv.args[1], actor, reason)
+	r, err := heartbeat.Retire(ctx, rdb, heartbeat.Keys{}, inv.args[0], inv.args[1], actorOrUser(actor), reason)
 	switch {
 	case errors.Is(err, heartbeat.ErrNoInstance), errors.Is(err, heartbeat.ErrInstanceRunning):
 		return badInput(err)
 	case err != nil:
-		return fmt.Errorf("redis at %s: %w", c.Redis.Addr, err)
+		return fmt.Errorf("redis at %s: %w", addr, err)
 	}
 	_, err = fmt.Fprintf(inv.stdout, "retired %s/%s (last beat %s) by %s: %s\n", r.Type, r.Instance,
 		r.LastSeen.UTC().Format(time.RFC3339), r.Actor, r.Reason)

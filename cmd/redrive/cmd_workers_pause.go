@@ -8,8 +8,11 @@ import (
 	"os"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/daemon"
+	"github.com/redrive/redrive/worker"
 )
 
 func init() {
@@ -82,49 +85,64 @@ func pauseWorker(ctx context.Context, inv *invocation, actor, reason string) err
 	if err := heartbeat.CheckPauseReason(reason); err != nil {
 		return usageErrorf("--reason: %v", errors.Unwrap(err))
 	}
-	if actor == "" {
-		actor = os.Getenv("USER")
-	}
-	c, err := inv.loadConfig()
+	rdb, addr, err := fleetRedis(inv)
 	if err != nil {
 		return err
 	}
-	rdb := daemon.RedisClient(c, logger())
 	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
-	p, err := heartbeat.Pauses{RDB: rdb}.Pause(ctx, inv.args[0], actor, reason)
+	p, err := heartbeat.Pauses{RDB: rdb}.Pause(ctx, inv.args[0], actorOrUser(actor), reason)
 	switch {
 	case errors.Is(err, heartbeat.ErrUnknownType), errors.Is(err, heartbeat.ErrBadReason):
 		return badInput(err)
 	case err != nil:
-		return fmt.Errorf("redis at %s: %w", c.Redis.Addr, err)
+		return fmt.Errorf("redis at %s: %w", addr, err)
 	}
 	_, err = fmt.Fprintf(inv.stdout, "paused %s by %s: %s (its instances stop taking messages within %s)\n",
-		p.Type, p.Actor, p.Reason, "2s")
+		p.Type, p.Actor, p.Reason, worker.DefaultPausePoll)
 	return err
 }
 
 func resumeWorker(ctx context.Context, inv *invocation, actor string) error {
-	if actor == "" {
-		actor = os.Getenv("USER")
-	}
-	c, err := inv.loadConfig()
+	rdb, addr, err := fleetRedis(inv)
 	if err != nil {
 		return err
 	}
-	rdb := daemon.RedisClient(c, logger())
 	defer rdb.Close()
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
+	actor = actorOrUser(actor)
 	p, err := heartbeat.Pauses{RDB: rdb}.Resume(ctx, inv.args[0], actor)
 	switch {
 	case errors.Is(err, heartbeat.ErrNotPaused):
 		return badInput(err)
 	case err != nil:
-		return fmt.Errorf("redis at %s: %w", c.Redis.Addr, err)
+		return fmt.Errorf("redis at %s: %w", addr, err)
 	}
 	_, err = fmt.Fprintf(inv.stdout, "resumed %s by %s (paused by %s since %s: %s)\n", p.Type, actor, p.Actor,
 		p.At.UTC().Format(time.RFC3339), p.Reason)
 	return err
+}
+
+// fleetTimeout bounds one audited change of the fleet (retire, pause,
+// resume) in Redis.
+const fleetTimeout = 10 * time.Second
+
+// fleetRedis opens the configuration's Redis for an audited change of the
+// fleet and returns its address for error messages.
+func fleetRedis(inv *invocation) (*redis.Client, string, error) {
+	c, err := inv.loadConfig()
+	if err != nil {
+		return nil, "", err
+	}
+	return daemon.RedisClient(c, logger()), c.Redis.Addr, nil
+}
+
+// actorOrUser is the audit's actor: the --actor flag, else $USER.
+func actorOrUser(actor string) string {
+	if actor == "" {
+		return os.Getenv("USER")
+	}
+	return actor
 }
