@@ -1,10 +1,13 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestBenchBadInput(t *testing.T) {
@@ -37,11 +40,26 @@ func TestBenchTiny(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"| scenario |", "| publish | rabbitmq | raw |", "| publish | rabbitmq | redrive |",
+	for _, want := range []string{"| scenario |", "| CPU/msg | msg/s per core | allocs/msg |", "| publish | rabbitmq | raw |", "| publish | rabbitmq | redrive |",
 		"| consume | kafka | redrive |", "| delay | rabbitmq | redrive |", "| replay | rabbitmq | redrive |",
 		"| scrape | kafka | redrive |", "| monitor | redis | redrive |"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+	// Every row has its costs: CPU/msg, what one core handles, allocs/msg
+	// (columns 8-10), each a positive finite figure.
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n")[2:] {
+		f := strings.Split(line, "|")
+		if len(f) < 11 {
+			t.Errorf("short row: %s", line)
+			continue
+		}
+		cpu, cerr := time.ParseDuration(strings.TrimSpace(f[8]))
+		core, perr := strconv.ParseFloat(strings.TrimSpace(f[9]), 64)
+		allocs, aerr := strconv.ParseFloat(strings.TrimSpace(f[10]), 64)
+		if cerr != nil || perr != nil || aerr != nil || cpu <= 0 || !(core > 0) || math.IsInf(core, 0) || !(allocs > 0) || math.IsInf(allocs, 0) {
+			t.Errorf("costs %q %q %q: %s", f[8], f[9], f[10], line)
 		}
 	}
 	if strings.Contains(stdout, "| retry |") {

@@ -3,6 +3,8 @@ package bench
 import (
 	"bytes"
 	"context"
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -69,10 +71,12 @@ func TestRunTiny(t *testing.T) {
 			t.Errorf("%v: %d messages, want %d", k, r.Messages, wantMessages[k.scenario])
 		case wantMessages[k.scenario] == 0 && r.Messages != 200:
 			t.Errorf("%v: %d messages, want 200", k, r.Messages)
-		case r.AllocsPerMsg <= 0:
+		case !(r.AllocsPerMsg > 0) || math.IsInf(r.AllocsPerMsg, 0):
 			t.Errorf("%v: %.1f allocs/msg", k, r.AllocsPerMsg)
 		case cpuMeasured && r.CPUPerMsg <= 0:
 			t.Errorf("%v: %s CPU/msg", k, r.CPUPerMsg)
+		case cpuMeasured && (!(r.PerCore() > 0) || math.IsInf(r.PerCore(), 0)):
+			t.Errorf("%v: %.1f msg/s per core", k, r.PerCore())
 		}
 		if k.scenario == ScenarioScrape || k.scenario == ScenarioMonitor {
 			// Timed per scrape / check against an absolute target.
@@ -105,7 +109,66 @@ func TestRunTiny(t *testing.T) {
 	if n := strings.Count(out, "\n"); n != len(rep.Rows)+2 {
 		t.Errorf("table has %d lines, want %d:\n%s", n, len(rep.Rows)+2, out)
 	}
+	if cpuMeasured {
+		checkCostColumns(t, out)
+	}
 	t.Logf("\n%s", out)
+}
+
+// checkCostColumns checks that every row of a Markdown table has a
+// positive, finite CPU/msg, msg/s per core and allocs/msg cell.
+func checkCostColumns(t *testing.T, table string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSuffix(table, "\n"), "\n")
+	cells := func(line string) []string {
+		f := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range f {
+			f[i] = strings.TrimSpace(f[i])
+		}
+		return f
+	}
+	col := map[string]int{}
+	for i, h := range cells(lines[0]) {
+		col[h] = i
+	}
+	for _, name := range []string{"CPU/msg", "msg/s per core", "allocs/msg"} {
+		if _, ok := col[name]; !ok {
+			t.Fatalf("no %q column: %s", name, lines[0])
+		}
+	}
+	for _, line := range lines[2:] {
+		c := cells(line)
+		if d, err := time.ParseDuration(c[col["CPU/msg"]]); err != nil || d <= 0 {
+			t.Errorf("CPU/msg %q (%v): %s", c[col["CPU/msg"]], err, line)
+		}
+		for _, name := range []string{"msg/s per core", "allocs/msg"} {
+			v, err := strconv.ParseFloat(c[col[name]], 64)
+			if err != nil || !(v > 0) || math.IsInf(v, 0) {
+				t.Errorf("%s %q (%v): %s", name, c[col[name]], err, line)
+			}
+		}
+	}
+}
+
+// TestMarkdownCosts renders rows with known costs: CPU/msg in µs, what one
+// core handles (1 s / CPU/msg) and allocations per message.
+func TestMarkdownCosts(t *testing.T) {
+	r := row(ScenarioConsume, RabbitMQ, ClientRaw, 1000, time.Second, usage{cpu: 40 * time.Millisecond, mallocs: 58_500})
+	if r.CPUPerMsg != 40*time.Microsecond || r.PerCore() != 25_000 || r.AllocsPerMsg != 58.5 {
+		t.Fatalf("row: %s CPU/msg, %.1f per core, %.1f allocs/msg", r.CPUPerMsg, r.PerCore(), r.AllocsPerMsg)
+	}
+	none := row(ScenarioConsume, RabbitMQ, ClientRedrive, 1000, time.Second, usage{mallocs: 1000})
+	if none.PerCore() != 0 {
+		t.Errorf("no CPU measured: %.1f per core", none.PerCore())
+	}
+	var buf bytes.Buffer
+	if err := (&Report{Rows: []Row{r}}).Markdown(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "| 40.0µs | 25000 | 58.5 |") {
+		t.Errorf("costs not rendered:\n%s", buf.String())
+	}
+	checkCostColumns(t, buf.String())
 }
 
 func TestValidate(t *testing.T) {
