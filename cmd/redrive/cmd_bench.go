@@ -47,7 +47,10 @@ Scenarios:
   retry    as consume, 10 % of messages fail once (vs redrive consume)
   dlq      as consume, 1 % of messages go to the DLQ (vs redrive consume)
   delay    RabbitMQ only: PublishDelayed with random delays in
-           [0, 30 x resolution]: lateness, early deliveries, tier passes
+           [0, --delay-span] (default 30 x resolution) through delay
+           queues of --resolution x --delay-factor^k, --delay-levels
+           levels: lateness, early deliveries, queues stored in per
+           message, delay queues declared
   replay   RabbitMQ only: DLQ replay-all of an in-memory store (status
            change and audit row per entry) vs a raw publish of the same
            messages, one confirm at a time
@@ -74,6 +77,9 @@ one. --config is not read.`,
 			fs.IntVar(&o.cfg.Batch, "batch", bench.DefaultBatch, "messages per Publish call and raw batch (`N`)")
 			fs.IntVar(&o.cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "RabbitMQ handler goroutines on both sides (`N`; prefetch 8×N)")
 			fs.DurationVar(&o.cfg.Resolution, "resolution", bench.DefaultResolution, "RabbitMQ delay tier `RESOLUTION`")
+			fs.IntVar(&o.cfg.DelayFactor, "delay-factor", bench.DefaultDelayFactor, "RabbitMQ delay `FACTOR` between levels")
+			fs.IntVar(&o.cfg.DelayLevels, "delay-levels", bench.DefaultDelayLevels, "`N` RabbitMQ delay levels")
+			fs.DurationVar(&o.cfg.DelaySpan, "delay-span", 0, "longest `DELAY` the delay scenario draws (default 30 × --resolution)")
 			fs.StringVar(&o.cfg.DelayMode, "delay-mode", "route", "RabbitMQ delay `MODE` of the delay scenario: route or hops")
 			fs.StringVar(&o.cfg.QueueType, "queue-type", "classic", "RabbitMQ queue `TYPE` of redrive's and the raw client's queues: classic or quorum")
 			fs.StringVar(&o.cfg.DelayQueueType, "delay-queue-type", "", "RabbitMQ `TYPE` of redrive's delay queues: classic or quorum (default --queue-type)")
@@ -131,8 +137,8 @@ func (o *benchOptions) config(inv *invocation) (bench.Config, error) {
 	if cfg.ScrapeGroups <= 0 || cfg.ScrapePartitions <= 0 || cfg.MonitorWorkers <= 0 || cfg.Scrapes <= 0 {
 		return cfg, usageErrorf("--scrape-groups, --scrape-partitions, --monitor-workers and --scrapes must be positive")
 	}
-	if cfg.Resolution <= 0 {
-		return cfg, usageErrorf("--resolution must be positive")
+	if cfg.Resolution <= 0 || cfg.DelaySpan < 0 || cfg.DelayFactor < 2 || cfg.DelayLevels <= 0 {
+		return cfg, usageErrorf("--resolution and --delay-levels must be positive, --delay-span not negative, --delay-factor at least 2")
 	}
 	if cfg.Peers {
 		if cfg.PeersDir == "" {

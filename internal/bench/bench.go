@@ -68,6 +68,8 @@ const (
 	DefaultBatch          = 100
 	DefaultConcurrency    = 8
 	DefaultResolution     = 100 * time.Millisecond
+	DefaultDelayFactor    = 4
+	DefaultDelayLevels    = 5
 	DefaultRabbitURL      = "amqp://guest:guest@127.0.0.1:5672/"
 	DefaultRedisAddr      = "127.0.0.1:6379"
 	// DefaultScrapeGroups × DefaultScrapePartitions are the partition lags
@@ -109,9 +111,15 @@ type Config struct {
 	// KafkaBrokers are seed brokers of a running cluster; when empty Run
 	// starts an in-process three-broker kfake cluster.
 	KafkaBrokers []string
-	// Resolution of the RabbitMQ delay tiers; default 100 ms. The delay
-	// scenario draws delays in [0, 30 × Resolution].
+	// Resolution of the RabbitMQ delay tiers; default 100 ms.
 	Resolution time.Duration
+	// DelayFactor and DelayLevels shape redrive's RabbitMQ delay queues
+	// (rabbit.DelayConfig); defaults 4 and 5.
+	DelayFactor int
+	DelayLevels int
+	// DelaySpan is the longest delay the delay scenario draws (uniformly
+	// in [0, DelaySpan], whole milliseconds); default 30 × Resolution.
+	DelaySpan time.Duration
 	// DelayMode is the RabbitMQ delay mode measured: rabbit.DelayRoute
 	// (default) or rabbit.DelayHops.
 	DelayMode string
@@ -188,6 +196,15 @@ func (c Config) WithDefaults() Config {
 	if c.Resolution == 0 {
 		c.Resolution = DefaultResolution
 	}
+	if c.DelayFactor == 0 {
+		c.DelayFactor = DefaultDelayFactor
+	}
+	if c.DelayLevels == 0 {
+		c.DelayLevels = DefaultDelayLevels
+	}
+	if c.DelaySpan == 0 {
+		c.DelaySpan = 30 * c.Resolution
+	}
 	if c.RedisAddr == "" {
 		c.RedisAddr = DefaultRedisAddr
 	}
@@ -241,6 +258,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: scrape groups, scrape partitions, monitor workers and scrapes must not be negative", ErrInvalidConfig)
 	case c.Resolution < 0 || c.Resolution%time.Millisecond != 0:
 		return fmt.Errorf("%w: resolution %s must be whole positive milliseconds", ErrInvalidConfig, c.Resolution)
+	case c.DelaySpan < 0 || c.DelaySpan%time.Millisecond != 0:
+		return fmt.Errorf("%w: delay span %s must be whole positive milliseconds", ErrInvalidConfig, c.DelaySpan)
+	case c.DelayFactor < 0 || c.DelayFactor == 1 || c.DelayLevels < 0:
+		return fmt.Errorf("%w: delay factor %d must be at least 2 and delay levels %d positive", ErrInvalidConfig, c.DelayFactor, c.DelayLevels)
 	}
 	for _, t := range []struct{ name, v string }{{"queue type", c.QueueType}, {"delay queue type", c.DelayQueueType}} {
 		if t.v != "" && t.v != "classic" && t.v != "quorum" {
@@ -359,45 +380,6 @@ func Run(ctx context.Context, cfg Config) (rep *Report, err error) {
 		}
 	}
 	return rep, nil
-}
-
-// meter measures the time, CPU and allocations of one measurement.
-type meter struct {
-	start time.Time
-	u0    usage
-}
-
-func startMeter() meter {
-	u := readUsage()
-	return meter{start: time.Now(), u0: u}
-}
-
-// stop returns the elapsed time and the process's usage since start.
-func (m meter) stop() (time.Duration, usage) {
-	el := time.Since(m.start)
-	return el, readUsage().sub(m.u0)
-}
-
-// row fills a Row's rate, CPU and allocation figures.
-func row(scenario, brokerName, client string, n int, elapsed time.Duration, u usage) Row {
-	r := Row{Scenario: scenario, Broker: brokerName, Client: client, Messages: n, Elapsed: elapsed}
-	if elapsed > 0 {
-		r.Rate = float64(n) / elapsed.Seconds()
-	}
-	if n > 0 {
-		r.AllocsPerMsg = float64(u.mallocs) / float64(n)
-		r.CPUPerMsg = u.cpu / time.Duration(n)
-	}
-	return r
-}
-
-// perCheck divides a row's per-message costs by k: the scrape and monitor
-// rows repeat their work over the same "messages" k times.
-func (r Row) perCheck(k int) Row {
-	k = max(k, 1)
-	r.AllocsPerMsg /= float64(k)
-	r.CPUPerMsg /= time.Duration(k)
-	return r
 }
 
 // withLatencies sets P50, P99 and Max from ds (sorted in place).

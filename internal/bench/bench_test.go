@@ -30,7 +30,11 @@ func TestRunTiny(t *testing.T) {
 		Concurrency:    4,
 		RabbitURL:      testenv.RabbitMQ.URL(),
 		Resolution:     50 * time.Millisecond,
-		RedisAddr:      testenv.Redis.URL(),
+		// Route mode, 50 ms × 2^k over 6 levels (3.15 s): 6 delay queues.
+		DelayFactor: 2,
+		DelayLevels: 6,
+		DelaySpan:   time.Second,
+		RedisAddr:   testenv.Redis.URL(),
 		// 3 groups on 150 partitions: two topics (100 + 50 partitions).
 		ScrapeGroups:     3,
 		ScrapePartitions: 150,
@@ -91,6 +95,9 @@ func TestRunTiny(t *testing.T) {
 			}
 			if r.P50 <= 0 && r.Max <= 0 {
 				t.Errorf("delay: no lateness measured: %+v", r)
+			}
+			if !strings.Contains(r.Note, "6 levels: 6 delay queues") || !strings.Contains(r.Note, "delays 0–1000ms") {
+				t.Errorf("delay: note does not name the queues and span: %s", r.Note)
 			}
 			continue
 		}
@@ -179,6 +186,9 @@ func TestValidate(t *testing.T) {
 		{ScrapeGroups: -1},
 		{MonitorWorkers: -1},
 		{Resolution: 1500 * time.Microsecond},
+		{DelaySpan: 1500 * time.Microsecond},
+		{DelayFactor: 1},
+		{DelayLevels: -1},
 	} {
 		if err := c.WithDefaults().Validate(); err == nil {
 			t.Errorf("%+v: no error", c)

@@ -34,7 +34,7 @@ func runRabbit(ctx context.Context, cfg Config, prefix string, peers *peerRunner
 	e.rcfg = rabbit.Config{
 		URL:    cfg.RabbitURL,
 		Prefix: prefix,
-		Delay:  rabbit.DelayConfig{Mode: cfg.DelayMode, Resolution: cfg.Resolution, Factor: 4, Levels: 5},
+		Delay:  rabbit.DelayConfig{Mode: cfg.DelayMode, Resolution: cfg.Resolution, Factor: cfg.DelayFactor, Levels: cfg.DelayLevels},
 		Logger: cfg.Logger,
 
 		QueueType:      cfg.QueueType,
