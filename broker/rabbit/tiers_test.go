@@ -109,3 +109,36 @@ func TestRouteKey(t *testing.T) {
 		t.Errorf("routeBinding = %q", got)
 	}
 }
+
+// TestRouteTenMilliseconds: route mode at 10 ms resolution covers 24 h
+// with at most 64 queues (factor 4, 12 levels: 36), validates, and rounds
+// a delay up to whole 10 ms units, never down.
+func TestRouteTenMilliseconds(t *testing.T) {
+	dc := DelayConfig{Mode: DelayRoute, Resolution: 10 * time.Millisecond, Factor: 4, Levels: 12}
+	if err := (Config{Delay: dc}).WithDefaults().Validate(); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	tr, err := newTiers(dc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.max(); got < 24*time.Hour || dc.Levels*(dc.Factor-1) > 64 {
+		t.Fatalf("range %s with %d queues", got, dc.Levels*(dc.Factor-1))
+	}
+	for _, tt := range []struct {
+		d      time.Duration
+		key    string
+		stored int
+	}{
+		{15 * time.Millisecond, "2.0.0.0.0.0.0.0.0.0.0.0.q", 1},                  // 1.5 units → 2
+		{60 * time.Second, "0.0.3.1.3.1.1.0.0.0.0.0.q", 5},                       // 6000 units
+		{24 * time.Hour, "0.0.0.0.2.1.1.3.3.0.0.2.q", 6},                         // 8,640,000 units
+		{time.Millisecond, "1.0.0.0.0.0.0.0.0.0.0.0.q", 1},                       // below one unit: one unit
+		{10*time.Millisecond + time.Microsecond, "2.0.0.0.0.0.0.0.0.0.0.0.q", 1}, // never early
+	} {
+		key, left, stored := tr.routeKey(tt.d, "q")
+		if key != tt.key || left != 0 || stored != tt.stored {
+			t.Errorf("routeKey(%s) = %q, %d, %d; want %q, 0, %d", tt.d, key, left, stored, tt.key, tt.stored)
+		}
+	}
+}
