@@ -21,9 +21,10 @@ func init() {
 		summary: "Measure redrive against the raw RabbitMQ and Kafka clients and print a markdown table",
 		help: `Runs each scenario through redrive and through the raw client doing the same
 work, in one process and one run, and prints a markdown table: messages/s,
-p50/p99 latency, CPU time (user+system, getrusage) and allocations per
-message, and the ratio redrive/raw, with the issue's target met or missed
-per row. Targets are reported, never enforced: the exit status is 0
+p50/p99 latency, CPU time (user+system, getrusage) per message and what
+one core handles at that cost (msg/s per core = 1 s / CPU per message),
+allocations per message, and the ratio redrive/raw, with the issue's
+target met or missed per row. Targets are reported, never enforced: the exit status is 0
 whenever the run completes.
 
 --peers also measures, in the same run on the same broker, the libraries
