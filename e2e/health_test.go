@@ -73,7 +73,7 @@ rabbitmq: {url: %q, prefix: worker-test, delay: {resolution: 100ms, factor: 2, l
 health: {listen: "127.0.0.1:0"}
 workers:
   - {name: %s, topic: %s, retry: {max_retries: 1, backoff: 100ms}}
-`, u.String(), name, topic)), worker.WithoutSignals(), worker.WithLogger(quietLogger()))
+`, u.String(), name, topic)), worker.Config{NoSignals: true, Logger: quietLogger()})
 	if err != nil {
 		testenv.RabbitMQ.Fail(t, err)
 	}
@@ -146,7 +146,7 @@ kafka: {brokers: [%q], fetch_max_wait: 100ms, heartbeat_interval: 100ms, commit_
 health: {listen: "127.0.0.1:0"}
 workers:
   - {name: health-kafka, topic: health.kafka}
-`, addr)), worker.WithoutSignals(), worker.WithLogger(quietLogger()))
+`, addr)), worker.Config{NoSignals: true, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

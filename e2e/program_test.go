@@ -19,7 +19,7 @@ import (
 // names, a configuration that names the broker. It runs until ctx ends and
 // reports each payout it made, the first attempt of every payment failing.
 func payoutProgram(ctx context.Context, yaml string, paid chan<- string, ready chan<- broker.Broker) error {
-	rt, err := worker.Parse(ctx, []byte(yaml), worker.WithoutSignals(), worker.WithLogger(quietLogger()))
+	rt, err := worker.Parse(ctx, []byte(yaml), worker.Config{NoSignals: true, Logger: quietLogger()})
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/redrive/redrive/worker"
 )
 
-// TestRuntimeCountsClaims: with WithClaims, a handler runs with its claim
+// TestRuntimeCountsClaims: with Config.ClaimsRedis, a handler runs with its claim
 // counted in Redis (max_claims defaults to 5), the claim is released once
 // the message is done, and the unavailable-claims counter is registered.
 func TestRuntimeCountsClaims(t *testing.T) {
@@ -31,7 +31,7 @@ rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: w
 workers:
   - {name: %s, topic: %s, retry: {max_retries: 1, backoff: 100ms}}
 `, id, name, topic)
-	rt, err := worker.Parse(t.Context(), []byte(yaml), worker.WithoutSignals(), quiet(), worker.WithRegisterer(reg), worker.WithClaims(rdb))
+	rt, err := worker.Parse(t.Context(), []byte(yaml), quiet(worker.Config{Registerer: reg, ClaimsRedis: rdb}))
 	if err != nil {
 		testenv.RabbitMQ.Fail(t, err)
 	}
@@ -105,7 +105,7 @@ workers:
 `, id, name, topic, tt.setting)
 		var logs testenv.Buffer
 		log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		rt, err := worker.Parse(t.Context(), []byte(yaml), worker.WithoutSignals(), worker.WithLogger(log))
+		rt, err := worker.Parse(t.Context(), []byte(yaml), worker.Config{NoSignals: true, Logger: log})
 		if err != nil {
 			testenv.RabbitMQ.Fail(t, err)
 		}

@@ -14,11 +14,13 @@
 // The same program then runs on RabbitMQ or Kafka by changing the
 // `broker:` line of its YAML.
 //
-// With WithHeartbeat each worker beats in Redis under the process's
-// identity (heartbeat.instance, WithInstance; hostname-pid otherwise),
+// The runtime is configured by a Config (Load, Parse, New); its zero value
+// is the default. With Config.HeartbeatRedis each worker beats in Redis
+// under the process's identity (heartbeat.instance, Config.Instance;
+// hostname-pid otherwise),
 // reporting its consumer lag as the broker measures it (Kafka: records
 // behind the high watermark on the partitions it owns; RabbitMQ: messages
-// ready in its group queue). WithHealth (or health.listen) serves /livez
+// ready in its group queue). Config.Health (or health.listen) serves /livez
 // and /readyz for Kubernetes-style probes; /readyz answers 503 from the
 // start of a graceful shutdown.
 package worker

@@ -30,7 +30,7 @@ workers:
     retry: {max_retries: 3, backoff: "1s -> 5s -> 30s"}
 `
 	defer removeExample(yaml)
-	rt, err := worker.Parse(ctx, []byte(yaml), worker.WithoutSignals(), worker.WithLogger(slog.New(slog.DiscardHandler)))
+	rt, err := worker.Parse(ctx, []byte(yaml), worker.Config{NoSignals: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		fmt.Println(err)
 		return

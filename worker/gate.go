@@ -16,29 +16,8 @@ import (
 	"github.com/redrive/redrive/worker/killswitch"
 )
 
-// DefaultPausePoll is how often each worker reads its operator pause from
-// Redis (WithPausePoll): an instance stops taking messages at most this
-// long after `redrive workers pause`.
-const DefaultPausePoll = 2 * time.Second
-
 // errStopping is the cause of a hand-back while the runtime stops.
 var errStopping = errors.New("worker: shutting down")
-
-// WithKillSwitch gives worker a kill switch (see package killswitch),
-// overriding the configuration's workers[].kill_switch; a cfg that is not
-// Enabled removes it. Run refuses an invalid cfg.
-func WithKillSwitch(worker string, cfg killswitch.Config) Option {
-	return func(r *Runtime) {
-		if r.switches == nil {
-			r.switches = map[string]killswitch.Config{}
-		}
-		r.switches[worker] = cfg
-	}
-}
-
-// WithPausePoll sets how often each worker reads its operator pause from
-// the Redis of WithHeartbeat; default DefaultPausePoll.
-func WithPausePoll(d time.Duration) Option { return func(r *Runtime) { r.pausePoll = d } }
 
 // gate decides whether one worker's handler may take a message: not while
 // an operator paused the worker (polled from Redis), and not while its

@@ -23,8 +23,9 @@ import (
 
 // gateWorker parses a one-worker configuration on RabbitMQ under names of
 // the test's own (removed when it ends) with extra YAML for the worker.
-func gateWorker(t *testing.T, rdb *redis.Client, extra string, opts ...worker.Option) (rt *worker.Runtime, name, topic string) {
+func gateWorker(t *testing.T, rdb *redis.Client, extra string, cfg worker.Config) (rt *worker.Runtime, name, topic string) {
 	t.Helper()
+	cfg.HeartbeatRedis = rdb
 	id := broker.NewMessageID()[:6]
 	name, topic = "gate-worker-"+id, "worker-test.gate."+id
 	rt, err := worker.Parse(t.Context(), []byte(fmt.Sprintf(`
@@ -33,7 +34,7 @@ rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: w
 heartbeat: {interval: 100ms, ttl: 3s, instance: pod-%s}
 workers:
   - {name: %s, topic: %s, concurrency: 2, prefetch: 2, retry: {max_retries: 1, backoff: 100ms}%s}
-`, id, name, topic, extra)), append([]worker.Option{worker.WithoutSignals(), quiet(), worker.WithHeartbeat(rdb)}, opts...)...)
+`, id, name, topic, extra)), quiet(cfg))
 	if err != nil {
 		t.Fatalf("RabbitMQ is required: %v", err)
 	}
@@ -91,7 +92,7 @@ func TestKillSwitchHoldsAnOutage(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	rt, name, topic := gateWorker(t, rdb,
 		", kill_switch: {enabled: true, activation: 4, trip_ratio: 0.5, window: 5s, restart_after: 200ms, max_restart_after: 400ms}",
-		worker.WithRegisterer(reg))
+		worker.Config{Registerer: reg})
 	var down atomic.Bool
 	down.Store(true)
 	var mu sync.Mutex
@@ -159,7 +160,7 @@ func TestKillSwitchIgnoresPermanentFailures(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	rt, name, topic := gateWorker(t, rdb,
 		", kill_switch: {enabled: true, activation: 4, trip_ratio: 0.5, window: 5s, restart_after: 10s}",
-		worker.WithRegisterer(reg))
+		worker.Config{Registerer: reg})
 	var calls atomic.Int64
 	run(t, rt, name, func(context.Context, *broker.Delivery) error {
 		calls.Add(1)
@@ -192,7 +193,7 @@ func TestKillSwitchIgnoresPermanentFailures(t *testing.T) {
 // the poll interval.
 func TestOperatorPause(t *testing.T) {
 	rdb := testenv.RedisClient(t)
-	rt, name, topic := gateWorker(t, rdb, "", worker.WithPausePoll(100*time.Millisecond))
+	rt, name, topic := gateWorker(t, rdb, "", worker.Config{PausePoll: 100 * time.Millisecond})
 	rdb.SAdd(t.Context(), heartbeat.Keys{}.Types(), name) // as if it had run before
 	ps := heartbeat.Pauses{RDB: rdb}
 	if _, err := ps.Pause(t.Context(), name, "test", "bank maintenance"); err != nil {

@@ -14,21 +14,6 @@ import (
 	"github.com/redrive/redrive/broker"
 )
 
-// WithHealth serves health probes on addr (host:port) while Run runs,
-// overriding the configuration's health.listen:
-//
-//	GET /livez   200 while every worker's consumer loop runs (draining
-//	             included); 503 once one ended with an error
-//	GET /readyz  200 while every worker consumes: the broker is connected
-//	             and each subscription's consumer is up (see below); 503 as
-//	             soon as graceful shutdown starts, and while any is not
-//
-// A subscription is up on RabbitMQ when its consumer holds an open channel
-// consuming the group queue (a lost connection turns it down until the
-// consumer reconnected); on Kafka when its group client answers an
-// ApiVersions round trip. Each answer is a line per check, as text.
-func WithHealth(addr string) Option { return func(r *Runtime) { r.healthAddr = addr } }
-
 // probeTimeout bounds the broker checks of one /readyz request.
 const probeTimeout = 2 * time.Second
 

@@ -7,55 +7,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/pipeline"
 )
-
-// WithRegisterer exports the workers' handler metrics on reg:
-// worker_handler_duration_seconds{worker},
-// worker_retry_total{worker,error_class} and
-// worker_kill_switch_trips_total{worker}.
-func WithRegisterer(reg prometheus.Registerer) Option { return func(r *Runtime) { r.reg = reg } }
-
-// WithHeartbeat publishes a Redis heartbeat per worker
-// (worker:{name}:{instance}) while Run runs, SHUTTING_DOWN while it
-// drains, and removes it after a clean stop. Intervals come from the
-// configuration's heartbeat section (Load, Parse) or the heartbeat
-// package's defaults (New). Redis being down never stops the workers.
-// It also counts claims there, as WithClaims does.
-func WithHeartbeat(rdb redis.Cmdable) Option {
-	return func(r *Runtime) {
-		r.rdb = rdb
-		if r.claimsRDB == nil {
-			r.claimsRDB = rdb
-		}
-	}
-}
-
-// WithHeartbeatTiming sets the heartbeat refresh interval and key TTL of
-// WithHeartbeat, overriding the configuration's heartbeat section (Load,
-// Parse) or the heartbeat package's defaults (New). Zero keeps a value.
-func WithHeartbeatTiming(interval, ttl time.Duration) Option {
-	return func(r *Runtime) {
-		if interval > 0 {
-			r.hb.Interval = config.Duration(interval)
-		}
-		if ttl > 0 {
-			r.hb.TTL = config.Duration(ttl)
-		}
-	}
-}
-
-// WithClaims counts claims in Redis for poison-pill protection
-// (workers[].max_claims) on Kafka and RabbitMQ classic queues: a message
-// delivered max_claims times without its handler finishing is
-// dead-lettered with reason max_claims. Redis being down never stops the
-// workers: messages are then handled without the protection.
-func WithClaims(rdb redis.Cmdable) Option { return func(r *Runtime) { r.claimsRDB = rdb } }
 
 // metrics are the runtime's collectors.
 type metrics struct {

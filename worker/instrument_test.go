@@ -34,7 +34,7 @@ rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: w
 heartbeat: {interval: 200ms, ttl: 3s, instance: "${REDRIVE_TEST_POD}"}
 workers:
   - {name: %s, topic: %s, concurrency: 1, prefetch: 1, retry: {max_retries: 2, backoff: 100ms}}
-`, name, topic)), worker.WithoutSignals(), quiet(), worker.WithRegisterer(reg), worker.WithHeartbeat(rdb))
+`, name, topic)), quiet(worker.Config{Registerer: reg, HeartbeatRedis: rdb}))
 	if err != nil {
 		testenv.RabbitMQ.Fail(t, err)
 	}
@@ -205,7 +205,7 @@ broker: rabbitmq
 rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test, delay: {resolution: 100ms, factor: 2, levels: 2}}
 workers:
   - {name: %s, topic: %s, retry: {max_retries: 2, backoff: 100ms}}
-`, r.name, r.topic)), worker.WithoutSignals(), quiet(), worker.WithRegisterer(reg), worker.WithClaims(rdb))
+`, r.name, r.topic)), quiet(worker.Config{Registerer: reg, ClaimsRedis: rdb}))
 		if err != nil {
 			testenv.RabbitMQ.Fail(t, err)
 		}

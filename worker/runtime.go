@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -48,68 +49,54 @@ type Runtime struct {
 	signal bool
 	reg    prometheus.Registerer
 	rdb    redis.Cmdable
-	// claimsRDB counts claims (WithClaims, WithHeartbeat); nil = none.
+	// claimsRDB counts claims (Config.ClaimsRedis, HeartbeatRedis); nil = none.
 	claimsRDB redis.Cmdable
 	hb        config.Heartbeat // intervals, from the configuration when loaded
-	// instance names this process (WithInstance, heartbeat.instance);
+	// instance names this process (Config.Instance, heartbeat.instance);
 	// empty until Run, which falls back to the broker's or hostname-pid.
 	instance string
-	// healthAddr serves the probes (WithHealth, health.listen); empty =
+	// healthAddr serves the probes (Config.Health, health.listen); empty =
 	// none. healthBound is the address bound once Run listens.
 	healthAddr  string
 	healthBound atomic.Pointer[string]
-	// switches are the kill switches by worker (WithKillSwitch,
-	// workers[].kill_switch); pausePoll is WithPausePoll.
+	// switches are the kill switches by worker (Config.KillSwitches,
+	// workers[].kill_switch); pausePoll is Config.PausePoll.
 	switches  map[string]killswitch.Config
 	pausePoll time.Duration
 }
 
-// Option configures a Runtime.
-type Option func(*Runtime)
-
-// WithLogger sets the runtime's and the backend's logger; default
-// slog.Default().
-func WithLogger(l *slog.Logger) Option { return func(r *Runtime) { r.log = l } }
-
-// WithInstance names this worker process in its heartbeats
-// (worker:{name}:{id}), the worker_instance label and, for a runtime from
-// Load or Parse, the dead letters it makes, overriding the configuration's
-// heartbeat.instance. Give it a name that survives a restart (a pod name):
-// the restarted process then takes over its predecessor's heartbeat. The
-// default is hostname-pid.
-func WithInstance(id string) Option { return func(r *Runtime) { r.instance = id } }
-
-// WithoutSignals stops Run from handling SIGINT and SIGTERM itself; the
-// caller's context alone ends it.
-func WithoutSignals() Option { return func(r *Runtime) { r.signal = false } }
-
 // Load reads the configuration file at path and connects to the broker it
-// names. The returned Runtime owns the connection: Run closes it.
-func Load(ctx context.Context, path string, opts ...Option) (*Runtime, error) {
-	cfg, err := config.Load(path)
+// names; cfg's fields override the file's where set. The returned Runtime
+// owns the connection: Run closes it.
+func Load(ctx context.Context, path string, cfg Config) (*Runtime, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	file, err := config.Load(path)
 	if err != nil {
 		return nil, err
 	}
-	return fromConfig(ctx, cfg, opts)
+	return fromConfig(ctx, file, cfg)
 }
 
 // Parse is Load for configuration bytes.
-func Parse(ctx context.Context, yaml []byte, opts ...Option) (*Runtime, error) {
-	cfg, err := config.Parse(yaml)
+func Parse(ctx context.Context, yaml []byte, cfg Config) (*Runtime, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	file, err := config.Parse(yaml)
 	if err != nil {
 		return nil, err
 	}
-	return fromConfig(ctx, cfg, opts)
+	return fromConfig(ctx, file, cfg)
 }
 
-func fromConfig(ctx context.Context, cfg *config.Config, opts []Option) (*Runtime, error) {
-	r := &Runtime{own: true, subs: cfg.Subscriptions(), log: slog.Default(), signal: true, hb: cfg.Heartbeat,
-		instance: cfg.Heartbeat.Instance, healthAddr: cfg.Health.Listen, switches: cfg.KillSwitches()}
-	for _, o := range opts {
-		o(r)
-	}
-	cfg.Heartbeat.Instance = r.instance // the broker names its dead letters alike
-	b, err := backend.Open(ctx, cfg, r.log)
+func fromConfig(ctx context.Context, file *config.Config, cfg Config) (*Runtime, error) {
+	r := &Runtime{own: true, subs: file.Subscriptions(), hb: file.Heartbeat,
+		instance: file.Heartbeat.Instance, healthAddr: file.Health.Listen, switches: file.KillSwitches()}
+	r.apply(cfg)
+	file.Heartbeat.Instance = r.instance // the broker names its dead letters alike
+	b, err := backend.Open(ctx, file, r.log)
 	if err != nil {
 		return nil, err
 	}
@@ -117,16 +104,42 @@ func fromConfig(ctx context.Context, cfg *config.Config, opts []Option) (*Runtim
 	return r, nil
 }
 
-// New runs subs on a broker the caller owns (and closes).
-func New(b broker.Broker, subs []broker.Subscription, opts ...Option) *Runtime {
-	r := &Runtime{b: b, subs: subs, log: slog.Default(), signal: true}
-	for _, o := range opts {
-		o(r)
+// New runs subs on a broker the caller owns (and closes), or returns cfg's
+// Validate error.
+func New(b broker.Broker, subs []broker.Subscription, cfg Config) (*Runtime, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	return r
+	r := &Runtime{b: b, subs: subs}
+	r.apply(cfg)
+	return r, nil
 }
 
-// Instance returns the name of this worker process (see WithInstance):
+// apply sets what cfg sets (validated) over what r holds.
+func (r *Runtime) apply(cfg Config) {
+	r.log = cmp.Or(cfg.Logger, slog.Default())
+	r.signal = !cfg.NoSignals
+	r.reg = cfg.Registerer
+	r.rdb = cfg.HeartbeatRedis
+	r.claimsRDB = cmp.Or[redis.Cmdable](cfg.ClaimsRedis, cfg.HeartbeatRedis)
+	r.instance = cmp.Or(cfg.Instance, r.instance)
+	r.healthAddr = cmp.Or(cfg.Health, r.healthAddr)
+	if cfg.HeartbeatInterval > 0 {
+		r.hb.Interval = config.Duration(cfg.HeartbeatInterval)
+	}
+	if cfg.HeartbeatTTL > 0 {
+		r.hb.TTL = config.Duration(cfg.HeartbeatTTL)
+	}
+	if len(cfg.KillSwitches) > 0 {
+		if r.switches == nil {
+			r.switches = map[string]killswitch.Config{}
+		}
+		maps.Copy(r.switches, cfg.KillSwitches)
+	}
+	r.pausePoll = cfg.PausePoll
+}
+
+// Instance returns the name of this worker process (see Config.Instance):
 // the configured one, else the broker's, else hostname-pid.
 func (r *Runtime) Instance() string {
 	if r.instance != "" {
@@ -139,7 +152,7 @@ func (r *Runtime) Instance() string {
 }
 
 // HealthAddr returns the address the health probes listen on once Run
-// started serving them (WithHealth, health.listen), else "".
+// started serving them (Config.Health, health.listen), else "".
 func (r *Runtime) HealthAddr() string {
 	if p := r.healthBound.Load(); p != nil {
 		return *p
@@ -250,7 +263,7 @@ func (r *Runtime) run(ctx context.Context, handlers Handlers) error {
 }
 
 // gate returns the gate of s's worker: its operator pause (with
-// WithHeartbeat) and its kill switch (when enabled).
+// Config.HeartbeatRedis) and its kill switch (when enabled).
 func (r *Runtime) gate(s broker.Subscription, pub *heartbeat.Publisher, m *metrics, stopping <-chan struct{}) (*gate, error) {
 	var sw *killswitch.Switch
 	if cfg, ok := r.switches[s.Group]; ok && cfg.Enabled {
@@ -281,15 +294,18 @@ func (r *Runtime) wireClaims() ([]broker.Subscription, error) {
 	if r.claimsRDB == nil {
 		return subs, nil
 	}
-	opts := []claims.Option{claims.WithLogger(r.log)}
+	cc := claims.Config{Logger: r.log}
 	if r.reg != nil {
 		unavailable, err := register(r.reg, claims.NewUnavailableCounter())
 		if err != nil {
 			return nil, fmt.Errorf("worker: register claims metric: %w", err)
 		}
-		opts = append(opts, claims.WithUnavailableCounter(unavailable))
+		cc.Unavailable = unavailable
 	}
-	c := claims.New(r.claimsRDB, opts...)
+	c, err := claims.New(r.claimsRDB, cc)
+	if err != nil {
+		return nil, fmt.Errorf("worker: claims: %w", err)
+	}
 	for i := range subs {
 		if subs[i].MaxClaims > 0 && subs[i].Claims == nil {
 			subs[i].Claims = c
@@ -299,7 +315,7 @@ func (r *Runtime) wireClaims() ([]broker.Subscription, error) {
 }
 
 // publisher returns the heartbeat publisher of s's worker, nil without
-// WithHeartbeat. Its beats report the consumer lag probe measures.
+// Config.HeartbeatRedis. Its beats report the consumer lag probe measures.
 func (r *Runtime) publisher(s broker.Subscription, probe consumerProbe) (*heartbeat.Publisher, error) {
 	if r.rdb == nil {
 		return nil, nil

@@ -28,7 +28,11 @@ workers:
 	return yaml
 }
 
-func quiet() worker.Option { return worker.WithLogger(slog.New(slog.DiscardHandler)) }
+// quiet returns c with the test defaults: no signal handling, no logs.
+func quiet(c worker.Config) worker.Config {
+	c.NoSignals, c.Logger = true, slog.New(slog.DiscardHandler)
+	return c
+}
 
 func TestRunRefusesMismatchedHandlers(t *testing.T) {
 	noop := func(context.Context, *broker.Delivery) error { return nil }
@@ -45,7 +49,7 @@ func TestRunRefusesMismatchedHandlers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rt, err := worker.Parse(t.Context(), []byte(twoWorkers(t)), worker.WithoutSignals(), quiet())
+			rt, err := worker.Parse(t.Context(), []byte(twoWorkers(t)), quiet(worker.Config{}))
 			if err != nil {
 				testenv.RabbitMQ.Fail(t, err)
 			}
@@ -65,14 +69,14 @@ func TestRunRefusesMismatchedHandlers(t *testing.T) {
 }
 
 func TestParseRejectsUnlinkedBackend(t *testing.T) {
-	_, err := worker.Parse(t.Context(), []byte("broker: kafka\nkafka: {brokers: [127.0.0.1:9092]}\n"), quiet())
+	_, err := worker.Parse(t.Context(), []byte("broker: kafka\nkafka: {brokers: [127.0.0.1:9092]}\n"), quiet(worker.Config{}))
 	if !errors.Is(err, backend.ErrNotLinked) || !strings.Contains(err.Error(), "broker/kafka") {
 		t.Fatalf("Parse with kafka not imported = %v, want ErrNotLinked naming the package to import", err)
 	}
 }
 
 func TestParseRejectsBadConfig(t *testing.T) {
-	_, err := worker.Parse(t.Context(), []byte("broker: rabbitmq\nworkers:\n  - {name: w, topic: t, retry: {max_retries: -1}}\n"), quiet())
+	_, err := worker.Parse(t.Context(), []byte("broker: rabbitmq\nworkers:\n  - {name: w, topic: t, retry: {max_retries: -1}}\n"), quiet(worker.Config{}))
 	if err == nil || !strings.Contains(err.Error(), "workers[0].retry.max_retries") {
 		t.Fatalf("Parse = %v, want an error naming workers[0].retry.max_retries", err)
 	}

@@ -8,6 +8,7 @@
 package claims
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,28 +46,35 @@ type Counter struct {
 
 var _ broker.ClaimCounter = (*Counter)(nil)
 
-// Option configures a Counter.
-type Option func(*Counter)
+// Config configures a Counter. The zero Config is the default.
+type Config struct {
+	// TTL is how long a count lives after its last claim. Default
+	// DefaultTTL; >= 0.
+	TTL time.Duration
+	// Timeout bounds one Redis round trip. Default DefaultTimeout; >= 0.
+	Timeout time.Duration
+	// Logger receives the outages, once each. Default slog.Default().
+	Logger *slog.Logger
+	// Unavailable counts the claims that could not be counted, instead of
+	// a counter of the Counter's own: for several Counters exported
+	// through one registry, which holds one
+	// redrive_claims_unavailable_total. Default NewUnavailableCounter().
+	Unavailable prometheus.Counter
+}
 
-// WithTTL sets how long a count lives after its last claim; default
-// DefaultTTL.
-func WithTTL(d time.Duration) Option { return func(c *Counter) { c.ttl = d } }
-
-// WithTimeout bounds one Redis round trip; default DefaultTimeout.
-func WithTimeout(d time.Duration) Option { return func(c *Counter) { c.timeout = d } }
-
-// WithLogger sets the logger of outages; default slog.Default().
-func WithLogger(l *slog.Logger) Option { return func(c *Counter) { c.log = l } }
-
-// WithUnavailableCounter counts unavailable claims in c instead of a
-// counter of the Counter's own: for several Counters exported through one
-// registry, which holds one redrive_claims_unavailable_total.
-func WithUnavailableCounter(c prometheus.Counter) Option {
-	return func(cc *Counter) { cc.unavailable = c }
+// Validate returns nil when c is usable, else an error naming the field.
+func (c Config) Validate() error {
+	switch {
+	case c.TTL < 0:
+		return fmt.Errorf("claims: Config.TTL: must be >= 0, got %s", c.TTL)
+	case c.Timeout < 0:
+		return fmt.Errorf("claims: Config.Timeout: must be >= 0, got %s", c.Timeout)
+	}
+	return nil
 }
 
 // NewUnavailableCounter returns a new redrive_claims_unavailable_total
-// counter, for WithUnavailableCounter.
+// counter, for Config.Unavailable.
 func NewUnavailableCounter() prometheus.Counter {
 	return prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "redrive_claims_unavailable_total",
@@ -74,19 +82,25 @@ func NewUnavailableCounter() prometheus.Counter {
 	})
 }
 
-// New returns a Counter on rdb.
-func New(rdb redis.Cmdable, opts ...Option) *Counter {
+// New returns a Counter on rdb, or cfg's Validate error.
+func New(rdb redis.Cmdable, cfg Config) (*Counter, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	c := &Counter{
 		rdb:         rdb,
-		ttl:         DefaultTTL,
-		timeout:     DefaultTimeout,
-		log:         slog.Default(),
-		unavailable: NewUnavailableCounter(),
+		ttl:         cmp.Or(cfg.TTL, DefaultTTL),
+		timeout:     cmp.Or(cfg.Timeout, DefaultTimeout),
+		log:         cfg.Logger,
+		unavailable: cfg.Unavailable,
 	}
-	for _, o := range opts {
-		o(c)
+	if c.log == nil {
+		c.log = slog.Default()
 	}
-	return c
+	if c.unavailable == nil {
+		c.unavailable = NewUnavailableCounter()
+	}
+	return c, nil
 }
 
 // Collector returns the counter of unavailable claims, to register.

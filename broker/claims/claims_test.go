@@ -19,7 +19,7 @@ import (
 
 func TestClaimCountsAndReleaseForgets(t *testing.T) {
 	rdb := testenv.RedisClient(t)
-	c := claims.New(rdb, claims.WithTTL(time.Minute))
+	c := newCounter(t, rdb, claims.Config{TTL: time.Minute})
 	key := pipeline.ClaimKey("g-"+broker.NewMessageID()[:6], "id", "1")
 	t.Cleanup(func() { rdb.Del(context.Background(), key) })
 	for want := int64(1); want <= 3; want++ {
@@ -47,7 +47,7 @@ func TestProcessCountsClaims(t *testing.T) {
 	t.Cleanup(func() { rdb.Del(context.Background(), key) })
 	calls := 0
 	h := func(context.Context, *broker.Delivery) error { calls++; return nil }
-	p := pipeline.New(broker.Subscription{Group: "g", MaxClaims: 2, Claims: claims.New(rdb)}, nil)
+	p := pipeline.New(broker.Subscription{Group: "g", MaxClaims: 2, Claims: newCounter(t, rdb, claims.Config{})}, nil)
 	var got []bool
 	for range 3 {
 		dec := p.Process(t.Context(), &broker.Delivery{}, h, pipeline.Input{ClaimKey: key})
@@ -56,13 +56,23 @@ func TestProcessCountsClaims(t *testing.T) {
 	if want := []bool{false, false, true}; !equal(got, want) || calls != 2 {
 		t.Errorf("over per claim = %v, handler calls %d; want %v, 2", got, calls, want)
 	}
-	off := pipeline.New(broker.Subscription{Group: "g", Claims: claims.New(rdb)}, nil) // MaxClaims 0
+	off := pipeline.New(broker.Subscription{Group: "g", Claims: newCounter(t, rdb, claims.Config{})}, nil) // MaxClaims 0
 	if dec := off.Process(t.Context(), &broker.Delivery{}, h, pipeline.Input{ClaimKey: key}); dec.Action != pipeline.Ack || calls != 3 {
 		t.Errorf("Process with max claims 0 = %v, handler calls %d; want ack, 3 (not counted)", dec.Action, calls)
 	}
 	if n, _ := rdb.Get(t.Context(), key).Int64(); n != 3 {
 		t.Errorf("count = %d, want 3 (max claims 0 does not count)", n)
 	}
+}
+
+// newCounter returns claims.New(rdb, cfg), failing t on an error.
+func newCounter(t *testing.T, rdb redis.Cmdable, cfg claims.Config) *claims.Counter {
+	t.Helper()
+	c, err := claims.New(rdb, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func equal(a, b []bool) bool {
@@ -81,7 +91,7 @@ func TestRedisDownFallsBackToHandling(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: testenv.ClosedAddr(t), MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
 	var logs testenv.Buffer
-	c := claims.New(rdb, claims.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	c := newCounter(t, rdb, claims.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	p := pipeline.New(broker.Subscription{Group: "g", MaxClaims: 1, Claims: c}, nil)
 	ok := func(context.Context, *broker.Delivery) error { return nil }
 	for i := range 5 {
@@ -118,7 +128,7 @@ func TestRedisSlowDoesNotStall(t *testing.T) {
 	}()
 	rdb := redis.NewClient(&redis.Options{Addr: l.Addr().String(), MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
-	c := claims.New(rdb, claims.WithTimeout(50*time.Millisecond))
+	c := newCounter(t, rdb, claims.Config{Timeout: 50 * time.Millisecond})
 	start := time.Now()
 	if _, err := c.Claim(t.Context(), "k"); !errors.Is(err, claims.ErrUnavailable) {
 		t.Errorf("Claim error = %v, want ErrUnavailable", err)

@@ -26,12 +26,16 @@ import (
 // poisonSub is the subscription of the poison-pill test, in parent and
 // child alike.
 func poisonSub(topic, group string, rdb redis.Cmdable, maxClaims int) broker.Subscription {
+	c, err := claims.New(rdb, claims.Config{})
+	if err != nil {
+		panic(err) // the zero Config is valid
+	}
 	return broker.Subscription{
 		Topic: topic, Group: group,
 		Policy:          retrypolicy.Policy{MaxRetries: 2},
 		ShutdownTimeout: 5 * time.Second,
 		MaxClaims:       maxClaims,
-		Claims:          claims.New(rdb),
+		Claims:          c,
 	}
 }
 

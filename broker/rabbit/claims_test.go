@@ -32,7 +32,11 @@ func poisonSub(topic string, rdb redis.Cmdable) broker.Subscription {
 		MaxClaims:       poisonMaxClaims,
 	}
 	if rdb != nil {
-		s.Claims = claims.New(rdb)
+		c, err := claims.New(rdb, claims.Config{})
+		if err != nil {
+			panic(err) // the zero Config is valid
+		}
+		s.Claims = c
 	} else {
 		// x-delivery-count counts prefetched messages too: prefetch no
 		// more than the handlers take, for exact counts.

@@ -47,7 +47,7 @@ func liveWorkerMain(path string) int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis.URL()})
 	defer rdb.Close()
-	rt, err := worker.Load(context.Background(), path, worker.WithHeartbeat(rdb), worker.WithLogger(log))
+	rt, err := worker.Load(context.Background(), path, worker.Config{HeartbeatRedis: rdb, Logger: log})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "live worker:", err)
 		return 1

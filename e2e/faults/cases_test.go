@@ -178,7 +178,7 @@ func TestKafkaBrokerRemoved(t *testing.T) {
 	account(t, published, c.counts(), kafkaDeadLetters(t, brokers, sub))
 }
 
-// TestRedisUnreachable runs a worker (worker.WithHeartbeat: heartbeats and
+// TestRedisUnreachable runs a worker (worker.Config.HeartbeatRedis: heartbeats and
 // claim counts in Redis) whose Redis goes through a proxy, and takes the
 // proxy down for two seconds mid-run: messages keep being handled during
 // the outage, heartbeats resume after it, and so does the traffic
@@ -205,7 +205,7 @@ workers:
   - {name: %s, topic: %s, queue_ttl: 0s, concurrency: 4, prefetch: 16, max_claims: 5, retry: {max_retries: 2, backoff: [100ms]}}
 `, testenv.RabbitMQ.URL(), prefix, group, topic)
 	rt, err := worker.Parse(context.Background(), []byte(yaml),
-		worker.WithHeartbeat(rdb), worker.WithoutSignals(), worker.WithLogger(slog.New(slog.DiscardHandler)))
+		worker.Config{HeartbeatRedis: rdb, NoSignals: true, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("worker.Parse: %v", err)
 	}

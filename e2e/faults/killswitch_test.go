@@ -83,12 +83,15 @@ func ksBackends() []ksBackend {
 	}
 }
 
-func quietWorker() worker.Option { return worker.WithLogger(slog.New(slog.DiscardHandler)) }
-
-// runWorker runs sub on b with opts until the test ends; stop ends it.
-func runWorker(t *testing.T, b broker.Broker, sub broker.Subscription, h broker.Handler, opts ...worker.Option) (stop func()) {
+// runWorker runs sub on b with cfg (no signals, no logs) until the test
+// ends; stop ends it.
+func runWorker(t *testing.T, b broker.Broker, sub broker.Subscription, h broker.Handler, cfg worker.Config) (stop func()) {
 	t.Helper()
-	rt := worker.New(b, []broker.Subscription{sub}, append([]worker.Option{worker.WithoutSignals(), quietWorker()}, opts...)...)
+	cfg.NoSignals, cfg.Logger = true, slog.New(slog.DiscardHandler)
+	rt, err := worker.New(b, []broker.Subscription{sub}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return testenv.Background(t, "Run", sub.ShutdownTimeout+30*time.Second,
 		func(ctx context.Context) error { return rt.Run(ctx, worker.Handlers{sub.Group: h}) })
 }
@@ -195,7 +198,7 @@ func outage(t *testing.T, be ksBackend, enabled bool, fail error) (row, float64,
 		mu.Unlock()
 		c.add(d.ID)
 		return nil
-	}, worker.WithKillSwitch(sub.Group, ksConfig(enabled)), worker.WithRegisterer(reg))
+	}, worker.Config{KillSwitches: map[string]killswitch.Config{sub.Group: ksConfig(enabled)}, Registerer: reg})
 	published := ids("ks", ksTraffic)
 	down.Store(true)
 	recovered := time.AfterFunc(ksOutage, func() {
@@ -301,8 +304,8 @@ func TestOperatorPause(t *testing.T) {
 				return nil
 			}
 			for i := range 3 {
-				runWorker(t, b, sub, h, worker.WithHeartbeat(rdb), worker.WithHeartbeatTiming(100*time.Millisecond, 2*time.Second),
-					worker.WithPausePoll(100*time.Millisecond), worker.WithInstance(fmt.Sprintf("%s-%d", sub.Group, i)))
+				runWorker(t, b, sub, h, worker.Config{HeartbeatRedis: rdb, HeartbeatInterval: 100 * time.Millisecond,
+					HeartbeatTTL: 2 * time.Second, PausePoll: 100 * time.Millisecond, Instance: fmt.Sprintf("%s-%d", sub.Group, i)})
 			}
 			before := ids("before", 100)
 			publishAll(t, b, sub.Topic, before, nil)

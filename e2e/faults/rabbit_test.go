@@ -264,7 +264,11 @@ func poisonSub(sub broker.Subscription, rdb redis.Cmdable) broker.Subscription {
 	sub.Concurrency, sub.Prefetch = 1, 1
 	sub.MaxClaims = poisonMaxClaims
 	if rdb != nil {
-		sub.Claims = claims.New(rdb)
+		c, err := claims.New(rdb, claims.Config{})
+		if err != nil {
+			panic(err) // the zero Config is valid
+		}
+		sub.Claims = c
 	}
 	return sub
 }

@@ -97,13 +97,8 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) error {
 	if cfg.OutageFor <= 0 {
 		cfg.OutageFor = DefaultOutageFor
 	}
-	opts := []worker.Option{worker.WithoutSignals(), worker.WithLogger(cfg.Logger), worker.WithClaims(cfg.Redis)}
-	for name, ks := range cfg.KillSwitches {
-		opts = append(opts, worker.WithKillSwitch(name, ks))
-	}
-	if cfg.Registerer != nil {
-		opts = append(opts, worker.WithRegisterer(cfg.Registerer))
-	}
+	wc := worker.Config{NoSignals: true, Logger: cfg.Logger, ClaimsRedis: cfg.Redis,
+		KillSwitches: cfg.KillSwitches, Registerer: cfg.Registerer}
 	var steady, crashing []broker.Subscription
 	handlers := worker.Handlers{}
 	for _, s := range cfg.Subscriptions {
@@ -124,8 +119,12 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) error {
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	if len(steady) > 0 {
-		rt := worker.New(cfg.Broker, steady, append(opts,
-			worker.WithHeartbeat(cfg.Redis), worker.WithHeartbeatTiming(cfg.HeartbeatInterval, cfg.HeartbeatTTL))...)
+		hc := wc
+		hc.HeartbeatRedis, hc.HeartbeatInterval, hc.HeartbeatTTL = cfg.Redis, cfg.HeartbeatInterval, cfg.HeartbeatTTL
+		rt, err := worker.New(cfg.Broker, steady, hc)
+		if err != nil {
+			return fmt.Errorf("dev: workers: %w", err)
+		}
 		wg.Go(func() {
 			if err := rt.Run(ctx, handlers); err != nil {
 				cancel(err)
@@ -134,7 +133,7 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) error {
 	}
 	for _, s := range crashing {
 		wg.Go(func() {
-			if err := crashLoop(ctx, cfg, s, opts); err != nil {
+			if err := crashLoop(ctx, cfg, s, wc); err != nil {
 				cancel(err)
 			}
 		})
@@ -149,7 +148,7 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) error {
 // crashLoop runs the worker of sub, stopping it every cfg.CrashEvery as a
 // crashed process would look from outside (its heartbeat stops, no
 // SHUTTING_DOWN) and restarting it cfg.CrashFor later.
-func crashLoop(ctx context.Context, cfg WorkersConfig, sub broker.Subscription, opts []worker.Option) error {
+func crashLoop(ctx context.Context, cfg WorkersConfig, sub broker.Subscription, wc worker.Config) error {
 	hc := heartbeat.PublisherConfig{Type: sub.Group, Interval: cfg.HeartbeatInterval, TTL: cfg.HeartbeatTTL, Logger: cfg.Logger}
 	if lp, ok := cfg.Broker.(lagProbe); ok {
 		hc.Lag = func(ctx context.Context) (int64, error) { return lp.ConsumerLag(ctx, sub.Topic, sub.Group) }
@@ -167,7 +166,12 @@ func crashLoop(ctx context.Context, cfg WorkersConfig, sub broker.Subscription, 
 		rctx, stop := context.WithCancel(ctx)
 		var wg sync.WaitGroup
 		wg.Go(func() { beat(rctx, pub, cfg.HeartbeatInterval) })
-		rt := worker.New(cfg.Broker, []broker.Subscription{sub}, opts...)
+		rt, err := worker.New(cfg.Broker, []broker.Subscription{sub}, wc)
+		if err != nil {
+			stop()
+			wg.Wait()
+			return fmt.Errorf("dev: worker %s: %w", sub.Group, err)
+		}
 		errc := make(chan error, 1)
 		wg.Go(func() { errc <- rt.Run(rctx, worker.Handlers{sub.Group: h}) })
 		var runErr error

@@ -170,8 +170,11 @@ func runWorker(ctx context.Context, kb *kafka.Broker, rdb redis.Cmdable, reg pro
 	consuming := make(chan struct{})
 	b := &untilConsume{Broker: kb, consuming: consuming}
 	sub := broker.Subscription{Topic: "docgen", Group: "docgen", MaxClaims: broker.DefaultMaxClaims}.WithDefaults()
-	rt := worker.New(b, []broker.Subscription{sub}, worker.WithRegisterer(reg), worker.WithClaims(rdb),
-		worker.WithoutSignals(), worker.WithLogger(log))
+	rt, err := worker.New(b, []broker.Subscription{sub}, worker.Config{Registerer: reg, ClaimsRedis: rdb,
+		NoSignals: true, Logger: log})
+	if err != nil {
+		return fmt.Errorf("docgen: worker runtime: %w", err)
+	}
 	done := make(chan error, 1)
 	go func() {
 		done <- rt.Run(ctx, worker.Handlers{"docgen": func(context.Context, *broker.Delivery) error { return nil }})

@@ -170,24 +170,14 @@ type Switch struct {
 	trips   int
 }
 
-// Option configures a Switch.
-type Option func(*Switch)
-
-// WithClock makes the switch read the time from now (tests).
-func WithClock(now func() time.Time) Option { return func(s *Switch) { s.now = now } }
-
 // New returns a closed switch for cfg (defaults applied), or cfg's
 // Validate error.
-func New(cfg Config, opts ...Option) (*Switch, error) {
+func New(cfg Config) (*Switch, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.WithDefaults()
-	s := &Switch{cfg: cfg, now: time.Now, timeout: cfg.RestartAfter}
-	for _, o := range opts {
-		o(s)
-	}
-	return s, nil
+	return &Switch{cfg: cfg, now: time.Now, timeout: cfg.RestartAfter}, nil
 }
 
 // Config returns the switch's configuration, defaults applied.

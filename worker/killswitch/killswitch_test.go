@@ -106,7 +106,7 @@ func TestSwitch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newClock()
-			s, err := New(cfg, WithClock(c.now))
+			s, err := newAt(cfg, c.now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +142,7 @@ func TestSwitch(t *testing.T) {
 
 func TestTransitionReported(t *testing.T) {
 	c := newClock()
-	s, err := New(Config{Enabled: true, Activation: 2, RestartAfter: time.Second}, WithClock(c.now))
+	s, err := newAt(Config{Enabled: true, Activation: 2, RestartAfter: time.Second}, c.now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,4 +195,13 @@ func TestConfigValidate(t *testing.T) {
 	if _, err := New(Config{Activation: -1}); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("New with a bad config: %v", err)
 	}
+}
+
+// newAt is New with the switch reading the time from now.
+func newAt(cfg Config, now func() time.Time) (*Switch, error) {
+	s, err := New(cfg)
+	if s != nil {
+		s.now = now
+	}
+	return s, err
 }
