@@ -57,7 +57,7 @@ func Example() {
 	}()
 
 	// The keeper stores what reaches the DLQ, then acknowledges it.
-	store := memstore.New(memstore.Options{Logger: quiet})
+	store := memstore.New(memstore.Config{Logger: quiet})
 	defer store.Close()
 	route := kafka.Route(sub.Topic, sub.Group) // the DLQ "payouts.dlq" and where it replays to
 	kept := make(chan dlq.Record, 1)

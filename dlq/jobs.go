@@ -153,20 +153,35 @@ type Jobs struct {
 	finished []string        // ids, oldest first
 }
 
+// Validate returns nil when c is usable, else an error naming the first
+// field that is not.
+func (c JobsConfig) Validate() error {
+	if c.Ops == nil {
+		return errors.New("dlq: JobsConfig.Ops: required")
+	}
+	if rate := c.defaultRate(); !ValidReplayRate(rate) {
+		return fmt.Errorf("dlq: JobsConfig.DefaultRate: must be 0, negative or from %v to %v messages per second, got %v", MinReplayRate, MaxReplayRate, c.DefaultRate)
+	}
+	return nil
+}
+
+// defaultRate is DefaultRate with its default applied (0 = unbounded).
+func (c JobsConfig) defaultRate() float64 {
+	switch {
+	case c.DefaultRate == 0:
+		return DefaultJobRate
+	case c.DefaultRate < 0:
+		return 0
+	}
+	return c.DefaultRate
+}
+
 // NewJobs checks cfg and returns the runner; Close stops it.
 func NewJobs(cfg JobsConfig) (*Jobs, error) {
-	if cfg.Ops == nil {
-		return nil, errors.New("dlq: jobs: no ops")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.DefaultRate == 0 {
-		cfg.DefaultRate = DefaultJobRate
-	}
-	if cfg.DefaultRate < 0 {
-		cfg.DefaultRate = 0
-	}
-	if !ValidReplayRate(cfg.DefaultRate) {
-		return nil, fmt.Errorf("dlq: jobs: default rate %v is not from %v to %v messages per second", cfg.DefaultRate, MinReplayRate, MaxReplayRate)
-	}
+	cfg.DefaultRate = cfg.defaultRate()
 	if cfg.MaxFinished <= 0 {
 		cfg.MaxFinished = DefaultMaxFinished
 	}

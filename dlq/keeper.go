@@ -74,17 +74,26 @@ const (
 // keeping up (well under a second) to one that was down for half an hour.
 var processingBuckets = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800}
 
+// Validate returns nil when c is usable, else an error naming the first
+// field that is not.
+func (c KeeperConfig) Validate() error {
+	switch {
+	case c.Source == nil:
+		return errors.New("dlq: KeeperConfig.Source: required")
+	case c.Store == nil:
+		return errors.New("dlq: KeeperConfig.Store: required")
+	case !c.Broker.Valid():
+		return fmt.Errorf("dlq: KeeperConfig.Broker: must be %s or %s, got %q", broker.RabbitMQ, broker.Kafka, string(c.Broker))
+	case len(c.DLQs) == 0:
+		return errors.New("dlq: KeeperConfig.DLQs: required, at least one DLQ to keep")
+	}
+	return nil
+}
+
 // NewKeeper validates cfg and registers the keeper's metric.
 func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
-	switch {
-	case cfg.Source == nil:
-		return nil, errors.New("dlq: keeper: no source")
-	case cfg.Store == nil:
-		return nil, errors.New("dlq: keeper: no store")
-	case !cfg.Broker.Valid():
-		return nil, fmt.Errorf("dlq: keeper: broker %q is not %s or %s", string(cfg.Broker), broker.RabbitMQ, broker.Kafka)
-	case len(cfg.DLQs) == 0:
-		return nil, errors.New("dlq: keeper: no DLQs to keep")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

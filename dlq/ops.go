@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -108,11 +109,48 @@ type Ops struct {
 	metricsInterval   time.Duration
 }
 
+// Validate returns nil when c is usable, else an error naming the first
+// field that is not.
+func (c OpsConfig) Validate() error {
+	if c.Store == nil {
+		return errors.New("dlq: OpsConfig.Store: required")
+	}
+	replay, reconcile := orDefault(c.ReplayTimeout, DefaultReplayTimeout), orDefault(c.ReconcileAfter, DefaultReconcileAfter)
+	if reconcile <= replay {
+		return fmt.Errorf("dlq: OpsConfig.ReconcileAfter: must exceed ReplayTimeout (%s), got %s", replay, reconcile)
+	}
+	seen := map[[2]string]bool{}
+	for i, rt := range c.Routes {
+		if rt.DLQ == "" || rt.Topic == "" || rt.Worker == "" || rt.Target == "" {
+			return fmt.Errorf("dlq: OpsConfig.Routes[%d]: dlq, topic, worker and target are required, got %+v", i, rt)
+		}
+		k := [2]string{rt.DLQ, rt.Worker}
+		if seen[k] {
+			return fmt.Errorf("dlq: OpsConfig.Routes[%d]: two routes of worker %q in %q", i, rt.Worker, rt.DLQ)
+		}
+		seen[k] = true
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Policies)) {
+		if err := c.Policies[name].Validate(); err != nil {
+			return fmt.Errorf("dlq: OpsConfig.Policies[%q]: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// Defaults of OpsConfig.
+const (
+	// DefaultReplayTimeout is OpsConfig.ReplayTimeout's default.
+	DefaultReplayTimeout = 30 * time.Second
+	// DefaultReconcileAfter is OpsConfig.ReconcileAfter's default.
+	DefaultReconcileAfter = 2 * time.Minute
+)
+
 // NewOps checks cfg and returns its Ops, with its metrics registered on
 // cfg.Registerer.
 func NewOps(cfg OpsConfig) (*Ops, error) {
-	if cfg.Store == nil {
-		return nil, errors.New("dlq: new ops: no store")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	o := &Ops{
 		store:             cfg.Store,
@@ -122,8 +160,8 @@ func NewOps(cfg OpsConfig) (*Ops, error) {
 		preview:           cfg.MaxPayloadPreview,
 		log:               cfg.Logger,
 		now:               cfg.Now,
-		replayTimeout:     orDefault(cfg.ReplayTimeout, 30*time.Second),
-		reconcileAfter:    orDefault(cfg.ReconcileAfter, 2*time.Minute),
+		replayTimeout:     orDefault(cfg.ReplayTimeout, DefaultReplayTimeout),
+		reconcileAfter:    orDefault(cfg.ReconcileAfter, DefaultReconcileAfter),
 		reconcileInterval: orDefault(cfg.ReconcileInterval, time.Minute),
 		archiveInterval:   orDefault(cfg.ArchiveInterval, time.Hour),
 		metricsInterval:   orDefault(cfg.MetricsInterval, 15*time.Second),
@@ -134,25 +172,13 @@ func NewOps(cfg OpsConfig) (*Ops, error) {
 	if o.now == nil {
 		o.now = time.Now
 	}
-	if o.reconcileAfter <= o.replayTimeout {
-		return nil, fmt.Errorf("dlq: new ops: reconcile after (%s) must exceed the replay timeout (%s)", o.reconcileAfter, o.replayTimeout)
-	}
 	if o.preview <= 0 {
 		o.preview = DefaultPayloadPreview
 	}
 	for _, rt := range cfg.Routes {
-		if rt.DLQ == "" || rt.Topic == "" || rt.Worker == "" || rt.Target == "" {
-			return nil, fmt.Errorf("dlq: new ops: route %+v: dlq, topic, worker and target are required", rt)
-		}
-		if slices.ContainsFunc(o.routes[rt.DLQ], func(x Route) bool { return x.Worker == rt.Worker }) {
-			return nil, fmt.Errorf("dlq: new ops: two routes of worker %q in %q", rt.Worker, rt.DLQ)
-		}
 		o.routes[rt.DLQ] = append(o.routes[rt.DLQ], rt)
 	}
 	for name, p := range cfg.Policies {
-		if err := p.Validate(); err != nil {
-			return nil, fmt.Errorf("dlq: new ops: policy of %q: %w", name, err)
-		}
 		if p.Severity == "" {
 			p.Severity = broker.DefaultSeverity
 		}

@@ -13,7 +13,7 @@ import (
 )
 
 func TestNewOpsChecksConfig(t *testing.T) {
-	s := memstore.New(memstore.Options{})
+	s := memstore.New(memstore.Config{})
 	defer s.Close()
 	tests := []struct {
 		name string
@@ -37,7 +37,7 @@ func TestNewOpsChecksConfig(t *testing.T) {
 // Run reconciles at start, then stops when its context ends.
 func TestRunReconcilesAtStart(t *testing.T) {
 	ctx := context.Background()
-	s := memstore.New(memstore.Options{})
+	s := memstore.New(memstore.Config{})
 	defer s.Close()
 	r, _, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: "run.dlq", ID: "0-1", Entry: dlq.Entry{Source: "run"}})
 	if err != nil {

@@ -37,7 +37,7 @@ func (s *suite) store(t *testing.T, dbURL, schema string) *pgstore.Store {
 	if schema == "" {
 		schema = "e2e_" + broker.NewMessageID()[:12]
 	}
-	st, err := pgstore.Open(t.Context(), dbURL, pgstore.Options{Schema: schema, MaxConns: 4, Logger: quietLogger(),
+	st, err := pgstore.Open(t.Context(), dbURL, pgstore.Config{Schema: schema, MaxConns: 4, Logger: quietLogger(),
 		ConnectTimeout: 5 * time.Second})
 	if err != nil {
 		testenv.PostgreSQL.Fail(t, err)

@@ -2,6 +2,7 @@ package heartbeat
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -57,7 +58,8 @@ type SamplerConfig struct {
 // and costs no Redis round trip. Register it on the registry of your
 // exporter (never the global one is needed):
 //
-//	s := heartbeat.NewSampler(mon, heartbeat.SamplerConfig{})
+//	s, err := heartbeat.NewSampler(mon, heartbeat.SamplerConfig{})
+//	if err != nil { ... }
 //	reg.MustRegister(s)
 //	go s.Run(ctx)
 type Sampler struct {
@@ -75,10 +77,27 @@ type Sampler struct {
 	pausedDesc  *prometheus.Desc
 }
 
-// NewSampler returns a sampler of mon; it samples nothing until Sample or
-// Run is called.
-func NewSampler(mon *Monitor, cfg SamplerConfig) *Sampler {
-	if cfg.Interval <= 0 {
+// Validate returns nil when c is usable, else an error naming the first
+// field that is not.
+func (c SamplerConfig) Validate() error {
+	if c.Interval < 0 {
+		return fmt.Errorf("heartbeat: SamplerConfig.Interval: must be >= 0, got %s", c.Interval)
+	}
+	for i, w := range c.Workers {
+		if w.Type == "" {
+			return fmt.Errorf("heartbeat: SamplerConfig.Workers[%d]: no type", i)
+		}
+	}
+	return nil
+}
+
+// NewSampler returns a sampler of mon, or cfg's Validate error; it samples
+// nothing until Sample or Run is called.
+func NewSampler(mon *Monitor, cfg SamplerConfig) (*Sampler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Interval == 0 {
 		cfg.Interval = DefaultSampleInterval
 	}
 	if cfg.Logger == nil {
@@ -99,7 +118,7 @@ func NewSampler(mon *Monitor, cfg SamplerConfig) *Sampler {
 		pausedDesc: prometheus.NewDesc(MetricWorkerPaused,
 			"1 for each worker instance that beats PAUSED: reason operator (redrive workers pause) or kill_switch (its kill switch tripped); dlq_severity is the configured worker's.",
 			[]string{"type", LabelInstance, "reason", "dlq_severity"}, nil),
-	}
+	}, nil
 }
 
 // Sample runs one check now and caches its rows (UNKNOWN rows when Redis

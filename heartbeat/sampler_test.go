@@ -33,7 +33,7 @@ func TestSamplerScrape(t *testing.T) {
 
 	px := tcpproxy.New(t, testenv.Redis.URL())
 	m := newMonitor(t, client(t, px.Addr()), MonitorConfig{Prefix: prefix, IdleAfter: time.Minute})
-	s := NewSampler(m, SamplerConfig{Workers: []Worker{
+	s := newSampler(t, m, SamplerConfig{Workers: []Worker{
 		{Type: "payout-executor", DLQSeverity: "critical"},
 		{Type: "refund-executor", DLQSeverity: "warning"},
 		{Type: "idle-worker", DLQSeverity: "info"},
@@ -115,7 +115,7 @@ func TestSamplerRunSamplesUntilCancelled(t *testing.T) {
 	if err := p.Beat(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	s := NewSampler(newMonitor(t, rdb, MonitorConfig{Prefix: prefix}), SamplerConfig{Interval: 10 * time.Millisecond})
+	s := newSampler(t, newMonitor(t, rdb, MonitorConfig{Prefix: prefix}), SamplerConfig{Interval: 10 * time.Millisecond})
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
@@ -132,4 +132,14 @@ func TestSamplerRunSamplesUntilCancelled(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run = %v, want nil", err)
 	}
+}
+
+// newSampler returns NewSampler(m, cfg), failing t on an error.
+func newSampler(t *testing.T, m *Monitor, cfg SamplerConfig) *Sampler {
+	t.Helper()
+	s, err := NewSampler(m, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -112,14 +112,25 @@ type Sampler struct {
 	upDesc      *prometheus.Desc
 }
 
+// Validate returns nil when c is usable, else an error wrapping
+// ErrInvalidConfig that names the first field that is not.
+func (c SamplerConfig) Validate() error {
+	switch {
+	case c.Kafka == nil && c.Rabbit == nil:
+		return fmt.Errorf("%w: SamplerConfig.Kafka, SamplerConfig.Rabbit: the sampler needs one", ErrInvalidConfig)
+	case c.Interval < 0:
+		return fmt.Errorf("%w: SamplerConfig.Interval: must be >= 0, got %s", ErrInvalidConfig, c.Interval)
+	case c.Rabbit == nil && len(c.RabbitQueues) > 0:
+		return fmt.Errorf("%w: SamplerConfig.RabbitQueues: set without SamplerConfig.Rabbit", ErrInvalidConfig)
+	}
+	return nil
+}
+
 // NewSampler returns a sampler for cfg; it samples nothing until Sample or
 // Run is called.
 func NewSampler(cfg SamplerConfig) (*Sampler, error) {
-	if cfg.Kafka == nil && cfg.Rabbit == nil {
-		return nil, fmt.Errorf("%w: sampler needs kafka or rabbit", ErrInvalidConfig)
-	}
-	if cfg.Interval < 0 {
-		return nil, fmt.Errorf("%w: interval %s is negative", ErrInvalidConfig, cfg.Interval)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Interval == 0 {
 		cfg.Interval = DefaultSampleInterval

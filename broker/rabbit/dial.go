@@ -48,15 +48,28 @@ type DialerConfig struct {
 	Logger *slog.Logger
 }
 
-// NewDialer returns a Dialer of cfg.
-func NewDialer(cfg DialerConfig) (*Dialer, error) {
-	if len(cfg.URLs) == 0 {
-		return nil, fmt.Errorf("%w: no url", ErrInvalidConfig)
+// Validate returns nil when c is usable, else an error wrapping
+// ErrInvalidConfig that names the first URL that is not (url, or urls[i]
+// of a list, as the configuration file names them).
+func (c DialerConfig) Validate() error {
+	if len(c.URLs) == 0 {
+		return fmt.Errorf("%w: no url", ErrInvalidConfig)
 	}
-	for i, u := range cfg.URLs {
+	for i, u := range c.URLs {
 		if _, err := amqp.ParseURI(u); err != nil {
-			return nil, fmt.Errorf("%w: %s: %v", ErrInvalidConfig, urlField(len(cfg.URLs), i, u), err)
+			return fmt.Errorf("%w: %s: %v", ErrInvalidConfig, urlField(len(c.URLs), i, u), err)
 		}
+	}
+	if c.Timeout < 0 {
+		return fmt.Errorf("%w: DialerConfig.Timeout: must be >= 0, got %s", ErrInvalidConfig, c.Timeout)
+	}
+	return nil
+}
+
+// NewDialer returns a Dialer of cfg, or cfg's Validate error.
+func NewDialer(cfg DialerConfig) (*Dialer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	cfg.URLs = append([]string(nil), cfg.URLs...)
 	if cfg.Timeout <= 0 {

@@ -23,6 +23,7 @@
 package admin
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -115,12 +116,41 @@ type hashedToken struct {
 	sum  [sha256.Size]byte
 }
 
+// Validate returns nil when c is usable, else an error naming the first
+// field that is not. Without a token it is ErrNoToken unless
+// InsecureNoAuth is set and Listen is a loopback address.
+func (c Config) Validate() error {
+	if c.Ops == nil {
+		return errors.New("admin: Config.Ops: required")
+	}
+	names := map[string]bool{}
+	for i, t := range c.Tokens {
+		if t.Secret == "" {
+			return fmt.Errorf("admin: Config.Tokens[%d]: token %q has an empty secret", i, t.Name)
+		}
+		name := cmp.Or(t.Name, DefaultActor)
+		if names[name] {
+			return fmt.Errorf("admin: Config.Tokens[%d]: two tokens named %q", i, name)
+		}
+		names[name] = true
+	}
+	if len(c.Tokens) == 0 {
+		if !c.InsecureNoAuth {
+			return fmt.Errorf("admin: Config.Tokens: %w", ErrNoToken)
+		}
+		if !IsLoopback(c.Listen) {
+			return fmt.Errorf("admin: Config.Listen: %w (InsecureNoAuth is set, but %q is not a loopback address)", ErrNoToken, c.Listen)
+		}
+	}
+	return nil
+}
+
 // New checks cfg and returns the server. Without a token it refuses
 // (ErrNoToken) unless cfg.InsecureNoAuth is set and cfg.Listen is a
 // loopback address.
 func New(cfg Config) (*Server, error) {
-	if cfg.Ops == nil {
-		return nil, errors.New("admin: no ops")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
@@ -129,27 +159,8 @@ func New(cfg Config) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	s := &Server{cfg: cfg, ops: cfg.Ops, log: cfg.Logger, jobs: cfg.Jobs}
-	names := map[string]bool{}
 	for _, t := range cfg.Tokens {
-		if t.Secret == "" {
-			return nil, fmt.Errorf("admin: token %q has an empty secret", t.Name)
-		}
-		if t.Name == "" {
-			t.Name = DefaultActor
-		}
-		if names[t.Name] {
-			return nil, fmt.Errorf("admin: two tokens named %q", t.Name)
-		}
-		names[t.Name] = true
-		s.tokens = append(s.tokens, hashedToken{name: t.Name, sum: sha256.Sum256([]byte(t.Secret))})
-	}
-	if len(s.tokens) == 0 {
-		if !cfg.InsecureNoAuth {
-			return nil, ErrNoToken
-		}
-		if !IsLoopback(cfg.Listen) {
-			return nil, fmt.Errorf("%w (InsecureNoAuth is set, but %q is not a loopback address)", ErrNoToken, cfg.Listen)
-		}
+		s.tokens = append(s.tokens, hashedToken{name: cmp.Or(t.Name, DefaultActor), sum: sha256.Sum256([]byte(t.Secret))})
 	}
 	s.hosts.Store(httpguard.NewHosts(cfg.Listen, cfg.AllowedHosts))
 	if s.jobs == nil {

@@ -216,7 +216,7 @@ func expect(t *testing.T, w *httptest.ResponseRecorder, status int, param string
 }
 
 func TestNewChecksAuth(t *testing.T) {
-	s := memstore.New(memstore.Options{})
+	s := memstore.New(memstore.Config{})
 	defer s.Close()
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s})
 	if err != nil {
@@ -255,7 +255,7 @@ func TestNewChecksAuth(t *testing.T) {
 }
 
 func TestServe(t *testing.T) {
-	s := memstore.New(memstore.Options{})
+	s := memstore.New(memstore.Config{})
 	defer s.Close()
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s})
 	if err != nil {
@@ -352,7 +352,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestInsecureNoAuthActor(t *testing.T) {
-	s := memstore.New(memstore.Options{})
+	s := memstore.New(memstore.Config{})
 	defer s.Close()
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Logger: quiet})
 	if err != nil {

@@ -18,7 +18,7 @@ import (
 // fuzzServer is a server with a token on an in-memory store, replaying
 // to a publisher that takes everything.
 func fuzzServer(f *testing.F) (*memstore.Store, *admin.Server) {
-	s := memstore.New(memstore.Options{Logger: quiet})
+	s := memstore.New(memstore.Config{Logger: quiet})
 	f.Cleanup(func() { _ = s.Close() })
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: &publisher{}, Logger: quiet, Routes: testRoutes()})
 	if err != nil {

@@ -25,7 +25,7 @@ func TestPauseResumeWorker(t *testing.T) {
 		rdb.Del(ctx, keys.Types(), keys.Paused("payout-executor"), keys.Audit())
 	})
 	rdb.SAdd(t.Context(), keys.Types(), "payout-executor")
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: memstore.New(memstore.Options{}), Logger: quiet})
+	ops, err := dlq.NewOps(dlq.OpsConfig{Store: memstore.New(memstore.Config{}), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestPauseResumeWorker(t *testing.T) {
 // TestPauseWorkerWithoutRedis: a server without a WorkerPauser answers
 // 503 and changes nothing.
 func TestPauseWorkerWithoutRedis(t *testing.T) {
-	f := newFixture(t, memstore.New(memstore.Options{}))
+	f := newFixture(t, memstore.New(memstore.Config{}))
 	m := expect(t, f.do(http.MethodPost, "/internal/v1/workers/payout-executor/pause", `{"reason":"x"}`), http.StatusServiceUnavailable, "")
 	if m["code"] != admin.CodeUnavailable {
 		t.Errorf("code %v, want unavailable", m["code"])

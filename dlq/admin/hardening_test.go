@@ -20,7 +20,7 @@ import (
 // runs) with a UI, serving on a real loopback listener.
 func openServer(t *testing.T, allowed ...string) (*fixture, string) {
 	t.Helper()
-	s := memstore.New(memstore.Options{Logger: quiet})
+	s := memstore.New(memstore.Config{Logger: quiet})
 	t.Cleanup(func() { _ = s.Close() })
 	pub := &publisher{}
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: pub, Logger: quiet, Routes: testRoutes()})

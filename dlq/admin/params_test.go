@@ -11,7 +11,7 @@ import (
 // An unknown query parameter is answered with the ones the endpoint
 // takes, or with the fact that it takes none: never an empty list.
 func TestUnknownParameterNamesTheAllowedOnes(t *testing.T) {
-	s := memstore.New(memstore.Options{})
+	s := memstore.New(memstore.Config{})
 	defer s.Close()
 	f := newFixture(t, s)
 	for _, tt := range []struct{ target, want string }{

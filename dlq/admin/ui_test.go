@@ -16,7 +16,7 @@ import (
 // TestUI checks that Config.UI gets every path outside /internal/, without
 // the bearer token, and that the API keeps its token check.
 func TestUI(t *testing.T) {
-	s := memstore.New(memstore.Options{Logger: quiet})
+	s := memstore.New(memstore.Config{Logger: quiet})
 	t.Cleanup(func() { _ = s.Close() })
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: &publisher{}, Logger: quiet, Routes: testRoutes()})
 	if err != nil {

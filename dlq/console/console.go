@@ -112,37 +112,48 @@ type hashedUser struct {
 	sum [sha256.Size]byte
 }
 
+// Validate returns nil when c is usable, else an error naming the first
+// field that is not.
+func (c Config) Validate() error {
+	if c.Ops == nil {
+		return errors.New("console: Config.Ops: required")
+	}
+	names := map[string]bool{}
+	operators := c.InsecureNoAuth
+	for i, u := range c.Users {
+		switch {
+		case u.Name == "":
+			return fmt.Errorf("console: Config.Users[%d]: user %d has no name", i, i+1)
+		case u.Token == "":
+			return fmt.Errorf("console: Config.Users[%d]: user %q has an empty token", i, u.Name)
+		case len(u.Token) < 8:
+			return fmt.Errorf("console: Config.Users[%d]: the token of user %q is shorter than 8 characters", i, u.Name)
+		case names[u.Name]:
+			return fmt.Errorf("console: Config.Users[%d]: two users named %q", i, u.Name)
+		}
+		names[u.Name] = true
+		operators = operators || !u.ReadOnly
+	}
+	if len(c.Users) == 0 && !c.InsecureNoAuth {
+		return errors.New("console: Config.Users: no users: configure at least one, or InsecureNoAuth")
+	}
+	if operators && c.Jobs == nil {
+		return errors.New("console: Config.Jobs: required for replay-all unless every user is read-only")
+	}
+	return nil
+}
+
 // New checks cfg and returns the console.
 func New(cfg Config) (*Console, error) {
-	if cfg.Ops == nil {
-		return nil, errors.New("console: no ops")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	c := &Console{cfg: cfg, ops: cfg.Ops, log: cfg.Logger, now: time.Now}
-	names := map[string]bool{}
-	operators := cfg.InsecureNoAuth
-	for i, u := range cfg.Users {
-		switch {
-		case u.Name == "":
-			return nil, fmt.Errorf("console: user %d has no name", i+1)
-		case u.Token == "":
-			return nil, fmt.Errorf("console: user %q has an empty token", u.Name)
-		case len(u.Token) < 8:
-			return nil, fmt.Errorf("console: the token of user %q is shorter than 8 characters", u.Name)
-		case names[u.Name]:
-			return nil, fmt.Errorf("console: two users named %q", u.Name)
-		}
-		names[u.Name] = true
-		operators = operators || !u.ReadOnly
+	for _, u := range cfg.Users {
 		c.users = append(c.users, hashedUser{User: u, sum: sha256.Sum256([]byte(u.Token))})
-	}
-	if len(c.users) == 0 && !cfg.InsecureNoAuth {
-		return nil, errors.New("console: no users: configure at least one, or InsecureNoAuth")
-	}
-	if operators && cfg.Jobs == nil {
-		return nil, errors.New("console: no Jobs: needed for replay-all unless every user is read-only")
 	}
 	pages, err := parsePages()
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 // does: both share one dlq.Jobs (the replay-all jobs); the admin server
 // serves /internal/ and the console the rest, with its own login.
 func Example() {
-	store := memstore.New(memstore.Options{})
+	store := memstore.New(memstore.Config{})
 	defer store.Close()
 	quiet := slog.New(slog.DiscardHandler)
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: store, Logger: quiet}) // add a Republisher (the broker) to replay

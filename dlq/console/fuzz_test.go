@@ -23,7 +23,7 @@ import (
 // replay-all job filtering by text, the job list and an error page.
 func renderAll(t *testing.T, text string, asJSON bool) string {
 	t.Helper()
-	s := memstore.New(memstore.Options{Logger: quiet})
+	s := memstore.New(memstore.Config{Logger: quiet})
 	defer s.Close()
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Logger: quiet})
 	if err != nil {

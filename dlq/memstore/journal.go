@@ -142,7 +142,7 @@ func (j *journal) close() error {
 // row, atomically) and then appended to on every change. A torn last line
 // (a crash in the middle of a write) is dropped with a warning; damage
 // anywhere else is an error.
-func Open(path string, opts Options) (*Store, error) {
+func Open(path string, opts Config) (*Store, error) {
 	s := New(opts)
 	if err := s.load(path); err != nil {
 		return nil, err

@@ -7,7 +7,7 @@
 // Limits: one process per journal (nothing stops a second one from
 // corrupting it); all records, payloads included, live in memory; listing
 // filters by scanning; the journal is written without fsync unless
-// Options.Sync is set, so a machine crash may lose the last changes (a torn
+// Config.Sync is set, so a machine crash may lose the last changes (a torn
 // last line is ignored at Open); the journal grows until the next Open
 // compacts it.
 package memstore
@@ -30,19 +30,25 @@ import (
 // ErrClosed is returned by a Store used after Close.
 var ErrClosed = errors.New("memstore: store closed")
 
-// Options configure a Store.
-type Options struct {
+// Config configures a Store. The zero Config is the default.
+type Config struct {
 	// Sync flushes the journal to disk (fsync) after every change.
+	// Default false: the operating system flushes it.
 	Sync bool
-	// Logger; default slog.Default().
+	// Logger receives the journal's warnings. Default slog.Default().
 	Logger *slog.Logger
-	// Now is the clock; default time.Now.
+	// Now is the clock of received and status-change times. Default
+	// time.Now.
 	Now func() time.Time
 }
 
+// Validate returns nil: every Config is valid. It is here so that every
+// configuration of redrive validates alike.
+func (c Config) Validate() error { return nil }
+
 // Store is an in-memory dlq.Store, optionally journaled to a file.
 type Store struct {
-	opts Options
+	opts Config
 
 	mu         sync.Mutex
 	seq        int64
@@ -67,7 +73,7 @@ type rec struct {
 }
 
 // New returns an empty store held in memory only.
-func New(opts Options) *Store {
+func New(opts Config) *Store {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}

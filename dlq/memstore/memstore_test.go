@@ -12,7 +12,7 @@ import (
 	"github.com/redrive/redrive/dlq/storetest"
 )
 
-func quiet() memstore.Options { return memstore.Options{Logger: slog.New(slog.DiscardHandler)} }
+func quiet() memstore.Config { return memstore.Config{Logger: slog.New(slog.DiscardHandler)} }
 
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) dlq.Store {

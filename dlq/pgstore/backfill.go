@@ -17,13 +17,13 @@ const backfillPause = 10 * time.Millisecond
 
 // Backfill counts into dlq_counts the entries that existed before schema
 // version 3 (seq up to dlq_counts_backfill.upto), at most maxBatches
-// batches of Options.BackfillBatch entries (0 = until done), and reports
+// batches of Config.BackfillBatch entries (0 = until done), and reports
 // whether none is left. Each batch is one short transaction: it locks
 // dlq_entries and dlq_entries_archive in SHARE mode (writers wait for it,
 // readers do not), counts the batch's seq range of both, and advances
 // dlq_counts_backfill.done; several instances may run it at once (they
 // take turns on that row), and a stopped one resumes where the last batch
-// ended. Open runs it in the background unless Options.BackfillManual is
+// ended. Open runs it in the background unless Config.BackfillManual is
 // set.
 func (s *Store) Backfill(ctx context.Context, maxBatches int) (done bool, err error) {
 	for n := 0; maxBatches <= 0 || n < maxBatches; n++ {

@@ -69,7 +69,7 @@ func TestCountsBackfillOnline(t *testing.T) {
 	const n = 2000
 	version2Schema(t, schema, n)
 	openManual := func() *pgstore.Store {
-		s, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Options{Schema: schema, MaxConns: 6, BackfillBatch: 150, BackfillManual: true,
+		s, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Config{Schema: schema, MaxConns: 6, BackfillBatch: 150, BackfillManual: true,
 			Logger: slog.New(slog.DiscardHandler)})
 		if err != nil {
 			t.Fatalf("Open: %v", err)

@@ -30,7 +30,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			stores[i], errs[i] = pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Options{Schema: schema, MaxConns: 2, Logger: slog.New(slog.DiscardHandler)})
+			stores[i], errs[i] = pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Config{Schema: schema, MaxConns: 2, Logger: slog.New(slog.DiscardHandler)})
 		}()
 	}
 	wg.Wait()
@@ -105,7 +105,7 @@ func TestOpenErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := pgstore.Open(ctx, tt.url, pgstore.Options{Schema: tt.schema})
+			_, err := pgstore.Open(ctx, tt.url, pgstore.Config{Schema: tt.schema})
 			if err == nil {
 				t.Fatal("Open succeeded")
 			}

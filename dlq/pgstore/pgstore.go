@@ -26,30 +26,52 @@ import (
 	"github.com/redrive/redrive/internal/redact"
 )
 
-// Options configure a Store.
-type Options struct {
+// Config configures a Store. The zero Config is the default.
+type Config struct {
 	// Schema, when set, holds the tables: it is created when missing and
 	// is the search_path of every connection. Lower-case letters, digits
-	// and underscores, starting with a letter or underscore. Empty = the
-	// URL's search_path (normally "public").
+	// and underscores, starting with a letter or underscore, at most 63.
+	// Default "": the URL's search_path (normally "public").
 	Schema string
-	// MaxConns bounds the pool; 0 = pgxpool's default (or the URL's
-	// pool_max_conns).
+	// MaxConns bounds the pool. Default 0: pgxpool's default (or the URL's
+	// pool_max_conns); >= 0.
 	MaxConns int32
 	// ConnectTimeout bounds Open's first connection when ctx has no
-	// deadline; default 10 s.
+	// deadline. Default DefaultConnectTimeout; >= 0.
 	ConnectTimeout time.Duration
-	// Logger; default slog.Default().
+	// Logger receives the background backfill's progress and failures.
+	// Default slog.Default().
 	Logger *slog.Logger
-	// Now is the clock of received and status-change times; default
+	// Now is the clock of received and status-change times. Default
 	// time.Now.
 	Now func() time.Time
 	// BackfillBatch is how many entries one transaction of the counts
-	// backfill counts (see Store.Backfill); default DefaultBackfillBatch.
+	// backfill counts (see Store.Backfill). Default DefaultBackfillBatch;
+	// >= 0.
 	BackfillBatch int
 	// BackfillManual, when set, leaves the backfill to calls of
 	// Store.Backfill instead of running it in the background from Open.
+	// Default false.
 	BackfillManual bool
+}
+
+// DefaultConnectTimeout is Config.ConnectTimeout's default.
+const DefaultConnectTimeout = 10 * time.Second
+
+// Validate returns nil when c is usable, else an error naming the first
+// field that is not.
+func (c Config) Validate() error {
+	switch {
+	case c.Schema != "" && !schemaName.MatchString(c.Schema):
+		return fmt.Errorf("pgstore: Config.Schema: must be a lower-case identifier, got %q", c.Schema)
+	case c.MaxConns < 0:
+		return fmt.Errorf("pgstore: Config.MaxConns: must be >= 0, got %d", c.MaxConns)
+	case c.ConnectTimeout < 0:
+		return fmt.Errorf("pgstore: Config.ConnectTimeout: must be >= 0, got %s", c.ConnectTimeout)
+	case c.BackfillBatch < 0:
+		return fmt.Errorf("pgstore: Config.BackfillBatch: must be >= 0, got %d", c.BackfillBatch)
+	}
+	return nil
 }
 
 // Store is a dlq.Store on PostgreSQL.
@@ -71,10 +93,10 @@ var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
 // Open connects to the database at databaseURL (a postgres:// URL or a
 // key=value DSN), applies the migrations and returns the store. An
 // unreachable database is an error naming the URL with its password
-// masked.
-func Open(ctx context.Context, databaseURL string, opts Options) (*Store, error) {
-	if opts.Schema != "" && !schemaName.MatchString(opts.Schema) {
-		return nil, fmt.Errorf("pgstore: schema %q is not a lower-case identifier", opts.Schema)
+// masked. An invalid opts is its Validate error.
+func Open(ctx context.Context, databaseURL string, opts Config) (*Store, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
@@ -101,7 +123,7 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*Store, error)
 	if _, ok := ctx.Deadline(); !ok {
 		timeout := opts.ConnectTimeout
 		if timeout <= 0 {
-			timeout = 10 * time.Second
+			timeout = DefaultConnectTimeout
 		}
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)

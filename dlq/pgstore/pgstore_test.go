@@ -23,7 +23,7 @@ func newStore(t *testing.T) *pgstore.Store {
 
 func open(t *testing.T, schema string) *pgstore.Store {
 	t.Helper()
-	s, err := pgstore.Open(context.Background(), testenv.PostgreSQL.URL(), pgstore.Options{
+	s, err := pgstore.Open(context.Background(), testenv.PostgreSQL.URL(), pgstore.Config{
 		Schema: schema, MaxConns: 4, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

@@ -103,7 +103,10 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	workers := heartbeat.NewSampler(mon, heartbeat.SamplerConfig{Logger: log})
+	workers, err := heartbeat.NewSampler(mon, heartbeat.SamplerConfig{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// Lag of the worker's group.
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
@@ -151,7 +154,7 @@ func newStack(t *testing.T) *stack {
 	})
 
 	// The keeper, into the embedded store.
-	s.store = memstore.New(memstore.Options{Logger: log})
+	s.store = memstore.New(memstore.Config{Logger: log})
 	t.Cleanup(func() { _ = s.store.Close() })
 	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: s.store, Broker: broker.Kafka, Logger: log,
 		DLQs: map[string]broker.Severity{s.dlq: broker.SeverityCritical},

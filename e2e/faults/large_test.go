@@ -426,7 +426,7 @@ func largeChild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
-	st, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Options{Schema: os.Getenv(envMemSchema), MaxConns: 8, Logger: quiet})
+	st, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Config{Schema: os.Getenv(envMemSchema), MaxConns: 8, Logger: quiet})
 	if err != nil {
 		rep.Err = err.Error()
 		return

@@ -348,7 +348,7 @@ func keeperChild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
-	st, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Options{Schema: os.Getenv(envMemSchema), MaxConns: 4, Logger: quiet})
+	st, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Config{Schema: os.Getenv(envMemSchema), MaxConns: 4, Logger: quiet})
 	if err != nil {
 		rep.Err = err.Error()
 		return
@@ -629,7 +629,7 @@ func replayAllChild(t *testing.T) {
 	var rep memReport
 	defer writeReport(t, &rep)
 	quiet := slog.New(slog.DiscardHandler)
-	st, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Options{Schema: os.Getenv(envMemSchema), MaxConns: 4, Logger: quiet})
+	st, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Config{Schema: os.Getenv(envMemSchema), MaxConns: 4, Logger: quiet})
 	if err != nil {
 		rep.Err = err.Error()
 		return

@@ -66,7 +66,7 @@ func storeOutage(t *testing.T, b broker.Broker, kind, dlqName string, sub broker
 // schema when t ends.
 func openStore(t testing.TB, dbURL, schema string) *pgstore.Store {
 	t.Helper()
-	st, err := pgstore.Open(context.Background(), dbURL, pgstore.Options{Schema: schema, MaxConns: 4,
+	st, err := pgstore.Open(context.Background(), dbURL, pgstore.Config{Schema: schema, MaxConns: 4,
 		Logger: slog.New(slog.DiscardHandler), ConnectTimeout: 5 * time.Second})
 	if err != nil {
 		testenv.PostgreSQL.Fail(t, err)

@@ -66,7 +66,7 @@ func (e *rabbitEnv) replay(ctx context.Context) ([]Row, error) {
 		return []Row{raw}, err
 	}
 	src := rabbit.Queue(s.Topic, s.Group)
-	st := memstore.New(memstore.Options{Logger: e.cfg.Logger})
+	st := memstore.New(memstore.Config{Logger: e.cfg.Logger})
 	for i := range n {
 		id := broker.NewMessageID()
 		_, _, err := st.Insert(ctx, dlq.Record{Broker: broker.RabbitMQ, DLQ: rabbit.DLQ(src), Identity: id, Entry: dlq.Entry{

@@ -132,14 +132,14 @@ func RunStore(ctx context.Context, cfg StoreConfig) (*StoreReport, error) {
 	storeSchema, copySchema := run+"_store", run+"_copy"
 	defer dropSchemas(cfg, storeSchema, copySchema)
 
-	st, err := pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Options{Schema: storeSchema, MaxConns: 4, Logger: cfg.Logger})
+	st, err := pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Config{Schema: storeSchema, MaxConns: 4, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("bench: store: %w", err)
 	}
 	defer st.Close()
 	rep := &StoreReport{Entries: cfg.Entries, CopyEntries: cfg.CopyEntries}
 	end := time.Now().UTC().Truncate(time.Hour)
-	ref, err := pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Options{Schema: copySchema, MaxConns: 1, Logger: cfg.Logger})
+	ref, err := pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Config{Schema: copySchema, MaxConns: 1, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("bench: store: copy schema: %w", err)
 	}

@@ -253,7 +253,7 @@ func (d *Daemon) openStore(ctx context.Context) (dlq.Store, error) {
 		if d.c.Postgres.URL != "" {
 			d.log.Info("serve: --data given; postgres.url is not used", "data", d.o.Data)
 		}
-		st, err := memstore.Open(d.o.Data, memstore.Options{Logger: d.log})
+		st, err := memstore.Open(d.o.Data, memstore.Config{Logger: d.log})
 		if err != nil {
 			return nil, fmt.Errorf("open the DLQ journal: %w", err)
 		}
@@ -261,7 +261,7 @@ func (d *Daemon) openStore(ctx context.Context) (dlq.Store, error) {
 		return st, nil
 	case d.c.Postgres.URL != "":
 		st, err := retry(ctx, d.log, "postgres", pgstore.MaskURL(d.c.Postgres.URL), func(ctx context.Context) (*pgstore.Store, error) {
-			return pgstore.Open(ctx, d.c.Postgres.URL, pgstore.Options{Logger: d.log})
+			return pgstore.Open(ctx, d.c.Postgres.URL, pgstore.Config{Logger: d.log})
 		}, nil)
 		if err != nil || st == nil {
 			return nil, err
@@ -269,7 +269,7 @@ func (d *Daemon) openStore(ctx context.Context) (dlq.Store, error) {
 		return st, nil
 	}
 	d.log.Warn("serve: dead letters are held in memory only and are lost when the process exits; set postgres.url, or --data FILE")
-	return memstore.New(memstore.Options{Logger: d.log}), nil
+	return memstore.New(memstore.Config{Logger: d.log}), nil
 }
 
 // Back-off between attempts to reach a broker or database.

@@ -165,7 +165,9 @@ func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (
 	if err != nil {
 		return nil, invalid(err)
 	}
-	m.heartbeats = heartbeat.NewSampler(mon, heartbeat.SamplerConfig{Interval: interval, Logger: log, Workers: configuredWorkers(c)})
+	if m.heartbeats, err = heartbeat.NewSampler(mon, heartbeat.SamplerConfig{Interval: interval, Logger: log, Workers: configuredWorkers(c)}); err != nil {
+		return nil, invalid(err)
+	}
 	m.pauses = heartbeat.Pauses{RDB: rdb}
 	m.cfg.Heartbeats = m.heartbeats
 	ok = true
@@ -243,7 +245,7 @@ func (s *storeCounts) DLQs(ctx context.Context) ([]dlq.DLQInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ops == nil {
-		st, err := pgstore.Open(ctx, s.url, pgstore.Options{MaxConns: 2, Logger: s.log})
+		st, err := pgstore.Open(ctx, s.url, pgstore.Config{MaxConns: 2, Logger: s.log})
 		if err != nil {
 			return nil, err
 		}

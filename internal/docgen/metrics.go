@@ -125,7 +125,7 @@ func Metrics(ctx context.Context) ([]Metric, error) {
 	if err := runWorker(ctx, kb, rdb, as("worker runtime"), quiet); err != nil {
 		return nil, err
 	}
-	store := memstore.New(memstore.Options{})
+	store := memstore.New(memstore.Config{})
 	if _, err := dlq.NewKeeper(dlq.KeeperConfig{Source: kb, Store: store, Broker: broker.Kafka,
 		DLQs: map[string]broker.Severity{"docgen.dlq": broker.SeverityWarning}, Registerer: as("DLQ keeper"), Logger: quiet}); err != nil {
 		return nil, fmt.Errorf("docgen: %w", err)
@@ -152,8 +152,12 @@ func Metrics(ctx context.Context) ([]Metric, error) {
 	}
 	pending := exporter.NewDLQSampler(func(context.Context) ([]dlq.DLQInfo, error) { return nil, nil },
 		exporter.DLQSamplerConfig{Logger: quiet})
+	hs, err := heartbeat.NewSampler(mon, heartbeat.SamplerConfig{Logger: quiet})
+	if err != nil {
+		return nil, fmt.Errorf("docgen: %w", err)
+	}
 	exp := as("exporter")
-	for _, c := range []prometheus.Collector{ls, heartbeat.NewSampler(mon, heartbeat.SamplerConfig{Logger: quiet}), pending} {
+	for _, c := range []prometheus.Collector{ls, hs, pending} {
 		// The DLQ sampler and dlq.Ops both describe redrive_dlq_pending
 		// (serve exports the latter, redrive exporter the former): record
 		// it without registering it twice.

@@ -34,7 +34,7 @@ func newRedis(t *testing.T, prefix string) *redis.Client {
 // ends.
 func newStore(t *testing.T) *pgstore.Store {
 	t.Helper()
-	st, err := pgstore.Open(t.Context(), testenv.PostgreSQL.URL(), pgstore.Options{Schema: testenv.Schema(t), MaxConns: 4, Logger: quiet()})
+	st, err := pgstore.Open(t.Context(), testenv.PostgreSQL.URL(), pgstore.Config{Schema: testenv.Schema(t), MaxConns: 4, Logger: quiet()})
 	if err != nil {
 		testenv.PostgreSQL.Fail(t, err)
 	}

@@ -68,7 +68,9 @@ func newRabbitEnv(t *testing.T) *rabbitEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.hb = heartbeat.NewSampler(mon, heartbeat.SamplerConfig{Logger: quiet()})
+	if e.hb, err = heartbeat.NewSampler(mon, heartbeat.SamplerConfig{Logger: quiet()}); err != nil {
+		t.Fatal(err)
+	}
 
 	e.store = newStore(t)
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: e.store, Logger: quiet(),

@@ -32,13 +32,13 @@ func Kinds() []Kind {
 	quiet := slog.New(slog.DiscardHandler)
 	return []Kind{
 		{"memstore", func(t *testing.T) dlq.Store {
-			s := memstore.New(memstore.Options{Logger: quiet})
+			s := memstore.New(memstore.Config{Logger: quiet})
 			t.Cleanup(func() { _ = s.Close() })
 			return s
 		}},
 		{"pgstore", func(t *testing.T) dlq.Store {
 			t.Helper()
-			s, err := pgstore.Open(context.Background(), testenv.PostgreSQL.URL(), pgstore.Options{Schema: testenv.Schema(t), MaxConns: 4, Logger: quiet})
+			s, err := pgstore.Open(context.Background(), testenv.PostgreSQL.URL(), pgstore.Config{Schema: testenv.Schema(t), MaxConns: 4, Logger: quiet})
 			if err != nil {
 				testenv.PostgreSQL.Fail(t, err)
 			}
