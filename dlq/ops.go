@@ -79,11 +79,13 @@ type OpsConfig struct {
 	// exceed ReplayTimeout, so that a replay in progress in another
 	// instance is not replayed twice.
 	ReconcileAfter time.Duration
-	// Intervals of Run: reconcile (default 1 min), archive (default 1 h),
-	// pending gauge refresh (default 15 s).
+	// ReconcileInterval is how often Run reconciles. Default 1 min.
 	ReconcileInterval time.Duration
-	ArchiveInterval   time.Duration
-	MetricsInterval   time.Duration
+	// ArchiveInterval is how often Run archives. Default 1 h.
+	ArchiveInterval time.Duration
+	// MetricsInterval is how often Run refreshes the pending gauge.
+	// Default 15 s.
+	MetricsInterval time.Duration
 	// Now is the clock; default time.Now. For tests.
 	Now func() time.Time
 }

@@ -58,8 +58,9 @@ type SamplerConfig struct {
 	// Tracker grades Kafka samples; default a tracker with the default
 	// window and no thresholds.
 	Tracker *Tracker
-	// Rabbit measures RabbitQueues; nil = no RabbitMQ.
-	Rabbit       *Rabbit
+	// Rabbit measures RabbitQueues. Default nil: no RabbitMQ.
+	Rabbit *Rabbit
+	// RabbitQueues are the queues Rabbit measures. Default none.
 	RabbitQueues []string
 	// RabbitRoles gives the depths their Role (see RabbitRoles); a queue
 	// not in it has none.

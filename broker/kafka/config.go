@@ -82,11 +82,15 @@ type Config struct {
 	// FetchMaxWait bounds how long a fetch waits on the broker for data.
 	// Default 500 ms.
 	FetchMaxWait time.Duration
-	// HeartbeatInterval, SessionTimeout and RebalanceTimeout tune group
-	// membership. Defaults 3 s, 45 s and 60 s.
+	// HeartbeatInterval is how often a group member tells the group
+	// coordinator it is alive. Default 3 s.
 	HeartbeatInterval time.Duration
-	SessionTimeout    time.Duration
-	RebalanceTimeout  time.Duration
+	// SessionTimeout is how long the coordinator waits for a member's
+	// heartbeat before it evicts the member. Default 45 s.
+	SessionTimeout time.Duration
+	// RebalanceTimeout bounds how long a rebalance waits for the members
+	// to rejoin. Default 60 s.
+	RebalanceTimeout time.Duration
 	// WriteRetryBackoff is the first wait before a consumer tries again to
 	// write a retry or dead-letter copy the broker refused; it doubles up to
 	// 5 s. The source offset is not committed meanwhile. Default 100 ms.
@@ -100,9 +104,9 @@ type Config struct {
 	// (franz-go's FetchMaxPartitionBytes, 1 MiB by default), so a
 	// partition holds at most about MaxBufferedBytes plus one fetch; on
 	// top of that franz-go buffers at most one fetch response per broker
-	// (FetchMaxBytes, 50 MiB by default). Defaults 4,096 records and
-	// 4 MiB.
-	MaxBuffered      int
+	// (FetchMaxBytes, 50 MiB by default). Default 4,096 records.
+	MaxBuffered int
+	// MaxBufferedBytes is MaxBuffered's bound in bytes. Default 4 MiB.
 	MaxBufferedBytes int
 
 	// KeeperGroup is the consumer group ConsumeDeadLetters reads the DLQ

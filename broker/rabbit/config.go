@@ -87,10 +87,54 @@ type DelayConfig struct {
 	// key and the broker routes the message through one queue per
 	// non-zero digit, with no consumer hop at all; or DelayHops: a
 	// consumer republishes a waiting message once per tier pass.
-	Mode       string
-	Resolution time.Duration // default 1 s
-	Factor     int           // default 4, at least 2
-	Levels     int           // default 8, at least 1
+	Mode string
+	// Resolution is the shortest tier. Default DefaultResolution; > 0,
+	// whole milliseconds.
+	Resolution time.Duration
+	// Factor multiplies each tier into the next. Default DefaultFactor;
+	// at least 2.
+	Factor int
+	// Levels is the number of tiers. Default DefaultLevels; at least 1.
+	Levels int
+}
+
+// withDefaults returns c with unset (zero) fields set to the defaults.
+func (c DelayConfig) withDefaults() DelayConfig {
+	if c.Mode == "" {
+		c.Mode = DelayRoute
+	}
+	if c.Resolution == 0 {
+		c.Resolution = DefaultResolution
+	}
+	if c.Factor == 0 {
+		c.Factor = DefaultFactor
+	}
+	if c.Levels == 0 {
+		c.Levels = DefaultLevels
+	}
+	return c
+}
+
+// Validate reports the first problem of c (defaults applied), naming the
+// field as the configuration file does (delay.mode, delay.factor, ...).
+func (c DelayConfig) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.Mode != DelayHops && c.Mode != DelayRoute:
+		return fmt.Errorf("%w: delay.mode %q is not hops or route", ErrInvalidConfig, c.Mode)
+	case c.Resolution <= 0:
+		return fmt.Errorf("%w: delay.resolution %s must be positive", ErrInvalidConfig, c.Resolution)
+	case c.Resolution%time.Millisecond != 0:
+		return fmt.Errorf("%w: delay.resolution %s must be whole milliseconds", ErrInvalidConfig, c.Resolution)
+	case c.Factor < 2:
+		return fmt.Errorf("%w: delay.factor %d must be at least 2", ErrInvalidConfig, c.Factor)
+	case c.Levels < 1:
+		return fmt.Errorf("%w: delay.levels %d must be at least 1", ErrInvalidConfig, c.Levels)
+	}
+	if _, err := newTiers(c); err != nil {
+		return fmt.Errorf("%w: delay: %v", ErrInvalidConfig, err)
+	}
+	return nil
 }
 
 // WithDefaults returns c with defaults filled in.
@@ -107,18 +151,7 @@ func (c Config) WithDefaults() Config {
 	if c.DelayQueueType == "" {
 		c.DelayQueueType = c.QueueType
 	}
-	if c.Delay.Mode == "" {
-		c.Delay.Mode = DelayRoute
-	}
-	if c.Delay.Resolution == 0 {
-		c.Delay.Resolution = DefaultResolution
-	}
-	if c.Delay.Factor == 0 {
-		c.Delay.Factor = DefaultFactor
-	}
-	if c.Delay.Levels == 0 {
-		c.Delay.Levels = DefaultLevels
-	}
+	c.Delay = c.Delay.withDefaults()
 	if c.MaxMessageSize == 0 {
 		c.MaxMessageSize = DefaultMaxMessageSize
 	}
@@ -152,23 +185,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: delay.queue_type %q is not classic or quorum", ErrInvalidConfig, c.DelayQueueType)
 	case c.MaxLength < 0:
 		return fmt.Errorf("%w: max_length %d is negative", ErrInvalidConfig, c.MaxLength)
-	case c.Delay.Mode != DelayHops && c.Delay.Mode != DelayRoute:
-		return fmt.Errorf("%w: delay.mode %q is not hops or route", ErrInvalidConfig, c.Delay.Mode)
-	case c.Delay.Resolution <= 0:
-		return fmt.Errorf("%w: delay.resolution %s must be positive", ErrInvalidConfig, c.Delay.Resolution)
-	case c.Delay.Resolution%time.Millisecond != 0:
-		return fmt.Errorf("%w: delay.resolution %s must be whole milliseconds", ErrInvalidConfig, c.Delay.Resolution)
-	case c.Delay.Factor < 2:
-		return fmt.Errorf("%w: delay.factor %d must be at least 2", ErrInvalidConfig, c.Delay.Factor)
-	case c.Delay.Levels < 1:
-		return fmt.Errorf("%w: delay.levels %d must be at least 1", ErrInvalidConfig, c.Delay.Levels)
 	case c.Prefix == "":
 		return fmt.Errorf("%w: prefix is empty", ErrInvalidConfig)
 	}
-	if _, err := newTiers(c.Delay); err != nil {
-		return fmt.Errorf("%w: delay: %v", ErrInvalidConfig, err)
-	}
-	return nil
+	return c.Delay.Validate()
 }
 
 // Endpoints are the URLs the broker dials, in order: URLs, or URL.
