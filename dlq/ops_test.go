@@ -3,7 +3,6 @@ package dlq_test
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,28 +10,6 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
 )
-
-func TestNewOpsChecksConfig(t *testing.T) {
-	s := memstore.New(memstore.Config{})
-	defer s.Close()
-	tests := []struct {
-		name string
-		cfg  dlq.OpsConfig
-		want string
-	}{
-		{"no store", dlq.OpsConfig{}, "no store"},
-		{"bad severity", dlq.OpsConfig{Store: s, Policies: map[string]dlq.Policy{"a.dlq": {Severity: "urgent"}}}, "severity"},
-		{"bad retention", dlq.OpsConfig{Store: s, Policies: map[string]dlq.Policy{"a.dlq": {Retention: -2}}}, "retention"},
-		{"reconcile before timeout", dlq.OpsConfig{Store: s, ReplayTimeout: time.Minute, ReconcileAfter: time.Second}, "reconcile"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if _, err := dlq.NewOps(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("NewOps = %v, want an error about %s", err, tt.want)
-			}
-		})
-	}
-}
 
 // Run reconciles at start, then stops when its context ends.
 func TestRunReconcilesAtStart(t *testing.T) {

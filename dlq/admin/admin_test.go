@@ -225,25 +225,32 @@ func TestNewChecksAuth(t *testing.T) {
 	tests := []struct {
 		name string
 		cfg  admin.Config
-		ok   bool
+		want string // "" = valid, else the field the error names
 	}{
-		{"no token", admin.Config{Listen: "127.0.0.1:8080"}, false},
-		{"insecure on all interfaces", admin.Config{Listen: "0.0.0.0:8080", InsecureNoAuth: true}, false},
-		{"insecure without host", admin.Config{Listen: ":8080", InsecureNoAuth: true}, false},
-		{"insecure on a public address", admin.Config{Listen: "10.1.2.3:8080", InsecureNoAuth: true}, false},
-		{"insecure on 127.0.0.1", admin.Config{Listen: "127.0.0.1:8080", InsecureNoAuth: true}, true},
-		{"insecure on ::1", admin.Config{Listen: "[::1]:8080", InsecureNoAuth: true}, true},
-		{"insecure on localhost", admin.Config{Listen: "localhost:8080", InsecureNoAuth: true}, true},
-		{"token", admin.Config{Listen: "0.0.0.0:8080", Tokens: []admin.Token{{Secret: "x"}}}, true},
-		{"empty secret", admin.Config{Listen: "127.0.0.1:8080", Tokens: []admin.Token{{Name: "a"}}}, false},
-		{"two tokens of one name", admin.Config{Listen: "127.0.0.1:8080", Tokens: []admin.Token{{Secret: "x"}, {Secret: "y"}}}, false},
+		{"no token", admin.Config{Listen: "127.0.0.1:8080"}, "Config.Tokens"},
+		{"insecure on all interfaces", admin.Config{Listen: "0.0.0.0:8080", InsecureNoAuth: true}, "Config.Listen"},
+		{"insecure without host", admin.Config{Listen: ":8080", InsecureNoAuth: true}, "Config.Listen"},
+		{"insecure on a public address", admin.Config{Listen: "10.1.2.3:8080", InsecureNoAuth: true}, "Config.Listen"},
+		{"insecure on 127.0.0.1", admin.Config{Listen: "127.0.0.1:8080", InsecureNoAuth: true}, ""},
+		{"insecure on ::1", admin.Config{Listen: "[::1]:8080", InsecureNoAuth: true}, ""},
+		{"insecure on localhost", admin.Config{Listen: "localhost:8080", InsecureNoAuth: true}, ""},
+		{"no ops", admin.Config{Listen: "127.0.0.1:8080", InsecureNoAuth: true}, "Config.Ops"},
+		{"token", admin.Config{Listen: "0.0.0.0:8080", Tokens: []admin.Token{{Secret: "x"}}}, ""},
+		{"empty secret", admin.Config{Listen: "127.0.0.1:8080", Tokens: []admin.Token{{Name: "a"}}}, "Config.Tokens[0]"},
+		{"two tokens of one name", admin.Config{Listen: "127.0.0.1:8080", Tokens: []admin.Token{{Secret: "x"}, {Secret: "y"}}}, "Config.Tokens[1]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tt.cfg.Ops, tt.cfg.Logger = ops, quiet
+			tt.cfg.Logger = quiet
+			if tt.want != "Config.Ops" {
+				tt.cfg.Ops = ops
+			}
+			if err := tt.cfg.Validate(); (err == nil) != (tt.want == "") || err != nil && !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Validate = %v, want an error naming %q", err, tt.want)
+			}
 			srv, err := admin.New(tt.cfg)
-			if (err == nil) != tt.ok {
-				t.Fatalf("New = %v, want ok %v", err, tt.ok)
+			if (err == nil) != (tt.want == "") {
+				t.Fatalf("New = %v, want an error naming %q", err, tt.want)
 			}
 			if err == nil {
 				srv.Close()

@@ -24,20 +24,22 @@ func TestNewChecksConfig(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  console.Config
-		ok   bool
+		want string // "" = valid, else the field the error names
 	}{
-		{"no ops", console.Config{Users: []console.User{{Name: "a", Token: opToken, ReadOnly: true}}}, false},
-		{"no users", console.Config{Ops: ops}, false},
-		{"empty token", console.Config{Ops: ops, Users: []console.User{{Name: "a", ReadOnly: true}}}, false},
-		{"short token", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: "short", ReadOnly: true}}}, false},
-		{"no name", console.Config{Ops: ops, Users: []console.User{{Token: opToken, ReadOnly: true}}}, false},
-		{"same name twice", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken, ReadOnly: true}, {Name: "a", Token: viewerToken, ReadOnly: true}}}, false},
-		{"operator without jobs", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken}}}, false},
-		{"viewers only", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken, ReadOnly: true}}}, true},
+		{"no ops", console.Config{Users: []console.User{{Name: "a", Token: opToken, ReadOnly: true}}}, "Config.Ops"},
+		{"no users", console.Config{Ops: ops}, "Config.Users"},
+		{"empty token", console.Config{Ops: ops, Users: []console.User{{Name: "a", ReadOnly: true}}}, "Config.Users[0]"},
+		{"short token", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: "short", ReadOnly: true}}}, "Config.Users[0]"},
+		{"no name", console.Config{Ops: ops, Users: []console.User{{Token: opToken, ReadOnly: true}}}, "Config.Users[0]"},
+		{"same name twice", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken, ReadOnly: true}, {Name: "a", Token: viewerToken, ReadOnly: true}}}, "Config.Users[1]"},
+		{"operator without jobs", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken}}}, "Config.Jobs"},
+		{"viewers only", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken, ReadOnly: true}}}, ""},
 	} {
-		_, err := console.New(tc.cfg)
-		if (err == nil) != tc.ok {
-			t.Errorf("%s: err = %v, want ok %v", tc.name, err, tc.ok)
+		if err := tc.cfg.Validate(); (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: Validate = %v, want an error naming %q", tc.name, err, tc.want)
+		}
+		if _, err := console.New(tc.cfg); (err == nil) != (tc.want == "") {
+			t.Errorf("%s: New = %v, want an error naming %q", tc.name, err, tc.want)
 		}
 	}
 }

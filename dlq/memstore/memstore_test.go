@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
@@ -44,5 +45,14 @@ func TestClosed(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close = %v", err)
+	}
+}
+
+// TestConfigValidate: every memstore Config is valid, the zero one first.
+func TestConfigValidate(t *testing.T) {
+	for _, cfg := range []memstore.Config{{}, {Sync: true, Logger: slog.New(slog.DiscardHandler), Now: time.Now}} {
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("Validate(%+v) = %v, want nil", cfg, err)
+		}
 	}
 }

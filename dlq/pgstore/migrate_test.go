@@ -101,7 +101,7 @@ func TestOpenErrors(t *testing.T) {
 	}{
 		{"unreachable", "postgres://bob:s3cret@127.0.0.1:1/db?sslmode=disable", "", []string{"pgstore: connect to", "127.0.0.1:1", "bob"}, "s3cret"},
 		{"bad url", "postgres://bob:s3cret@127.0.0.1:5432/db?sslmode=bogus", "", []string{"pgstore: database url"}, "s3cret"},
-		{"bad schema", testenv.PostgreSQL.URL(), "Robert'); DROP TABLE x;--", []string{"schema"}, ""},
+		{"bad schema", testenv.PostgreSQL.URL(), "Robert'); DROP TABLE x;--", []string{"Config.Schema"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
