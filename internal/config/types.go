@@ -188,7 +188,7 @@ type Heartbeat struct {
 type Health struct {
 	// Listen is the host:port the probes are served on, e.g.
 	// "0.0.0.0:8081" for Kubernetes probes; empty serves none.
-	// worker.WithHealth overrides it.
+	// worker.Config.Health overrides it.
 	Listen string `yaml:"listen"`
 }
 
@@ -214,7 +214,7 @@ type Worker struct {
 	// MaxClaims dead-letters a message with reason max_claims once it was
 	// delivered this many times without its handler finishing (a handler
 	// that kills the process); >= 0, 0 = off. Counting claims needs a
-	// claim counter (worker.WithClaims or WithHeartbeat: Redis) or, on
+	// claim counter (worker.Config.ClaimsRedis or HeartbeatRedis) or, on
 	// RabbitMQ, quorum queues (the broker's x-delivery-count). Unset = 5
 	// where claims are counted and off elsewhere, silently; a value set
 	// where nothing counts claims logs a warning at start (protection

@@ -26,7 +26,7 @@ func (p *Pipeline) Counts() bool { return p.sub.Claims != nil && p.sub.MaxClaims
 func (p *Pipeline) WarnUncountedClaims(native bool) {
 	s := &p.sub
 	if s.MaxClaims > 0 && s.Claims == nil && !native && !s.MaxClaimsDefault {
-		p.log.Warn("max_claims is set but there is no claim counter (worker.WithClaims) and the broker does not count deliveries: poison-pill protection is off",
+		p.log.Warn("max_claims is set but there is no claim counter (worker.Config.ClaimsRedis) and the broker does not count deliveries: poison-pill protection is off",
 			"max_claims", s.MaxClaims)
 	}
 }
