@@ -1,50 +1,20 @@
 package dlq_test
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
+	"github.com/redrive/redrive/internal/testenv"
 )
-
-// validates is a case of a Validate table: want "" = valid, else the
-// field the one-line error must name.
-type validates struct {
-	name string
-	err  func() error // the Validate call
-	new  func() error // the constructor's error for the same config
-	want string
-}
-
-func runValidates(t *testing.T, tests []validates) {
-	t.Helper()
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.err()
-			if tt.want == "" {
-				if err != nil {
-					t.Fatalf("Validate = %v, want nil", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
-				t.Fatalf("Validate = %v, want one line naming %s", err, tt.want)
-			}
-			if err := tt.new(); err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("constructor = %v, want the Validate error", err)
-			}
-		})
-	}
-}
 
 func TestOpsConfigValidate(t *testing.T) {
 	s := memstore.New(memstore.Config{})
 	defer s.Close()
 	route := dlq.Route{DLQ: "a.dlq", Topic: "a", Worker: "w", Target: "a"}
-	var tests []validates
+	var tests []testenv.ValidateCase
 	for _, c := range []struct {
 		name string
 		cfg  dlq.OpsConfig
@@ -61,9 +31,9 @@ func TestOpsConfigValidate(t *testing.T) {
 		{"bad severity", dlq.OpsConfig{Store: s, Policies: map[string]dlq.Policy{"a.dlq": {Severity: "urgent"}}}, `OpsConfig.Policies["a.dlq"]`},
 		{"bad retention", dlq.OpsConfig{Store: s, Policies: map[string]dlq.Policy{"a.dlq": {Retention: -2}}}, `OpsConfig.Policies["a.dlq"]`},
 	} {
-		tests = append(tests, validates{c.name, c.cfg.Validate, func() error { _, err := dlq.NewOps(c.cfg); return err }, c.want})
+		tests = append(tests, testenv.ValidateCase{Name: c.name, Validate: c.cfg.Validate, Want: c.want, New: func() error { _, err := dlq.NewOps(c.cfg); return err }})
 	}
-	runValidates(t, tests)
+	testenv.RunValidate(t, tests)
 }
 
 func TestKeeperConfigValidate(t *testing.T) {
@@ -71,7 +41,7 @@ func TestKeeperConfigValidate(t *testing.T) {
 	defer s.Close()
 	ok := dlq.KeeperConfig{Source: nilSource{}, Store: s, Broker: broker.Kafka, DLQs: map[string]broker.Severity{"a.dlq": ""}}
 	with := func(f func(*dlq.KeeperConfig)) dlq.KeeperConfig { c := ok; f(&c); return c }
-	var tests []validates
+	var tests []testenv.ValidateCase
 	for _, c := range []struct {
 		name string
 		cfg  dlq.KeeperConfig
@@ -83,9 +53,9 @@ func TestKeeperConfigValidate(t *testing.T) {
 		{"bad broker", with(func(c *dlq.KeeperConfig) { c.Broker = "nats" }), "KeeperConfig.Broker"},
 		{"no DLQs", with(func(c *dlq.KeeperConfig) { c.DLQs = nil }), "KeeperConfig.DLQs"},
 	} {
-		tests = append(tests, validates{c.name, c.cfg.Validate, func() error { _, err := dlq.NewKeeper(c.cfg); return err }, c.want})
+		tests = append(tests, testenv.ValidateCase{Name: c.name, Validate: c.cfg.Validate, Want: c.want, New: func() error { _, err := dlq.NewKeeper(c.cfg); return err }})
 	}
-	runValidates(t, tests)
+	testenv.RunValidate(t, tests)
 }
 
 func TestJobsConfigValidate(t *testing.T) {
@@ -95,7 +65,7 @@ func TestJobsConfigValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tests []validates
+	var tests []testenv.ValidateCase
 	for _, c := range []struct {
 		name string
 		cfg  dlq.JobsConfig
@@ -106,13 +76,13 @@ func TestJobsConfigValidate(t *testing.T) {
 		{"no ops", dlq.JobsConfig{}, "JobsConfig.Ops"},
 		{"rate too high", dlq.JobsConfig{Ops: ops, DefaultRate: dlq.MaxReplayRate * 2}, "JobsConfig.DefaultRate"},
 	} {
-		tests = append(tests, validates{c.name, c.cfg.Validate, func() error {
+		tests = append(tests, testenv.ValidateCase{Name: c.name, Validate: c.cfg.Validate, Want: c.want, New: func() error {
 			js, err := dlq.NewJobs(c.cfg)
 			if js != nil {
 				js.Close()
 			}
 			return err
-		}, c.want})
+		}})
 	}
-	runValidates(t, tests)
+	testenv.RunValidate(t, tests)
 }

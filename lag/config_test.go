@@ -2,39 +2,35 @@ package lag
 
 import (
 	"errors"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 func TestSamplerConfigValidate(t *testing.T) {
 	r := &Rabbit{} // never dialled: Validate only looks at the fields
-	tests := []struct {
+	var cases []testenv.ValidateCase
+	for _, c := range []struct {
 		name string
 		cfg  SamplerConfig
-		want string // "" = valid, else the field the error must name
+		want string
 	}{
 		{"a source: defaults", SamplerConfig{Rabbit: r}, ""},
 		{"set", SamplerConfig{Rabbit: r, RabbitQueues: []string{"q"}, Interval: time.Second}, ""},
 		{"no source", SamplerConfig{}, "SamplerConfig.Kafka"},
 		{"negative Interval", SamplerConfig{Rabbit: r, Interval: -time.Second}, "SamplerConfig.Interval"},
 		{"queues without rabbit", SamplerConfig{Kafka: &Kafka{}, RabbitQueues: []string{"q"}}, "SamplerConfig.RabbitQueues"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.cfg.Validate()
-			if tt.want == "" {
-				if err != nil {
-					t.Fatalf("Validate = %v, want nil", err)
+	} {
+		cases = append(cases, testenv.ValidateCase{Name: c.name, Want: c.want,
+			Validate: func() error {
+				err := c.cfg.Validate()
+				if err != nil && !errors.Is(err, ErrInvalidConfig) {
+					return errors.New("does not wrap ErrInvalidConfig: " + err.Error())
 				}
-				return
-			}
-			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
-				t.Fatalf("Validate = %v, want one line wrapping ErrInvalidConfig naming %s", err, tt.want)
-			}
-			if _, err := NewSampler(tt.cfg); err == nil {
-				t.Error("NewSampler accepted a config Validate refuses")
-			}
-		})
+				return err
+			},
+			New: func() error { _, err := NewSampler(c.cfg); return err }})
 	}
+	testenv.RunValidate(t, cases)
 }

@@ -7,13 +7,15 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq/pgstore"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 func TestConfigValidate(t *testing.T) {
-	tests := []struct {
+	var cases []testenv.ValidateCase
+	for _, c := range []struct {
 		name string
 		cfg  pgstore.Config
-		want string // "" = valid, else the field the error must name
+		want string
 	}{
 		{"zero is the default", pgstore.Config{}, ""},
 		{"set", pgstore.Config{Schema: "dlq_1", MaxConns: 4, ConnectTimeout: time.Second, BackfillBatch: 10, BackfillManual: true}, ""},
@@ -22,23 +24,12 @@ func TestConfigValidate(t *testing.T) {
 		{"negative MaxConns", pgstore.Config{MaxConns: -1}, "Config.MaxConns"},
 		{"negative ConnectTimeout", pgstore.Config{ConnectTimeout: -time.Second}, "Config.ConnectTimeout"},
 		{"negative BackfillBatch", pgstore.Config{BackfillBatch: -1}, "Config.BackfillBatch"},
+	} {
+		cases = append(cases, testenv.ValidateCase{Name: c.name, Validate: c.cfg.Validate, Want: c.want,
+			New: func() error { // Open refuses before it dials: the URL does not matter
+				_, err := pgstore.Open(context.Background(), "postgres://127.0.0.1:1/none", c.cfg)
+				return err
+			}})
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.cfg.Validate()
-			if tt.want == "" {
-				if err != nil {
-					t.Fatalf("Validate = %v, want nil", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
-				t.Fatalf("Validate = %v, want one line naming %s", err, tt.want)
-			}
-			// Open refuses before it dials: the URL does not matter.
-			if _, err := pgstore.Open(context.Background(), "postgres://127.0.0.1:1/none", tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("Open = %v, want the Validate error", err)
-			}
-		})
-	}
+	testenv.RunValidate(t, cases)
 }
