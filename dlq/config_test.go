@@ -14,26 +14,18 @@ func TestOpsConfigValidate(t *testing.T) {
 	s := memstore.New(memstore.Config{})
 	defer s.Close()
 	route := dlq.Route{DLQ: "a.dlq", Topic: "a", Worker: "w", Target: "a"}
-	var tests []testenv.ValidateCase
-	for _, c := range []struct {
-		name string
-		cfg  dlq.OpsConfig
-		want string
-	}{
-		{"store alone: defaults", dlq.OpsConfig{Store: s}, ""},
-		{"set", dlq.OpsConfig{Store: s, Routes: []dlq.Route{route}, ReplayTimeout: time.Second, ReconcileAfter: time.Minute,
-			Policies: map[string]dlq.Policy{"a.dlq": {Severity: broker.SeverityCritical}}}, ""},
-		{"no store", dlq.OpsConfig{}, "OpsConfig.Store"},
-		{"reconcile before timeout", dlq.OpsConfig{Store: s, ReplayTimeout: time.Minute, ReconcileAfter: time.Second}, "OpsConfig.ReconcileAfter"},
-		{"reconcile before default timeout", dlq.OpsConfig{Store: s, ReconcileAfter: time.Second}, "OpsConfig.ReconcileAfter"},
-		{"route without target", dlq.OpsConfig{Store: s, Routes: []dlq.Route{{DLQ: "a.dlq", Topic: "a", Worker: "w"}}}, "OpsConfig.Routes[0]"},
-		{"two routes of a worker", dlq.OpsConfig{Store: s, Routes: []dlq.Route{route, route}}, "OpsConfig.Routes[1]"},
-		{"bad severity", dlq.OpsConfig{Store: s, Policies: map[string]dlq.Policy{"a.dlq": {Severity: "urgent"}}}, `OpsConfig.Policies["a.dlq"]`},
-		{"bad retention", dlq.OpsConfig{Store: s, Policies: map[string]dlq.Policy{"a.dlq": {Retention: -2}}}, `OpsConfig.Policies["a.dlq"]`},
-	} {
-		tests = append(tests, testenv.ValidateCase{Name: c.name, Validate: c.cfg.Validate, Want: c.want, New: func() error { _, err := dlq.NewOps(c.cfg); return err }})
-	}
-	testenv.RunValidate(t, tests)
+	testenv.RunValidate(t, []testenv.ValidateCase[dlq.OpsConfig]{
+		{Name: "store alone: defaults", Config: dlq.OpsConfig{Store: s}},
+		{Name: "set", Config: dlq.OpsConfig{Store: s, Routes: []dlq.Route{route}, ReplayTimeout: time.Second, ReconcileAfter: time.Minute,
+			Policies: map[string]dlq.Policy{"a.dlq": {Severity: broker.SeverityCritical}}}},
+		{Name: "no store", Config: dlq.OpsConfig{}, Want: "OpsConfig.Store"},
+		{Name: "reconcile before timeout", Config: dlq.OpsConfig{Store: s, ReplayTimeout: time.Minute, ReconcileAfter: time.Second}, Want: "OpsConfig.ReconcileAfter"},
+		{Name: "reconcile before default timeout", Config: dlq.OpsConfig{Store: s, ReconcileAfter: time.Second}, Want: "OpsConfig.ReconcileAfter"},
+		{Name: "route without target", Config: dlq.OpsConfig{Store: s, Routes: []dlq.Route{{DLQ: "a.dlq", Topic: "a", Worker: "w"}}}, Want: "OpsConfig.Routes[0]"},
+		{Name: "two routes of a worker", Config: dlq.OpsConfig{Store: s, Routes: []dlq.Route{route, route}}, Want: "OpsConfig.Routes[1]"},
+		{Name: "bad severity", Config: dlq.OpsConfig{Store: s, Policies: map[string]dlq.Policy{"a.dlq": {Severity: "urgent"}}}, Want: `OpsConfig.Policies["a.dlq"]`},
+		{Name: "bad retention", Config: dlq.OpsConfig{Store: s, Policies: map[string]dlq.Policy{"a.dlq": {Retention: -2}}}, Want: `OpsConfig.Policies["a.dlq"]`},
+	}, dlq.OpsConfig.Validate, func(c dlq.OpsConfig) error { _, err := dlq.NewOps(c); return err })
 }
 
 func TestKeeperConfigValidate(t *testing.T) {
@@ -41,21 +33,13 @@ func TestKeeperConfigValidate(t *testing.T) {
 	defer s.Close()
 	ok := dlq.KeeperConfig{Source: nilSource{}, Store: s, Broker: broker.Kafka, DLQs: map[string]broker.Severity{"a.dlq": ""}}
 	with := func(f func(*dlq.KeeperConfig)) dlq.KeeperConfig { c := ok; f(&c); return c }
-	var tests []testenv.ValidateCase
-	for _, c := range []struct {
-		name string
-		cfg  dlq.KeeperConfig
-		want string
-	}{
-		{"required fields: defaults", ok, ""},
-		{"no source", with(func(c *dlq.KeeperConfig) { c.Source = nil }), "KeeperConfig.Source"},
-		{"no store", with(func(c *dlq.KeeperConfig) { c.Store = nil }), "KeeperConfig.Store"},
-		{"bad broker", with(func(c *dlq.KeeperConfig) { c.Broker = "nats" }), "KeeperConfig.Broker"},
-		{"no DLQs", with(func(c *dlq.KeeperConfig) { c.DLQs = nil }), "KeeperConfig.DLQs"},
-	} {
-		tests = append(tests, testenv.ValidateCase{Name: c.name, Validate: c.cfg.Validate, Want: c.want, New: func() error { _, err := dlq.NewKeeper(c.cfg); return err }})
-	}
-	testenv.RunValidate(t, tests)
+	testenv.RunValidate(t, []testenv.ValidateCase[dlq.KeeperConfig]{
+		{Name: "required fields: defaults", Config: ok},
+		{Name: "no source", Config: with(func(c *dlq.KeeperConfig) { c.Source = nil }), Want: "KeeperConfig.Source"},
+		{Name: "no store", Config: with(func(c *dlq.KeeperConfig) { c.Store = nil }), Want: "KeeperConfig.Store"},
+		{Name: "bad broker", Config: with(func(c *dlq.KeeperConfig) { c.Broker = "nats" }), Want: "KeeperConfig.Broker"},
+		{Name: "no DLQs", Config: with(func(c *dlq.KeeperConfig) { c.DLQs = nil }), Want: "KeeperConfig.DLQs"},
+	}, dlq.KeeperConfig.Validate, func(c dlq.KeeperConfig) error { _, err := dlq.NewKeeper(c); return err })
 }
 
 func TestJobsConfigValidate(t *testing.T) {
@@ -65,24 +49,16 @@ func TestJobsConfigValidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tests []testenv.ValidateCase
-	for _, c := range []struct {
-		name string
-		cfg  dlq.JobsConfig
-		want string
-	}{
-		{"ops alone: defaults", dlq.JobsConfig{Ops: ops}, ""},
-		{"unbounded rate", dlq.JobsConfig{Ops: ops, DefaultRate: -1, MaxFinished: 3}, ""},
-		{"no ops", dlq.JobsConfig{}, "JobsConfig.Ops"},
-		{"rate too high", dlq.JobsConfig{Ops: ops, DefaultRate: dlq.MaxReplayRate * 2}, "JobsConfig.DefaultRate"},
-	} {
-		tests = append(tests, testenv.ValidateCase{Name: c.name, Validate: c.cfg.Validate, Want: c.want, New: func() error {
-			js, err := dlq.NewJobs(c.cfg)
-			if js != nil {
-				js.Close()
-			}
-			return err
-		}})
-	}
-	testenv.RunValidate(t, tests)
+	testenv.RunValidate(t, []testenv.ValidateCase[dlq.JobsConfig]{
+		{Name: "ops alone: defaults", Config: dlq.JobsConfig{Ops: ops}},
+		{Name: "unbounded rate", Config: dlq.JobsConfig{Ops: ops, DefaultRate: -1, MaxFinished: 3}},
+		{Name: "no ops", Config: dlq.JobsConfig{}, Want: "JobsConfig.Ops"},
+		{Name: "rate too high", Config: dlq.JobsConfig{Ops: ops, DefaultRate: dlq.MaxReplayRate * 2}, Want: "JobsConfig.DefaultRate"},
+	}, dlq.JobsConfig.Validate, func(c dlq.JobsConfig) error {
+		js, err := dlq.NewJobs(c)
+		if js != nil {
+			js.Close()
+		}
+		return err
+	})
 }

@@ -8,19 +8,10 @@ import (
 )
 
 func TestSamplerConfigValidate(t *testing.T) {
-	var cases []testenv.ValidateCase
-	for _, c := range []struct {
-		name string
-		cfg  SamplerConfig
-		want string
-	}{
-		{"zero is the default", SamplerConfig{}, ""},
-		{"set", SamplerConfig{Interval: time.Second, Workers: []Worker{{Type: "w", DLQSeverity: "critical"}}}, ""},
-		{"negative Interval", SamplerConfig{Interval: -time.Second}, "SamplerConfig.Interval"},
-		{"worker without type", SamplerConfig{Workers: []Worker{{Type: "w"}, {}}}, "SamplerConfig.Workers[1]"},
-	} {
-		cases = append(cases, testenv.ValidateCase{Name: c.name, Validate: c.cfg.Validate, Want: c.want,
-			New: func() error { _, err := NewSampler(&Monitor{}, c.cfg); return err }})
-	}
-	testenv.RunValidate(t, cases)
+	testenv.RunValidate(t, []testenv.ValidateCase[SamplerConfig]{
+		{Name: "zero is the default", Config: SamplerConfig{}},
+		{Name: "set", Config: SamplerConfig{Interval: time.Second, Workers: []Worker{{Type: "w", DLQSeverity: "critical"}}}},
+		{Name: "negative Interval", Config: SamplerConfig{Interval: -time.Second}, Want: "SamplerConfig.Interval"},
+		{Name: "worker without type", Config: SamplerConfig{Workers: []Worker{{Type: "w"}, {}}}, Want: "SamplerConfig.Workers[1]"},
+	}, SamplerConfig.Validate, func(c SamplerConfig) error { _, err := NewSampler(&Monitor{}, c); return err })
 }

@@ -1,7 +1,6 @@
 package lag
 
 import (
-	"errors"
 	"testing"
 	"time"
 
@@ -10,27 +9,12 @@ import (
 
 func TestSamplerConfigValidate(t *testing.T) {
 	r := &Rabbit{} // never dialled: Validate only looks at the fields
-	var cases []testenv.ValidateCase
-	for _, c := range []struct {
-		name string
-		cfg  SamplerConfig
-		want string
-	}{
-		{"a source: defaults", SamplerConfig{Rabbit: r}, ""},
-		{"set", SamplerConfig{Rabbit: r, RabbitQueues: []string{"q"}, Interval: time.Second}, ""},
-		{"no source", SamplerConfig{}, "SamplerConfig.Kafka"},
-		{"negative Interval", SamplerConfig{Rabbit: r, Interval: -time.Second}, "SamplerConfig.Interval"},
-		{"queues without rabbit", SamplerConfig{Kafka: &Kafka{}, RabbitQueues: []string{"q"}}, "SamplerConfig.RabbitQueues"},
-	} {
-		cases = append(cases, testenv.ValidateCase{Name: c.name, Want: c.want,
-			Validate: func() error {
-				err := c.cfg.Validate()
-				if err != nil && !errors.Is(err, ErrInvalidConfig) {
-					return errors.New("does not wrap ErrInvalidConfig: " + err.Error())
-				}
-				return err
-			},
-			New: func() error { _, err := NewSampler(c.cfg); return err }})
-	}
-	testenv.RunValidate(t, cases)
+	testenv.RunValidate(t, []testenv.ValidateCase[SamplerConfig]{
+		{Name: "a source: defaults", Config: SamplerConfig{Rabbit: r}},
+		{Name: "set", Config: SamplerConfig{Rabbit: r, RabbitQueues: []string{"q"}, Interval: time.Second}},
+		{Name: "no source", Config: SamplerConfig{}, Want: "SamplerConfig.Kafka"},
+		{Name: "negative Interval", Config: SamplerConfig{Rabbit: r, Interval: -time.Second}, Want: "SamplerConfig.Interval"},
+		{Name: "queues without rabbit", Config: SamplerConfig{Kafka: &Kafka{}, RabbitQueues: []string{"q"}}, Want: "SamplerConfig.RabbitQueues"},
+	}, testenv.Wrapping(SamplerConfig.Validate, ErrInvalidConfig),
+		func(c SamplerConfig) error { _, err := NewSampler(c); return err })
 }

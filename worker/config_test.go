@@ -10,31 +10,22 @@ import (
 )
 
 func TestConfigValidate(t *testing.T) {
-	var cases []testenv.ValidateCase
-	for _, c := range []struct {
-		name string
-		cfg  worker.Config
-		want string
-	}{
-		{"zero is the default", worker.Config{}, ""},
-		{"set", worker.Config{Instance: "pod-1", NoSignals: true, HeartbeatInterval: time.Second, HeartbeatTTL: 5 * time.Second,
+	testenv.RunValidate(t, []testenv.ValidateCase[worker.Config]{
+		{Name: "zero is the default", Config: worker.Config{}},
+		{Name: "set", Config: worker.Config{Instance: "pod-1", NoSignals: true, HeartbeatInterval: time.Second, HeartbeatTTL: 5 * time.Second,
 			Health: "127.0.0.1:0", PausePoll: time.Second,
-			KillSwitches: map[string]killswitch.Config{"w": {Enabled: true}, "off": {}}}, ""},
-		{"negative HeartbeatInterval", worker.Config{HeartbeatInterval: -time.Second}, "Config.HeartbeatInterval"},
-		{"negative HeartbeatTTL", worker.Config{HeartbeatTTL: -time.Second}, "Config.HeartbeatTTL"},
-		{"negative PausePoll", worker.Config{PausePoll: -time.Second}, "Config.PausePoll"},
-		{"bad kill switch", worker.Config{KillSwitches: map[string]killswitch.Config{"w": {Enabled: true, TripRatio: 2}}}, `Config.KillSwitches["w"]`},
-		{"unnamed kill switch", worker.Config{KillSwitches: map[string]killswitch.Config{"": {Enabled: true}}}, "Config.KillSwitches"},
-	} {
-		cases = append(cases, testenv.ValidateCase{Name: c.name, Validate: c.cfg.Validate, Want: c.want,
-			New: func() error {
-				if _, err := worker.New(nil, nil, c.cfg); err != nil {
-					return err
-				}
-				// Parse refuses before it reads the configuration.
-				_, err := worker.Parse(t.Context(), []byte("broker: rabbitmq\n"), c.cfg)
-				return err
-			}})
-	}
-	testenv.RunValidate(t, cases)
+			KillSwitches: map[string]killswitch.Config{"w": {Enabled: true}, "off": {}}}},
+		{Name: "negative HeartbeatInterval", Config: worker.Config{HeartbeatInterval: -time.Second}, Want: "Config.HeartbeatInterval"},
+		{Name: "negative HeartbeatTTL", Config: worker.Config{HeartbeatTTL: -time.Second}, Want: "Config.HeartbeatTTL"},
+		{Name: "negative PausePoll", Config: worker.Config{PausePoll: -time.Second}, Want: "Config.PausePoll"},
+		{Name: "bad kill switch", Config: worker.Config{KillSwitches: map[string]killswitch.Config{"w": {Enabled: true, TripRatio: 2}}}, Want: `Config.KillSwitches["w"]`},
+		{Name: "unnamed kill switch", Config: worker.Config{KillSwitches: map[string]killswitch.Config{"": {Enabled: true}}}, Want: "Config.KillSwitches"},
+	}, worker.Config.Validate, func(c worker.Config) error {
+		if _, err := worker.New(nil, nil, c); err != nil {
+			return err
+		}
+		// Parse refuses before it reads the configuration.
+		_, err := worker.Parse(t.Context(), []byte("broker: rabbitmq\n"), c)
+		return err
+	})
 }

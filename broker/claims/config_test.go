@@ -9,19 +9,10 @@ import (
 )
 
 func TestConfigValidate(t *testing.T) {
-	var cases []testenv.ValidateCase
-	for _, c := range []struct {
-		name string
-		cfg  claims.Config
-		want string
-	}{
-		{"zero is the default", claims.Config{}, ""},
-		{"set", claims.Config{TTL: time.Minute, Timeout: time.Second}, ""},
-		{"negative TTL", claims.Config{TTL: -time.Second}, "Config.TTL"},
-		{"negative Timeout", claims.Config{Timeout: -time.Second}, "Config.Timeout"},
-	} {
-		cases = append(cases, testenv.ValidateCase{Name: c.name, Validate: c.cfg.Validate, Want: c.want,
-			New: func() error { _, err := claims.New(nil, c.cfg); return err }})
-	}
-	testenv.RunValidate(t, cases)
+	testenv.RunValidate(t, []testenv.ValidateCase[claims.Config]{
+		{Name: "zero is the default", Config: claims.Config{}},
+		{Name: "set", Config: claims.Config{TTL: time.Minute, Timeout: time.Second}},
+		{Name: "negative TTL", Config: claims.Config{TTL: -time.Second}, Want: "Config.TTL"},
+		{Name: "negative Timeout", Config: claims.Config{Timeout: -time.Second}, Want: "Config.Timeout"},
+	}, claims.Config.Validate, func(c claims.Config) error { _, err := claims.New(nil, c); return err })
 }
