@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
 	"maps"
 	"path/filepath"
 	"slices"
@@ -21,33 +20,15 @@ import (
 // under internal/, cmd/ and e2e/ are not public and are not checked.
 func TestConfigStyle(t *testing.T) {
 	pkgs := map[string][]*ast.File{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			name := d.Name()
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "internal" ||
-				(filepath.Dir(path) == root && (name == "cmd" || name == "e2e"))) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments)
-		if err != nil {
-			return err
-		}
+	notPublic := func(path string) bool {
+		name := filepath.Base(path)
+		return name == "internal" || filepath.Dir(path) == root && (name == "cmd" || name == "e2e")
+	}
+	parseGoFiles(t, notPublic, func(path string, f *ast.File) {
 		if f.Name.Name != "main" {
 			pkgs[filepath.Dir(path)] = append(pkgs[filepath.Dir(path)], f)
 		}
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if len(pkgs) < 10 {
 		t.Fatalf("only %d public packages found: is root %s the module?", len(pkgs), root)
 	}

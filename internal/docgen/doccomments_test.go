@@ -17,38 +17,48 @@ import (
 // name, on its line, or on the group it belongs to).
 func TestExportedNamesDocumented(t *testing.T) {
 	checked := 0
+	parseGoFiles(t, nil, func(path string, f *ast.File) {
+		if f.Name.Name == "main" {
+			return
+		}
+		for _, missing := range undocumented(f) {
+			t.Errorf("%s: exported %s has no doc comment", rel(path), missing)
+		}
+		checked++
+	})
+	if checked < 100 {
+		t.Fatalf("only %d files checked: is root %s the module?", checked, root)
+	}
+}
+
+// parseGoFiles parses every non-test Go file of the module and calls f
+// with it, skipping hidden folders, testdata, peers (a module of its own)
+// and the folders skip returns true for (skip may be nil).
+func parseGoFiles(t *testing.T, skip func(path string) bool, f func(path string, file *ast.File)) {
+	t.Helper()
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() {
 			name := d.Name()
-			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "peers") {
-				return filepath.SkipDir // peers is a module of its own
+			if path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "peers" || skip != nil && skip(path)) {
+				return filepath.SkipDir
 			}
 			return nil
 		}
 		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments)
+		file, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ParseComments)
 		if err != nil {
 			return err
 		}
-		if f.Name.Name == "main" {
-			return nil
-		}
-		for _, missing := range undocumented(f) {
-			t.Errorf("%s: exported %s has no doc comment", rel(path), missing)
-		}
-		checked++
+		f(path, file)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if checked < 100 {
-		t.Fatalf("only %d files checked: is root %s the module?", checked, root)
 	}
 }
 
