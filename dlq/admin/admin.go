@@ -178,7 +178,7 @@ func New(cfg Config) (*Server, error) {
 		s.mux.Handle(rt.pattern, h)
 	}
 	api := s.refuseCrossOrigin(s.limitBody(s.authenticate(s.route())))
-	s.handler = s.recoverPanics(s.checkHost(splitUI(api, cfg.UI)))
+	s.handler = observed(s.recoverPanics(s.checkHost(splitUI(api, cfg.UI))))
 	return s, nil
 }
 

@@ -1,56 +1,163 @@
 package admin
 
 import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
-	"go.yaml.in/yaml/v3"
+	"github.com/redrive/redrive/internal/openapi"
 )
 
-// openAPIRoutes reads configs/openapi.yaml and returns its operations as
-// ServeMux patterns ("GET /internal/v1/dlq/{topic}"), and its path
-// parameters by pattern.
-func openAPIRoutes(t *testing.T) []string {
-	t.Helper()
-	data, err := os.ReadFile("../../configs/openapi.yaml")
+// The statuses every response of the package's tests had, by operation
+// ("GET /internal/v1/dlq/{topic}"): TestMain checks each against the
+// operation's responses in the OpenAPI document, so a handler cannot
+// answer a status the document does not list for it.
+var (
+	seenMu sync.Mutex
+	seen   = map[string]map[int]bool{}
+)
+
+func TestMain(m *testing.M) {
+	mux := http.NewServeMux()
+	for _, rt := range routes {
+		mux.HandleFunc(rt.pattern, func(http.ResponseWriter, *http.Request) {})
+	}
+	observeStatus = func(r *http.Request, status int) {
+		_, pattern := mux.Handler(r)
+		if pattern == "" {
+			return // no operation: the UI, an unknown route or method
+		}
+		seenMu.Lock()
+		defer seenMu.Unlock()
+		if seen[pattern] == nil {
+			seen[pattern] = map[int]bool{}
+		}
+		seen[pattern][status] = true
+	}
+	code := m.Run()
+	if code == 0 {
+		code = checkObserved()
+	}
+	os.Exit(code)
+}
+
+// checkObserved reports the statuses seen that the document does not list
+// for their operation; with the whole package run (no -run), also the
+// operations no test called.
+func checkObserved() int {
+	doc, err := parseOpenAPI(openAPIJSON)
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
+	failed := false
+	for _, op := range sortedKeys(seen) {
+		for _, st := range sortedKeys(seen[op]) {
+			if !doc.responds(op, st) {
+				fmt.Fprintf(os.Stderr, "FAIL: %s answered %d, which configs/openapi.yaml does not list for it\n", op, st)
+				failed = true
+			}
+		}
+	}
+	if f := flag.Lookup("test.run"); f != nil && f.Value.String() == "" {
+		for _, rt := range routes {
+			if seen[rt.pattern] == nil {
+				fmt.Fprintf(os.Stderr, "FAIL: no test called %s\n", rt.pattern)
+				failed = true
+			}
+		}
+	}
+	if failed {
+		return 1
+	}
+	return 0
+}
+
+func sortedKeys[K int | string, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// apiDoc is what the tests read of the OpenAPI document: its operations'
+// response codes by pattern ("GET /internal/v1/dlq").
+type apiDoc struct {
+	version string
+	ops     map[string][]string
+}
+
+func (d apiDoc) responds(op string, status int) bool {
+	return slices.Contains(d.ops[op], strconv.Itoa(status))
+}
+
+func parseOpenAPI(data []byte) (apiDoc, error) {
 	var doc struct {
-		OpenAPI string                               `yaml:"openapi"`
-		Paths   map[string]map[string]map[string]any `yaml:"paths"`
+		OpenAPI string                                `json:"openapi"`
+		Paths   map[string]map[string]json.RawMessage `json:"paths"`
 	}
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		t.Fatalf("configs/openapi.yaml: %v", err)
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return apiDoc{}, fmt.Errorf("openapi.json: %w", err)
 	}
-	if !strings.HasPrefix(doc.OpenAPI, "3.") {
-		t.Fatalf("openapi version %q, want 3.x", doc.OpenAPI)
-	}
-	var out []string
+	out := apiDoc{version: doc.OpenAPI, ops: map[string][]string{}}
 	for p, ops := range doc.Paths {
-		for method, op := range ops {
+		for method, raw := range ops {
 			switch method {
 			case "get", "post", "put", "patch", "delete", "head", "options":
 			default:
 				continue // parameters, summary…
 			}
-			if _, ok := op["responses"]; !ok {
-				t.Errorf("%s %s has no responses", method, p)
+			var op struct {
+				Responses map[string]json.RawMessage `json:"responses"`
 			}
-			out = append(out, strings.ToUpper(method)+" "+p)
+			if err := json.Unmarshal(raw, &op); err != nil {
+				return apiDoc{}, fmt.Errorf("openapi.json: %s %s: %w", method, p, err)
+			}
+			if len(op.Responses) == 0 {
+				return apiDoc{}, fmt.Errorf("openapi.json: %s %s has no responses", method, p)
+			}
+			out.ops[strings.ToUpper(method)+" "+p] = sortedKeys(op.Responses)
 		}
 	}
-	sort.Strings(out)
-	return out
+	return out, nil
+}
+
+// TestOpenAPIIsFresh: the embedded JSON is configs/openapi.yaml as it is.
+func TestOpenAPIIsFresh(t *testing.T) {
+	src, err := os.ReadFile("../../" + openapi.Source)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := openapi.JSON(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(want, openAPIJSON) {
+		t.Error("dlq/admin/openapi.json is stale: run go generate ./dlq/admin")
+	}
 }
 
 func TestOpenAPIMatchesRoutes(t *testing.T) {
-	documented := openAPIRoutes(t)
+	doc, err := parseOpenAPI(openAPIJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.version != "3.1.0" {
+		t.Errorf("openapi version %q, want 3.1.0", doc.version)
+	}
+	documented := sortedKeys(doc.ops)
 	var served []string
 	for _, rt := range routes {
 		served = append(served, rt.pattern)

@@ -7,7 +7,8 @@ import (
 )
 
 // routes are the API's routes (Go 1.22 ServeMux patterns). configs/openapi.yaml
-// documents exactly these; a test checks both ways.
+// documents exactly these, with every status each answers; tests check both
+// ways (openapi_test.go).
 var routes = []struct {
 	pattern string
 	handler func(s *Server, w http.ResponseWriter, r *http.Request)
@@ -24,6 +25,7 @@ var routes = []struct {
 	{"POST /internal/v1/dlq/jobs/{id}/cancel", (*Server).cancelJob},
 	{"POST /internal/v1/workers/{worker}/pause", (*Server).pauseWorker},
 	{"POST /internal/v1/workers/{worker}/resume", (*Server).resumeWorker},
+	{"GET /internal/v1/openapi.json", (*Server).openAPI},
 }
 
 // methods are those the API answers to; the others are 405 where a path
