@@ -33,6 +33,9 @@ const MaxFilterLen = 1024
 // one place.
 type Filter struct {
 	Status, ErrorClass, Text, Since, Until, Order string
+	// Group is a failure fingerprint (Fingerprint): the records of one
+	// failure group.
+	Group string
 }
 
 // FormTimeLayouts are the times a person types or an HTML datetime-local
@@ -40,7 +43,7 @@ type Filter struct {
 var FormTimeLayouts = []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"}
 
 // Apply checks f and sets on q what it gives: ErrorClass and Text (at most
-// MaxFilterLen bytes each); Since and Until, RFC 3339 times or, with
+// MaxFilterLen bytes each); Group (a fingerprint, see ValidFingerprint); Since and Until, RFC 3339 times or, with
 // layouts, one of those too (Since before Until); Status when given (a
 // valid Status; empty keeps q's); Order when given ("newest" or "oldest";
 // empty keeps q.NewestFirst, the caller's default). A bad field is a
@@ -52,6 +55,10 @@ func (f Filter) Apply(q *Query, layouts ...string) error {
 		}
 	}
 	q.ErrorClass, q.Text = f.ErrorClass, f.Text
+	if f.Group != "" && !ValidFingerprint(f.Group) {
+		return BadField("group", "%.40q is not a failure fingerprint (32 lower-case hexadecimal digits, as GET /internal/v1/dlq/{dlq}/groups lists them)", f.Group)
+	}
+	q.Group = f.Group
 	var err error
 	if q.Since, err = parseTime("since", f.Since, layouts); err != nil {
 		return err

@@ -99,6 +99,10 @@ type Record struct {
 	// ValueSize is the size of Entry.OriginalValue as stored, also when
 	// the value is not loaded (Brief) or cut (Store.Preview).
 	ValueSize int64
+	// Fingerprint is the failure fingerprint of Entry (Fingerprint),
+	// computed once when the record is stored (PrepareInsert): the
+	// records of one failure group share it.
+	Fingerprint string
 	// Brief is set on records read without their message: listings and
 	// status changes (Store.List, Store.Transition) never load
 	// Entry.OriginalKey, OriginalValue, OriginalHeaders and OriginalWire,
@@ -196,7 +200,7 @@ func CleanText(s string) string {
 // given (NewID), Identity = ID when empty, Severity "warning" when empty,
 // ReceivedAt = now when zero, status pending changed at now, Version 1;
 // times in UTC cut to microseconds (what PostgreSQL keeps); the Entry's text
-// fields through CleanText. Store implementations call it first in Insert,
+// fields through CleanText; Fingerprint from the cleaned Entry. Store implementations call it first in Insert,
 // so that every store accepts and keeps the same things.
 func (r Record) PrepareInsert(now time.Time) (Record, error) {
 	switch {
@@ -239,6 +243,7 @@ func (r Record) PrepareInsert(now time.Time) (Record, error) {
 	}
 	e.FirstFailureAt = StoreTime(e.FirstFailureAt)
 	e.LastFailureAt = StoreTime(e.LastFailureAt)
+	r.Fingerprint = Fingerprint(*e)
 	return r, nil
 }
 

@@ -82,6 +82,10 @@ type Store interface {
 	// Audit returns the audit rows of entry id of dlq, oldest first (none,
 	// not an error, for an unknown entry).
 	Audit(ctx context.Context, dlq, id string) ([]AuditEntry, error)
+	// Groups returns the failure groups of q.DLQ (see Group): its live
+	// records (archived ones aside) grouped by Record.Fingerprint, most
+	// pending first, then largest, at most q.Limit of them.
+	Groups(ctx context.Context, q GroupQuery) ([]Group, error)
 	// Archive moves up to limit records of dlq received before before, in
 	// any status but replaying, to the archive, oldest first, and returns
 	// how many it moved. Archived records stay readable: Get, and List
@@ -139,6 +143,9 @@ type Query struct {
 	ErrorClass string
 	// Text selects records whose error message contains it, ignoring case.
 	Text string
+	// Group selects the records of one failure group: those whose
+	// Record.Fingerprint it is.
+	Group string
 	// Since and Until select records received in [Since, Until).
 	Since, Until time.Time
 	// Cursor continues a listing where the page that returned it ended
@@ -167,6 +174,8 @@ func (q Query) Validate() error {
 		return fmt.Errorf("%w: text: longer than 1024 bytes", ErrInvalidQuery)
 	case len(q.ErrorClass) > 1024:
 		return fmt.Errorf("%w: error_class: longer than 1024 bytes", ErrInvalidQuery)
+	case q.Group != "" && !ValidFingerprint(q.Group):
+		return fmt.Errorf("%w: group: %.40q is not a failure fingerprint (32 lower-case hexadecimal digits)", ErrInvalidQuery, q.Group)
 	}
 	if q.Cursor != "" {
 		c, err := DecodeCursor(q.Cursor)

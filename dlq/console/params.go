@@ -29,12 +29,14 @@ func entryID(field, v string) (string, error) {
 // filter is the entries page's filter, as given (for the form and links).
 type filter struct {
 	Status, ErrorClass, Text, Since, Until, Order string
+	// Group is a failure fingerprint.
+	Group string
 }
 
 // Query returns the filter's query string, without a cursor.
 func (f filter) Query() url.Values {
 	v := url.Values{}
-	for k, s := range map[string]string{"status": f.Status, "error_class": f.ErrorClass, "q": f.Text, "since": f.Since, "until": f.Until, "order": f.Order} {
+	for k, s := range map[string]string{"status": f.Status, "error_class": f.ErrorClass, "q": f.Text, "since": f.Since, "until": f.Until, "order": f.Order, "group": f.Group} {
 		if s != "" {
 			v.Set(k, s)
 		}
@@ -60,7 +62,7 @@ func one(v url.Values, field string) (string, error) {
 	return "", bad(field, "given %d times", len(vs))
 }
 
-// readFilter reads the filter fields (error_class, q, since, until, and
+// readFilter reads the filter fields (error_class, q, since, until, group, and
 // with listing also status, order) of v into q.
 func readFilter(v url.Values, q *dlq.Query, listing bool) (filter, error) {
 	var f filter
@@ -69,7 +71,7 @@ func readFilter(v url.Values, q *dlq.Query, listing bool) (filter, error) {
 		name string
 		dst  *string
 	}
-	fields := []field{{"error_class", &f.ErrorClass}, {"q", &f.Text}, {"since", &f.Since}, {"until", &f.Until}}
+	fields := []field{{"error_class", &f.ErrorClass}, {"q", &f.Text}, {"since", &f.Since}, {"until", &f.Until}, {"group", &f.Group}}
 	if listing {
 		fields = append(fields, field{"status", &f.Status}, field{"order", &f.Order})
 	}

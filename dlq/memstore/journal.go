@@ -67,6 +67,9 @@ type jrec struct {
 	Source            string      `json:"source"`
 	FirstFailureAt    time.Time   `json:"first_failure_at"`
 	LastFailureAt     time.Time   `json:"last_failure_at"`
+	// Fingerprint is absent from journals written before it was kept:
+	// decode computes it.
+	Fingerprint string `json:"fingerprint,omitempty"`
 }
 
 func encodeRec(n *rec) *jrec {
@@ -78,7 +81,7 @@ func encodeRec(n *rec) *jrec {
 		Key: e.OriginalKey, Value: e.OriginalValue, Wire: e.OriginalWire,
 		ErrorClass: e.ErrorClass, ErrorMessage: e.ErrorMessage, StackTrace: e.StackTrace, Reason: e.Reason, RetryCount: e.RetryCount,
 		Worker: e.Worker, WorkerInstance: e.WorkerInstance, Source: e.Source,
-		FirstFailureAt: e.FirstFailureAt, LastFailureAt: e.LastFailureAt,
+		FirstFailureAt: e.FirstFailureAt, LastFailureAt: e.LastFailureAt, Fingerprint: r.Fingerprint,
 	}
 	if e.OriginalHeaders != nil {
 		j.Headers = make([][2][]byte, 0, len(e.OriginalHeaders))
@@ -102,6 +105,10 @@ func (j *jrec) decode() *rec {
 			FirstFailureAt: j.FirstFailureAt, LastFailureAt: j.LastFailureAt,
 		},
 	}}
+	n.r.Fingerprint = j.Fingerprint
+	if n.r.Fingerprint == "" {
+		n.r.Fingerprint = dlq.Fingerprint(n.r.Entry)
+	}
 	if j.Headers != nil {
 		n.r.Entry.OriginalHeaders = make(map[string]string, len(j.Headers))
 		for _, kv := range j.Headers {

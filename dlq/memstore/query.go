@@ -22,6 +22,8 @@ func matches(r *dlq.Record, q *dlq.Query) bool {
 		return false
 	case q.ErrorClass != "" && r.Entry.ErrorClass != dlq.CleanText(q.ErrorClass):
 		return false
+	case q.Group != "" && r.Fingerprint != q.Group:
+		return false
 	case !q.Since.IsZero() && r.ReceivedAt.Before(q.Since):
 		return false
 	case !q.Until.IsZero() && !r.ReceivedAt.Before(q.Until):

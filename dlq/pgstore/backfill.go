@@ -88,17 +88,20 @@ func (s *Store) backfillBatch(ctx context.Context) (int64, error) {
 	return upto - to, nil
 }
 
-// backfillInBackground runs Backfill until done or ctx ends, retrying
-// after errors.
+// backfillInBackground runs Backfill, then BackfillFingerprints, until
+// done or ctx ends, retrying after errors.
 func (s *Store) backfillInBackground(ctx context.Context) {
 	defer close(s.backfilled)
 	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
 		done, err := s.Backfill(ctx, 0)
+		if done && err == nil {
+			done, err = s.BackfillFingerprints(ctx, 0)
+		}
 		if done || ctx.Err() != nil {
 			return
 		}
 		if err != nil && !errors.Is(err, context.Canceled) {
-			s.log.Warn("pgstore: counts backfill failed; retrying", "err", err, "in", wait)
+			s.log.Warn("pgstore: backfill failed; retrying", "err", err, "in", wait)
 		}
 		select {
 		case <-ctx.Done():

@@ -19,7 +19,7 @@ import (
 const tableCols = `seq, dlq, id, identity, broker, severity, status, status_changed_at, status_by, version, received_at,
 	message_id, original_topic, original_partition, original_offset, original_key, original_value, original_headers, original_wire,
 	error_class, error_message, stack_trace, reason, retry_count, worker, worker_instance, source,
-	first_failure_at, last_failure_at`
+	first_failure_at, last_failure_at, fingerprint`
 
 // What a read loads of a record's message (key, value, headers, wire form).
 type message int
@@ -54,7 +54,7 @@ func cols(archived bool, m message) string {
 	c := `seq, dlq, id, identity, broker, severity, ` + status + `, version, received_at,
 	message_id, original_topic, original_partition, original_offset,
 	error_class, ` + errorMessage + `, stack_trace, reason, retry_count, worker, worker_instance, source,
-	first_failure_at, last_failure_at, coalesce(octet_length(original_value), 0)`
+	first_failure_at, last_failure_at, coalesce(octet_length(original_value), 0), fingerprint`
 	switch m {
 	case whole:
 		// A large value is read in chunks after the row (fillValues): in
@@ -86,7 +86,7 @@ func scanRecord(row pgx.Row, m message) (int64, dlq.Record, error) {
 	dest := []any{&seq, &r.DLQ, &r.ID, &r.Identity, &r.Broker, &r.Severity, &status, &r.StatusChangedAt, &r.StatusBy, &r.Version, &r.ReceivedAt,
 		&e.MessageID, &e.OriginalTopic, &e.OriginalPartition, &e.OriginalOffset,
 		&e.ErrorClass, &e.ErrorMessage, &e.StackTrace, &e.Reason, &e.RetryCount, &e.Worker, &e.WorkerInstance, &e.Source,
-		&first, &last, &r.ValueSize}
+		&first, &last, &r.ValueSize, &r.Fingerprint}
 	if m != brief {
 		dest = append(dest, &e.OriginalKey, &e.OriginalValue, &headers, &e.OriginalWire)
 	}

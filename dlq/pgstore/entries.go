@@ -164,6 +164,9 @@ func filter(q dlq.Query) (table, columns string, w *where) {
 	if q.ErrorClass != "" {
 		w.add("error_class = $%d", dlq.CleanText(q.ErrorClass))
 	}
+	if q.Group != "" {
+		w.add("fingerprint = $%d", q.Group)
+	}
 	if q.Text != "" {
 		w.add("strpos(lower(error_message), lower($%d)) > 0", dlq.CleanText(q.Text))
 	}
@@ -230,7 +233,7 @@ func (s *Store) Count(ctx context.Context, q dlq.Query) (int64, error) {
 		return 0, fmt.Errorf("pgstore: count: %w", err)
 	}
 	var n int64
-	if q.ErrorClass == "" && q.Text == "" && q.Since.IsZero() && q.Until.IsZero() {
+	if q.ErrorClass == "" && q.Text == "" && q.Group == "" && q.Since.IsZero() && q.Until.IsZero() {
 		status := string(q.Status)
 		err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(n), 0)::bigint FROM `+allCounts+` c
 			WHERE ($1 = '' OR dlq = $1) AND CASE WHEN $2 = '' THEN status <> 'archived' ELSE status = $2 END`, q.DLQ, status).Scan(&n)

@@ -17,7 +17,8 @@ import (
 // arrays of insertSQL.
 const insertCols = `dlq, id, identity, broker, severity, status, status_changed_at, status_by, version, received_at,
 	message_id, original_topic, original_partition, original_offset, original_key, original_value, original_headers, original_wire,
-	error_class, error_message, stack_trace, reason, retry_count, worker, worker_instance, source, first_failure_at, last_failure_at`
+	error_class, error_message, stack_trace, reason, retry_count, worker, worker_instance, source, first_failure_at, last_failure_at,
+	fingerprint`
 
 // insertSQL inserts a batch in one statement from one array per column
 // (unnest keeps their order, so seq follows the batch), skipping the rows
@@ -26,7 +27,8 @@ const insertCols = `dlq, id, identity, broker, severity, status, status_changed_
 const insertSQL = `INSERT INTO dlq_entries (` + insertCols + `)
 	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[], $9::bigint[], $10::timestamptz[],
 		$11::text[], $12::text[], $13::integer[], $14::bigint[], $15::bytea[], $16::bytea[], $17::bytea[], $18::bytea[],
-		$19::text[], $20::text[], $21::text[], $22::text[], $23::integer[], $24::text[], $25::text[], $26::text[], $27::timestamptz[], $28::timestamptz[])
+		$19::text[], $20::text[], $21::text[], $22::text[], $23::integer[], $24::text[], $25::text[], $26::text[], $27::timestamptz[], $28::timestamptz[],
+		$29::text[])
 	ON CONFLICT DO NOTHING
 	RETURNING dlq, id, identity`
 
@@ -42,6 +44,7 @@ func batchArgs(rs []dlq.Record) []any {
 		parts, retries                                  = make([]int32, n), make([]int32, n)
 		keys, values, headers, wires                    = make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
 		firsts, lasts                                   = make([]*time.Time, n), make([]*time.Time, n)
+		fingerprints                                    = make([]string, n)
 	)
 	for i, r := range rs {
 		e := &r.Entry
@@ -52,10 +55,11 @@ func batchArgs(rs []dlq.Record) []any {
 		classes[i], msgs[i], stacks[i], reasons[i], retries[i] = e.ErrorClass, e.ErrorMessage, e.StackTrace, e.Reason, int32(e.RetryCount)
 		workers[i], instances[i], sources[i] = e.Worker, e.WorkerInstance, e.Source
 		firsts[i], lasts[i] = nullTime(e.FirstFailureAt), nullTime(e.LastFailureAt)
+		fingerprints[i] = r.Fingerprint
 	}
 	return []any{dlqs, ids, idents, brokers, sevs, statuses, changed, bys, versions, received,
 		msgIDs, topics, parts, offsets, keys, values, headers, wires,
-		classes, msgs, stacks, reasons, retries, workers, instances, sources, firsts, lasts}
+		classes, msgs, stacks, reasons, retries, workers, instances, sources, firsts, lasts, fingerprints}
 }
 
 // Insert implements dlq.Store: a batch of one.
@@ -167,7 +171,7 @@ const stagingTable = `CREATE TEMPORARY TABLE IF NOT EXISTS dlq_ingest (
 	version bigint, received_at timestamptz, message_id text, original_topic text, original_partition integer, original_offset bigint,
 	original_key bytea, original_value bytea, original_headers bytea, original_wire bytea,
 	error_class text, error_message text, stack_trace text, reason text, retry_count integer, worker text, worker_instance text, source text,
-	first_failure_at timestamptz, last_failure_at timestamptz) ON COMMIT DELETE ROWS`
+	first_failure_at timestamptz, last_failure_at timestamptz, fingerprint text) ON COMMIT DELETE ROWS`
 
 // insertStatement writes batch, skipping the rows whose identity or id
 // the DLQ holds, and returns the ids of those it inserted by identity:
@@ -341,5 +345,5 @@ func InsertValues(r dlq.Record) []any {
 	return []any{r.DLQ, r.ID, r.Identity, r.Broker, r.Severity, string(r.Status), r.StatusChangedAt, r.StatusBy, r.Version, r.ReceivedAt,
 		e.MessageID, e.OriginalTopic, e.OriginalPartition, e.OriginalOffset, e.OriginalKey, e.OriginalValue, encodeHeaders(e.OriginalHeaders), e.OriginalWire,
 		e.ErrorClass, e.ErrorMessage, e.StackTrace, e.Reason, int32(e.RetryCount), e.Worker, e.WorkerInstance, e.Source,
-		nullTime(e.FirstFailureAt), nullTime(e.LastFailureAt)}
+		nullTime(e.FirstFailureAt), nullTime(e.LastFailureAt), r.Fingerprint}
 }
