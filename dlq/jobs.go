@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"strings"
 	"sync"
 	"time"
 )
@@ -18,11 +19,21 @@ const (
 	JobCancelled = "cancelled"
 )
 
-// Job is a replay-all job (Jobs runs it), in the JSON form the admin API
-// shows it (GET /internal/v1/dlq/jobs/{id}).
+// Job kinds.
+const (
+	JobReplayAll  = "replay_all"
+	JobDiscardAll = "discard_all"
+)
+
+// Job is a replay-all or discard-all job (Jobs runs it), in the JSON form
+// the admin API shows it (GET /internal/v1/dlq/jobs/{id}).
 type Job struct {
 	// ID identifies the job (a time-ordered id, see NewID).
 	ID string `json:"id"`
+	// Kind is JobReplayAll or JobDiscardAll.
+	Kind string `json:"kind"`
+	// Reason is the reason of a discard-all job, in its audit rows.
+	Reason string `json:"reason,omitempty"`
 	// DLQ is the dead-letter queue the job replays.
 	DLQ string `json:"dlq"`
 	// Actor started the job; the audit rows name it.
@@ -52,13 +63,16 @@ type JobFilter struct {
 	// ErrorClass, Text, Since and Until are those of Query.
 	ErrorClass string     `json:"error_class,omitempty"`
 	Text       string     `json:"q,omitempty"`
+	// Group is the failure fingerprint of Query.Group.
+	Group string `json:"group,omitempty"`
 	Since      *time.Time `json:"since,omitempty"`
 	Until      *time.Time `json:"until,omitempty"`
 }
 
-// JobProgress counts a replay-all job's entries so far (see Progress):
+// JobProgress counts a job's entries so far (see Progress):
 // Mismatched entries were left pending because their recorded origin
-// disagrees with their DLQ's route.
+// disagrees with their DLQ's route; Discarded counts the entries of a
+// discard-all job.
 type JobProgress struct {
 	// Total, Replayed, Skipped, Failed and Mismatched are those of
 	// Progress.
@@ -67,9 +81,13 @@ type JobProgress struct {
 	Skipped    int64 `json:"skipped"`
 	Failed     int64 `json:"failed"`
 	Mismatched int64 `json:"mismatched"`
+	Discarded  int64 `json:"discarded"`
 }
 
-func progressOf(p Progress) JobProgress {
+func progressOf(kind string, p Progress) JobProgress {
+	if kind == JobDiscardAll {
+		return JobProgress{Total: p.Total, Discarded: p.Replayed, Skipped: p.Skipped, Failed: p.Failed}
+	}
 	return JobProgress{Total: p.Total, Replayed: p.Replayed, Skipped: p.Skipped, Failed: p.Failed, Mismatched: p.Mismatched}
 }
 
@@ -278,28 +296,78 @@ func (js *Jobs) StartReplayAll(ctx context.Context, q Query, actor string, rate 
 	if math.IsNaN(rate) || !ValidReplayRate(rate) {
 		return Job{}, fmt.Errorf("%w: rate: %v is not 0 or from %v to %v messages per second", ErrInvalidQuery, rate, MinReplayRate, MaxReplayRate)
 	}
-	q = Query{DLQ: q.DLQ, Status: StatusPending, ErrorClass: q.ErrorClass, Text: q.Text, Since: q.Since, Until: q.Until}
-	if err := q.Validate(); err != nil {
+	q, j, err := js.newJob(ctx, JobReplayAll, q, actor, rate)
+	if err != nil {
 		return Job{}, err
 	}
+	got, err := js.start(j, func(ctx context.Context, j *job) func() { return js.runReplayAll(ctx, j, q) })
+	if errors.Is(err, ErrJobRunning) {
+		return got.view(), err
+	}
+	if err != nil {
+		return Job{}, err
+	}
+	return got.view(), nil
+}
+
+// newJob checks the selection q of a job of kind and returns it (the
+// pending entries of q's filter) with the job, not started.
+func (js *Jobs) newJob(ctx context.Context, kind string, q Query, actor string, rate float64) (Query, *job, error) {
+	q = Query{DLQ: q.DLQ, Status: StatusPending, ErrorClass: q.ErrorClass, Text: q.Text, Group: q.Group, Since: q.Since, Until: q.Until}
+	if err := q.Validate(); err != nil {
+		return q, nil, err
+	}
 	if q.DLQ == "" {
-		return Job{}, fmt.Errorf("%w: dlq: required", ErrInvalidQuery)
+		return q, nil, fmt.Errorf("%w: dlq: required", ErrInvalidQuery)
 	}
 	if actor == "" {
 		actor = DefaultJobActor
 	}
 	known, err := js.ops.Known(ctx, q.DLQ)
 	if err != nil {
-		return Job{}, err
+		return q, nil, err
 	}
 	if !known {
-		return Job{}, fmt.Errorf("%w: %q", ErrUnknownDLQ, q.DLQ)
+		return q, nil, fmt.Errorf("%w: %q", ErrUnknownDLQ, q.DLQ)
 	}
-	j := &job{Job: Job{
-		ID: NewID(time.Now()), DLQ: q.DLQ, Actor: actor, Rate: rate, State: JobRunning, StartedAt: time.Now().UTC(),
-		Filter: JobFilter{ErrorClass: q.ErrorClass, Text: q.Text, Since: timePtr(q.Since), Until: timePtr(q.Until)},
-	}}
-	got, err := js.start(j, func(ctx context.Context, j *job) func() { return js.runReplayAll(ctx, j, q) })
+	return q, &job{Job: Job{
+		ID: NewID(time.Now()), Kind: kind, DLQ: q.DLQ, Actor: actor, Rate: rate, State: JobRunning, StartedAt: time.Now().UTC(),
+		Filter: JobFilter{ErrorClass: q.ErrorClass, Text: q.Text, Group: q.Group, Since: timePtr(q.Since), Until: timePtr(q.Until)},
+	}}, nil
+}
+
+// StartDiscardAll starts a background job discarding the pending entries
+// of q.DLQ that q's filter selects (ErrorClass, Text, Group, Since,
+// Until), with reason (required: ErrReasonRequired) and actor in every
+// audit row, at most rate per second (as StartReplayAll). One job, replay
+// or discard, runs per DLQ at a time: ErrJobRunning with the running job
+// otherwise; the other errors are those of StartReplayAll.
+func (js *Jobs) StartDiscardAll(ctx context.Context, q Query, actor, reason string, rate float64) (Job, error) {
+	if rate < 0 {
+		rate = js.rate
+	}
+	if math.IsNaN(rate) || !ValidReplayRate(rate) {
+		return Job{}, fmt.Errorf("%w: rate: %v is not 0 or from %v to %v per second", ErrInvalidQuery, rate, MinReplayRate, MaxReplayRate)
+	}
+	if reason = strings.TrimSpace(reason); reason == "" {
+		return Job{}, fmt.Errorf("dlq: discard all %s: %w", q.DLQ, ErrReasonRequired)
+	}
+	q, j, err := js.newJob(ctx, JobDiscardAll, q, actor, rate)
+	if err != nil {
+		return Job{}, err
+	}
+	j.Reason = clip(reason)
+	got, err := js.start(j, func(ctx context.Context, j *job) func() {
+		p, err := js.ops.DiscardAll(ctx, q, DiscardAllOptions{
+			Actor: j.Actor, Reason: j.Reason, Rate: j.Rate, Stop: j.stop,
+			Progress: func(p Progress) {
+				j.mu.Lock()
+				j.Progress = progressOf(j.Kind, p)
+				j.mu.Unlock()
+			},
+		})
+		return js.finish(j, p, err)
+	})
 	if errors.Is(err, ErrJobRunning) {
 		return got.view(), err
 	}
@@ -316,15 +384,21 @@ func (js *Jobs) runReplayAll(ctx context.Context, j *job, q Query) (finish func(
 		Actor: j.Actor, Rate: j.Rate, Stop: j.stop,
 		Progress: func(p Progress) {
 			j.mu.Lock()
-			j.Progress = progressOf(p)
+			j.Progress = progressOf(j.Kind, p)
 			j.mu.Unlock()
 		},
 	})
+	return js.finish(j, p, err)
+}
+
+// finish returns the function that records how job j ended, with progress
+// p and error err.
+func (js *Jobs) finish(j *job, p Progress, err error) func() {
 	return func() {
 		now := time.Now().UTC()
 		j.mu.Lock()
 		defer j.mu.Unlock()
-		j.Progress = progressOf(p)
+		j.Progress = progressOf(j.Kind, p)
 		j.FinishedAt = &now
 		switch {
 		case err == nil:
@@ -336,7 +410,7 @@ func (js *Jobs) runReplayAll(ctx context.Context, j *job, q Query) (finish func(
 		default:
 			j.State, j.Error = JobFailed, err.Error()
 		}
-		js.log.Info("dlq: replay-all finished", "job", j.ID, "dlq", j.DLQ, "state", j.State, "replayed", p.Replayed,
+		js.log.Info("dlq: job finished", "job", j.ID, "kind", j.Kind, "dlq", j.DLQ, "state", j.State, "done", p.Replayed,
 			"mismatched", p.Mismatched, "error", err)
 	}
 }

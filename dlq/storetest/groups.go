@@ -126,4 +126,25 @@ func testGroups(t *testing.T, s dlq.Store) {
 			t.Errorf("%s of another group is %s after replaying group B", r.ID, got.Status)
 		}
 	}
+
+	// Discarding one group discards its pending entries, each audited
+	// with the reason; a reason is required.
+	if _, err := ops.DiscardAll(ctx, dlq.Query{DLQ: name, Group: fpC}, dlq.DiscardAllOptions{Actor: "bob"}); !errors.Is(err, dlq.ErrReasonRequired) {
+		t.Errorf("DiscardAll without a reason = %v, want ErrReasonRequired", err)
+	}
+	p, err = ops.DiscardAll(ctx, dlq.Query{DLQ: name, Group: fpC}, dlq.DiscardAllOptions{Actor: "bob", Reason: "known ledger bug"})
+	if err != nil || p.Total != 2 || p.Replayed != 2 || !p.Done {
+		t.Fatalf("DiscardAll(group C) = %+v, %v; want 2 discarded", p, err)
+	}
+	for _, r := range c {
+		got := get(t, s, name, r.ID)
+		trail, err := s.Audit(ctx, name, r.ID)
+		if err != nil || got.Status != dlq.StatusDiscarded || got.StatusBy != "bob" || len(trail) != 1 ||
+			trail[0].Action != dlq.ActionDiscard || trail[0].Reason != "known ledger bug" || trail[0].Actor != "bob" {
+			t.Errorf("%s after DiscardAll: %s by %s, audit %+v, %v", r.ID, got.Status, got.StatusBy, trail, err)
+		}
+	}
+	if got := get(t, s, name, a[0].ID); got.Status != dlq.StatusPending {
+		t.Errorf("%s of group A is %s after discarding group C", a[0].ID, got.Status)
+	}
 }
