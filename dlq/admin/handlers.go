@@ -78,7 +78,7 @@ func (p *params) str(name string) string { return p.v.Get(name) }
 // listing gives status and order too.
 func (p *params) filter(q *dlq.Query) {
 	if p.err == nil {
-		p.err = dlq.Filter{Status: p.str("status"), ErrorClass: p.str("error_class"), Text: p.str("q"),
+		p.err = dlq.Filter{Status: p.str("status"), ErrorClass: p.str("error_class"), Text: p.str("q"), Group: p.str("group"),
 			Since: p.str("since"), Until: p.str("until"), Order: p.str("order")}.Apply(q)
 	}
 }
@@ -143,7 +143,7 @@ func (s *Server) parseList(r *http.Request) (dlq.Query, error) {
 	if q.DLQ, err = dlqName("topic", r.PathValue("topic")); err != nil {
 		return q, err
 	}
-	p := readParams(r, "status", "error_class", "q", "since", "until", "cursor", "limit", "order")
+	p := readParams(r, "status", "error_class", "q", "group", "since", "until", "cursor", "limit", "order")
 	if p.err != nil {
 		return q, p.err
 	}
@@ -279,6 +279,22 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 
 // discard serves DELETE /internal/v1/dlq/{topic}/{id}; the reason comes
 // from the query (reason=…) or the body {"reason": …}.
+// checkReason checks a discard's reason, given in the body or in the
+// query (not both, one required, at most dlq.MaxReasonLen bytes); what
+// says what it explains.
+func checkReason(inBody, inQuery, what string) error {
+	reason := inBody + inQuery
+	switch {
+	case inBody != "" && inQuery != "":
+		return bad("reason", "given both in the query and in the body")
+	case strings.TrimSpace(reason) == "":
+		return bad("reason", "required: say why %s", what)
+	case len(reason) > dlq.MaxReasonLen:
+		return bad("reason", "longer than %d bytes", dlq.MaxReasonLen)
+	}
+	return nil
+}
+
 func (s *Server) discard(w http.ResponseWriter, r *http.Request) {
 	name, id, err := pathEntry(r)
 	var body struct {
@@ -291,15 +307,9 @@ func (s *Server) discard(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = decodeBody(r, &body, true)
 	}
-	if err == nil && body.Reason != "" && p.str("reason") != "" {
-		err = bad("reason", "given both in the query and in the body")
-	}
 	reason := body.Reason + p.str("reason")
-	if err == nil && strings.TrimSpace(reason) == "" {
-		err = bad("reason", "required: say why the entry is discarded")
-	}
-	if err == nil && len(reason) > dlq.MaxReasonLen {
-		err = bad("reason", "longer than %d bytes", dlq.MaxReasonLen)
+	if err == nil {
+		err = checkReason(body.Reason, p.str("reason"), "the entry is discarded")
 	}
 	if err != nil {
 		s.reject(w, r, err)

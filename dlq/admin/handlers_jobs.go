@@ -21,7 +21,23 @@ func parseRate(v string) (float64, error) {
 // background job and answers 202 with it (Location: its URL); 409 when the
 // DLQ already has a running job.
 func (s *Server) replayAll(w http.ResponseWriter, r *http.Request) {
-	p := readParams(r, "topic", "error_class", "q", "since", "until", "rate")
+	s.startJob(w, r, false)
+}
+
+// discardAll serves POST /internal/v1/dlq/discard-all?topic=…: as
+// replayAll, discarding with a reason (query or body, required).
+func (s *Server) discardAll(w http.ResponseWriter, r *http.Request) {
+	s.startJob(w, r, true)
+}
+
+// startJob reads the parameters of replay-all or discard-all and starts
+// the job.
+func (s *Server) startJob(w http.ResponseWriter, r *http.Request, discard bool) {
+	allowed := []string{"topic", "error_class", "q", "group", "since", "until", "rate"}
+	if discard {
+		allowed = append(allowed, "reason")
+	}
+	p := readParams(r, allowed...)
 	q := dlq.Query{Status: dlq.StatusPending}
 	err := p.err
 	if err == nil {
@@ -35,14 +51,28 @@ func (s *Server) replayAll(w http.ResponseWriter, r *http.Request) {
 	if v := p.str("rate"); err == nil && v != "" {
 		rate, err = parseRate(v)
 	}
-	if err == nil {
+	var body struct {
+		Reason string `json:"reason"`
+	}
+	if err == nil && discard {
+		err = decodeBody(r, &body, true)
+	} else if err == nil {
 		err = decodeBody(r, &struct{}{}, true)
+	}
+	reason := body.Reason + p.str("reason")
+	if err == nil && discard {
+		err = checkReason(body.Reason, p.str("reason"), "the entries are discarded")
 	}
 	if err != nil {
 		s.reject(w, r, err)
 		return
 	}
-	j, err := s.jobs.StartReplayAll(r.Context(), q, actor(r), rate)
+	var j dlq.Job
+	if discard {
+		j, err = s.jobs.StartDiscardAll(r.Context(), q, actor(r), reason, rate)
+	} else {
+		j, err = s.jobs.StartReplayAll(r.Context(), q, actor(r), rate)
+	}
 	switch {
 	case errors.Is(err, dlq.ErrUnknownDLQ):
 		writeError(w, http.StatusNotFound, CodeNotFound, "", fmt.Sprintf("no DLQ named %q (see GET /internal/v1/dlq)", q.DLQ))

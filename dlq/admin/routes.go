@@ -15,17 +15,35 @@ var routes = []struct {
 }{
 	{"GET /internal/v1/dlq", (*Server).listDLQs},
 	{"GET /internal/v1/dlq/{topic}", (*Server).listEntries},
-	{"GET /internal/v1/dlq/{topic}/{id}", (*Server).showEntry},
+	{"GET /internal/v1/dlq/{topic}/{id}", (*Server).showEntryOrGroups},
 	{"GET /internal/v1/dlq/{topic}/{id}/payload", (*Server).payload},
 	{"DELETE /internal/v1/dlq/{topic}/{id}", (*Server).discard},
 	{"POST /internal/v1/dlq/replay", (*Server).replay},
 	{"POST /internal/v1/dlq/replay-all", (*Server).replayAll},
+	{"POST /internal/v1/dlq/discard-all", (*Server).discardAll},
 	{"GET /internal/v1/dlq/jobs", (*Server).listJobs},
 	{"GET /internal/v1/dlq/jobs/{id}", (*Server).job},
 	{"POST /internal/v1/dlq/jobs/{id}/cancel", (*Server).cancelJob},
 	{"POST /internal/v1/workers/{worker}/pause", (*Server).pauseWorker},
 	{"POST /internal/v1/workers/{worker}/resume", (*Server).resumeWorker},
 	{"GET /internal/v1/openapi.json", (*Server).openAPI},
+}
+
+// groupsRoute is the operation of Server.groups, served through the
+// pattern of showEntry: as ServeMux patterns, GET …/dlq/{topic}/groups and
+// GET …/dlq/jobs/{id} would conflict (neither is more specific), so
+// showEntryOrGroups hands an {id} of "groups" to groups. No entry has that
+// id: ids are generated (dlq.NewID) or Kafka coordinates (dlq.KafkaID).
+const groupsRoute = "GET /internal/v1/dlq/{topic}/groups"
+
+// showEntryOrGroups serves GET /internal/v1/dlq/{topic}/{id}: the entry,
+// or the DLQ's groups for the id "groups" (groupsRoute).
+func (s *Server) showEntryOrGroups(w http.ResponseWriter, r *http.Request) {
+	if r.PathValue("id") == "groups" {
+		s.groups(w, r)
+		return
+	}
+	s.showEntry(w, r)
 }
 
 // methods are those the API answers to; the others are 405 where a path
