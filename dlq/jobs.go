@@ -61,12 +61,12 @@ type Job struct {
 // uses).
 type JobFilter struct {
 	// ErrorClass, Text, Since and Until are those of Query.
-	ErrorClass string     `json:"error_class,omitempty"`
-	Text       string     `json:"q,omitempty"`
+	ErrorClass string `json:"error_class,omitempty"`
+	Text       string `json:"q,omitempty"`
 	// Group is the failure fingerprint of Query.Group.
-	Group string `json:"group,omitempty"`
-	Since      *time.Time `json:"since,omitempty"`
-	Until      *time.Time `json:"until,omitempty"`
+	Group string     `json:"group,omitempty"`
+	Since *time.Time `json:"since,omitempty"`
+	Until *time.Time `json:"until,omitempty"`
 }
 
 // JobProgress counts a job's entries so far (see Progress):
