@@ -32,7 +32,8 @@ func init() {
 		help: `Without DLQ: every DLQ with its counts by status. With DLQ: its entries,
 newest first, one page (--limit, default 50, at most 500); the next page is
 --cursor as printed. Filters: --status, --error-class, --q (text in the
-error message, any case).
+error message, any case), --group (a failure group's fingerprint, as
+'redrive dlq groups DLQ' prints it).
 
 ` + dlqHelp,
 		flags: func(fs *flag.FlagSet) action {
@@ -42,6 +43,7 @@ error message, any case).
 			fs.StringVar(&f.status, "status", "", "only entries in `STATUS` (pending, replaying, replayed, discarded, archived)")
 			fs.StringVar(&f.errorClass, "error-class", "", "only entries of error `CLASS`")
 			fs.StringVar(&f.text, "q", "", "only entries whose error message contains `TEXT`")
+			fs.StringVar(&f.group, "group", "", "only entries of the failure group `FINGERPRINT` (see redrive dlq groups)")
 			fs.IntVar(&f.limit, "limit", 0, "at most `N` entries (default 50, at most 500)")
 			fs.StringVar(&f.cursor, "cursor", "", "continue at `CURSOR` (printed after a full page)")
 			fs.BoolVar(&f.json, "json", false, "print the server's JSON")
@@ -103,6 +105,7 @@ the command does not stop the job.
 			})
 			fs.StringVar(&f.errorClass, "error-class", "", "only entries of error `CLASS`")
 			fs.StringVar(&f.text, "q", "", "only entries whose error message contains `TEXT`")
+			fs.StringVar(&f.group, "group", "", "only entries of the failure group `FINGERPRINT` (see redrive dlq groups)")
 			fs.DurationVar(&f.poll, "poll", 500*time.Millisecond, "check the job's progress every `DURATION`")
 			return func(ctx context.Context, inv *invocation) error { return dlqReplayAll(ctx, inv, fs, &a, &f) }
 		},
@@ -122,13 +125,13 @@ the command does not stop the job.
 }
 
 type lsFlags struct {
-	status, errorClass, text, cursor string
+	status, errorClass, text, group, cursor string
 	limit                            int
 	json                             bool
 }
 
 type replayAllFlags struct {
-	rate, errorClass, text string
+	rate, errorClass, text, group string
 	poll                   time.Duration
 }
 
@@ -182,8 +185,8 @@ func dlqLs(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adminFlags
 		return err
 	}
 	if len(args) == 0 {
-		if f.status != "" || f.errorClass != "" || f.text != "" || f.limit != 0 || f.cursor != "" {
-			return usageErrorf("--status, --error-class, --q, --limit and --cursor list the entries of one DLQ: redrive dlq ls DLQ [flags]")
+		if f.status != "" || f.errorClass != "" || f.text != "" || f.group != "" || f.limit != 0 || f.cursor != "" {
+			return usageErrorf("--status, --error-class, --q, --group, --limit and --cursor list the entries of one DLQ: redrive dlq ls DLQ [flags]")
 		}
 		var out struct {
 			DLQs []admin.DLQ `json:"dlqs"`
@@ -191,7 +194,7 @@ func dlqLs(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adminFlags
 		return c.get(ctx, inv, "", nil, f.json, &out, func() error { return renderDLQs(inv.stdout, out.DLQs) })
 	}
 	q := url.Values{}
-	for k, v := range map[string]string{"status": f.status, "error_class": f.errorClass, "q": f.text, "cursor": f.cursor} {
+	for k, v := range map[string]string{"status": f.status, "error_class": f.errorClass, "q": f.text, "group": f.group, "cursor": f.cursor} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -308,7 +311,7 @@ func dlqReplayAll(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adm
 		return err
 	}
 	q := url.Values{"topic": {args[0]}}
-	for k, v := range map[string]string{"rate": f.rate, "error_class": f.errorClass, "q": f.text} {
+	for k, v := range map[string]string{"rate": f.rate, "error_class": f.errorClass, "q": f.text, "group": f.group} {
 		if v != "" {
 			q.Set(k, v)
 		}

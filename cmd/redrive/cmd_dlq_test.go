@@ -118,7 +118,7 @@ func TestDLQClient(t *testing.T) {
 		{[]string{"show", "orders.billing.dlq", "boom"}, exitFailure, "redrive: dlq show: internal error (HTTP 500 Internal Server Error)\n"},
 		{[]string{"show", "orders.billing.dlq"}, exitUsage, "redrive: dlq show: usage: redrive dlq show [flags] DLQ ID (run 'redrive dlq show --help')\n"},
 		{[]string{"discard", "orders.billing.dlq", "e1", "--reason", "  "}, exitUsage, "redrive: dlq discard: --reason is required: say why the entry is discarded (it goes to the audit log)\n"},
-		{[]string{"ls", "--status", "pending"}, exitUsage, "redrive: dlq ls: --status, --error-class, --q, --limit and --cursor list the entries of one DLQ: redrive dlq ls DLQ [flags]\n"},
+		{[]string{"ls", "--status", "pending"}, exitUsage, "redrive: dlq ls: --status, --error-class, --q, --group, --limit and --cursor list the entries of one DLQ: redrive dlq ls DLQ [flags]\n"},
 		{[]string{"ls", "orders.billing.dlq", "--frob"}, exitUsage, "redrive: dlq ls: unknown flag --frob (run 'redrive dlq ls --help')\n"},
 	} {
 		code, out, errOut := dlq(append(tt.args, "--server", url)...)
