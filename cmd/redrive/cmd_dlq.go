@@ -126,13 +126,13 @@ the command does not stop the job.
 
 type lsFlags struct {
 	status, errorClass, text, group, cursor string
-	limit                            int
-	json                             bool
+	limit                                   int
+	json                                    bool
 }
 
 type replayAllFlags struct {
 	rate, errorClass, text, group string
-	poll                   time.Duration
+	poll                          time.Duration
 }
 
 // errHelpShown ends a command whose --help came after its arguments.
