@@ -64,8 +64,19 @@ func (c *Console) discard(w http.ResponseWriter, r *http.Request, ss *session) {
 }
 
 // replayAll serves POST /dlq/{name}/replay-all (fields error_class, q,
-// since, until, rate): it starts a job and shows its progress page.
+// group, since, until, rate): it starts a job and shows its progress page.
 func (c *Console) replayAll(w http.ResponseWriter, r *http.Request, ss *session) {
+	c.startJob(w, r, ss, false)
+}
+
+// discardAll serves POST /dlq/{name}/discard-all: as replayAll, with a
+// reason (required) for every entry's audit row.
+func (c *Console) discardAll(w http.ResponseWriter, r *http.Request, ss *session) {
+	c.startJob(w, r, ss, true)
+}
+
+// startJob reads the form of replay-all or discard-all and starts the job.
+func (c *Console) startJob(w http.ResponseWriter, r *http.Request, ss *session, discard bool) {
 	name, err := dlqName(r.PathValue("name"))
 	q := dlq.Query{DLQ: name, Status: dlq.StatusPending}
 	if err == nil {
@@ -78,11 +89,24 @@ func (c *Console) replayAll(w http.ResponseWriter, r *http.Request, ss *session)
 			rate, err = parseRate(s)
 		}
 	}
+	reason := strings.TrimSpace(r.PostFormValue("reason"))
+	switch {
+	case err != nil || !discard:
+	case reason == "":
+		err = bad("reason", "required: say why the entries are discarded")
+	case len(reason) > dlq.MaxReasonLen:
+		err = bad("reason", "longer than %d bytes", dlq.MaxReasonLen)
+	}
 	if err != nil {
 		c.fail(w, r, ss, err)
 		return
 	}
-	j, err := c.cfg.Jobs.StartReplayAll(r.Context(), q, ss.user.Name, rate)
+	var j dlq.Job
+	if discard {
+		j, err = c.cfg.Jobs.StartDiscardAll(r.Context(), q, ss.user.Name, reason, rate)
+	} else {
+		j, err = c.cfg.Jobs.StartReplayAll(r.Context(), q, ss.user.Name, rate)
+	}
 	switch {
 	case errors.Is(err, dlq.ErrJobRunning):
 		c.log.Info("console: replay-all already running", "dlq", name, "job", j.ID)
@@ -96,7 +120,7 @@ func (c *Console) replayAll(w http.ResponseWriter, r *http.Request, ss *session)
 		c.fail(w, r, ss, err)
 		return
 	default:
-		c.log.Info("console: replay-all started", "dlq", name, "job", j.ID, "user", ss.user.Name)
+		c.log.Info("console: job started", "kind", j.Kind, "dlq", name, "job", j.ID, "user", ss.user.Name)
 	}
 	http.Redirect(w, r, "/jobs/"+pathEscape(j.ID), http.StatusSeeOther)
 }

@@ -22,6 +22,7 @@ import (
 // API shares).
 type Jobs interface {
 	StartReplayAll(ctx context.Context, q dlq.Query, actor string, rate float64) (dlq.Job, error)
+	StartDiscardAll(ctx context.Context, q dlq.Query, actor, reason string, rate float64) (dlq.Job, error)
 	Job(id string) (dlq.Job, bool)
 	List() []dlq.Job
 	Cancel(ctx context.Context, id, actor string) (dlq.Job, error)

@@ -108,6 +108,9 @@ type entriesView struct {
 	Pending  int64
 	Statuses []dlq.Status
 	Paged    bool
+	// Groups are the DLQ's failure groups, shown first when no filter is
+	// set (the page opens on them).
+	Groups []groupRow
 }
 
 // entries serves GET /dlq/{name}: one page of entries, filtered.
@@ -158,6 +161,12 @@ func (c *Console) entries(w http.ResponseWriter, r *http.Request, ss *session) {
 		rows[i] = c.row(rec)
 	}
 	view := entriesView{DLQ: name, Filter: f, Records: rows, Pending: pending, Statuses: dlq.Statuses, Paged: q.Cursor != ""}
+	if r.URL.RawQuery == "" { // the DLQ page opens on its groups
+		if view.Groups, err = c.groups(r.Context(), name); err != nil {
+			c.fail(w, r, ss, err)
+			return
+		}
+	}
 	base := "/dlq/" + pathEscape(name) + "?"
 	view.First = template.URL(base + f.Query().Encode()) // #nosec: built from escaped parts
 	if pg.Next != "" {

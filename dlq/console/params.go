@@ -47,7 +47,7 @@ func (f filter) Query() url.Values {
 // Active reports whether the filter selects anything narrower than the
 // default listing.
 func (f filter) Active() bool {
-	return f.Status != "" || f.ErrorClass != "" || f.Text != "" || f.Since != "" || f.Until != ""
+	return f.Status != "" || f.ErrorClass != "" || f.Text != "" || f.Since != "" || f.Until != "" || f.Group != ""
 }
 
 // one returns the single value of field in v; repeated is bad input.

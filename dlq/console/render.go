@@ -36,7 +36,8 @@ var funcs = template.FuncMap{
 		return part * 100 / total
 	},
 	"add": func(a, b int64) int64 { return a + b },
-	"dur": duration,
+	"dur":       duration,
+	"sparkline": sparkline,
 }
 
 // parsePages parses every page with the layout.

@@ -28,6 +28,7 @@ func (c *Console) routes() {
 		{"POST /dlq/{name}/{id}/replay", operator, (*Console).replay},
 		{"POST /dlq/{name}/{id}/discard", operator, (*Console).discard},
 		{"POST /dlq/{name}/replay-all", operator, (*Console).replayAll},
+		{"POST /dlq/{name}/discard-all", operator, (*Console).discardAll},
 		{"GET /jobs", viewer, (*Console).jobs},
 		{"GET /jobs/{id}", viewer, (*Console).job},
 		{"POST /jobs/{id}/cancel", operator, (*Console).cancelJob},
