@@ -35,7 +35,7 @@ var funcs = template.FuncMap{
 		}
 		return part * 100 / total
 	},
-	"add": func(a, b int64) int64 { return a + b },
+	"add":       func(a, b int64) int64 { return a + b },
 	"dur":       duration,
 	"sparkline": sparkline,
 }
