@@ -16,12 +16,12 @@ const DefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
 // newStore opens a store in a schema of its own, dropped when the test
 // ends. PostgreSQL is required: unreachable fails the test.
-func newStore(t *testing.T) *pgstore.Store {
+func newStore(t testing.TB) *pgstore.Store {
 	t.Helper()
 	return open(t, testenv.Schema(t))
 }
 
-func open(t *testing.T, schema string) *pgstore.Store {
+func open(t testing.TB, schema string) *pgstore.Store {
 	t.Helper()
 	s, err := pgstore.Open(context.Background(), testenv.PostgreSQL.URL(), pgstore.Config{
 		Schema: schema, MaxConns: 4, Logger: slog.New(slog.DiscardHandler),

@@ -119,7 +119,7 @@ func (s *stack) waitStored(t *testing.T, n int) []dlq.Record {
 // one, replays it (and sees the worker get it back), discards another
 // with a reason, checks that a post without the CSRF token is refused and
 // that the cookie is out of JavaScript's reach, runs a replay-all, and
-// looks at the workers and lag pages.
+// looks at the failure groups and the workers and lag pages.
 func TestConsole(t *testing.T) {
 	path := chromium(t)
 	s := newStack(t)
@@ -175,6 +175,35 @@ func TestConsole(t *testing.T) {
 		t.Errorf("entries table lacks the worker's error: %q", got)
 	}
 	screenshot(t, ctx, "entries")
+
+	// The page opens on its failure groups: the poison messages fail
+	// alike, one group of four, with a sparkline of their arrivals; its
+	// link lists the group's entries.
+	if n := get(t, ctx, "count the groups", chromedp.Evaluate[int](`document.querySelectorAll("#groups tbody tr").length`)); n != 1 {
+		t.Errorf("%d failure groups, want 1: %q", n, text(t, ctx, "groups"))
+	}
+	if got := get(t, ctx, "read the group's count", chromedp.Evaluate[string](`document.querySelector("#groups tbody td.num").textContent`)); got != "4" {
+		t.Errorf("the group counts %q entries, want 4", got)
+	}
+	if n := get(t, ctx, "count the sparkline's bars", chromedp.Evaluate[int](`document.querySelectorAll("#groups svg.spark rect").length`)); n < 1 {
+		t.Error("the group's sparkline has no bar")
+	}
+	if got := text(t, ctx, "groups"); !strings.Contains(got, "account closed") {
+		t.Errorf("groups table lacks the worker's error: %q", got)
+	}
+	screenshot(t, ctx, "groups")
+	run(t, ctx, "open the group's entries",
+		chromedp.Click(chromedp.CSS("#groups a.group-entries")),
+		chromedp.WaitVisible(chromedp.ID("entries")))
+	if loc := get(t, ctx, "read the location", chromedp.Location()); !strings.Contains(loc, "?group=") {
+		t.Errorf("the group's link led to %s", loc)
+	}
+	got = text(t, ctx, "entries")
+	for _, r := range recs {
+		if !strings.Contains(got, r.ID) {
+			t.Errorf("the group's entries lack %s: %q", r.ID, got)
+		}
+	}
 
 	// Open one and replay it.
 	first := byDeal["d-100"]

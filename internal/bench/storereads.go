@@ -16,6 +16,10 @@ const (
 	targetPage  = 20 * time.Millisecond
 	targetCount = 10 * time.Millisecond
 	targetByID  = 5 * time.Millisecond
+	// targetGroups is the failure groups' target (issue 18) for a DLQ of
+	// up to groupsTargetEntries entries.
+	targetGroups        = 200 * time.Millisecond
+	groupsTargetEntries = 100_000
 )
 
 // measureReads times each operator-facing read on random DLQs and
@@ -122,6 +126,18 @@ func measureReads(ctx context.Context, cfg StoreConfig, st *pgstore.Store, ids [
 			}
 			return nil
 		}},
+		{groupsRead(truth), groupsTarget(truth), 0, func(rng *rand.Rand) error {
+			d := pick(rng)
+			gs, err := st.Groups(ctx, dlq.GroupQuery{DLQ: d})
+			var n int64
+			for _, g := range gs {
+				n += g.Count
+			}
+			if live := truth[d+"/pending"] + truth[d+"/replaying"] + truth[d+"/replayed"] + truth[d+"/discarded"]; err == nil && (len(gs) == 0 || n > live) {
+				err = fmt.Errorf("%w: %d groups of %d entries in %s, which holds %d", errWrong, len(gs), n, d, live)
+			}
+			return err
+		}},
 		{"entry by id (whole, with payload)", targetByID, 0, func(rng *rand.Rand) error {
 			d, id, _ := strings.Cut(ids[rng.IntN(len(ids))], "/")
 			r, err := st.Get(ctx, d, id)
@@ -144,4 +160,32 @@ func measureReads(ctx context.Context, cfg StoreConfig, st *pgstore.Store, ids [
 		rep.Reads = append(rep.Reads, res)
 	}
 	return nil
+}
+
+// largestDLQ returns the entry count of the largest DLQ in truth (entries
+// by "dlq/status").
+func largestDLQ(truth map[string]int64) int64 {
+	per := map[string]int64{}
+	var top int64
+	for k, n := range truth {
+		d, _, _ := strings.Cut(k, "/")
+		per[d] += n
+		top = max(top, per[d])
+	}
+	return top
+}
+
+// groupsRead names the failure-groups read with the size of the largest
+// DLQ it groups.
+func groupsRead(truth map[string]int64) string {
+	return fmt.Sprintf("groups: a DLQ's failure groups (largest DLQ %d entries)", largestDLQ(truth))
+}
+
+// groupsTarget is targetGroups when every DLQ holds at most
+// groupsTargetEntries entries, else none (the target is set at that size).
+func groupsTarget(truth map[string]int64) time.Duration {
+	if largestDLQ(truth) <= groupsTargetEntries {
+		return targetGroups
+	}
+	return 0
 }
