@@ -18,13 +18,14 @@ func BenchmarkGroups(b *testing.B) {
 	ctx := context.Background()
 	s := newStore(b)
 	end := time.Now()
+	steps := []string{"reserve", "charge", "settle", "notify", "archive"}
 	for i := 0; i < n; i += batch {
 		rs := make([]dlq.Record, 0, batch)
 		for j := i; j < i+batch; j++ {
 			rs = append(rs, dlq.Record{
 				Broker: broker.RabbitMQ, DLQ: "bench.dlq", Identity: fmt.Sprint("e-", j),
 				ReceivedAt: end.Add(-time.Duration(n-j) * 2 * time.Second),
-				Entry: dlq.Entry{ErrorClass: fmt.Sprint("app.Error", j%8), ErrorMessage: fmt.Sprintf("case %d failed for order %d", j%5, j),
+				Entry: dlq.Entry{ErrorClass: fmt.Sprint("app.Error", j%8), ErrorMessage: fmt.Sprintf("%s failed for order %d", steps[j%len(steps)], j),
 					Worker: "billing", OriginalValue: []byte(`{"n":1}`)},
 			})
 		}

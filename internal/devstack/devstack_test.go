@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/config"
 )
 
@@ -133,5 +135,25 @@ func TestProgramYAML(t *testing.T) {
 		if b == string(broker.Kafka) && strings.Join(c.Kafka.Brokers, ",") != strings.Join(st.KafkaBrokers(), ",") {
 			t.Errorf("kafka.brokers %v, want %v", c.Kafka.Brokers, st.KafkaBrokers())
 		}
+	}
+}
+
+// The sample producer's dead letters fall into distinct failure groups:
+// the payouts' DLQ gets three (exhausted retries, closed accounts,
+// over-limit amounts), whatever the numbers and accounts of the messages.
+func TestSampleFailureGroups(t *testing.T) {
+	groups := map[string]bool{}
+	for n := int64(1); n <= 8; n++ {
+		for _, fate := range []Fate{FateExhaust, FatePermanent} {
+			body, _ := json.Marshal(Sample{N: n, Kind: "payout", Account: fmt.Sprintf("acct-%03d", n*7), Amount: int(n * 12345), Fate: fate})
+			err := Handler(context.Background(), &broker.Delivery{Message: broker.Message{Value: body}, Attempt: 5})
+			if err == nil {
+				t.Fatalf("%s %d: no error", fate, n)
+			}
+			groups[dlq.NormalizeMessage(err.Error())] = true
+		}
+	}
+	if len(groups) != 3 {
+		t.Errorf("%d failure groups, want 3: %v", len(groups), groups)
 	}
 }

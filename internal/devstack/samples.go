@@ -111,7 +111,9 @@ func (p *Producer) Run(ctx context.Context) error {
 }
 
 // Handler is the sample workers' handler: it does 10–50 ms of "work" and
-// then what the message's fate says.
+// then what the message's fate says. Its dead letters fall into failure
+// groups (dlq.Fingerprint): exhausted retries and closed accounts in every
+// DLQ, and over-limit amounts among the payouts.
 func Handler(ctx context.Context, d *broker.Delivery) error {
 	var s Sample
 	if err := json.Unmarshal(d.Value, &s); err != nil {
@@ -130,6 +132,11 @@ func Handler(ctx context.Context, d *broker.Delivery) error {
 	case FateExhaust:
 		return fmt.Errorf("%s %d: ledger service unavailable (simulated)", s.Kind, s.N)
 	case FatePermanent:
+		if s.Kind == "payout" && s.N%2 == 0 {
+			// A third failure group of the payouts' DLQ (the console and
+			// `redrive dlq groups` show the dead letters by cause).
+			return broker.Permanent(fmt.Errorf("%s %d: amount %d.%02d exceeds the limit of account '%s' (simulated)", s.Kind, s.N, s.Amount/100, s.Amount%100, s.Account))
+		}
 		return broker.Permanent(fmt.Errorf("%s %d: account %s is closed (simulated)", s.Kind, s.N, s.Account))
 	case FatePanic:
 		if d.Attempt == 1 {
