@@ -11,10 +11,11 @@ import (
 	"github.com/redrive/redrive/dlq"
 )
 
-// Groups implements dlq.Store: one aggregate over the DLQ's entries by
-// fingerprint (an index-only scan of dlq_entries_fingerprint), the sample
-// row of each group read by its seq, then the arrivals of the groups'
-// last hours (the same index, the DLQ's newest entries).
+// Groups implements dlq.Store in one pass over the DLQ's entries (an
+// index-only scan of dlq_entries_fingerprint): counts by fingerprint and
+// hour of arrival (width_bucket over the sparkline's hour boundaries, 0
+// before them), merged into groups here, then the sample row of each
+// group returned, read by its seq.
 func (s *Store) Groups(ctx context.Context, q dlq.GroupQuery) ([]dlq.Group, error) {
 	if err := q.Validate(); err != nil {
 		return nil, fmt.Errorf("pgstore: groups: %w", err)
@@ -23,54 +24,85 @@ func (s *Store) Groups(ctx context.Context, q dlq.GroupQuery) ([]dlq.Group, erro
 	if now.IsZero() {
 		now = s.now()
 	}
-	rows, err := s.pool.Query(ctx, `WITH g AS (
-			SELECT fingerprint, count(*) AS n, count(*) FILTER (WHERE status = 'pending') AS pending,
-				min(received_at) AS first, max(received_at) AS last, max(seq) AS sample
-			FROM dlq_entries WHERE dlq = $1 GROUP BY fingerprint
-			ORDER BY pending DESC, n DESC, last DESC, fingerprint LIMIT $2)
-		SELECT g.fingerprint, g.n, g.pending, g.first, g.last, e.id, e.error_class, e.worker,
-			left(e.error_message, `+strconv.Itoa(dlq.ListedErrorLen)+`)
-		FROM g JOIN dlq_entries e ON e.seq = g.sample
-		ORDER BY g.pending DESC, g.n DESC, g.last DESC, g.fingerprint`, q.DLQ, q.GroupLimit())
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: groups of %q: %w", q.DLQ, err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (dlq.Group, error) {
-		var g dlq.Group
-		var msg string
-		err := row.Scan(&g.Fingerprint, &g.Count, &g.Pending, &g.FirstSeen, &g.LastSeen, &g.SampleID, &g.ErrorClass, &g.Worker, &msg)
-		g.FirstSeen, g.LastSeen, g.Message = g.FirstSeen.UTC(), g.LastSeen.UTC(), dlq.NormalizeMessage(msg)
-		return g, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: groups of %q: %w", q.DLQ, err)
-	}
-	if len(out) == 0 {
-		return out, nil
-	}
-	index := make(map[string]int, len(out))
-	fps := make([]string, len(out))
-	for i, g := range out {
-		index[g.Fingerprint], fps[i] = i, g.Fingerprint
-	}
 	start := dlq.SparklineStart(now)
-	rows, err = s.pool.Query(ctx, `SELECT fingerprint, floor(extract(epoch FROM received_at - $3) / 3600)::int AS hour, count(*)
-		FROM dlq_entries WHERE dlq = $1 AND fingerprint = ANY($2) AND received_at >= $3 AND received_at < $4
-		GROUP BY 1, 2`, q.DLQ, fps, start, start.Add(dlq.SparklineHours*time.Hour))
-	if err != nil {
-		return nil, fmt.Errorf("pgstore: groups of %q: arrivals: %w", q.DLQ, err)
+	bounds := make([]time.Time, dlq.SparklineHours+1)
+	for i := range bounds {
+		bounds[i] = start.Add(time.Duration(i) * time.Hour)
 	}
-	var fp string
-	var hour int
-	var n int64
-	_, err = pgx.ForEachRow(rows, []any{&fp, &hour, &n}, func() error {
-		if i, ok := index[fp]; ok && hour >= 0 && hour < dlq.SparklineHours {
-			out[i].Hourly[hour] = n
+	rows, err := s.pool.Query(ctx, `SELECT fingerprint, width_bucket(received_at, $2::timestamptz[]), count(*),
+			count(*) FILTER (WHERE status = 'pending'), min(received_at), max(received_at), max(seq)
+		FROM dlq_entries WHERE dlq = $1 GROUP BY 1, 2`, q.DLQ, bounds)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: groups of %q: %w", q.DLQ, err)
+	}
+	type acc struct {
+		g   dlq.Group
+		seq int64
+	}
+	byFP := map[string]*acc{}
+	var (
+		fp                 string
+		bucket             int
+		n, pending, maxSeq int64
+		first, last        time.Time
+	)
+	_, err = pgx.ForEachRow(rows, []any{&fp, &bucket, &n, &pending, &first, &last, &maxSeq}, func() error {
+		a := byFP[fp]
+		if a == nil {
+			a = &acc{g: dlq.Group{Fingerprint: fp, FirstSeen: first.UTC(), LastSeen: last.UTC()}, seq: maxSeq}
+			byFP[fp] = a
+		}
+		a.g.Count += n
+		a.g.Pending += pending
+		if first.Before(a.g.FirstSeen) {
+			a.g.FirstSeen = first.UTC()
+		}
+		if last.After(a.g.LastSeen) {
+			a.g.LastSeen = last.UTC()
+		}
+		a.seq = max(a.seq, maxSeq)
+		if bucket >= 1 && bucket <= dlq.SparklineHours {
+			a.g.Hourly[bucket-1] += n
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("pgstore: groups of %q: arrivals: %w", q.DLQ, err)
+		return nil, fmt.Errorf("pgstore: groups of %q: %w", q.DLQ, err)
+	}
+	out := make([]dlq.Group, 0, len(byFP))
+	sample := make(map[string]int64, len(byFP))
+	for fp, a := range byFP {
+		out = append(out, a.g)
+		sample[fp] = a.seq
+	}
+	dlq.SortGroups(out)
+	if limit := q.GroupLimit(); len(out) > limit {
+		out = out[:limit]
+	}
+	if len(out) == 0 {
+		return out, nil
+	}
+	seqs := make([]int64, len(out))
+	at := make(map[int64]int, len(out))
+	for i, g := range out {
+		seqs[i] = sample[g.Fingerprint]
+		at[seqs[i]] = i
+	}
+	rows, err = s.pool.Query(ctx, `SELECT seq, id, error_class, worker, left(error_message, `+strconv.Itoa(dlq.ListedErrorLen)+`)
+		FROM dlq_entries WHERE seq = ANY($1)`, seqs)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: groups of %q: samples: %w", q.DLQ, err)
+	}
+	var seq int64
+	var id, class, worker, msg string
+	_, err = pgx.ForEachRow(rows, []any{&seq, &id, &class, &worker, &msg}, func() error {
+		if i, ok := at[seq]; ok {
+			out[i].SampleID, out[i].ErrorClass, out[i].Worker, out[i].Message = id, class, worker, dlq.NormalizeMessage(msg)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: groups of %q: samples: %w", q.DLQ, err)
 	}
 	return out, nil
 }
