@@ -44,8 +44,8 @@ func TestRunStore(t *testing.T) {
 	if avg := rep.PayloadBytes / int64(rep.Entries); avg < 700 || avg > 1400 {
 		t.Errorf("payloads average %d bytes, want about 1 KiB", avg)
 	}
-	if len(rep.Reads) != 10 {
-		t.Errorf("%d reads timed, want 10", len(rep.Reads))
+	if len(rep.Reads) != 11 {
+		t.Errorf("%d reads timed, want 11", len(rep.Reads))
 	}
 	for _, rd := range rep.Reads {
 		if rd.Samples == 0 || rd.P50 <= 0 || rd.P99 < rd.P50 {
@@ -56,7 +56,8 @@ func TestRunStore(t *testing.T) {
 	if err := rep.Markdown(&out); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "| 3000 |") || !strings.Contains(out.String(), "entry by id") {
+	if !strings.Contains(out.String(), "| 3000 |") || !strings.Contains(out.String(), "entry by id") ||
+		!strings.Contains(out.String(), "failure groups") {
 		t.Errorf("markdown:\n%s", out.String())
 	}
 	if after := benchSchemas(t); after != before {
