@@ -82,13 +82,14 @@ func NormalizeMessage(msg string) string {
 
 // quoteStarts reports whether the ' at i opens a quote rather than being
 // an apostrophe (don't, user's): it does at the start or after a
-// non-letter.
+// character that is neither a letter, a digit nor '>' (which ends a
+// placeholder, so that a normalised message normalises to itself).
 func quoteStarts(s string, i int) bool {
 	if i == 0 {
 		return true
 	}
 	c := s[i-1]
-	return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9')
+	return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '>')
 }
 
 func isWordByte(c byte) bool {
