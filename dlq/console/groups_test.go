@@ -74,6 +74,8 @@ func TestGroupsView(t *testing.T) {
 			t.Errorf("%s audit = %+v, %v", rec.ID, trail, err)
 		}
 	}
+	expect(t, "discard-all's page", c.get("/jobs/"+id), http.StatusOK, "Discard-all of", `id="job-discarded"`, "known slow query", "failure group")
+	expect(t, "jobs page", c.get("/jobs"), http.StatusOK, `<span class="badge">discard</span>`)
 	if r := c.get("/dlq/" + f.dlq); strings.Contains(r.body, "Discard 2") || !strings.Contains(r.body, "Discard 3") {
 		t.Error("the discarded group still offers its buttons, or the other lost them")
 	}

@@ -123,7 +123,7 @@ func TestCancelJob(t *testing.T) {
 	f.insert(n, nil)
 	op := f.client().login(opToken)
 	viewer := f.client().login(viewerToken)
-	expect(t, "no jobs", op.get("/jobs"), http.StatusOK, "No replay-all job")
+	expect(t, "no jobs", op.get("/jobs"), http.StatusOK, "No replay-all or discard-all job")
 	expect(t, "a rate too low", op.post("/dlq/"+f.dlq+"/replay-all", url.Values{"rate": {"1e-300"}}), http.StatusBadRequest, "rate:")
 	r := op.post("/dlq/"+f.dlq+"/replay-all", url.Values{"rate": {"0.1"}})
 	id, ok := strings.CutPrefix(r.location, "/jobs/")
