@@ -322,24 +322,10 @@ func dlqReplayAll(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adm
 	if err := c.do(ctx, http.MethodPost, "/replay-all", q, nil, &out); err != nil {
 		return err
 	}
-	job := out.Job
-	bar := newProgressBar(inv.stderr)
-	bar.update(job)
-	for job.State == "running" {
-		select {
-		case <-ctx.Done():
-			bar.done()
-			return fmt.Errorf("stopped following replay-all job %s of %s; it goes on on the server (redrive dlq cancel %[1]s stops it)", job.ID, job.DLQ)
-		case <-time.After(f.poll):
-		}
-		if err := c.do(ctx, http.MethodGet, "/jobs/"+url.PathEscape(job.ID), nil, nil, &out); err != nil {
-			bar.done()
-			return fmt.Errorf("follow replay-all job %s: %w", job.ID, err)
-		}
-		job = out.Job
-		bar.update(job)
+	job, err := followJob(ctx, inv, c, out.Job, f.poll)
+	if err != nil {
+		return err
 	}
-	bar.done()
 	p := job.Progress
 	fmt.Fprintf(inv.stdout, "replay-all of %s %s: %d replayed, %d skipped, %d failed, %d mismatched of %d (job %s)\n",
 		printable(job.DLQ), printable(job.State), p.Replayed, p.Skipped, p.Failed, p.Mismatched, p.Total, printable(job.ID))
@@ -347,4 +333,28 @@ func dlqReplayAll(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adm
 		return fmt.Errorf("replay-all job %s %s: %s", job.ID, job.State, dashed(oneLine(job.Error, 0)))
 	}
 	return nil
+}
+
+// followJob polls job every poll until it ends, drawing its progress on
+// stderr, and returns it as it ended.
+func followJob(ctx context.Context, inv *invocation, c *adminClient, job dlq.Job, poll time.Duration) (dlq.Job, error) {
+	var out struct {
+		Job dlq.Job `json:"job"`
+	}
+	bar := newProgressBar(inv.stderr)
+	defer bar.done()
+	bar.update(job)
+	for job.State == "running" {
+		select {
+		case <-ctx.Done():
+			return job, fmt.Errorf("stopped following job %s of %s; it goes on on the server (redrive dlq cancel %[1]s stops it)", job.ID, job.DLQ)
+		case <-time.After(poll):
+		}
+		if err := c.do(ctx, http.MethodGet, "/jobs/"+url.PathEscape(job.ID), nil, nil, &out); err != nil {
+			return job, fmt.Errorf("follow job %s: %w", job.ID, err)
+		}
+		job = out.Job
+		bar.update(job)
+	}
+	return job, nil
 }

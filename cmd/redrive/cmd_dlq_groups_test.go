@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -41,5 +42,39 @@ func TestDlqGroups(t *testing.T) {
 	}
 	if r, _ := f.last(); r.URL.Query().Get("group") != "0123456789abcdef0123456789abcdef" {
 		t.Errorf("dlq ls --group sent %s", r.URL)
+	}
+}
+
+// TestDlqDiscardAll: `dlq discard-all` needs a reason, sends it in the
+// body with the group in the query, and follows the job to its end.
+func TestDlqDiscardAll(t *testing.T) {
+	clearEnv(t)
+	var mu sync.Mutex
+	polls := 0
+	f, url := newFakeAdmin(t, func(r *http.Request) (int, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.Method == http.MethodPost {
+			return 202, `{"job":{"id":"j2","kind":"discard_all","dlq":"q.dlq","state":"running","progress":{"total":3}}}`
+		}
+		if polls++; polls < 2 {
+			return 200, `{"job":{"id":"j2","kind":"discard_all","dlq":"q.dlq","state":"running","progress":{"total":3,"discarded":1}}}`
+		}
+		return 200, `{"job":{"id":"j2","kind":"discard_all","dlq":"q.dlq","state":"done","progress":{"total":3,"discarded":3}}}`
+	})
+	if code, _, errOut := cli(t, "dlq", "discard-all", "q.dlq", "--server", url); code != exitUsage || !strings.Contains(errOut, "--reason is required") {
+		t.Errorf("without --reason: %d %q", code, errOut)
+	}
+	code, out, errOut := cli(t, "dlq", "discard-all", "q.dlq", "--server", url, "--group", "0123456789abcdef0123456789abcdef", "--reason", "known bug", "--poll", "1ms")
+	if code != exitOK || out != "discard-all of q.dlq done: 3 discarded, 0 skipped, 0 failed of 3 (job j2)\n" ||
+		!strings.Contains(errOut, "[##########--------------------] 1/3  33%  discarded 1, skipped 0, failed 0") {
+		t.Errorf("discard-all: %d\nstdout %q\nstderr:\n%s", code, out, errOut)
+	}
+	f.mu.Lock()
+	first, body := f.requests[0], f.bodies[0]
+	f.mu.Unlock()
+	if first.Method != http.MethodPost || first.URL.Path != "/internal/v1/dlq/discard-all" || first.URL.Query().Get("group") != "0123456789abcdef0123456789abcdef" ||
+		body != `{"reason":"known bug"}` {
+		t.Errorf("discard-all sent %s %s %s", first.Method, first.URL, body)
 	}
 }

@@ -248,17 +248,26 @@ const barWidth = 30
 // progressLine renders the bar of a job.
 func progressLine(j dlq.Job) string {
 	p := j.Progress
-	done := p.Replayed + p.Skipped + p.Failed + p.Mismatched
-	if p.Total == 0 && j.State == "running" { // still counting what to replay
-		return fmt.Sprintf("[%s] %d/?  replayed %d, skipped %d, failed %d, mismatched %d", strings.Repeat("-", barWidth), done, p.Replayed, p.Skipped, p.Failed, p.Mismatched)
+	done := p.Replayed + p.Skipped + p.Failed + p.Mismatched + p.Discarded
+	if j.Kind == dlq.JobDiscardAll {
+		return barLine(j, done, fmt.Sprintf("discarded %d, skipped %d, failed %d", p.Discarded, p.Skipped, p.Failed))
+	}
+	return barLine(j, done, fmt.Sprintf("replayed %d, skipped %d, failed %d, mismatched %d", p.Replayed, p.Skipped, p.Failed, p.Mismatched))
+}
+
+// barLine renders the bar of a job with done of its entries handled and
+// counts saying how.
+func barLine(j dlq.Job, done int64, counts string) string {
+	p := j.Progress
+	if p.Total == 0 && j.State == "running" {
+		return fmt.Sprintf("[%s] %d/?  %s", strings.Repeat("-", barWidth), done, counts)
 	}
 	filled, pct := barWidth, 100
 	if p.Total > 0 {
 		filled = int(min(done, p.Total) * barWidth / p.Total)
 		pct = int(min(done, p.Total) * 100 / p.Total)
 	}
-	return fmt.Sprintf("[%s%s] %d/%d %3d%%  replayed %d, skipped %d, failed %d, mismatched %d",
-		strings.Repeat("#", filled), strings.Repeat("-", barWidth-filled), done, p.Total, pct, p.Replayed, p.Skipped, p.Failed, p.Mismatched)
+	return fmt.Sprintf("[%s%s] %d/%d %3d%%  %s", strings.Repeat("#", filled), strings.Repeat("-", barWidth-filled), done, p.Total, pct, counts)
 }
 
 // update draws j's progress unless it did not change.
