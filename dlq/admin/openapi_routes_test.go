@@ -18,7 +18,7 @@ import (
 // large, a write without JSON) with a status the document lists for it.
 // TestMain checks the statuses of every test's responses the same way.
 func TestOpenAPIServed(t *testing.T) {
-	f := newFixture(t, memstore.New(memstore.Options{Logger: quiet}))
+	f := newFixture(t, memstore.New(memstore.Config{Logger: quiet}))
 	w := f.do("GET", "/internal/v1/openapi.json", "")
 	if w.Code != http.StatusOK {
 		t.Fatalf("GET openapi.json = %d %s", w.Code, w.Body)

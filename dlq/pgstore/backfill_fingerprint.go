@@ -23,7 +23,7 @@ const DefaultFingerprintBatch = 1000
 // (FOR UPDATE SKIP LOCKED), and a stopped one resumes where it stopped:
 // the entries left are those still without a fingerprint. Open runs it
 // in the background, after the counts backfill, unless
-// Options.BackfillManual is set.
+// Config.BackfillManual is set.
 func (s *Store) BackfillFingerprints(ctx context.Context, maxBatches int) (done bool, err error) {
 	for _, table := range []string{"dlq_entries", "dlq_entries_archive"} {
 		for n := 0; ; n++ {

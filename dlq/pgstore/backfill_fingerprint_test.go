@@ -20,7 +20,7 @@ func TestFingerprintBackfill(t *testing.T) {
 	schema := testenv.Schema(t)
 	const n = 1500 // a batch and a half
 	version2Schema(t, schema, n)
-	s, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Options{Schema: schema, MaxConns: 4, BackfillManual: true,
+	s, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Config{Schema: schema, MaxConns: 4, BackfillManual: true,
 		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
