@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/redrive/redrive/retrypolicy"
 )
 
@@ -67,6 +69,10 @@ type Subscription struct {
 	// Claims counts claims for MaxClaims (handler starts, exactly); nil =
 	// no counting except on RabbitMQ quorum queues.
 	Claims ClaimCounter
+	// TracerProvider, when set, makes each handler attempt an OpenTelemetry
+	// span, the child of the message's W3C traceparent header, carried by
+	// the handler's ctx; nil (the default) = no spans, at no cost.
+	TracerProvider trace.TracerProvider
 }
 
 // WithDefaults returns s with documented defaults filled in.

@@ -26,6 +26,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/redrive/redrive/broker"
 )
 
@@ -115,6 +117,8 @@ type Decision struct {
 type Pipeline struct {
 	sub broker.Subscription
 	log *slog.Logger
+	// tracer starts a span per call of Process; nil = tracing off.
+	tracer trace.Tracer
 }
 
 // New returns the pipeline of sub (with its defaults applied), logging to
@@ -123,7 +127,7 @@ func New(sub broker.Subscription, log *slog.Logger) *Pipeline {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Pipeline{sub: sub, log: log}
+	return &Pipeline{sub: sub, log: log, tracer: tracerOf(sub.TracerProvider)}
 }
 
 // Process runs one delivery d through the pipeline: a message older than
@@ -136,7 +140,20 @@ func New(sub broker.Subscription, log *slog.Logger) *Pipeline {
 //
 // h may change d; the backend builds a retry or dead-letter copy from the
 // delivery as it arrived, not from d.
+//
+// With the subscription's TracerProvider set, each call is one span, the
+// child of the delivery's W3C traceparent header, named SpanPrefix + the
+// worker, with the attempt, worker, outcome and dead-letter reason as
+// attributes; h's ctx carries it. Without, no span is started.
 func (p *Pipeline) Process(ctx context.Context, d *broker.Delivery, h broker.Handler, in Input) Decision {
+	if p.tracer != nil {
+		return p.traced(ctx, d, h, in)
+	}
+	return p.process(ctx, d, h, in)
+}
+
+// process is Process without its span.
+func (p *Pipeline) process(ctx context.Context, d *broker.Delivery, h broker.Handler, in Input) Decision {
 	sub := &p.sub
 	// What the log and the decision need of d as delivered: h may change d.
 	at := seen{id: d.ID, offset: d.Offset, attempt: d.Attempt, first: d.FirstFailureAt}
