@@ -18,12 +18,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/claims"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/tracing"
 	"github.com/redrive/redrive/worker/killswitch"
 )
 
@@ -63,6 +65,9 @@ type Runtime struct {
 	// workers[].kill_switch); pausePoll is Config.PausePoll.
 	switches  map[string]killswitch.Config
 	pausePoll time.Duration
+	// traces is the tracer provider of the configuration's tracing
+	// section, shut down (flushed) when Run ends; nil = tracing off.
+	traces *sdktrace.TracerProvider
 }
 
 // Load reads the configuration file at path and connects to the broker it
@@ -96,8 +101,19 @@ func fromConfig(ctx context.Context, file *config.Config, cfg Config) (*Runtime,
 		instance: file.Heartbeat.Instance, healthAddr: file.Health.Listen, switches: file.KillSwitches()}
 	r.apply(cfg)
 	file.Heartbeat.Instance = r.instance // the broker names its dead letters alike
+	tp, err := tracing.New(ctx, file.Tracing)
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
+	if tp != nil {
+		r.traces = tp
+		for i := range r.subs {
+			r.subs[i].TracerProvider = tp
+		}
+	}
 	b, err := backend.Open(ctx, file, r.log)
 	if err != nil {
+		r.flushTraces()
 		return nil, err
 	}
 	r.b = b
@@ -172,6 +188,7 @@ func (r *Runtime) Subscriptions() []broker.Subscription { return slices.Clone(r.
 // Load or Parse) closes the broker. A worker whose Consume fails stops the
 // others and its error is returned.
 func (r *Runtime) Run(ctx context.Context, handlers Handlers) error {
+	defer r.flushTraces()
 	if err := r.check(handlers); err != nil {
 		if r.own {
 			_ = r.b.Close()
@@ -260,6 +277,19 @@ func (r *Runtime) run(ctx context.Context, handlers Handlers) error {
 		return err
 	}
 	return nil
+}
+
+// flushTraces shuts the tracer provider down, sending the spans it holds
+// (within 5 s); nothing without tracing.
+func (r *Runtime) flushTraces() {
+	if r.traces == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := r.traces.Shutdown(ctx); err != nil {
+		r.log.Warn("worker: flushing traces", "error", err)
+	}
 }
 
 // gate returns the gate of s's worker: its operator pause (with

@@ -87,6 +87,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Admin.Listen, DefaultAdminListen)
 	setDefault(&c.DLQ.MaxPayloadPreview, DefaultMaxPayloadPreview)
 	setDefault(&c.Exporter.Listen, DefaultExporterListen)
+	c.Tracing.applyDefaults()
 
 	h := &c.Heartbeat
 	setDefault(&h.Interval, Duration(DefaultHeartbeatInterval))

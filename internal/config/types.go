@@ -26,6 +26,11 @@ type Config struct {
 	DLQ      DeadLetters `yaml:"dlq"`
 	Admin    Admin       `yaml:"admin"`
 	Exporter Exporter    `yaml:"exporter"`
+	// Console configures the dead-letter console.
+	Console Console `yaml:"console"`
+	// Tracing configures the workers' OpenTelemetry spans; off by
+	// default.
+	Tracing Tracing `yaml:"tracing"`
 }
 
 // RabbitMQ configures the RabbitMQ backend. Validated when broker is

@@ -60,6 +60,8 @@ func (c *Config) validate(p *problems) {
 		p.add("dlq.max_payload_preview", fmt.Sprintf("%d is negative (bytes of a payload shown inline)", c.DLQ.MaxPayloadPreview))
 	}
 	c.Admin.validate(p)
+	c.Console.validate(p)
+	c.Tracing.validate(p)
 	checkListen(p, "exporter.listen", c.Exporter.Listen)
 	if c.Health.Listen != "" {
 		checkListen(p, "health.listen", c.Health.Listen)
