@@ -30,6 +30,7 @@ func Run(t *testing.T, env Env) {
 	t.Run("QueueTTLExpires", s.queueTTL)
 	t.Run("ShutdownLosesNothing", s.shutdown)
 	t.Run("Counting", s.counting)
+	t.Run("Traces", s.traces)
 }
 
 type suite struct {
