@@ -25,6 +25,7 @@ import (
 // are failed permanently (one after a retry through the retry topic); the
 // retry copy and the dead-letter record read raw, the stored entry and the
 // replayed record read raw keep the key, the value and the headers exactly
+// (a W3C traceparent and tracestate among them)
 // as a plain consumer of the topic reads them, redrive adding only
 // x-redrive-* headers after them. Counted: every record is dead-lettered,
 // stored and replayed once.
@@ -60,7 +61,8 @@ func TestKafkaFidelity(t *testing.T) {
 		{"null key and value", &kgo.Record{Headers: hs("case", []byte("2"))}, false},
 		{"empty key and value", &kgo.Record{Key: []byte{}, Value: []byte{}, Headers: hs("case", []byte("3"), "z", []byte("last"), "a", []byte("first"))}, false},
 		{"after a retry", &kgo.Record{Key: []byte("k4"), Value: []byte("{\n \"pretty\": 1\n}"),
-			Headers: hs("case", []byte("4"), "dup", []byte("x"), "dup", []byte("y"))}, true},
+			Headers: hs("case", []byte("4"), "dup", []byte("x"), "dup", []byte("y"),
+				"traceparent", []byte("00-"+traceID+"-"+traceParent+"-01"), "tracestate", []byte(traceState))}, true},
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic))
 	if err != nil {

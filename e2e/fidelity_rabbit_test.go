@@ -42,6 +42,9 @@ func everyAMQPType() amqp.Table {
 		"t-bytes":     []byte{0, 1, 0xff},
 		"t-string":    "café",
 		"t-void":      nil,
+		// W3C trace context (issue 18): kept byte for byte like the rest.
+		"traceparent": "00-" + traceID + "-" + traceParent + "-01",
+		"tracestate":  traceState,
 	}
 }
 
@@ -51,7 +54,8 @@ func everyAMQPType() amqp.Table {
 // and a retry); the dead-letter copy read raw, the stored entry and the
 // replayed copy read raw carry the same header values with the same types
 // and the same properties as the message a plain consumer of the topic
-// reads, redrive adding only x-redrive-* headers; expiration and user id
+// reads (a W3C traceparent and tracestate among them), redrive adding
+// only x-redrive-* headers; expiration and user id
 // are kept in the entry, not set on the replay. Counted: every message is
 // dead-lettered, stored and replayed once.
 func TestRabbitMQFidelity(t *testing.T) {
