@@ -79,6 +79,12 @@ type Config struct {
 	// (admin.cookie_secure); otherwise only when the request came over TLS
 	// (to this server, or to a trusted proxy that says so).
 	CookieSecure bool
+	// TraceLink links the trace id an entry page shows (from the
+	// message's W3C traceparent header) to a tracing UI: a template with
+	// TraceIDPlaceholder, http or https, e.g.
+	// "https://tempo.example/trace/{trace_id}" (console.trace_link).
+	// Empty: the trace id is shown without a link.
+	TraceLink string
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -151,6 +157,11 @@ func New(cfg Config) (*Console, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.TraceLink != "" {
+		if err := checkTraceLink(cfg.TraceLink); err != nil {
+			return nil, err
+		}
 	}
 	c := &Console{cfg: cfg, ops: cfg.Ops, log: cfg.Logger, now: time.Now}
 	for _, u := range cfg.Users {

@@ -207,6 +207,10 @@ type entryView struct {
 	Refused        string
 	OriginMismatch bool
 	Audit          []dlq.AuditEntry
+	// TraceID is the trace id of the message's valid W3C traceparent
+	// header, TraceURL its link (Config.TraceLink); empty without.
+	TraceID  string
+	TraceURL string
 }
 
 // entry serves GET /dlq/{name}/{id}.
@@ -228,7 +232,8 @@ func (c *Console) entry(w http.ResponseWriter, r *http.Request, ss *session) {
 	e := rec.Entry
 	view := entryView{R: rec, Key: renderPayload(e.OriginalKey), Payload: renderPayload(e.OriginalValue),
 		Cut: int64(len(e.OriginalValue)) < rec.ValueSize, Download: entryURL(name, id) + "/payload",
-		Headers: sortedHeaders(e.OriginalHeaders), Audit: trail}
+		Headers: sortedHeaders(e.OriginalHeaders), Audit: trail, TraceID: traceID(e.OriginalHeaders)}
+	view.TraceURL = traceURL(c.cfg.TraceLink, view.TraceID)
 	view.Payload.Bytes = rec.ValueSize
 	if hs, props, ok := typedHeaders(e.OriginalWire); ok {
 		view.Headers, view.Props, view.Typed = hs, props, true

@@ -230,7 +230,7 @@ func (d *Daemon) adminServer(ops *dlq.Ops) (*admin.Server, error) {
 	}
 	cons, err := console.New(console.Config{Ops: ops, Jobs: jobs, Workers: d.mon.heartbeats, Pauser: d.mon.pauses, Lag: d.mon.lag,
 		Broker: d.c.Broker, Users: users, InsecureNoAuth: d.o.InsecureNoAuth, Logger: d.log,
-		TrustedProxies: d.c.Admin.Proxies(), CookieSecure: d.c.Admin.CookieSecure})
+		TrustedProxies: d.c.Admin.Proxies(), CookieSecure: d.c.Admin.CookieSecure, TraceLink: d.c.Console.TraceLink})
 	if err != nil {
 		jobs.Close()
 		return nil, err
