@@ -169,6 +169,17 @@ func TestValidateRules(t *testing.T) {
 		{"admin localhost", "broker: rabbitmq\nadmin: {listen: \"localhost:8080\"}", nil},
 		{"admin IPv6 loopback", "broker: rabbitmq\nadmin: {listen: \"[::1]:8080\"}", nil},
 		{"exporter listen", "broker: rabbitmq\nexporter: {listen: \"h:99999\"}", []string{`exporter.listen: "h:99999" is not host:port`}},
+
+		// tracing, console
+		{"tracing on with defaults", "broker: rabbitmq\ntracing: {enabled: true}", nil},
+		{"tracing endpoint https", "broker: rabbitmq\ntracing: {enabled: true, endpoint: \"https://otel.example:4318/v1/traces\", sample_ratio: 0.25}", nil},
+		{"tracing endpoint scheme", "broker: rabbitmq\ntracing: {enabled: true, endpoint: \"grpc://otel:4317\"}", []string{`tracing.endpoint: scheme "grpc" is not http or https`}},
+		{"tracing endpoint without host", "broker: rabbitmq\ntracing: {endpoint: \"http:///v1/traces\"}", []string{`tracing.endpoint: "http:///v1/traces" has no host`}},
+		{"tracing protocol", "broker: rabbitmq\ntracing: {enabled: true, protocol: grpc}", []string{`tracing.protocol: "grpc" is not http/protobuf (the OTLP exporter built in)`}},
+		{"tracing sample ratio", "broker: rabbitmq\ntracing: {sample_ratio: 1.5}", []string{`tracing.sample_ratio: 1.5 is not in (0, 1]`}},
+		{"console trace link", "broker: rabbitmq\nconsole: {trace_link: \"https://tempo.example/trace/{trace_id}\"}", nil},
+		{"console trace link without placeholder", "broker: rabbitmq\nconsole: {trace_link: \"https://tempo.example/trace/\"}", []string{`console.trace_link: "https://tempo.example/trace/" has no {trace_id}`}},
+		{"console trace link scheme", "broker: rabbitmq\nconsole: {trace_link: \"javascript:alert('{trace_id}')\"}", []string{`console.trace_link: scheme "javascript" is not http or https`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
