@@ -185,8 +185,9 @@ func (r *Runtime) Subscriptions() []broker.Subscription { return slices.Clone(r.
 // Run checks that every configured worker has a handler and every handler
 // a worker, declares the topology, consumes with every worker until ctx
 // ends or the process gets SIGINT/SIGTERM, drains, and (for a runtime from
-// Load or Parse) closes the broker. A worker whose Consume fails stops the
-// others and its error is returned.
+// Load or Parse) closes the broker and, with tracing enabled, flushes the
+// spans it holds. A worker whose Consume fails stops the others and its
+// error is returned.
 func (r *Runtime) Run(ctx context.Context, handlers Handlers) error {
 	defer r.flushTraces()
 	if err := r.check(handlers); err != nil {
