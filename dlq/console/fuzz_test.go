@@ -36,7 +36,8 @@ func renderAll(t *testing.T, text string, asJSON bool) string {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	c, err := console.New(console.Config{Ops: ops, Jobs: srv.Jobs(), Broker: broker.RabbitMQ, InsecureNoAuth: true, Logger: quiet})
+	c, err := console.New(console.Config{Ops: ops, Jobs: srv.Jobs(), Broker: broker.RabbitMQ, InsecureNoAuth: true, Logger: quiet,
+		TraceLink: "https://tempo.example/trace/{trace_id}"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func renderAll(t *testing.T, text string, asJSON bool) string {
 		Entry: dlq.Entry{
 			MessageID: text, OriginalTopic: text, OriginalPartition: -1, OriginalOffset: -1,
 			OriginalKey: []byte(text), OriginalValue: value,
-			OriginalHeaders: map[string]string{text: text, "h": text},
+			OriginalHeaders: map[string]string{text: text, "h": text, "traceparent": text},
 			ErrorClass:      text, ErrorMessage: text, StackTrace: text, Reason: string(broker.ReasonMaxRetries),
 			Worker: text, WorkerInstance: text, Source: text,
 		},
@@ -99,7 +100,7 @@ func renderAll(t *testing.T, text string, asJSON bool) string {
 // text replaced by "x". The property: both hold the same number of "<",
 // so no "<" of the data reached a page unescaped.
 func FuzzPagesEscapeData(f *testing.F) {
-	for _, seed := range []string{"<script>alert(1)</script>", `"><img src=x onerror=alert(1)>`, "{\"a\":\"</pre><b>\"}", "\x00<\xff", "plain", "a.dlq<"} {
+	for _, seed := range []string{"<script>alert(1)</script>", `"><img src=x onerror=alert(1)>`, "{\"a\":\"</pre><b>\"}", "\x00<\xff", "plain", "a.dlq<", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"} {
 		f.Add(seed, false)
 		f.Add(seed, true)
 	}
