@@ -38,7 +38,7 @@ workers:
   - {name: %s, topic: %s, retry: {max_retries: 1, backoff: 100ms}}
 tracing: {enabled: true, endpoint: "%s/v1/traces", service_name: test}
 `, id, name, topic, collector.URL)
-	rt, err := worker.Parse(t.Context(), []byte(yaml), worker.WithoutSignals(), quiet())
+	rt, err := worker.Parse(t.Context(), []byte(yaml), quiet(worker.Config{}))
 	if err != nil {
 		testenv.RabbitMQ.Fail(t, err)
 	}
@@ -89,7 +89,7 @@ broker: rabbitmq
 rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test-%s, delay: {resolution: 100ms, factor: 2, levels: 2}}
 workers: [{name: %s, topic: %s, retry: {max_retries: 1, backoff: 100ms}}]
 `, id, name, topic)
-	rt, err = worker.Parse(t.Context(), []byte(off), worker.WithoutSignals(), quiet())
+	rt, err = worker.Parse(t.Context(), []byte(off), quiet(worker.Config{}))
 	if err != nil {
 		testenv.RabbitMQ.Fail(t, err)
 	}

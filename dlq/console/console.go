@@ -147,6 +147,9 @@ func (c Config) Validate() error {
 	if operators && c.Jobs == nil {
 		return errors.New("console: Config.Jobs: required for replay-all unless every user is read-only")
 	}
+	if c.TraceLink != "" {
+		return checkTraceLink(c.TraceLink)
+	}
 	return nil
 }
 
@@ -157,11 +160,6 @@ func New(cfg Config) (*Console, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
-	}
-	if cfg.TraceLink != "" {
-		if err := checkTraceLink(cfg.TraceLink); err != nil {
-			return nil, err
-		}
 	}
 	c := &Console{cfg: cfg, ops: cfg.Ops, log: cfg.Logger, now: time.Now}
 	for _, u := range cfg.Users {

@@ -34,12 +34,23 @@ func TestNewChecksConfig(t *testing.T) {
 		{"same name twice", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken, ReadOnly: true}, {Name: "a", Token: viewerToken, ReadOnly: true}}}, "Config.Users[1]"},
 		{"operator without jobs", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken}}}, "Config.Jobs"},
 		{"viewers only", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken, ReadOnly: true}}}, ""},
+		{"trace link", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken, ReadOnly: true}}, TraceLink: "https://tempo.example/trace/{trace_id}"}, ""},
 	} {
 		if err := tc.cfg.Validate(); (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Validate = %v, want an error naming %q", tc.name, err, tc.want)
 		}
 		if _, err := console.New(tc.cfg); (err == nil) != (tc.want == "") {
 			t.Errorf("%s: New = %v, want an error naming %q", tc.name, err, tc.want)
+		}
+	}
+	// A trace link without {trace_id}, or not http(s), is refused.
+	for _, link := range []string{"https://tempo.example/trace/", "javascript:alert('{trace_id}')", "ftp://x/{trace_id}", "/trace/{trace_id}"} {
+		cfg := console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken, ReadOnly: true}}, TraceLink: link}
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "Config.TraceLink") {
+			t.Errorf("TraceLink %q: Validate = %v, want an error naming Config.TraceLink", link, err)
+		}
+		if _, err := console.New(cfg); err == nil {
+			t.Errorf("TraceLink %q: New accepted it", link)
 		}
 	}
 }

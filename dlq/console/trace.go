@@ -14,11 +14,11 @@ const TraceIDPlaceholder = "{trace_id}"
 // contain TraceIDPlaceholder and be an http or https URL with a host.
 func checkTraceLink(tmpl string) error {
 	if !strings.Contains(tmpl, TraceIDPlaceholder) {
-		return fmt.Errorf("console: trace link %q has no %s", tmpl, TraceIDPlaceholder)
+		return fmt.Errorf("console: Config.TraceLink: %q has no %s", tmpl, TraceIDPlaceholder)
 	}
 	u, err := url.Parse(strings.ReplaceAll(tmpl, TraceIDPlaceholder, "0"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("console: trace link %q is not an http or https URL", tmpl)
+		return fmt.Errorf("console: Config.TraceLink: %q is not an http or https URL", tmpl)
 	}
 	return nil
 }
