@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -156,3 +157,22 @@ type (
 	attributeKey   = attribute.Key
 	attributeValue = attribute.Value
 )
+
+// TestProcessSpanWithoutHandler: a delivery dead-lettered before its
+// handler runs (expired) is a span too, with its reason.
+func TestProcessSpanWithoutHandler(t *testing.T) {
+	sub, exp := tracedSub(t)
+	sub.MaxAge = time.Minute
+	p, _ := newTestPipeline(sub)
+	never := func(context.Context, *broker.Delivery) error { t.Error("handler called"); return nil }
+	d := &broker.Delivery{Message: broker.Message{Headers: map[string]string{"traceparent": testParent}}, Attempt: 2, Offset: -1}
+	p.Process(t.Context(), d, never, Input{Born: time.Now().Add(-time.Hour)})
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want 1", len(spans))
+	}
+	a := spanAttrs(spans[0])
+	if a[AttrOutcome].AsString() != "dead_letter" || a[AttrReason].AsString() != string(broker.ReasonExpired) || a[AttrAttempt].AsInt64() != 2 {
+		t.Errorf("attributes %v, want dead_letter, reason expired, attempt 2", a)
+	}
+}
