@@ -54,7 +54,8 @@ type OpsConfig struct {
 	// Republisher replays entries; nil makes a read-only Ops whose replays
 	// fail with ErrNoRepublisher.
 	Republisher Republisher
-	// Routes are the configured workers' replay routes (see Route): an
+	// Routes are the configured workers' replay routes (see Route), and
+	// those of the configured foreign DLQs (ForeignRoute, one each): an
 	// entry is replayed only to the route of the DLQ it sits in. A DLQ
 	// without a route cannot be replayed (ErrNoRoute).
 	Routes []Route
@@ -122,10 +123,17 @@ func (c OpsConfig) Validate() error {
 		return fmt.Errorf("dlq: OpsConfig.ReconcileAfter: must exceed ReplayTimeout (%s), got %s", replay, reconcile)
 	}
 	seen := map[[2]string]bool{}
+	foreign := map[string]bool{} // DLQ → its route is foreign
 	for i, rt := range c.Routes {
-		if rt.DLQ == "" || rt.Topic == "" || rt.Worker == "" || rt.Target == "" {
+		switch prev, dup := foreign[rt.DLQ]; {
+		case rt.Foreign && (rt.DLQ == "" || rt.Target == ""):
+			return fmt.Errorf("dlq: OpsConfig.Routes[%d]: a foreign route needs dlq and target, got %+v", i, rt)
+		case dup && (prev || rt.Foreign):
+			return fmt.Errorf("dlq: OpsConfig.Routes[%d]: %q is a foreign DLQ and has another route", i, rt.DLQ)
+		case !rt.Foreign && (rt.DLQ == "" || rt.Topic == "" || rt.Worker == "" || rt.Target == ""):
 			return fmt.Errorf("dlq: OpsConfig.Routes[%d]: dlq, topic, worker and target are required, got %+v", i, rt)
 		}
+		foreign[rt.DLQ] = rt.Foreign
 		k := [2]string{rt.DLQ, rt.Worker}
 		if seen[k] {
 			return fmt.Errorf("dlq: OpsConfig.Routes[%d]: two routes of worker %q in %q", i, rt.Worker, rt.DLQ)

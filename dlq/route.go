@@ -29,6 +29,19 @@ type Route struct {
 	// Sources are the queues or topics the worker consumes: an entry that
 	// records another one as where it failed (Entry.Source) is a mismatch.
 	Sources []string
+	// Foreign marks the route of another application's dead-letter topic
+	// (ForeignRoute): every entry of DLQ replays to Target, whatever
+	// origin it records (that application's, not redrive's workers').
+	Foreign bool
+}
+
+// ForeignRoute is the route of another application's dead-letter topic
+// dlqName (a Spring Kafka "orders.DLT", a Kafka Connect "dlq-jdbc-sink"):
+// its entries replay to the topic target the operator configured, which
+// every consumer of that topic reads (no worker), never to the topic a
+// record's headers name.
+func ForeignRoute(dlqName, target string) Route {
+	return Route{DLQ: dlqName, Topic: target, Target: target, Foreign: true}
 }
 
 // ErrOriginMismatch is wrapped when an entry's recorded origin (worker,
@@ -59,6 +72,11 @@ func target(routes []Route, r Record) (Route, error) {
 	unit := "queue"
 	if r.Broker == broker.Kafka {
 		unit = "topic"
+	}
+	if routes[0].Foreign {
+		// The entry's origin is another application's record: it names
+		// no route, the configuration alone does.
+		return routes[0], nil
 	}
 	var rt Route
 	switch {

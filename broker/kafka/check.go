@@ -20,7 +20,8 @@ func init() { backend.RegisterChecker(broker.Kafka, checkNames) }
 // that two workers would use for different things: a retry topic of two
 // workers (worker "retry.b" of topic "a" and worker "b" of topic
 // "a.retry.retry"…), or a retry or dead-letter topic that is another
-// worker's topic.
+// worker's topic; and a foreign dead-letter topic (kafka.foreign_dlqs) that
+// is one of those topics, or that replays to a dead-letter topic.
 func checkNames(c *config.Config) []*config.FieldError {
 	var out []*config.FieldError
 	add := func(path, format string, args ...any) {
@@ -55,6 +56,15 @@ func checkNames(c *config.Config) []*config.FieldError {
 			case prev.role != t.role || t.role == RoleRetry && prev.owner != i:
 				add(field, "its %s %q is also %s: rename one of the workers", roleName(t.role), backend.Clip(t.name), prev.desc)
 			}
+		}
+	}
+	for i, f := range c.Kafka.ForeignDLQs {
+		path := fmt.Sprintf("kafka.foreign_dlqs[%d]", i)
+		if u, ok := uses[f.Topic]; ok {
+			add(path+".topic", "%q is also %s: a foreign dead-letter topic is another application's, not redrive's", backend.Clip(f.Topic), u.desc)
+		}
+		if u, ok := uses[f.ReplayTo]; ok && u.role == RoleDLQ {
+			add(path+".replay_to", "%q is %s: replays must go to a topic consumers read", backend.Clip(f.ReplayTo), u.desc)
 		}
 	}
 	return out

@@ -112,6 +112,12 @@ type Config struct {
 	// KeeperGroup is the consumer group ConsumeDeadLetters reads the DLQ
 	// topics as. Default "redrive-dlq-keeper".
 	KeeperGroup string
+	// ForeignDLQs maps the dead-letter topics of other applications that
+	// ConsumeDeadLetters may be asked to read to the format of their
+	// records' headers (FormatSpring, FormatConnect, FormatAuto). Their
+	// records are read as those tools write them, never as redrive
+	// envelopes. Default none.
+	ForeignDLQs map[string]ForeignFormat
 
 	// ClientOptions are extra franz-go options (TLS, SASL, ...) applied last
 	// to every client the Broker creates.
@@ -137,6 +143,11 @@ func (c Config) Validate() error {
 	for i, b := range c.Brokers {
 		if strings.TrimSpace(b) == "" {
 			return fmt.Errorf("%w: brokers[%d]: empty address", ErrInvalidConfig, i)
+		}
+	}
+	for topic, f := range c.ForeignDLQs {
+		if !f.valid() {
+			return fmt.Errorf("%w: foreign_dlqs[%q]: format %q is not spring, connect or auto", ErrInvalidConfig, topic, f)
 		}
 	}
 	for _, d := range []struct {

@@ -57,6 +57,8 @@ func (b *Broker) ConsumeDeadLetters(ctx context.Context, dlqs []string, handle f
 // recreated DLQ topic are not taken for ones already stored. A record that
 // is not a redrive envelope is decoded from Spring Kafka or Kafka Connect
 // dead-letter headers when it has them, else kept raw (dlq.ReasonUnparseable).
+// The topics of Config.ForeignDLQs (other applications' dead-letter
+// topics) are read as their format says, never as envelopes.
 func (b *Broker) ConsumeDeadLetterBatches(ctx context.Context, dlqs []string, handle func(context.Context, []dlq.DeadLetter) []error) error {
 	if b.isClosed() {
 		return broker.ErrClosed
@@ -134,7 +136,7 @@ func (p *partition) nextBatch(n, bytes int) ([]*kgo.Record, bool) {
 func (p *partition) keep(rs []*kgo.Record, handle func(context.Context, []dlq.DeadLetter) []error) bool {
 	dls := make([]dlq.DeadLetter, len(rs))
 	for i, r := range rs {
-		dls[i] = deadLetterOf(r)
+		dls[i] = p.c.b.deadLetterOf(r)
 	}
 	backoff := p.c.b.cfg.WriteRetryBackoff
 	for {
@@ -165,17 +167,28 @@ func (p *partition) keep(rs []*kgo.Record, handle func(context.Context, []dlq.De
 	}
 }
 
-// deadLetterOf reads one record of a DLQ topic.
-func deadLetterOf(r *kgo.Record) dlq.DeadLetter {
+// deadLetterOf reads one record of a DLQ topic: redrive's envelope, else
+// (or, for a topic of Config.ForeignDLQs, only) the dead-letter headers of
+// Spring Kafka or Kafka Connect its format allows, else kept raw.
+func (b *Broker) deadLetterOf(r *kgo.Record) dlq.DeadLetter {
 	id := dlq.KafkaID(r.Partition, r.Offset)
 	dl := dlq.DeadLetter{DLQ: r.Topic, ID: id, Identity: id + "@" + strconv.FormatInt(r.Timestamp.UnixMilli(), 10)}
-	e, err := DecodeEnvelope(r.Value)
-	if err == nil {
-		dl.Entry = e
-		return dl
+	format, foreign := b.cfg.ForeignDLQs[r.Topic]
+	var err error
+	if foreign {
+		// Another application's dead letter: its value is that
+		// application's payload, whatever it looks like.
+		err = fmt.Errorf("%s: no %s dead-letter headers", r.Topic, formatName(format))
+	} else {
+		e, derr := DecodeEnvelope(r.Value)
+		if derr == nil {
+			dl.Entry = e
+			return dl
+		}
+		err, format = derr, FormatAuto
 	}
 	h := fromHeaders(r.Headers)
-	if fe, prefix, ok := fromForeignHeaders(h); ok {
+	if fe, prefix, ok := decodeForeign(format, h); ok {
 		fe.OriginalKey, fe.OriginalValue = r.Key, r.Value
 		fe.OriginalWire = appWire(slices.DeleteFunc(wireHeaders(r.Headers), func(f wire.Field) bool {
 			return strings.HasPrefix(f.Name, prefix)
@@ -196,5 +209,19 @@ func deadLetterOf(r *kgo.Record) dlq.DeadLetter {
 		Reason:            string(dlq.ReasonUnparseable),
 		Worker:            h[broker.HeaderWorker],
 	}
+	if foreign {
+		dl.Entry.OriginalTopic, dl.Entry.Worker = "", "" // unknown: not redrive's
+	}
 	return dl
+}
+
+// formatName names the tools whose headers format f reads, in messages.
+func formatName(f ForeignFormat) string {
+	switch f {
+	case FormatSpring:
+		return "Spring Kafka (kafka_dlt-*)"
+	case FormatConnect:
+		return "Kafka Connect (__connect.errors.*)"
+	}
+	return "Spring Kafka (kafka_dlt-*) or Kafka Connect (__connect.errors.*)"
 }

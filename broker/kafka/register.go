@@ -56,6 +56,12 @@ func configFrom(c config.Kafka, log *slog.Logger) (Config, error) {
 		RebalanceTimeout:  c.RebalanceTimeout.Duration(),
 		Logger:            log,
 	}
+	if len(c.ForeignDLQs) > 0 {
+		cfg.ForeignDLQs = make(map[string]ForeignFormat, len(c.ForeignDLQs))
+		for _, f := range c.ForeignDLQs {
+			cfg.ForeignDLQs[f.Topic] = ForeignFormat(f.WithDefaults().Format)
+		}
+	}
 	if c.TLS != nil {
 		tlsCfg, err := c.TLS.Config()
 		if err != nil {

@@ -82,6 +82,9 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&k.HeartbeatInterval, Duration(DefaultKafkaHeartbeatInterval))
 	setDefault(&k.SessionTimeout, Duration(DefaultKafkaSessionTimeout))
 	setDefault(&k.RebalanceTimeout, Duration(DefaultKafkaRebalanceTimeout))
+	for i := range k.ForeignDLQs {
+		k.ForeignDLQs[i] = k.ForeignDLQs[i].WithDefaults()
+	}
 
 	setDefault(&c.Redis.Addr, DefaultRedisAddr)
 	setDefault(&c.Admin.Listen, DefaultAdminListen)
@@ -149,6 +152,17 @@ func (w Worker) WithDefaults() Worker {
 		w.DLQ.Retention = RetainFor(DefaultDLQRetention)
 	}
 	return w
+}
+
+// WithDefaults returns f with format auto, severity warning and retention
+// 30d where they are unset.
+func (f ForeignDLQ) WithDefaults() ForeignDLQ {
+	setDefault(&f.Format, ForeignAuto)
+	setDefault(&f.Severity, broker.DefaultSeverity)
+	if f.Retention.IsZero() {
+		f.Retention = RetainFor(DefaultDLQRetention)
+	}
+	return f
 }
 
 // setDefault sets *p to def when it is the zero value.

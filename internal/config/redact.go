@@ -14,6 +14,7 @@ const Mask = redact.Mask
 func (c *Config) Clone() *Config {
 	out := *c
 	out.Kafka.Brokers = slices.Clone(c.Kafka.Brokers)
+	out.Kafka.ForeignDLQs = slices.Clone(c.Kafka.ForeignDLQs)
 	out.RabbitMQ.URLs = slices.Clone(c.RabbitMQ.URLs)
 	out.Lag.Thresholds = maps.Clone(c.Lag.Thresholds)
 	out.Admin.AllowedHosts = slices.Clone(c.Admin.AllowedHosts)

@@ -129,6 +129,51 @@ type Kafka struct {
 	TLS *TLS `yaml:"tls"`
 	// SASL, when present, authenticates to the brokers.
 	SASL *SASL `yaml:"sasl"`
+
+	// ForeignDLQs are dead-letter topics other applications write (a
+	// Spring Kafka service's "orders.DLT", a Kafka Connect sink's
+	// "dlq-jdbc-sink"): the keeper of redrive serve reads them beside the
+	// workers' "<topic>.dlq", so that their entries are listed, grouped,
+	// replayed and discarded like redrive's own (see docs/kafka.md).
+	// Kafka only: set with broker: rabbitmq, it is an error.
+	ForeignDLQs []ForeignDLQ `yaml:"foreign_dlqs"`
+}
+
+// Formats of kafka.foreign_dlqs[].format: whose dead-letter headers a
+// foreign DLQ topic's records carry.
+const (
+	// ForeignSpring is Spring Kafka's DeadLetterPublishingRecoverer
+	// (kafka_dlt-* headers).
+	ForeignSpring = "spring"
+	// ForeignConnect is Kafka Connect's dead-letter queue reporter
+	// (__connect.errors.* headers, errors.deadletterqueue.context.headers.enable).
+	ForeignConnect = "connect"
+	// ForeignAuto reads either, by the headers each record carries.
+	ForeignAuto = "auto"
+)
+
+// ForeignDLQ is one dead-letter topic of another application.
+type ForeignDLQ struct {
+	// Topic is the dead-letter topic to read; required, a legal topic
+	// name, not a topic of redrive's workers (their topics, dead-letter
+	// and retry topics) and listed once.
+	Topic string `yaml:"topic"`
+	// Format is `spring`, `connect` or `auto` (default): whose headers
+	// the records carry. A record without them is kept raw (reason
+	// unparseable), never dropped.
+	Format string `yaml:"format"`
+	// Severity is `critical`, `warning` (default) or `info`: the label of
+	// the DLQ's metrics and alerts, as for a worker's DLQ.
+	Severity broker.Severity `yaml:"severity"`
+	// Retention is how long its entries are kept live before they are
+	// archived: a duration >= 0 or `forever`; default 30d.
+	Retention Retention `yaml:"retention"`
+	// ReplayTo is the topic every replay of its entries is published to,
+	// whatever topic a record's headers name (they are another
+	// application's word, not the operator's); required, a legal topic
+	// name, not a dead-letter topic. Every consumer group of that topic
+	// receives a replay.
+	ReplayTo string `yaml:"replay_to"`
 }
 
 // TLS configures a TLS client. Files are PEM; every file named must be

@@ -48,6 +48,9 @@ func (c *Config) validate(p *problems) {
 	default:
 		p.add("broker", fmt.Sprintf("%q is not rabbitmq or kafka", c.Broker))
 	}
+	if c.Broker != broker.Kafka && len(c.Kafka.ForeignDLQs) > 0 {
+		p.add("kafka.foreign_dlqs", fmt.Sprintf("set, but broker is %q (foreign dead-letter topics are Kafka topics)", c.Broker))
+	}
 	c.Redis.validate(p)
 	c.Postgres.validate(p)
 	c.Heartbeat.validate(p)
@@ -133,6 +136,7 @@ func (k Kafka) validate(p *problems) {
 	}
 	k.TLS.validate(p, "kafka.tls")
 	k.SASL.validate(p)
+	validateForeignDLQs(p, k.ForeignDLQs)
 	switch {
 	case k.Partitions < 1:
 		p.add("kafka.partitions", fmt.Sprintf("%d is not positive", k.Partitions))
@@ -156,6 +160,44 @@ func (k Kafka) validate(p *problems) {
 	}
 	if k.HeartbeatInterval > 0 && k.SessionTimeout > 0 && k.HeartbeatInterval >= k.SessionTimeout {
 		p.add("kafka.heartbeat_interval", fmt.Sprintf("%s must be shorter than session_timeout (%s)", k.HeartbeatInterval, k.SessionTimeout))
+	}
+}
+
+// validateForeignDLQs checks kafka.foreign_dlqs (defaults applied). Clashes
+// with the topics of redrive's workers are the backend's to find (their
+// names are its own): broker/kafka's Checker.
+func validateForeignDLQs(p *problems, fs []ForeignDLQ) {
+	topics := map[string]int{}
+	for i, f := range fs {
+		path := fmt.Sprintf("kafka.foreign_dlqs[%d]", i)
+		if checkName(p, path+".topic", f.Topic) {
+			if j, dup := topics[f.Topic]; dup {
+				p.add(path+".topic", fmt.Sprintf("%q is already kafka.foreign_dlqs[%d].topic", f.Topic, j))
+			} else {
+				topics[f.Topic] = i
+			}
+		}
+		switch f.Format {
+		case ForeignSpring, ForeignConnect, ForeignAuto:
+		default:
+			p.add(path+".format", fmt.Sprintf("%q is not spring, connect or auto", abbreviate(f.Format)))
+		}
+		if err := f.Severity.Check(); err != nil {
+			p.add(path+".severity", err.Error())
+		}
+		if !f.Retention.Forever && f.Retention.Duration < 0 {
+			p.add(path+".retention", fmt.Sprintf("%s is negative", f.Retention))
+		}
+		if f.ReplayTo == "" {
+			p.add(path+".replay_to", "required: the topic replays of its entries go to (never the one a record names)")
+		} else if checkName(p, path+".replay_to", f.ReplayTo) && f.ReplayTo == f.Topic {
+			p.add(path+".replay_to", fmt.Sprintf("%q is the dead-letter topic itself", f.ReplayTo))
+		}
+	}
+	for i, f := range fs {
+		if j, ok := topics[f.ReplayTo]; ok && f.ReplayTo != f.Topic {
+			p.add(fmt.Sprintf("kafka.foreign_dlqs[%d].replay_to", i), fmt.Sprintf("%q is the dead-letter topic of kafka.foreign_dlqs[%d]", f.ReplayTo, j))
+		}
 	}
 }
 

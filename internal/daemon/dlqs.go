@@ -1,14 +1,16 @@
 package daemon
 
 import (
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/config"
 )
 
 // keptDLQs returns the DLQs of the configured workers, as the backend's
-// router names them, and their policies. A DLQ the workers of a topic
-// share (Kafka "<topic>.dlq") takes the most severe severity and the
-// longest retention of those workers.
+// router names them, and the foreign DLQ topics (kafka.foreign_dlqs), with
+// their policies. A DLQ the workers of a topic share (Kafka "<topic>.dlq")
+// takes the most severe severity and the longest retention of those
+// workers.
 func keptDLQs(c *config.Config, r dlq.Router) map[string]dlq.Policy {
 	out := make(map[string]dlq.Policy, len(c.Workers))
 	for _, w := range c.Workers {
@@ -20,15 +22,35 @@ func keptDLQs(c *config.Config, r dlq.Router) map[string]dlq.Policy {
 		}
 		out[name] = p
 	}
+	for _, f := range foreignDLQs(c) {
+		out[f.Topic] = dlq.Policy{Severity: f.Severity, Retention: f.Retention.Value()}
+	}
 	return out
 }
 
-// replayRoutes returns the replay route of every configured worker: where
-// the entries of its DLQ go back to (never where a message says).
+// replayRoutes returns the replay route of every configured worker and
+// foreign DLQ: where the entries of its DLQ go back to (never where a
+// message says).
 func replayRoutes(c *config.Config, r dlq.Router) []dlq.Route {
 	out := make([]dlq.Route, 0, len(c.Workers))
 	for _, w := range c.Workers {
 		out = append(out, r.Route(w.Topic, w.Name))
+	}
+	for _, f := range foreignDLQs(c) {
+		out = append(out, dlq.ForeignRoute(f.Topic, f.ReplayTo))
+	}
+	return out
+}
+
+// foreignDLQs returns the foreign DLQ topics of c with their defaults;
+// none unless the broker is Kafka.
+func foreignDLQs(c *config.Config) []config.ForeignDLQ {
+	if c.Broker != broker.Kafka {
+		return nil
+	}
+	out := make([]config.ForeignDLQ, len(c.Kafka.ForeignDLQs))
+	for i, f := range c.Kafka.ForeignDLQs {
+		out[i] = f.WithDefaults()
 	}
 	return out
 }

@@ -53,7 +53,8 @@ func ConfigKeys(root string) ([]Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := config.Config{Workers: []config.Worker{{}}, Lag: config.Lag{Thresholds: map[string]config.Threshold{"": {}}}}
+	c := config.Config{Workers: []config.Worker{{}}, Lag: config.Lag{Thresholds: map[string]config.Threshold{"": {}}},
+		Kafka: config.Kafka{ForeignDLQs: []config.ForeignDLQ{{}}}}
 	c.ApplyDefaults()
 	w := walker{docs: docs}
 	w.walk(reflect.ValueOf(c), "")
