@@ -26,9 +26,20 @@ func TestCheckNames(t *testing.T) {
 				`workers[0].name: its retry topic "` + backend.Clip(n(246)+".retry.w") + `" is 254 characters, over Kafka's 249`}},
 		{"retry topic too long, blocking mode too (replays use it)", "workers: [{name: " + n(200) + ", topic: " + n(43) + "}]",
 			[]string{`workers[0].name: its retry topic "` + backend.Clip(n(43)+".retry."+n(200)) + `" is 250 characters, over Kafka's 249`}},
+		{"foreign DLQs", "workers: [{name: b, topic: a}]\nkafka: {brokers: [k:9092], foreign_dlqs: [{topic: a.DLT, replay_to: a}, {topic: x-dlq, replay_to: other}]}", nil},
+		{"a foreign DLQ that is redrive's", "workers: [{name: b, topic: a}]\nkafka: {brokers: [k:9092], foreign_dlqs: [{topic: a.dlq, replay_to: c}, {topic: a, replay_to: c}, {topic: a.retry.b, replay_to: c}]}",
+			[]string{`kafka.foreign_dlqs[0].topic: "a.dlq" is also the dead-letter topic of workers[0] (topic "a", name "b"): a foreign dead-letter topic is another application's, not redrive's`,
+				`kafka.foreign_dlqs[1].topic: "a" is also the topic of workers[0] (topic "a", name "b"): a foreign dead-letter topic is another application's, not redrive's`,
+				`kafka.foreign_dlqs[2].topic: "a.retry.b" is also the retry topic of workers[0] (topic "a", name "b"): a foreign dead-letter topic is another application's, not redrive's`}},
+		{"a foreign DLQ replaying to a redrive DLQ", "workers: [{name: b, topic: a}]\nkafka: {brokers: [k:9092], foreign_dlqs: [{topic: a.DLT, replay_to: a.dlq}]}",
+			[]string{`kafka.foreign_dlqs[0].replay_to: "a.dlq" is the dead-letter topic of workers[0] (topic "a", name "b"): replays must go to a topic consumers read`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := config.Parse([]byte("broker: kafka\nkafka: {brokers: [k:9092]}\n" + tc.doc))
+			head := "broker: kafka\nkafka: {brokers: [k:9092]}\n"
+			if strings.Contains(tc.doc, "kafka:") {
+				head = "broker: kafka\n"
+			}
+			c, err := config.Parse([]byte(head + tc.doc))
 			if err != nil {
 				t.Fatalf("the configuration itself is invalid: %v", err)
 			}

@@ -58,6 +58,25 @@ func TestValidateRules(t *testing.T) {
 		{"kafka replication_factor", "broker: kafka\nkafka: {brokers: [k:9092], replication_factor: -2}", []string{"kafka.replication_factor: -2 is not -1 (the broker's default) or positive"}},
 		{"kafka negative tuning", "broker: kafka\nkafka: {brokers: [k:9092], commit_interval: -1s}", []string{"kafka.commit_interval: -1s is negative"}},
 		{"kafka heartbeat vs session", "broker: kafka\nkafka: {brokers: [k:9092], heartbeat_interval: 10s, session_timeout: 5s}", []string{"kafka.heartbeat_interval: 10s must be shorter than session_timeout (5s)"}},
+
+		// kafka.foreign_dlqs
+		{"foreign dlqs", "broker: kafka\nkafka: {brokers: [k:9092], foreign_dlqs: [{topic: orders.DLT, replay_to: orders}, {topic: dlq-jdbc-sink, format: connect, severity: critical, retention: forever, replay_to: events}]}", nil},
+		{"foreign dlq format", "broker: kafka\nkafka: {brokers: [k:9092], foreign_dlqs: [{topic: d, format: avro, replay_to: t}]}",
+			[]string{`kafka.foreign_dlqs[0].format: "avro" is not spring, connect or auto`}},
+		{"foreign dlq replay_to missing", "broker: kafka\nkafka: {brokers: [k:9092], foreign_dlqs: [{topic: d}]}",
+			[]string{"kafka.foreign_dlqs[0].replay_to: required: the topic replays of its entries go to (never the one a record names)"}},
+		{"foreign dlq replays to itself", "broker: kafka\nkafka: {brokers: [k:9092], foreign_dlqs: [{topic: d, replay_to: d}]}",
+			[]string{`kafka.foreign_dlqs[0].replay_to: "d" is the dead-letter topic itself`}},
+		{"foreign dlq replays to another foreign dlq", "broker: kafka\nkafka: {brokers: [k:9092], foreign_dlqs: [{topic: d, replay_to: t}, {topic: e, replay_to: d}]}",
+			[]string{`kafka.foreign_dlqs[1].replay_to: "d" is the dead-letter topic of kafka.foreign_dlqs[0]`}},
+		{"foreign dlq listed twice", "broker: kafka\nkafka: {brokers: [k:9092], foreign_dlqs: [{topic: d, replay_to: t}, {topic: d, replay_to: u}]}",
+			[]string{`kafka.foreign_dlqs[1].topic: "d" is already kafka.foreign_dlqs[0].topic`}},
+		{"foreign dlq names", "broker: kafka\nkafka: {brokers: [k:9092], foreign_dlqs: [{replay_to: \"a b\"}]}",
+			[]string{"kafka.foreign_dlqs[0].topic: required", `kafka.foreign_dlqs[0].replay_to: "a b" is not a legal topic name (1-249 of a-z A-Z 0-9 . _ -, not "." or "..")`}},
+		{"foreign dlq severity and retention", "broker: kafka\nkafka: {brokers: [k:9092], foreign_dlqs: [{topic: d, replay_to: t, severity: loud, retention: -1h}]}",
+			[]string{`kafka.foreign_dlqs[0].severity: "loud" is not critical, warning or info`, "kafka.foreign_dlqs[0].retention: -1h is negative"}},
+		{"foreign dlqs on rabbitmq", "broker: rabbitmq\nkafka: {foreign_dlqs: [{topic: d, replay_to: t}]}",
+			[]string{`kafka.foreign_dlqs: set, but broker is "rabbitmq" (foreign dead-letter topics are Kafka topics)`}},
 		// The names a backend derives (queues, topics, keys) are checked by
 		// the backend: broker/rabbit and broker/kafka, check_test.go.
 

@@ -47,3 +47,34 @@ workers:
 		}
 	}
 }
+
+// TestForeignDLQsKept: the foreign DLQ topics of kafka.foreign_dlqs are
+// kept with their own severity and retention (defaults: warning, 30d) and
+// replay to their replay_to topic, beside the workers' DLQs.
+func TestForeignDLQsKept(t *testing.T) {
+	c, err := config.Parse([]byte(`
+broker: kafka
+kafka:
+  brokers: [127.0.0.1:9092]
+  foreign_dlqs:
+    - {topic: orders.DLT, format: spring, severity: critical, retention: forever, replay_to: orders}
+    - {topic: dlq-jdbc-sink, replay_to: events}
+workers: [{name: w, topic: a}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := backend.RouterOf(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = "map[a.dlq:{warning 720h0m0s} dlq-jdbc-sink:{warning 720h0m0s} orders.DLT:{critical -1ns}]"
+	if got := fmt.Sprint(keptDLQs(c, r)); got != want {
+		t.Errorf("keptDLQs = %s, want %s", got, want)
+	}
+	routes := replayRoutes(c, r)
+	if len(routes) != 3 || routes[0].Foreign || routes[1].DLQ != "orders.DLT" || !routes[1].Foreign ||
+		routes[1].Target != "orders" || routes[2].DLQ != "dlq-jdbc-sink" || routes[2].Target != "events" || !routes[2].Foreign {
+		t.Errorf("replayRoutes = %+v", routes)
+	}
+}
