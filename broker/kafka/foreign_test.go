@@ -53,6 +53,29 @@ func TestFromForeignHeaders(t *testing.T) {
 				ErrorClass: "org.apache.kafka.connect.errors.DataException", ErrorMessage: "schema mismatch", Reason: "connect_error"},
 			headers: map[string]string{},
 		},
+		{
+			name: "spring names the root cause",
+			h: map[string]string{
+				"kafka_dlt-original-topic": "orders", "kafka_dlt-original-partition": be32(0), "kafka_dlt-original-offset": be64(5),
+				"kafka_dlt-exception-fqcn":       "org.springframework.kafka.listener.ListenerExecutionFailedException",
+				"kafka_dlt-exception-cause-fqcn": "java.lang.IllegalStateException", "kafka_dlt-exception-message": "failed; bad state",
+			},
+			ok: true,
+			want: dlq.Entry{OriginalTopic: "orders", OriginalPartition: 0, OriginalOffset: 5,
+				ErrorClass: "java.lang.IllegalStateException", ErrorMessage: "failed; bad state", Reason: "spring_dlt"},
+			headers: map[string]string{},
+		},
+		{
+			name: "connect task and garbage partition",
+			h: map[string]string{
+				"__connect.errors.topic": "events", "__connect.errors.partition": "x", "__connect.errors.offset": "",
+				"__connect.errors.connector.name": "pg-sink", "__connect.errors.task.id": "3", "__connect.errors.stage": "VALUE_CONVERTER",
+			},
+			ok: true,
+			want: dlq.Entry{OriginalTopic: "events", OriginalPartition: -1, OriginalOffset: -1, Worker: "pg-sink",
+				WorkerInstance: "pg-sink-3", Reason: "connect_error"},
+			headers: map[string]string{},
+		},
 		{name: "neither", h: map[string]string{"k": "v"}},
 		{name: "spring with garbage numbers", h: map[string]string{"kafka_dlt-original-topic": "t", "kafka_dlt-original-offset": "\x01"}, ok: true,
 			want: dlq.Entry{OriginalTopic: "t", OriginalPartition: -1, OriginalOffset: -1, Reason: "spring_dlt"}, headers: map[string]string{}},
@@ -68,7 +91,8 @@ func TestFromForeignHeaders(t *testing.T) {
 			}
 			if got.OriginalTopic != tt.want.OriginalTopic || got.OriginalPartition != tt.want.OriginalPartition ||
 				got.OriginalOffset != tt.want.OriginalOffset || got.Worker != tt.want.Worker ||
-				got.ErrorClass != tt.want.ErrorClass || got.ErrorMessage != tt.want.ErrorMessage || got.Reason != tt.want.Reason {
+				got.ErrorClass != tt.want.ErrorClass || got.ErrorMessage != tt.want.ErrorMessage || got.Reason != tt.want.Reason ||
+				got.WorkerInstance != tt.want.WorkerInstance {
 				t.Errorf("entry = %+v, want %+v", got, tt.want)
 			}
 			if len([]rune(got.StackTrace)) > MaxStackTrace {

@@ -28,6 +28,25 @@ func TestConfigDefaultsAreTheBackends(t *testing.T) {
 	}
 }
 
+// kafka.foreign_dlqs reach the backend as topic → format, the default
+// format (auto) filled in.
+func TestConfigForeignDLQs(t *testing.T) {
+	c, err := config.Parse([]byte("broker: kafka\nkafka: {brokers: [k:9092], foreign_dlqs: [{topic: a.DLT, format: spring, replay_to: a}, {topic: b-dlq, replay_to: b}]}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := configOf(c, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.ForeignDLQs) != 2 || got.ForeignDLQs["a.DLT"] != FormatSpring || got.ForeignDLQs["b-dlq"] != FormatAuto {
+		t.Errorf("ForeignDLQs = %v", got.ForeignDLQs)
+	}
+	if err := got.Validate(); err != nil {
+		t.Error(err)
+	}
+}
+
 // A connect error says how long it actually waited: refused at once, it
 // does not claim to have waited the whole connect timeout.
 func TestUnreachableSaysHowLongItWaited(t *testing.T) {

@@ -142,7 +142,7 @@ func (d *Daemon) check() error {
 	case d.o.Interval < 0:
 		return invalidf("--sample-interval %s is negative", d.o.Interval)
 	case len(d.policies) == 0:
-		return invalidf("no workers configured: serve keeps the DLQs of the configured workers")
+		return invalidf("no workers configured: serve keeps the DLQs of the configured workers (and, on Kafka, the topics of kafka.foreign_dlqs)")
 	case d.c.Admin.Token == "" && !d.o.InsecureNoAuth:
 		return invalidf("no admin token: set admin.token (e.g. token: \"${REDRIVE_ADMIN_TOKEN}\") or $REDRIVE_ADMIN_TOKEN, or pass --insecure-no-auth with a loopback --listen address")
 	case d.c.Admin.Token == "" && !admin.IsLoopback(d.admin):
