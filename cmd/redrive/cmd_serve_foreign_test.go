@@ -156,6 +156,19 @@ exporter: {listen: %q}
 		return fmt.Sprintf("stored %d + %d of %d + %d\n%s", len(stored("orders.DLT")), len(stored("dlq-jdbc-sink")), nSpring+1, nConnect, d.stderr)
 	})
 
+	for _, m := range []struct {
+		dlq, severity string
+		n             float64
+	}{{"orders.DLT", "critical", nSpring + 1}, {"dlq-jdbc-sink", "info", nConnect}} {
+		// Counted just after the store took them.
+		var v float64
+		var ok bool
+		eventually(t, "worker_dlq_messages_total{"+m.dlq+","+m.severity+"} counts them", func() bool {
+			v, ok = metricValue(t, "http://"+metricsAddr, "worker_dlq_messages_total", map[string]string{"dlq": m.dlq, "severity": m.severity})
+			return ok && v == m.n
+		}, func() string { return fmt.Sprintf("%v (present %v), want %v", v, ok, m.n) })
+	}
+
 	// The fields, as decoded from each tool's headers.
 	sp, err := st.Get(t.Context(), "orders.DLT", "0-7")
 	if err != nil {
