@@ -7,8 +7,9 @@ import (
 )
 
 // FuzzFromForeignHeaders reads arbitrary headers as a foreign dead letter:
-// no panic, the stack trace bounded, the foreign headers left out of the
-// original headers.
+// no panic, the stack trace bounded, the decoding tool's headers left out
+// of the original headers (another tool's stay: they were on the record),
+// and a spring or connect format decodes only its own tool's headers.
 func FuzzFromForeignHeaders(f *testing.F) {
 	for _, s := range []string{
 		"",
@@ -18,6 +19,7 @@ func FuzzFromForeignHeaders(f *testing.F) {
 		connectTopic + "=t\n" + connectPartition + "=99999999999\n" + connectOffset + "=x\n" + connectClass + "=C",
 		connectClass + "=C\n" + connectStacktrace + "=\xff\xfe" + strings.Repeat("a", 10),
 		"kafka_dlt-original-topic=\napp=1",
+		springTopic + "=a\n" + connectTopic + "=b",
 	} {
 		f.Add(s)
 	}
@@ -27,7 +29,12 @@ func FuzzFromForeignHeaders(f *testing.F) {
 			k, v, _ := strings.Cut(line, "=")
 			h[k] = v
 		}
-		e, _, ok := fromForeignHeaders(h)
+		for _, f := range []ForeignFormat{FormatSpring, FormatConnect} {
+			if _, prefix, ok := decodeForeign(f, h); ok && prefix != map[ForeignFormat]string{FormatSpring: springPrefix, FormatConnect: connectPrefix}[f] {
+				t.Fatalf("format %s decoded the headers of %s", f, prefix)
+			}
+		}
+		e, prefix, ok := fromForeignHeaders(h)
 		if !ok {
 			return
 		}
@@ -35,7 +42,7 @@ func FuzzFromForeignHeaders(f *testing.F) {
 			t.Fatalf("stack trace of %d bytes", len(e.StackTrace))
 		}
 		for k := range e.OriginalHeaders {
-			if strings.HasPrefix(k, springPrefix) || strings.HasPrefix(k, connectPrefix) {
+			if strings.HasPrefix(k, prefix) {
 				t.Fatalf("original headers keep the foreign header %q", k)
 			}
 		}
