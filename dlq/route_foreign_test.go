@@ -18,7 +18,7 @@ import (
 // left pending; a foreign route is alone in its DLQ.
 func TestForeignRoute(t *testing.T) {
 	ctx := context.Background()
-	s := memstore.New(memstore.Options{})
+	s := memstore.New(memstore.Config{})
 	defer s.Close()
 	var got []dlq.Route
 	pub := republisherFunc(func(_ context.Context, _ dlq.Entry, to dlq.Route, _ string) error {

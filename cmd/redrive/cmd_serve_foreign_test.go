@@ -135,7 +135,7 @@ exporter: {listen: %q}
 	}
 
 	// Nothing lost: every record produced is stored, once.
-	st, err := pgstore.Open(t.Context(), pg, pgstore.Options{})
+	st, err := pgstore.Open(t.Context(), pg, pgstore.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
