@@ -63,6 +63,29 @@ type ReplayAllOptions struct {
 	// the messages of a page are read in batches of at most this many
 	// bytes of payload (a larger entry alone). Default DefaultBatchBytes.
 	BatchBytes int64
+	// Resume, when set, continues an interrupted run (a replay-all job
+	// taken over by another replica) instead of starting one; see
+	// ReplayAllResume.
+	Resume *ReplayAllResume
+	// Checkpoint, when set, is called after each page with the progress
+	// and the cursor after that page: a run resumed from them (Resume)
+	// replays what follows. An error stops ReplayAll with it.
+	Checkpoint func(p Progress, cursor string) error
+}
+
+// ReplayAllResume is where an interrupted ReplayAll resumes: the cursor and
+// progress of its last checkpoint. The entries of the page it was in when
+// it stopped that are no longer pending (replaying or replayed since
+// Started) were handled by the interrupted run after its checkpoint: they
+// are not replayed again but counted in Progress.Duplicates.
+type ReplayAllResume struct {
+	// Cursor is the checkpoint's cursor; empty = from the start.
+	Cursor string
+	// Progress is the checkpoint's progress (its Total is kept).
+	Progress Progress
+	// Started is when the interrupted run started: entries changed
+	// before it were not handled by it.
+	Started time.Time
 }
 
 // DefaultBatchBytes is the default of ReplayAllOptions.BatchBytes: a page
@@ -82,6 +105,9 @@ type Progress struct {
 	Skipped    int64
 	Failed     int64
 	Mismatched int64
+	// Duplicates were handled by an interrupted run after its last
+	// checkpoint (see ReplayAllResume): not replayed again by this one.
+	Duplicates int64
 	// Done is set on the last report.
 	Done bool
 }
@@ -124,11 +150,25 @@ func (o *Ops) ReplayAll(ctx context.Context, q Query, opts ReplayAllOptions) (Pr
 	if err := q.Validate(); err != nil {
 		return p, fmt.Errorf("dlq: replay all %s: %w", q.DLQ, err)
 	}
-	total, err := o.store.Count(ctx, q)
-	if err != nil {
-		return p, fmt.Errorf("dlq: replay all %s: count: %w", q.DLQ, err)
+	if opts.Resume != nil {
+		p = opts.Resume.Progress
+		p.Done = false
+		q.Cursor = opts.Resume.Cursor
+		if err := q.Validate(); err != nil {
+			return p, fmt.Errorf("dlq: replay all %s: resume: %w", q.DLQ, err)
+		}
+		dups, err := o.handledAfter(ctx, q, opts.Resume.Started)
+		if err != nil {
+			return p, fmt.Errorf("dlq: replay all %s: resume: %w", q.DLQ, err)
+		}
+		p.Duplicates += dups
+	} else {
+		total, err := o.store.Count(ctx, q)
+		if err != nil {
+			return p, fmt.Errorf("dlq: replay all %s: count: %w", q.DLQ, err)
+		}
+		p.Total = total
 	}
-	p.Total = total
 	report := func() {
 		if opts.Progress != nil {
 			opts.Progress(p)
@@ -183,6 +223,43 @@ func (o *Ops) ReplayAll(ctx context.Context, q Query, opts ReplayAllOptions) (Pr
 		}
 		if page.Next == "" {
 			return finish(nil)
+		}
+		q.Cursor = page.Next
+		if opts.Checkpoint != nil {
+			if err := opts.Checkpoint(p, q.Cursor); err != nil {
+				return finish(err)
+			}
+		}
+	}
+}
+
+// handledAfter counts the entries an interrupted run handled after its
+// checkpoint: q's cursor is the checkpoint's, and that run was in the page
+// of the next q.Limit entries that were pending then. They are those
+// entries (of q's filter, any status) now replaying or replayed by a
+// change at or after started; the scan stops after q.Limit entries that
+// are pending or so changed.
+func (o *Ops) handledAfter(ctx context.Context, q Query, started time.Time) (int64, error) {
+	q.Status = ""
+	var seen, dups int64
+	for {
+		page, err := o.store.List(ctx, q)
+		if err != nil {
+			return dups, err
+		}
+		for _, r := range page.Records {
+			touched := (r.Status == StatusReplaying || r.Status == StatusReplayed) && !r.StatusChangedAt.Before(started)
+			if touched {
+				dups++
+			}
+			if touched || r.Status == StatusPending {
+				if seen++; seen >= int64(q.Limit) {
+					return dups, nil
+				}
+			}
+		}
+		if page.Next == "" {
+			return dups, nil
 		}
 		q.Cursor = page.Next
 	}

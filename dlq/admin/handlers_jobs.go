@@ -109,9 +109,13 @@ func (s *Server) job(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, err)
 		return
 	}
-	j, ok := s.jobs.Job(id)
-	if !ok {
+	j, err := s.jobs.Lookup(r.Context(), id)
+	if errors.Is(err, dlq.ErrNoJob) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "", dlq.ErrNoJob.Error())
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, struct {
@@ -126,9 +130,17 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, err)
 		return
 	}
+	jobs, err := s.jobs.ListJobs(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if jobs == nil {
+		jobs = []dlq.Job{}
+	}
 	writeJSON(w, http.StatusOK, struct {
 		Jobs []dlq.Job `json:"jobs"`
-	}{s.jobs.List()})
+	}{jobs})
 }
 
 // cancelJob serves POST /internal/v1/dlq/jobs/{id}/cancel: it stops the
@@ -149,6 +161,8 @@ func (s *Server) cancelJob(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "", err.Error())
 	case errors.Is(err, dlq.ErrJobNotRunning):
 		writeJSON(w, http.StatusConflict, errorJSON{Error: "job " + j.ID + " has already ended (" + j.State + ")", Code: CodeJobNotRunning, Job: &j})
+	case err != nil:
+		s.fail(w, r, err)
 	default:
 		writeJSON(w, http.StatusOK, struct {
 			Job *dlq.Job `json:"job"`

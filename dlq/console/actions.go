@@ -125,6 +125,9 @@ func (c *Console) startJob(w http.ResponseWriter, r *http.Request, ss *session, 
 	http.Redirect(w, r, "/jobs/"+pathEscape(j.ID), http.StatusSeeOther)
 }
 
+// noJob is the message of an unknown job.
+const noJob = "job: no such job (the last finished jobs are kept; with the in-memory job store, until the server restarts)"
+
 // job serves GET /jobs/{id}: a replay-all's progress, refreshed every 2 s
 // while it runs, with a cancel button for operators.
 func (c *Console) job(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -133,13 +136,16 @@ func (c *Console) job(w http.ResponseWriter, r *http.Request, ss *session) {
 		c.fail(w, r, ss, err)
 		return
 	}
-	var j dlq.Job
-	ok := false
+	j, err := dlq.Job{}, dlq.ErrNoJob
 	if c.cfg.Jobs != nil {
-		j, ok = c.cfg.Jobs.Job(id)
+		j, err = c.cfg.Jobs.Lookup(r.Context(), id)
 	}
-	if !ok {
-		c.errorPage(w, r, ss, http.StatusNotFound, "job: no such job (jobs are kept in memory until the server restarts)")
+	if errors.Is(err, dlq.ErrNoJob) {
+		c.errorPage(w, r, ss, http.StatusNotFound, noJob)
+		return
+	}
+	if err != nil {
+		c.fail(w, r, ss, err)
 		return
 	}
 	p := page{Title: "Replay-all " + j.DLQ, Nav: "jobs", Data: j}
@@ -153,7 +159,11 @@ func (c *Console) job(w http.ResponseWriter, r *http.Request, ss *session) {
 func (c *Console) jobs(w http.ResponseWriter, r *http.Request, ss *session) {
 	var list []dlq.Job
 	if c.cfg.Jobs != nil {
-		list = c.cfg.Jobs.List()
+		var err error
+		if list, err = c.cfg.Jobs.ListJobs(r.Context()); err != nil {
+			c.fail(w, r, ss, err)
+			return
+		}
 	}
 	p := page{Title: "Replay-all jobs", Nav: "jobs", Data: list}
 	for _, j := range list {
@@ -175,7 +185,7 @@ func (c *Console) cancelJob(w http.ResponseWriter, r *http.Request, ss *session)
 	_, err = c.cfg.Jobs.Cancel(r.Context(), id, ss.user.Name)
 	switch {
 	case errors.Is(err, dlq.ErrNoJob):
-		c.errorPage(w, r, ss, http.StatusNotFound, "job: no such job (jobs are kept in memory until the server restarts)")
+		c.errorPage(w, r, ss, http.StatusNotFound, noJob)
 		return
 	case errors.Is(err, dlq.ErrJobNotRunning):
 		c.log.Info("console: cancel of a job that has ended", "job", id, "user", ss.user.Name)

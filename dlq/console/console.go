@@ -23,8 +23,8 @@ import (
 type Jobs interface {
 	StartReplayAll(ctx context.Context, q dlq.Query, actor string, rate float64) (dlq.Job, error)
 	StartDiscardAll(ctx context.Context, q dlq.Query, actor, reason string, rate float64) (dlq.Job, error)
-	Job(id string) (dlq.Job, bool)
-	List() []dlq.Job
+	Lookup(ctx context.Context, id string) (dlq.Job, error)
+	ListJobs(ctx context.Context) ([]dlq.Job, error)
 	Cancel(ctx context.Context, id, actor string) (dlq.Job, error)
 }
 
