@@ -172,8 +172,6 @@ type JobStore interface {
 	ClaimJob(ctx context.Context, owner string, now, leaseUntil time.Time) (JobState, bool, error)
 }
 
-
-
 func timePtr(t time.Time) *time.Time {
 	if t.IsZero() {
 		return nil
