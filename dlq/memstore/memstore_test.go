@@ -56,3 +56,13 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+// The job store conformance suite on the in-memory job store, shared by
+// two Jobs of one process.
+func TestJobStore(t *testing.T) {
+	storetest.RunJobs(t, func(t *testing.T) (dlq.Store, dlq.JobStore) {
+		s := memstore.New(quiet())
+		t.Cleanup(func() { _ = s.Close() })
+		return s, dlq.NewMemJobStore()
+	})
+}

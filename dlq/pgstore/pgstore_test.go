@@ -36,3 +36,12 @@ func open(t testing.TB, schema string) *pgstore.Store {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) dlq.Store { return newStore(t) })
 }
+
+// TestJobStore runs the job store suite on dlq_jobs: two replicas share
+// the jobs through the database.
+func TestJobStore(t *testing.T) {
+	storetest.RunJobs(t, func(t *testing.T) (dlq.Store, dlq.JobStore) {
+		s := newStore(t)
+		return s, s.Jobs()
+	})
+}
