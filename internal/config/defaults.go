@@ -37,6 +37,8 @@ const (
 	DefaultAdminListen = "127.0.0.1:8080"
 	// DefaultMaxPayloadPreview is dlq.max_payload_preview's default: 64 KiB.
 	DefaultMaxPayloadPreview = 64 << 10
+	// DefaultJobLease is dlq.job_lease's default (dlq.DefaultJobLease).
+	DefaultJobLease = 30 * time.Second
 	DefaultExporterListen    = "127.0.0.1:9477"
 
 	DefaultHeartbeatInterval      = 10 * time.Second
@@ -89,6 +91,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Redis.Addr, DefaultRedisAddr)
 	setDefault(&c.Admin.Listen, DefaultAdminListen)
 	setDefault(&c.DLQ.MaxPayloadPreview, DefaultMaxPayloadPreview)
+	setDefault(&c.DLQ.JobLease, Duration(DefaultJobLease))
 	setDefault(&c.Exporter.Listen, DefaultExporterListen)
 	c.Tracing.applyDefaults()
 

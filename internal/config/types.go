@@ -356,6 +356,17 @@ type DeadLetters struct {
 	// keeps the whole payload. Bytes, >= 0; default 65536 (64 KiB); 0 =
 	// the default.
 	MaxPayloadPreview int `yaml:"max_payload_preview"`
+	// Replica names this `redrive serve` in the replay-all jobs it runs
+	// (a job's owner in the API and the console), e.g. "${POD_NAME}". At
+	// most 200 characters, no whitespace or control characters. Empty:
+	// hostname-pid-random, new on every start.
+	Replica string `yaml:"replica"`
+	// JobLease is how long a replica owns a running replay-all job
+	// without renewing it; the owner renews it every third of it. With
+	// postgres.url, when the owner dies, another replica resumes the job
+	// from its last checkpoint once the lease expired (each looks every
+	// half lease). A duration of at least 1s; default 30s.
+	JobLease Duration `yaml:"job_lease"`
 }
 
 // Admin configures the admin HTTP API.

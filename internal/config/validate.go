@@ -62,6 +62,12 @@ func (c *Config) validate(p *problems) {
 	if c.DLQ.MaxPayloadPreview < 0 {
 		p.add("dlq.max_payload_preview", fmt.Sprintf("%d is negative (bytes of a payload shown inline)", c.DLQ.MaxPayloadPreview))
 	}
+	if c.DLQ.JobLease != 0 && time.Duration(c.DLQ.JobLease) < time.Second {
+		p.add("dlq.job_lease", fmt.Sprintf("%s is shorter than 1s", time.Duration(c.DLQ.JobLease)))
+	}
+	if r := c.DLQ.Replica; len(r) > 200 || strings.IndexFunc(r, func(c rune) bool { return unicode.IsSpace(c) || unicode.IsControl(c) }) >= 0 {
+		p.add("dlq.replica", fmt.Sprintf("%.40q is longer than 200 characters or holds whitespace or control characters", r))
+	}
 	c.Admin.validate(p)
 	c.Console.validate(p)
 	c.Tracing.validate(p)

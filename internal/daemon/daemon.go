@@ -195,7 +195,7 @@ func (d *Daemon) keep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	api, err := d.adminServer(ops)
+	api, err := d.adminServer(ops, st)
 	if err != nil {
 		return invalid(err)
 	}
@@ -212,7 +212,14 @@ func (d *Daemon) keep(ctx context.Context) error {
 // adminServer returns the admin API with the console on ops: the
 // operator logs in with admin.token (the API's bearer token), a viewer with
 // admin.viewer_token (read-only).
-func (d *Daemon) adminServer(ops *dlq.Ops) (*admin.Server, error) {
+//
+// With PostgreSQL the replay-all jobs are kept in it, shared by every
+// replica (see dlq.JobsConfig.Store); otherwise in this process's memory.
+func (d *Daemon) adminServer(ops *dlq.Ops, st dlq.Store) (*admin.Server, error) {
+	var jobStore dlq.JobStore
+	if pg, ok := st.(*pgstore.Store); ok {
+		jobStore = pg.Jobs()
+	}
 	var tokens []admin.Token
 	var users []console.User
 	if d.c.Admin.Token != "" {
@@ -224,7 +231,8 @@ func (d *Daemon) adminServer(ops *dlq.Ops) (*admin.Server, error) {
 	}
 	// The console and the API share the replay-all jobs; the API serves the
 	// console and closes the jobs when it stops.
-	jobs, err := dlq.NewJobs(dlq.JobsConfig{Ops: ops, Logger: d.log})
+	jobs, err := dlq.NewJobs(dlq.JobsConfig{Ops: ops, Store: jobStore, Replica: d.c.DLQ.Replica,
+		Lease: time.Duration(d.c.DLQ.JobLease), Logger: d.log})
 	if err != nil {
 		return nil, err
 	}
