@@ -38,8 +38,8 @@ const (
 	// DefaultMaxPayloadPreview is dlq.max_payload_preview's default: 64 KiB.
 	DefaultMaxPayloadPreview = 64 << 10
 	// DefaultJobLease is dlq.job_lease's default (dlq.DefaultJobLease).
-	DefaultJobLease = 30 * time.Second
-	DefaultExporterListen    = "127.0.0.1:9477"
+	DefaultJobLease       = 30 * time.Second
+	DefaultExporterListen = "127.0.0.1:9477"
 
 	DefaultHeartbeatInterval      = 10 * time.Second
 	DefaultHeartbeatTTL           = 30 * time.Second
