@@ -85,6 +85,12 @@ type Config struct {
 	// "https://tempo.example/trace/{trace_id}" (console.trace_link).
 	// Empty: the trace id is shown without a link.
 	TraceLink string
+	// SessionSecret keys the signature of the session cookies
+	// (admin.session_secret): replicas given the same secret accept each
+	// other's sessions. At least 32 bytes. Empty: a random key of this
+	// process (a restart logs everyone out, and a session works only on
+	// the replica that created it).
+	SessionSecret string
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 }
@@ -95,6 +101,8 @@ const (
 	SessionTTL = 12 * time.Hour
 	// LocalUser is the operator of an InsecureNoAuth console.
 	LocalUser = "local"
+	// MinSessionSecret is the shortest Config.SessionSecret accepted.
+	MinSessionSecret = 32
 	// MaxFormBytes bounds a form post.
 	MaxFormBytes = 64 << 10
 )
@@ -147,10 +155,27 @@ func (c Config) Validate() error {
 	if operators && c.Jobs == nil {
 		return errors.New("console: Config.Jobs: required for replay-all unless every user is read-only")
 	}
+	if c.SessionSecret != "" && len(c.SessionSecret) < MinSessionSecret {
+		return fmt.Errorf("console: Config.SessionSecret: shorter than %d bytes", MinSessionSecret)
+	}
 	if c.TraceLink != "" {
 		return checkTraceLink(c.TraceLink)
 	}
 	return nil
+}
+
+// sessionUser returns the user name may hold a session as, with the hash
+// of their token: a configured user, or LocalUser without login.
+func (c *Console) sessionUser(name string) (User, [sha256.Size]byte, bool) {
+	for _, u := range c.users {
+		if u.Name == name {
+			return u.User, u.sum, true
+		}
+	}
+	if c.cfg.InsecureNoAuth && name == LocalUser {
+		return User{Name: LocalUser}, sha256.Sum256(nil), true
+	}
+	return User{}, [sha256.Size]byte{}, false
 }
 
 // New checks cfg and returns the console.
@@ -170,7 +195,7 @@ func New(cfg Config) (*Console, error) {
 		return nil, err
 	}
 	c.pages = pages
-	c.sessions = newSessions(SessionTTL, c.now)
+	c.sessions = newSessions(SessionTTL, c.now, cfg.SessionSecret, c.sessionUser)
 	c.throttle = newThrottle(c.now)
 	c.proxies = httpguard.Proxies(cfg.TrustedProxies)
 	c.devices = newDevices()

@@ -1,10 +1,13 @@
 package console
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -12,10 +15,9 @@ import (
 // cookieName is the session cookie's name.
 const cookieName = "redrive_session"
 
-// maxSessions bounds the sessions kept; beyond it the one closest to
-// expiry is dropped (a client that throws its cookies away cannot grow
-// the map without end).
-const maxSessions = 10000
+// maxRevoked bounds the logged-out sessions remembered; beyond it the one
+// closest to expiry is forgotten.
+const maxRevoked = 10000
 
 // session is one login: who, its CSRF token, until when.
 type session struct {
@@ -25,19 +27,34 @@ type session struct {
 	expires time.Time
 }
 
-// sessions are the console's sessions, in memory: a restart logs everyone
-// out.
+// sessions are the console's sessions as signed cookies: the cookie names
+// the user, the expiry and a random nonce, with an HMAC-SHA256 over them
+// and the user's token hash, keyed with Config.SessionSecret (shared by
+// the replicas: a session works on each) or a random key of this process.
+// Changing a user's token ends their sessions. A logout is remembered by
+// the process that served it until the cookie would have expired; the
+// browser drops the cookie, but a copy of it stays valid on the other
+// replicas until then.
 type sessions struct {
-	ttl time.Duration
-	max int
-	now func() time.Time
+	ttl  time.Duration
+	now  func() time.Time
+	key  []byte
+	user func(name string) (User, [sha256.Size]byte, bool) // a user who may hold a session, with its token hash
+	max  int
 
-	mu   sync.Mutex
-	byID map[string]*session
+	mu      sync.Mutex
+	revoked map[string]time.Time // logged-out ids until their expiry
 }
 
-func newSessions(ttl time.Duration, now func() time.Time) *sessions {
-	return &sessions{ttl: ttl, max: maxSessions, now: now, byID: map[string]*session{}}
+// newSessions returns the sessions of users (user), signed with secret;
+// an empty secret is replaced by a random key.
+func newSessions(ttl time.Duration, now func() time.Time, secret string, user func(string) (User, [sha256.Size]byte, bool)) *sessions {
+	key := []byte(secret)
+	if secret == "" {
+		key = make([]byte, 32)
+		_, _ = rand.Read(key) // never fails (crypto/rand)
+	}
+	return &sessions{ttl: ttl, now: now, key: key, user: user, max: maxRevoked, revoked: map[string]time.Time{}}
 }
 
 // randomToken returns 32 random bytes, URL-safe base64.
@@ -47,51 +64,78 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// create starts a session for u, forgetting expired ones.
+// mac is the signature of the session body for a user of token hash sum.
+func (s *sessions) mac(purpose, body string, sum [sha256.Size]byte) string {
+	h := hmac.New(sha256.New, s.key)
+	h.Write([]byte(purpose + "\x00" + body + "\x00"))
+	h.Write(sum[:])
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}
+
+// create starts a session for u.
 func (s *sessions) create(u User) *session {
+	exp := s.now().Add(s.ttl).Truncate(time.Second)
+	body := base64.RawURLEncoding.EncodeToString([]byte(u.Name)) + "." + strconv.FormatInt(exp.Unix(), 10) + "." + randomToken()
+	sum := sha256.Sum256([]byte(u.Token))
+	id := body + "." + s.mac("session", body, sum)
+	return &session{id: id, csrf: s.mac("csrf", id, sum), user: u, expires: exp}
+}
+
+// get returns the live session id, or nil: a cookie this key signed for a
+// user who still holds that token, not expired nor logged out here.
+func (s *sessions) get(id string) *session {
+	parts := strings.Split(id, ".")
+	if len(id) > 1024 || len(parts) != 4 {
+		return nil
+	}
+	name, err := base64.RawURLEncoding.DecodeString(parts[0])
+	if err != nil {
+		return nil
+	}
+	u, sum, ok := s.user(string(name))
+	if !ok {
+		return nil
+	}
+	body := strings.Join(parts[:3], ".")
+	if subtle.ConstantTimeCompare([]byte(parts[3]), []byte(s.mac("session", body, sum))) != 1 {
+		return nil
+	}
+	unix, err := strconv.ParseInt(parts[1], 10, 64)
+	exp := time.Unix(unix, 0)
+	if err != nil || s.now().After(exp) {
+		return nil
+	}
+	s.mu.Lock()
+	_, gone := s.revoked[id]
+	s.mu.Unlock()
+	if gone {
+		return nil
+	}
+	return &session{id: id, csrf: s.mac("csrf", id, sum), user: u, expires: exp}
+}
+
+// drop ends session id here (logout), forgetting expired logouts.
+func (s *sessions) drop(id string) {
+	ss := s.get(id)
+	if ss == nil {
+		return
+	}
 	now := s.now()
-	ss := &session{id: randomToken(), csrf: randomToken(), user: u, expires: now.Add(s.ttl)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var oldest *session
-	for id, old := range s.byID {
+	var oldest string
+	for old, exp := range s.revoked {
 		switch {
-		case now.After(old.expires):
-			delete(s.byID, id)
-		case oldest == nil || old.expires.Before(oldest.expires):
+		case now.After(exp):
+			delete(s.revoked, old)
+		case oldest == "" || exp.Before(s.revoked[oldest]):
 			oldest = old
 		}
 	}
-	if oldest != nil && len(s.byID) >= s.max {
-		delete(s.byID, oldest.id)
+	if oldest != "" && len(s.revoked) >= s.max {
+		delete(s.revoked, oldest)
 	}
-	s.byID[ss.id] = ss
-	return ss
-}
-
-// get returns the live session id, or nil.
-func (s *sessions) get(id string) *session {
-	if id == "" {
-		return nil
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ss := s.byID[id]
-	if ss == nil {
-		return nil
-	}
-	if s.now().After(ss.expires) {
-		delete(s.byID, id)
-		return nil
-	}
-	return ss
-}
-
-// drop ends session id.
-func (s *sessions) drop(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.byID, id)
+	s.revoked[id] = ss.expires
 }
 
 // checkToken returns the user whose token is tok. Every user's token is

@@ -54,6 +54,9 @@ func (a Admin) validate(p *problems) {
 	case a.ViewerToken != "" && a.Token == "":
 		p.add("admin.viewer_token", "needs admin.token: without it the console runs without login")
 	}
+	if a.SessionSecret != "" && len(a.SessionSecret) < MinSessionSecretLen {
+		p.add("admin.session_secret", fmt.Sprintf("shorter than %d characters", MinSessionSecretLen))
+	}
 	for i, h := range a.AllowedHosts {
 		if !validHostName(h) {
 			p.add(fmt.Sprintf("admin.allowed_hosts[%d]", i), fmt.Sprintf("%q is not a host name or IP address (no scheme, port or path)", shown(h)))

@@ -10,6 +10,10 @@ import (
 // MinTokenLen is the shortest admin.token and admin.viewer_token accepted.
 const MinTokenLen = 8
 
+// MinSessionSecretLen is the shortest admin.session_secret accepted
+// (console.MinSessionSecret).
+const MinSessionSecretLen = 32
+
 // Defaults filled in by ApplyDefaults and Worker.WithDefaults
 // (docs/configuration.md lists each with its key).
 const (

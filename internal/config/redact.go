@@ -79,7 +79,7 @@ func (c *Config) Redacted() *Config {
 	for i, b := range out.Kafka.Brokers {
 		out.Kafka.Brokers[i] = redact.URL(b)
 	}
-	for _, p := range []*string{&out.Admin.Token, &out.Admin.ViewerToken, &out.Redis.Password} {
+	for _, p := range []*string{&out.Admin.Token, &out.Admin.ViewerToken, &out.Admin.SessionSecret, &out.Redis.Password} {
 		if *p != "" {
 			*p = Mask
 		}

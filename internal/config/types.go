@@ -402,6 +402,14 @@ type Admin struct {
 	// of the console. Default false: Secure only when the request came
 	// over TLS (to redrive, or to a trusted proxy that says so).
 	CookieSecure bool `yaml:"cookie_secure"`
+	// SessionSecret signs the console's session cookies. Give every
+	// replica of `redrive serve` behind one load balancer the same secret
+	// (e.g. "${REDRIVE_SESSION_SECRET}") so that a session works on each;
+	// changing it logs everyone out. At least 32 characters. Empty: a
+	// random key per process: a session works only on the replica that
+	// created it, and a restart logs everyone out. Secret: masked by
+	// Redacted.
+	SessionSecret string `yaml:"session_secret"`
 }
 
 // Proxies returns TrustedProxies parsed (the entries Validate refuses are

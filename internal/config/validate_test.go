@@ -83,6 +83,11 @@ func TestValidateRules(t *testing.T) {
 		// dlq
 		{"dlq max_payload_preview negative", "broker: rabbitmq\ndlq: {max_payload_preview: -1}", []string{"dlq.max_payload_preview: -1 is negative (bytes of a payload shown inline)"}},
 		{"dlq max_payload_preview", "broker: rabbitmq\ndlq: {max_payload_preview: 1048576}", nil},
+		{"dlq job_lease short", "broker: rabbitmq\ndlq: {job_lease: 500ms}", []string{"dlq.job_lease: 500ms is shorter than 1s"}},
+		{"dlq replica", "broker: rabbitmq\ndlq: {replica: pod-1, job_lease: 10s}", nil},
+		{"dlq replica with a space", "broker: rabbitmq\ndlq: {replica: \"pod 1\"}", []string{"dlq.replica: \"pod 1\" is longer than 200 characters or holds whitespace or control characters"}},
+		{"admin session_secret short", "broker: rabbitmq\nadmin: {session_secret: short}", []string{"admin.session_secret: shorter than 32 characters"}},
+		{"admin session_secret", "broker: rabbitmq\nadmin: {session_secret: 0123456789abcdef0123456789abcdef}", nil},
 		{"dlq unknown key", "broker: rabbitmq\ndlq: {max_preview: 5}", []string{"dlq.max_preview: unknown key (line 2)"}},
 
 		// redis, postgres

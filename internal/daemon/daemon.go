@@ -238,7 +238,8 @@ func (d *Daemon) adminServer(ops *dlq.Ops, st dlq.Store) (*admin.Server, error) 
 	}
 	cons, err := console.New(console.Config{Ops: ops, Jobs: jobs, Workers: d.mon.heartbeats, Pauser: d.mon.pauses, Lag: d.mon.lag,
 		Broker: d.c.Broker, Users: users, InsecureNoAuth: d.o.InsecureNoAuth, Logger: d.log,
-		TrustedProxies: d.c.Admin.Proxies(), CookieSecure: d.c.Admin.CookieSecure, TraceLink: d.c.Console.TraceLink})
+		TrustedProxies: d.c.Admin.Proxies(), CookieSecure: d.c.Admin.CookieSecure, TraceLink: d.c.Console.TraceLink,
+		SessionSecret: d.c.Admin.SessionSecret})
 	if err != nil {
 		jobs.Close()
 		return nil, err
