@@ -13,12 +13,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/kafka"
+	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
@@ -47,29 +50,97 @@ const (
 
 // TestReplicaKilled (issue 17, several serve replicas): 10,000 dead
 // letters wait in PostgreSQL; two replicas (child processes) share it and
-// one RabbitMQ. A replay-all started on replica a is visible on b; a is
+// one broker. A replay-all started on replica a is visible on b; a is
 // SIGKILLed mid-run; once its lease (1 s) expired, b takes the job over
 // from its last checkpoint and finishes it; b's reconciler replays the
-// entry a left replaying. Counted on the group queue, drained as it
-// fills: every entry arrives (lost = 0); an entry arriving twice is a
+// entry a left replaying. Counted where the replays arrive (RabbitMQ: the
+// group queue drained as it fills; Kafka: the group consuming its retry
+// topic): every entry arrives (lost = 0); an entry arriving twice is a
 // duplicate, and there are at most as many as the job counted.
 func TestReplicaKilled(t *testing.T) {
+	t.Run("rabbitmq", func(t *testing.T) {
+		sub := broker.Subscription{Topic: "replicas." + broker.NewMessageID()[:6], Group: "g"}
+		_, prefix := newRabbit(t, sub)
+		queue := rabbit.Queue(sub.Topic, sub.Group)
+		wf, err := wire.Encode(wire.Form{Props: &wire.Properties{ContentType: "application/octet-stream", DeliveryMode: amqp.Transient}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		replicaKilled(t, replicaSetup{kind: broker.RabbitMQ, dlq: rabbit.DLQ(queue), source: queue, wire: wf, sub: sub,
+			env: []string{envPrefix + "=" + prefix},
+			drain: func(sums map[string][32]byte) func() map[string]int {
+				c := drainReplays(t, queue, sums)
+				return func() map[string]int {
+					if n := c.corrupt(); n != 0 {
+						t.Errorf("%d replays arrived corrupt", n)
+					}
+					return c.wait(t, replicaEntries, 2*time.Minute)
+				}
+			}})
+	})
+	t.Run("kafka", func(t *testing.T) {
+		brokers := childCluster(t)
+		sub := kafkaSub("replicas." + broker.NewMessageID()[:6])
+		b := kafkatest.New(t, brokers, nil)
+		if err := b.Declare(context.Background(), sub); err != nil {
+			t.Fatal(err)
+		}
+		replicaKilled(t, replicaSetup{kind: broker.Kafka, dlq: kafka.DLQTopic(sub.Topic), source: sub.Topic, sub: sub,
+			env: []string{envBrokers + "=" + strings.Join(brokers, ",")},
+			drain: func(sums map[string][32]byte) func() map[string]int {
+				c := newTally()
+				var corrupt atomic.Int64
+				stop := testenv.Consume(t, b, sub, func(_ context.Context, d *broker.Delivery) error {
+					from := d.Headers[broker.HeaderReplayedFrom]
+					_, id, _ := strings.Cut(from, "/")
+					if sha256.Sum256(d.Value) != sums[id] {
+						corrupt.Add(1)
+					}
+					c.add(from)
+					return nil
+				})
+				return func() map[string]int {
+					if !c.wait(replicaEntries, 2*time.Minute) {
+						t.Errorf("%d of %d replays arrived", c.distinct(), replicaEntries)
+					}
+					stop() // duplicates, if any, were consumed with the rest
+					if n := corrupt.Load(); n != 0 {
+						t.Errorf("%d replays arrived corrupt", n)
+					}
+					return c.counts()
+				}
+			}})
+	})
+}
+
+// replicaSetup is the broker side of TestReplicaKilled.
+type replicaSetup struct {
+	kind   broker.Backend
+	dlq    string // where the entries were dead-lettered
+	source string // the queue or topic they failed in
+	wire   []byte // their stored wire form (nil: none)
+	sub    broker.Subscription
+	env    []string // the broker's variables for the children
+	// drain starts counting the replays of the entries whose payload
+	// digests are sums; the function it returns waits for every entry and
+	// returns the counts by replayed-from key.
+	drain func(sums map[string][32]byte) func() map[string]int
+}
+
+// replicaKilled is TestReplicaKilled on the broker of s.
+func replicaKilled(t *testing.T, s replicaSetup) {
 	ctx := t.Context()
 	schema := "faults_" + broker.NewMessageID()[:12]
 	st := openStore(t, testenv.PostgreSQL.URL(), schema)
-	sub := broker.Subscription{Topic: "replicas." + broker.NewMessageID()[:6], Group: "g"}
-	_, prefix := newRabbit(t, sub)
-	queue := rabbit.Queue(sub.Topic, sub.Group)
-	dlqName := rabbit.DLQ(queue)
-	sums := loadSmall(t, st, dlqName, sub, replicaEntries)
-	replays := drainReplays(t, queue, sums)
+	sums := loadSmall(t, st, s, replicaEntries)
+	replays := s.drain(sums)
 
 	dir := t.TempDir()
 	start := func(name string) (*child, string) {
 		addrFile := filepath.Join(dir, name)
-		c := startChild(t, newTally(), childReplica, envPrefix+"="+prefix, envTopic+"="+sub.Topic,
-			envReplicaSchema+"="+schema, envReplicaName+"="+name, envReplicaAddr+"="+addrFile,
-			"DATABASE_URL="+noSyncCommit(testenv.PostgreSQL.URL()))
+		env := append([]string{envTopic + "=" + s.sub.Topic, envReplicaSchema + "=" + schema, envReplicaName + "=" + name,
+			envReplicaAddr + "=" + addrFile, "DATABASE_URL=" + noSyncCommit(testenv.PostgreSQL.URL())}, s.env...)
+		c := startChild(t, newTally(), childReplica, env...)
 		return c, "http://" + waitFile(t, addrFile) + "/internal/v1/dlq"
 	}
 	a, apiA := start("a")
@@ -78,30 +149,26 @@ func TestReplicaKilled(t *testing.T) {
 	var started struct {
 		Job dlq.Job `json:"job"`
 	}
-	if code := apiDo(http.MethodPost, apiA+"/replay-all?rate=0&topic="+dlqName, &started); code != http.StatusAccepted {
+	if code := apiDo(http.MethodPost, apiA+"/replay-all?rate=0&topic="+s.dlq, &started); code != http.StatusAccepted {
 		t.Fatalf("replay-all on a = %d", code)
 	}
 	id := started.Job.ID
 	// No event crosses the processes: the job is read from b's API (the
 	// shared store) until a has checkpointed 3,000 entries.
-	job := func(api string) dlq.Job {
-		var out struct {
-			Job dlq.Job `json:"job"`
-		}
-		if code := apiGet(api+"/jobs/"+id, &out); code != http.StatusOK {
-			t.Fatalf("GET %s/jobs/%s = %d", api, id, code)
-		}
-		return out.Job
-	}
 	poll := func(what string, timeout time.Duration, done func(dlq.Job) bool) dlq.Job {
 		deadline := time.Now().Add(timeout)
 		for {
-			j := job(apiB)
-			if done(j) {
-				return j
+			var out struct {
+				Job dlq.Job `json:"job"`
+			}
+			if code := apiGet(apiB+"/jobs/"+id, &out); code != http.StatusOK {
+				t.Fatalf("GET jobs/%s from b = %d", id, code)
+			}
+			if done(out.Job) {
+				return out.Job
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after %s: job %+v", what, timeout, j)
+				t.Fatalf("%s: not after %s: job %+v", what, timeout, out.Job)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
@@ -116,47 +183,46 @@ func TestReplicaKilled(t *testing.T) {
 	killed := time.Now()
 	t.Logf("a SIGKILLed with %d entries checkpointed", before.Progress.Replayed)
 	j := poll("b finishes the job", 3*time.Minute, func(j dlq.Job) bool { return j.State != dlq.JobRunning })
-	took := time.Since(killed)
 	p := j.Progress
-	t.Logf("job %s: %s by %s after %d takeover(s), %v after the kill: %+v", j.ID, j.State, j.Owner, j.Takeovers, took.Round(time.Millisecond), p)
+	t.Logf("job %s: %s by %s after %d takeover(s), %v after the kill: %+v", j.ID, j.State, j.Owner, j.Takeovers,
+		time.Since(killed).Round(time.Millisecond), p)
 	if j.State != dlq.JobDone || j.Owner != "b" || j.Takeovers != 1 || p.Total != replicaEntries ||
 		p.Replayed+p.Duplicates != replicaEntries || p.Skipped+p.Failed+p.Mismatched != 0 {
 		t.Errorf("job = %+v; want done by b after one takeover, replayed + duplicates = %d", j, replicaEntries)
 	}
 
-	got := replays.wait(t, replicaEntries, 2*time.Minute)
+	got := replays()
 	keys := make([]string, 0, len(sums))
 	for id := range sums {
-		keys = append(keys, dlq.ReplayedFrom(dlqName, id))
+		keys = append(keys, dlq.ReplayedFrom(s.dlq, id))
 	}
 	r := account(t, keys, got, nil)
-	if int64(r.dups) > p.Duplicates || replays.corrupt() != 0 {
-		t.Errorf("%d duplicates arrived, the job counted %d; %d corrupt", r.dups, p.Duplicates, replays.corrupt())
+	if int64(r.dups) > p.Duplicates {
+		t.Errorf("%d duplicates arrived, the job counted %d", r.dups, p.Duplicates)
 	}
-	if n, err := st.Count(ctx, dlq.Query{DLQ: dlqName, Status: dlq.StatusReplayed}); err != nil || n != replicaEntries {
+	if n, err := st.Count(ctx, dlq.Query{DLQ: s.dlq, Status: dlq.StatusReplayed}); err != nil || n != replicaEntries {
 		t.Errorf("%d entries replayed in the store, want %d (%v)", n, replicaEntries, err)
 	}
 }
 
-// loadSmall writes n pending entries of dlqName (small transient
-// messages of sub's topic) in one statement, and returns the SHA-256 of
-// each payload by id.
-func loadSmall(t *testing.T, st *pgstore.Store, dlqName string, sub broker.Subscription, n int) map[string][32]byte {
+// loadSmall writes n pending entries of s.dlq (small messages of s's
+// topic) in one statement, and returns the SHA-256 of each payload by id.
+func loadSmall(t *testing.T, st *pgstore.Store, s replicaSetup, n int) map[string][32]byte {
 	t.Helper()
-	wf, err := wire.Encode(wire.Form{Props: &wire.Properties{ContentType: "application/octet-stream", DeliveryMode: amqp.Transient}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	received := dlq.StoreTime(time.Now().Add(-time.Hour))
+	partition := int32(-1)
+	if s.kind == broker.Kafka {
+		partition = 0
+	}
 	tag, err := st.Pool().Exec(t.Context(), `INSERT INTO dlq_entries (dlq, id, identity, broker, severity, status, status_changed_at,
-		received_at, message_id, original_topic, original_key, original_value, original_wire, error_class, error_message, reason,
-		retry_count, worker, source)
+		received_at, message_id, original_topic, original_partition, original_offset, original_key, original_value, original_wire,
+		error_class, error_message, reason, retry_count, worker, source)
 		SELECT $1, x.id, x.id, $2, $3, 'pending', $4::timestamptz + i * interval '1 microsecond', $4::timestamptz + i * interval '1 microsecond',
-			x.id, $5, convert_to(x.id, 'UTF8'), convert_to('payload of ' || x.id, 'UTF8'), $6,
+			x.id, $5, $11, CASE WHEN $11 < 0 THEN -1 ELSE i END, convert_to(x.id, 'UTF8'), convert_to('payload of ' || x.id, 'UTF8'), $6,
 			'TimeoutError', 'upstream timed out', $7, 3, $8, $9
 		FROM generate_series(0, $10::int - 1) AS i, LATERAL (SELECT 'r-' || lpad(i::text, 5, '0') AS id) x ORDER BY i`,
-		dlqName, string(broker.RabbitMQ), string(broker.SeverityWarning), received, sub.Topic, wf,
-		string(broker.ReasonPermanent), sub.Group, rabbit.Queue(sub.Topic, sub.Group), n)
+		s.dlq, string(s.kind), string(broker.SeverityWarning), received, s.sub.Topic, s.wire,
+		string(broker.ReasonPermanent), s.sub.Group, s.source, n, partition)
 	if err != nil || tag.RowsAffected() != int64(n) {
 		t.Fatalf("load: %d of %d entries: %v", tag.RowsAffected(), n, err)
 	}
@@ -177,15 +243,29 @@ func replicaChild(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	b, err := rabbit.New(ctx, rabbitConfig(os.Getenv(envPrefix)))
+	var (
+		b     broker.Broker
+		route dlq.Route
+	)
+	if brokers := os.Getenv(envBrokers); brokers != "" {
+		b, err = kafka.New(ctx, kafkatest.Config(strings.Split(brokers, ",")))
+		route = kafka.Route(os.Getenv(envTopic), "g")
+	} else {
+		b, err = rabbit.New(ctx, rabbitConfig(os.Getenv(envPrefix)))
+		route = rabbit.Route(os.Getenv(envTopic), "g")
+	}
 	if err != nil {
 		return err
 	}
 	defer b.Close()
+	rp, ok := b.(dlq.Republisher)
+	if !ok {
+		return errors.New("the broker does not replay")
+	}
 	// Interrupted replays are reconciled soon: a replica killed mid-replay
 	// leaves one entry replaying.
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: b, Logger: quiet,
-		Routes:        []dlq.Route{rabbit.Route(os.Getenv(envTopic), "g")},
+	ops, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: rp, Logger: quiet,
+		Routes:        []dlq.Route{route},
 		ReplayTimeout: time.Second, ReconcileAfter: 2 * time.Second, ReconcileInterval: time.Second})
 	if err != nil {
 		return err
