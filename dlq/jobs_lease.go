@@ -101,7 +101,7 @@ func (js *Jobs) runJob(st JobState, r *run, resume bool) {
 	case lost || errors.Is(err, ErrLeaseLost):
 		js.log.Warn("dlq: replay-all job stopped here: another replica took it over", "job", st.ID, "replica", js.replica)
 		return
-	case js.shared && js.ctx.Err() != nil && saved.CancelledBy == "":
+	case err != nil && js.shared && js.ctx.Err() != nil && saved.CancelledBy == "":
 		// Handed over: the checkpoint stays, the lease expires now.
 		now := time.Now().UTC()
 		saved.LeaseExpires = &now
