@@ -67,6 +67,11 @@ func RunJobs(t *testing.T, newStore func(t *testing.T) (dlq.Store, dlq.JobStore)
 		_, js := newStore(t)
 		testJobLease(t, js)
 	})
+	t.Run("CancelFromOtherReplica", func(t *testing.T) {
+		t.Parallel()
+		s, js := newStore(t)
+		testJobCancelElsewhere(t, s, js)
+	})
 	t.Run("Takeover", func(t *testing.T) {
 		t.Parallel()
 		s, js := newStore(t)
@@ -304,5 +309,44 @@ func testJobTakeover(t *testing.T, s dlq.Store, js dlq.JobStore) {
 	}
 	if c, err := s.Count(ctx, dlq.Query{DLQ: "take.dlq", Status: dlq.StatusReplayed}); err != nil || c != n {
 		t.Errorf("%d entries replayed (%v), want %d", c, err, n)
+	}
+}
+
+// testJobCancelElsewhere runs a slow replay-all on replica a; replica b
+// lists it and cancels it: b's Cancel returns once a has stopped, and the
+// job records b's actor.
+func testJobCancelElsewhere(t *testing.T, s dlq.Store, js dlq.JobStore) {
+	ctx := context.Background()
+	fill(t, s, "cancel.dlq", "c", 50, nil)
+	replica := func(name string) *dlq.Jobs {
+		cfg := opsConfig(s, &publisher{})
+		cfg.Routes = append(cfg.Routes, route("cancel.dlq"))
+		jobs, err := dlq.NewJobs(dlq.JobsConfig{Ops: newOps(t, cfg), Store: js, Replica: name, Lease: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(jobs.Close)
+		return jobs
+	}
+	a, b := replica("a"), replica("b")
+	j, err := a.StartReplayAll(ctx, dlq.Query{DLQ: "cancel.dlq"}, "alice", 5) // 10 s for 50 entries
+	if err != nil {
+		t.Fatalf("StartReplayAll on a: %v", err)
+	}
+	if _, err := b.StartReplayAll(ctx, dlq.Query{DLQ: "cancel.dlq"}, "bob", 5); !errors.Is(err, dlq.ErrJobRunning) {
+		t.Errorf("a second job of the DLQ on b = %v, want ErrJobRunning", err)
+	}
+	list, err := b.ListJobs(ctx)
+	if err != nil || len(list) != 1 || list[0].ID != j.ID || list[0].Owner != "a" || list[0].State != dlq.JobRunning {
+		t.Fatalf("b lists %+v, %v; want a's running job", list, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	got, err := b.Cancel(cctx, j.ID, "carol")
+	if err != nil || got.State != dlq.JobCancelled || got.CancelledBy != "carol" || got.Owner != "a" || got.Progress.Replayed >= 50 {
+		t.Fatalf("Cancel on b = %+v, %v; want a's job cancelled by carol before its end", got, err)
+	}
+	if viewA, err := a.Lookup(ctx, j.ID); err != nil || viewA.State != dlq.JobCancelled || viewA.Error != "cancelled by carol" {
+		t.Errorf("a sees %+v, %v", viewA, err)
 	}
 }
