@@ -89,6 +89,9 @@ func (js *Jobs) runJob(st JobState, r *run, resume bool) {
 	if resume {
 		opts.Resume = &ReplayAllResume{Cursor: st.Cursor, Progress: st.Progress.progress(), Started: st.StartedAt}
 	}
+	if st.CancelledBy != "" {
+		r.halt() // taken over after a cancel its dead owner never saw: stop before the first entry
+	}
 	p, err := js.ops.ReplayAll(js.ctx, q, opts)
 	stopRenew()
 	<-renewed

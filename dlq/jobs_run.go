@@ -20,6 +20,8 @@ const (
 	// DefaultJobLease is how long a replica owns a running job without
 	// renewing it (JobsConfig.Lease).
 	DefaultJobLease = 30 * time.Second
+	// MinJobLease is the shortest JobsConfig.Lease accepted.
+	MinJobLease = 30 * time.Millisecond
 )
 
 // JobsConfig configures Jobs.
@@ -45,8 +47,9 @@ type JobsConfig struct {
 	// host-pid-random.
 	Replica string
 	// Lease is how long a replica owns a running job without renewing it;
-	// default DefaultJobLease. The owner renews it every Lease/3; with
-	// Store set, the replicas look for expired leases every Lease/2.
+	// default DefaultJobLease, at least MinJobLease. The owner renews it
+	// every Lease/3; with Store set, the replicas look for expired leases
+	// every Lease/2.
 	Lease time.Duration
 	// Logger; default slog.Default().
 	Logger *slog.Logger
@@ -106,6 +109,9 @@ func NewJobs(cfg JobsConfig) (*Jobs, error) {
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = DefaultJobLease
+	}
+	if cfg.Lease < MinJobLease {
+		return nil, fmt.Errorf("dlq: jobs: lease %s is shorter than %s", cfg.Lease, MinJobLease)
 	}
 	if cfg.Replica == "" {
 		cfg.Replica = DefaultReplica()
