@@ -72,6 +72,11 @@ func RunJobs(t *testing.T, newStore func(t *testing.T) (dlq.Store, dlq.JobStore)
 		s, js := newStore(t)
 		testJobCancelElsewhere(t, s, js)
 	})
+	t.Run("HandOver", func(t *testing.T) {
+		t.Parallel()
+		s, js := newStore(t)
+		testJobHandOver(t, s, js)
+	})
 	t.Run("Takeover", func(t *testing.T) {
 		t.Parallel()
 		s, js := newStore(t)
@@ -348,5 +353,54 @@ func testJobCancelElsewhere(t *testing.T, s dlq.Store, js dlq.JobStore) {
 	}
 	if viewA, err := a.Lookup(ctx, j.ID); err != nil || viewA.State != dlq.JobCancelled || viewA.Error != "cancelled by carol" {
 		t.Errorf("a sees %+v, %v", viewA, err)
+	}
+}
+
+// testJobHandOver closes replica a (a clean shutdown) while its job runs:
+// the job stays running with its lease expired, and replica b resumes it
+// at once and finishes it.
+func testJobHandOver(t *testing.T, s dlq.Store, js dlq.JobStore) {
+	ctx := context.Background()
+	fill(t, s, "hand.dlq", "h", 40, nil)
+	pub := &publisher{}
+	replica := func(name string) *dlq.Jobs {
+		cfg := opsConfig(s, pub)
+		cfg.Routes = append(cfg.Routes, route("hand.dlq"))
+		// A long lease: b takes the job over because a handed it over,
+		// not because the lease ran out.
+		jobs, err := dlq.NewJobs(dlq.JobsConfig{Ops: newOps(t, cfg), Store: js, Replica: name, Lease: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(jobs.Close)
+		return jobs
+	}
+	a := replica("a")
+	j, err := a.StartReplayAll(ctx, dlq.Query{DLQ: "hand.dlq"}, "alice", 20) // 2 s for 40 entries
+	if err != nil {
+		t.Fatalf("StartReplayAll on a: %v", err)
+	}
+	a.Close()
+	st, err := js.GetJob(ctx, j.ID)
+	if err != nil || st.State != dlq.JobRunning || st.LeaseExpires == nil || st.LeaseExpires.After(time.Now()) {
+		t.Fatalf("after a's Close the job is %+v, %v; want running, its lease expired", st, err)
+	}
+	b := replica("b") // looks for expired leases at once
+	deadline := time.Now().Add(30 * time.Second)
+	for j, _ = b.Job(j.ID); j.State == dlq.JobRunning; j, _ = b.Job(j.ID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("job still running after 30 s: %+v", j)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if p := j.Progress; j.State != dlq.JobDone || j.Owner != "b" || j.Takeovers != 1 || p.Replayed+p.Duplicates != 40 {
+		t.Errorf("job = %+v; want done by b after 1 takeover, 40 replayed or duplicates", j)
+	}
+	seen := map[string]int{}
+	for _, c := range pub.published() {
+		seen[c.from]++
+	}
+	if len(seen) != 40 || len(pub.published()) != 40 {
+		t.Errorf("%d entries published %d times, want 40 once each", len(seen), len(pub.published()))
 	}
 }
