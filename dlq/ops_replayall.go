@@ -67,9 +67,10 @@ type ReplayAllOptions struct {
 	// taken over by another replica) instead of starting one; see
 	// ReplayAllResume.
 	Resume *ReplayAllResume
-	// Checkpoint, when set, is called after each page with the progress
-	// and the cursor after that page: a run resumed from them (Resume)
-	// replays what follows. An error stops ReplayAll with it.
+	// Checkpoint, when set, is called once the entries are counted (with
+	// an empty cursor) and after each page with the progress and the
+	// cursor after that page: a run resumed from them (Resume) replays
+	// what follows. An error stops ReplayAll with it.
 	Checkpoint func(p Progress, cursor string) error
 }
 
@@ -162,6 +163,14 @@ func (o *Ops) ReplayAll(ctx context.Context, q Query, opts ReplayAllOptions) (Pr
 			return p, fmt.Errorf("dlq: replay all %s: resume: %w", q.DLQ, err)
 		}
 		p.Duplicates += dups
+		if p.Total == 0 && opts.Resume.Cursor == "" {
+			// Interrupted before its first checkpoint recorded the total.
+			pending, err := o.store.Count(ctx, q)
+			if err != nil {
+				return p, fmt.Errorf("dlq: replay all %s: count: %w", q.DLQ, err)
+			}
+			p.Total = pending + dups
+		}
 	} else {
 		total, err := o.store.Count(ctx, q)
 		if err != nil {
@@ -183,6 +192,11 @@ func (o *Ops) ReplayAll(ctx context.Context, q Query, opts ReplayAllOptions) (Pr
 		return p, nil
 	}
 	report()
+	if opts.Checkpoint != nil && opts.Resume == nil {
+		if err := opts.Checkpoint(p, ""); err != nil { // the total, at once
+			return finish(err)
+		}
+	}
 
 	batchBytes := opts.BatchBytes
 	if batchBytes <= 0 {
