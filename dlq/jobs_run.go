@@ -47,7 +47,7 @@ type JobsConfig struct {
 	// host-pid-random.
 	Replica string
 	// Lease is how long a replica owns a running job without renewing it;
-	// default DefaultJobLease, at least MinJobLease. The owner renews it
+	// 0 = DefaultJobLease, else at least MinJobLease. The owner renews it
 	// every Lease/3; with Store set, the replicas look for expired leases
 	// every Lease/2.
 	Lease time.Duration
@@ -89,29 +89,44 @@ type run struct {
 
 func (r *run) halt() { r.stopOnce.Do(func() { close(r.stop) }) }
 
+// Validate returns nil when c is usable, else an error naming the first
+// field that is not.
+func (c JobsConfig) Validate() error {
+	if c.Ops == nil {
+		return errors.New("dlq: JobsConfig.Ops: required")
+	}
+	if rate := c.defaultRate(); !ValidReplayRate(rate) {
+		return fmt.Errorf("dlq: JobsConfig.DefaultRate: must be 0, negative or from %v to %v messages per second, got %v", MinReplayRate, MaxReplayRate, c.DefaultRate)
+	}
+	if c.Lease != 0 && c.Lease < MinJobLease {
+		return fmt.Errorf("dlq: JobsConfig.Lease: must be 0 (the default) or at least %s, got %s", MinJobLease, c.Lease)
+	}
+	return nil
+}
+
+// defaultRate is DefaultRate with its default applied (0 = unbounded).
+func (c JobsConfig) defaultRate() float64 {
+	switch {
+	case c.DefaultRate == 0:
+		return DefaultJobRate
+	case c.DefaultRate < 0:
+		return 0
+	}
+	return c.DefaultRate
+}
+
 // NewJobs checks cfg and returns the runner; Close stops it. With
 // cfg.Store set, it starts looking for jobs to take over.
 func NewJobs(cfg JobsConfig) (*Jobs, error) {
-	if cfg.Ops == nil {
-		return nil, errors.New("dlq: jobs: no ops")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.DefaultRate == 0 {
-		cfg.DefaultRate = DefaultJobRate
-	}
-	if cfg.DefaultRate < 0 {
-		cfg.DefaultRate = 0
-	}
-	if !ValidReplayRate(cfg.DefaultRate) {
-		return nil, fmt.Errorf("dlq: jobs: default rate %v is not from %v to %v messages per second", cfg.DefaultRate, MinReplayRate, MaxReplayRate)
-	}
+	cfg.DefaultRate = cfg.defaultRate()
 	if cfg.MaxFinished <= 0 {
 		cfg.MaxFinished = DefaultMaxFinished
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = DefaultJobLease
-	}
-	if cfg.Lease < MinJobLease {
-		return nil, fmt.Errorf("dlq: jobs: lease %s is shorter than %s", cfg.Lease, MinJobLease)
 	}
 	if cfg.Replica == "" {
 		cfg.Replica = DefaultReplica()
