@@ -88,7 +88,7 @@ func twoKeepers(t *testing.T, kind broker.Backend, dlqName string, copies int64,
 	var stores []*pgstore.Store
 	var offers atomic.Int64 // dead letters offered to the stores
 	for i := range 2 {
-		s, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Options{Schema: schema, MaxConns: 4, Logger: quiet})
+		s, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Config{Schema: schema, MaxConns: 4, Logger: quiet})
 		if err != nil {
 			testenv.PostgreSQL.Fail(t, err)
 		}

@@ -244,7 +244,7 @@ func loadSmall(t *testing.T, st *pgstore.Store, s replicaSetup, n int) map[strin
 // (or SIGKILL).
 func replicaChild(ctx context.Context) error {
 	quiet := slog.New(slog.DiscardHandler)
-	st, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Options{Schema: os.Getenv(envReplicaSchema), MaxConns: 8, Logger: quiet})
+	st, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Config{Schema: os.Getenv(envReplicaSchema), MaxConns: 8, Logger: quiet})
 	if err != nil {
 		return err
 	}
