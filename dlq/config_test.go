@@ -54,6 +54,9 @@ func TestJobsConfigValidate(t *testing.T) {
 		{Name: "unbounded rate", Config: dlq.JobsConfig{Ops: ops, DefaultRate: -1, MaxFinished: 3}},
 		{Name: "no ops", Config: dlq.JobsConfig{}, Want: "JobsConfig.Ops"},
 		{Name: "rate too high", Config: dlq.JobsConfig{Ops: ops, DefaultRate: dlq.MaxReplayRate * 2}, Want: "JobsConfig.DefaultRate"},
+		{Name: "shared store, replica, lease", Config: dlq.JobsConfig{Ops: ops, Store: dlq.NewMemJobStore(), Replica: "r1", Lease: time.Second}},
+		{Name: "lease too short", Config: dlq.JobsConfig{Ops: ops, Lease: time.Millisecond}, Want: "JobsConfig.Lease"},
+		{Name: "negative lease", Config: dlq.JobsConfig{Ops: ops, Lease: -time.Second}, Want: "JobsConfig.Lease"},
 	}, dlq.JobsConfig.Validate, func(c dlq.JobsConfig) error {
 		js, err := dlq.NewJobs(c)
 		if js != nil {

@@ -35,6 +35,8 @@ func TestNewChecksConfig(t *testing.T) {
 		{"operator without jobs", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken}}}, "Config.Jobs"},
 		{"viewers only", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken, ReadOnly: true}}}, ""},
 		{"trace link", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken, ReadOnly: true}}, TraceLink: "https://tempo.example/trace/{trace_id}"}, ""},
+		{"short session secret", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken, ReadOnly: true}}, SessionSecret: "short"}, "Config.SessionSecret"},
+		{"session secret", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken, ReadOnly: true}}, SessionSecret: "0123456789abcdef0123456789abcdef"}, ""},
 	} {
 		if err := tc.cfg.Validate(); (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Validate = %v, want an error naming %q", tc.name, err, tc.want)
