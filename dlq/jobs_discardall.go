@@ -2,7 +2,6 @@ package dlq
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -24,27 +23,5 @@ func (js *Jobs) StartDiscardAll(ctx context.Context, q Query, actor, reason stri
 	if reason = strings.TrimSpace(reason); reason == "" {
 		return Job{}, fmt.Errorf("dlq: discard all %s: %w", q.DLQ, ErrReasonRequired)
 	}
-	q, j, err := js.newJob(ctx, JobDiscardAll, q, actor, rate)
-	if err != nil {
-		return Job{}, err
-	}
-	j.Reason = clip(reason)
-	got, err := js.start(j, func(ctx context.Context, j *job) func() {
-		p, err := js.ops.DiscardAll(ctx, q, DiscardAllOptions{
-			Actor: j.Actor, Reason: j.Reason, Rate: j.Rate, Stop: j.stop,
-			Progress: func(p Progress) {
-				j.mu.Lock()
-				j.Progress = progressOf(j.Kind, p)
-				j.mu.Unlock()
-			},
-		})
-		return js.finish(j, p, err)
-	})
-	if errors.Is(err, ErrJobRunning) {
-		return got.view(), err
-	}
-	if err != nil {
-		return Job{}, err
-	}
-	return got.view(), nil
+	return js.create(ctx, JobDiscardAll, q, actor, clip(reason), rate)
 }

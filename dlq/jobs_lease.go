@@ -16,7 +16,7 @@ const storeTimeout = 10 * time.Second
 // replica stops it at its next renewal or checkpoint; a lost lease (the
 // job taken over elsewhere) stops it without recording anything.
 func (js *Jobs) runJob(st JobState, r *run, resume bool) {
-	q := Query{DLQ: st.DLQ, Status: StatusPending, ErrorClass: st.Filter.ErrorClass, Text: st.Filter.Text, Until: st.Until}
+	q := Query{DLQ: st.DLQ, Status: StatusPending, ErrorClass: st.Filter.ErrorClass, Text: st.Filter.Text, Group: st.Filter.Group, Until: st.Until}
 	if st.Filter.Since != nil {
 		q.Since = *st.Filter.Since
 	}
@@ -71,12 +71,12 @@ func (js *Jobs) runJob(st JobState, r *run, resume bool) {
 		Actor: st.Actor, Rate: st.Rate, Stop: r.stop,
 		Progress: func(p Progress) {
 			r.mu.Lock()
-			r.live = progressOf(p)
+			r.live = progressOf(st.Kind, p)
 			r.mu.Unlock()
 		},
 		Checkpoint: func(p Progress, cursor string) error {
 			mu.Lock()
-			saved.Progress, saved.Cursor = progressOf(p), cursor
+			saved.Progress, saved.Cursor = progressOf(st.Kind, p), cursor
 			mu.Unlock()
 			if err := save(js.ctx); errors.Is(err, ErrLeaseLost) || js.ctx.Err() != nil {
 				return err
@@ -92,7 +92,18 @@ func (js *Jobs) runJob(st JobState, r *run, resume bool) {
 	if st.CancelledBy != "" {
 		r.halt() // taken over after a cancel its dead owner never saw: stop before the first entry
 	}
-	p, err := js.ops.ReplayAll(js.ctx, q, opts)
+	var (
+		p   Progress
+		err error
+	)
+	if st.Kind == JobDiscardAll {
+		// Not checkpointed: a discard-all taken over discards what is
+		// still pending, and counts that.
+		p, err = js.ops.DiscardAll(js.ctx, q, DiscardAllOptions{Actor: st.Actor, Reason: st.Reason, Rate: st.Rate, Stop: r.stop,
+			Progress: opts.Progress})
+	} else {
+		p, err = js.ops.ReplayAll(js.ctx, q, opts)
+	}
 	stopRenew()
 	<-renewed
 
@@ -117,7 +128,7 @@ func (js *Jobs) runJob(st JobState, r *run, resume bool) {
 	}
 	now := time.Now().UTC()
 	end := saved
-	end.Progress, end.FinishedAt = progressOf(p), &now
+	end.Progress, end.FinishedAt = progressOf(st.Kind, p), &now
 	switch {
 	case err == nil:
 		end.State = JobDone

@@ -189,7 +189,13 @@ func (js *Jobs) StartReplayAll(ctx context.Context, q Query, actor string, rate 
 	if math.IsNaN(rate) || !ValidReplayRate(rate) {
 		return Job{}, fmt.Errorf("%w: rate: %v is not 0 or from %v to %v messages per second", ErrInvalidQuery, rate, MinReplayRate, MaxReplayRate)
 	}
-	q = Query{DLQ: q.DLQ, Status: StatusPending, ErrorClass: q.ErrorClass, Text: q.Text, Since: q.Since, Until: q.Until}
+	return js.create(ctx, JobReplayAll, q, actor, "", rate)
+}
+
+// create checks the selection q of a job of kind (the pending entries of
+// q's filter), stores the job owned by this replica and runs it.
+func (js *Jobs) create(ctx context.Context, kind string, q Query, actor, reason string, rate float64) (Job, error) {
+	q = Query{DLQ: q.DLQ, Status: StatusPending, ErrorClass: q.ErrorClass, Text: q.Text, Group: q.Group, Since: q.Since, Until: q.Until}
 	if err := q.Validate(); err != nil {
 		return Job{}, err
 	}
@@ -212,8 +218,8 @@ func (js *Jobs) StartReplayAll(ctx context.Context, q Query, actor string, rate 
 	now := time.Now().UTC()
 	lease := now.Add(js.lease)
 	st := JobState{Job: Job{
-		ID: NewID(now), DLQ: q.DLQ, Actor: actor, Rate: rate, State: JobRunning, StartedAt: now,
-		Filter: JobFilter{ErrorClass: q.ErrorClass, Text: q.Text, Since: timePtr(q.Since), Until: timePtr(q.Until)},
+		ID: NewID(now), Kind: kind, Reason: reason, DLQ: q.DLQ, Actor: actor, Rate: rate, State: JobRunning, StartedAt: now,
+		Filter: JobFilter{ErrorClass: q.ErrorClass, Text: q.Text, Group: q.Group, Since: timePtr(q.Since), Until: timePtr(q.Until)},
 		Owner:  js.replica, LeaseExpires: &lease,
 	}, Until: q.Until}
 	if st.Until.IsZero() || st.Until.After(now) {
@@ -224,7 +230,7 @@ func (js *Jobs) StartReplayAll(ctx context.Context, q Query, actor string, rate 
 		return got.Job, err
 	}
 	if err != nil {
-		return Job{}, fmt.Errorf("dlq: start replay-all of %s: %w", q.DLQ, err)
+		return Job{}, fmt.Errorf("dlq: start %s of %s: %w", kind, q.DLQ, err)
 	}
 	if !js.launch(got, false) {
 		return Job{}, ErrShuttingDown // its lease expires: another replica (or this one restarted) resumes it

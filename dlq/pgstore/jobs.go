@@ -13,8 +13,8 @@ import (
 	"github.com/redrive/redrive/dlq"
 )
 
-// Jobs returns the store's dlq.JobStore: the replay-all jobs in table
-// dlq_jobs, shared by every replica using the database.
+// Jobs returns the store's dlq.JobStore: the replay-all and discard-all
+// jobs in table dlq_jobs, shared by every replica using the database.
 func (s *Store) Jobs() dlq.JobStore { return jobStore{s} }
 
 // jobStore is the dlq.JobStore of a Store.
@@ -22,8 +22,8 @@ type jobStore struct{ s *Store }
 
 var _ dlq.JobStore = jobStore{}
 
-const jobColumns = `id, dlq, actor, filter, until_at, rate, state, error, started_at, finished_at,
-	total, replayed, skipped, failed, mismatched, duplicates, resume_after, owner, lease_expires, takeovers,
+const jobColumns = `id, kind, reason, dlq, actor, filter, until_at, rate, state, error, started_at, finished_at,
+	total, replayed, skipped, failed, mismatched, duplicates, discarded, resume_after, owner, lease_expires, takeovers,
 	cancelled_by, cancelled_at`
 
 // scanJob reads a row of jobColumns.
@@ -33,8 +33,8 @@ func scanJob(row pgx.Row) (dlq.JobState, error) {
 		filter []byte
 		p      = &j.Progress
 	)
-	err := row.Scan(&j.ID, &j.DLQ, &j.Actor, &filter, &j.Until, &j.Rate, &j.State, &j.Error, &j.StartedAt, &j.FinishedAt,
-		&p.Total, &p.Replayed, &p.Skipped, &p.Failed, &p.Mismatched, &p.Duplicates, &j.Cursor, &j.Owner, &j.LeaseExpires,
+	err := row.Scan(&j.ID, &j.Kind, &j.Reason, &j.DLQ, &j.Actor, &filter, &j.Until, &j.Rate, &j.State, &j.Error, &j.StartedAt, &j.FinishedAt,
+		&p.Total, &p.Replayed, &p.Skipped, &p.Failed, &p.Mismatched, &p.Duplicates, &p.Discarded, &j.Cursor, &j.Owner, &j.LeaseExpires,
 		&j.Takeovers, &j.CancelledBy, &j.CancelledAt)
 	if err != nil {
 		return j, err
@@ -61,10 +61,10 @@ func (js jobStore) CreateJob(ctx context.Context, j dlq.JobState) (dlq.JobState,
 	}
 	p := j.Progress
 	_, err = js.s.pool.Exec(ctx, `INSERT INTO dlq_jobs (id, dlq, actor, filter, until_at, rate, state, started_at,
-		total, replayed, skipped, failed, mismatched, duplicates, resume_after, owner, lease_expires)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+		total, replayed, skipped, failed, mismatched, duplicates, resume_after, owner, lease_expires, kind, reason, discarded)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
 		j.ID, j.DLQ, j.Actor, filter, j.Until, j.Rate, j.State, j.StartedAt,
-		p.Total, p.Replayed, p.Skipped, p.Failed, p.Mismatched, p.Duplicates, j.Cursor, j.Owner, j.LeaseExpires)
+		p.Total, p.Replayed, p.Skipped, p.Failed, p.Mismatched, p.Duplicates, j.Cursor, j.Owner, j.LeaseExpires, j.Kind, j.Reason, p.Discarded)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "dlq_jobs_running" {
 		cur, gerr := scanJob(js.s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM dlq_jobs WHERE dlq = $1 AND state = 'running'`, j.DLQ))
@@ -118,9 +118,9 @@ func (js jobStore) ListJobs(ctx context.Context, max int) ([]dlq.JobState, error
 func (js jobStore) SaveJob(ctx context.Context, j dlq.JobState) (dlq.JobState, error) {
 	p := j.Progress
 	got, err := scanJob(js.s.pool.QueryRow(ctx, `UPDATE dlq_jobs SET total = $3, replayed = $4, skipped = $5, failed = $6,
-		mismatched = $7, duplicates = $8, resume_after = $9, lease_expires = $10
+		mismatched = $7, duplicates = $8, resume_after = $9, lease_expires = $10, discarded = $11
 		WHERE id = $1 AND owner = $2 AND state = 'running' RETURNING `+jobColumns,
-		j.ID, j.Owner, p.Total, p.Replayed, p.Skipped, p.Failed, p.Mismatched, p.Duplicates, j.Cursor, j.LeaseExpires))
+		j.ID, j.Owner, p.Total, p.Replayed, p.Skipped, p.Failed, p.Mismatched, p.Duplicates, j.Cursor, j.LeaseExpires, p.Discarded))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return got, dlq.ErrLeaseLost
 	}
@@ -138,10 +138,10 @@ func (js jobStore) FinishJob(ctx context.Context, j dlq.JobState, max int) error
 		tag, err := tx.Exec(ctx, `UPDATE dlq_jobs SET state = $3, error = $4, finished_at = $5, total = $6, replayed = $7,
 			skipped = $8, failed = $9, mismatched = $10, duplicates = $11, lease_expires = NULL,
 			cancelled_by = CASE WHEN cancelled_by = '' THEN $12 ELSE cancelled_by END,
-			cancelled_at = COALESCE(cancelled_at, $13)
+			cancelled_at = COALESCE(cancelled_at, $13), discarded = $14
 			WHERE id = $1 AND owner = $2 AND state = 'running'`,
 			j.ID, j.Owner, j.State, j.Error, j.FinishedAt, p.Total, p.Replayed, p.Skipped, p.Failed, p.Mismatched, p.Duplicates,
-			j.CancelledBy, j.CancelledAt)
+			j.CancelledBy, j.CancelledAt, p.Discarded)
 		if err != nil {
 			return fmt.Errorf("pgstore: finish job %s: %w", j.ID, err)
 		}

@@ -1,11 +1,14 @@
--- redrive DLQ store, version 4: replay-all jobs, shared by the replicas of
--- `redrive serve` (dlq.JobStore). One row per job: its filter, rate and
--- actor, its state and counts, the cursor it resumes from (after the last
+-- redrive DLQ store, version 4: replay-all and discard-all jobs, shared by
+-- the replicas of `redrive serve` (dlq.JobStore). One row per job: its
+-- kind, its filter, rate, actor and (discard-all) reason,
+-- its state and counts, the cursor it resumes from (after the last
 -- page it checkpointed), the replica owning it and until when (the lease),
 -- and who asked for its cancellation. At most one running job per DLQ.
 
 CREATE TABLE dlq_jobs (
     id             text        PRIMARY KEY,
+    kind           text        NOT NULL,
+    reason         text        NOT NULL DEFAULT '',
     dlq            text        NOT NULL,
     actor          text        NOT NULL,
     filter         jsonb       NOT NULL,
@@ -21,6 +24,7 @@ CREATE TABLE dlq_jobs (
     failed         bigint      NOT NULL DEFAULT 0,
     mismatched     bigint      NOT NULL DEFAULT 0,
     duplicates     bigint      NOT NULL DEFAULT 0,
+    discarded      bigint      NOT NULL DEFAULT 0,
     resume_after   text        NOT NULL DEFAULT '',
     owner          text        NOT NULL,
     lease_expires  timestamptz,
