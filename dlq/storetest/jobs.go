@@ -153,6 +153,20 @@ func testJobLease(t *testing.T, js dlq.JobStore) {
 	if err != nil || len(list) != 1 || list[0].ID != other.ID {
 		t.Fatalf("ListJobs after FinishJob(max 1) = %d jobs, %v; want the last one", len(list), err)
 	}
+	// A discard-all keeps its kind, reason, group and count.
+	d := dlq.JobState{Job: dlq.Job{ID: dlq.NewID(later), Kind: dlq.JobDiscardAll, Reason: "obsolete", DLQ: "jobs.dlq", Actor: "alice",
+		State: dlq.JobRunning, StartedAt: later, Owner: "a", LeaseExpires: &lease, Filter: dlq.JobFilter{Group: "abc123"}}, Until: later}
+	if _, err := js.CreateJob(ctx, d); err != nil {
+		t.Fatalf("CreateJob discard-all: %v", err)
+	}
+	d.Progress = dlq.JobProgress{Total: 5, Discarded: 3}
+	if _, err := js.SaveJob(ctx, d); err != nil {
+		t.Fatalf("SaveJob discard-all: %v", err)
+	}
+	if got, err := js.GetJob(ctx, d.ID); err != nil || got.Kind != dlq.JobDiscardAll || got.Reason != "obsolete" ||
+		got.Filter.Group != "abc123" || got.Progress.Discarded != 3 {
+		t.Fatalf("discard-all job reads back as %+v, %v", got, err)
+	}
 }
 
 // errDead is what a dead replica's stores answer.
