@@ -1,0 +1,95 @@
+package dlq_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/pgstore"
+	"github.com/redrive/redrive/internal/testenv"
+)
+
+// TestPendingGaugeSameOnEveryReplica: two serve replicas (two Ops, each
+// with its own store connection and registry, on one PostgreSQL schema)
+// export the same redrive_dlq_pending series, whichever replica stored or
+// discarded the entries.
+func TestPendingGaugeSameOnEveryReplica(t *testing.T) {
+	ctx := context.Background()
+	schema := testenv.Schema(t)
+	const name = "replicas.gauge.dlq"
+	policies := map[string]dlq.Policy{name: {Severity: broker.SeverityCritical}, "empty.dlq": {}}
+	var ops []*dlq.Ops
+	var regs []*prometheus.Registry
+	var stores []*pgstore.Store
+	for range 2 {
+		s, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Config{Schema: schema, MaxConns: 2, Logger: quiet})
+		if err != nil {
+			testenv.PostgreSQL.Fail(t, err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		reg := prometheus.NewRegistry()
+		o, err := dlq.NewOps(dlq.OpsConfig{Store: s, Policies: policies, Registerer: reg, Logger: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops, regs, stores = append(ops, o), append(regs, reg), append(stores, s)
+	}
+
+	// Replica 0 stores five, replica 1 stores two more and discards three
+	// of replica 0's.
+	var ids []string
+	for i := range 7 {
+		e := dlq.Entry{MessageID: fmt.Sprintf("m-%d", i), OriginalTopic: "t", OriginalPartition: -1, OriginalOffset: -1, OriginalValue: []byte("v"), Reason: "permanent"}
+		r, _, err := stores[i/5].Insert(ctx, dlq.Record{Broker: broker.RabbitMQ, DLQ: name, Identity: e.MessageID, Entry: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, r.ID)
+	}
+	for _, id := range ids[:3] {
+		if _, err := ops[1].Discard(ctx, name, id, "tester", "cleanup"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	want := "empty.dlq/warning=0 " + name + "/critical=4"
+	for i, o := range ops {
+		if err := o.RefreshMetrics(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := pendingSeries(t, regs[i]); got != want {
+			t.Errorf("replica %d: redrive_dlq_pending = %q, want %q", i, got, want)
+		}
+	}
+}
+
+// pendingSeries renders reg's redrive_dlq_pending series as
+// "dlq/severity=value", sorted.
+func pendingSeries(t *testing.T, reg *prometheus.Registry) string {
+	t.Helper()
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range fams {
+		if f.GetName() != dlq.MetricPending {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			out = append(out, fmt.Sprintf("%s/%s=%v", l["dlq"], l["severity"], m.GetGauge().GetValue()))
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
