@@ -108,9 +108,10 @@ func (p JobProgress) progress() Progress {
 
 // Errors of the job methods.
 var (
-	// ErrJobRunning is returned by StartReplayAll (with the running job)
-	// when the DLQ already has a running replay-all job.
-	ErrJobRunning = errors.New("a replay-all job is already running for this DLQ")
+	// ErrJobRunning is returned by StartReplayAll and StartDiscardAll
+	// (with the running job) when the DLQ already has a running job of
+	// either kind.
+	ErrJobRunning = errors.New("a replay-all or discard-all job is already running for this DLQ")
 	// ErrShuttingDown is returned by StartReplayAll once Jobs.Close was
 	// called.
 	ErrShuttingDown = errors.New("the server is shutting down")
