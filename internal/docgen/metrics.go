@@ -171,7 +171,9 @@ func Metrics(ctx context.Context) ([]Metric, error) {
 func runWorker(ctx context.Context, kb *kafka.Broker, rdb redis.Cmdable, reg prometheus.Registerer, log *slog.Logger) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	consuming := make(chan struct{})
+	// Buffered: Consume may run before the select below waits on it, and
+	// its send must not be lost (it would then wait out the timeout).
+	consuming := make(chan struct{}, 1)
 	b := &untilConsume{Broker: kb, consuming: consuming}
 	sub := broker.Subscription{Topic: "docgen", Group: "docgen", MaxClaims: broker.DefaultMaxClaims}.WithDefaults()
 	rt, err := worker.New(b, []broker.Subscription{sub}, worker.Config{Registerer: reg, ClaimsRedis: rdb,
