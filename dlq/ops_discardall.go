@@ -33,54 +33,24 @@ type DiscardAllOptions struct {
 // closed, and returns the progress (Replayed counting the discarded
 // entries, Skipped those no longer pending when their turn came).
 func (o *Ops) DiscardAll(ctx context.Context, q Query, opts DiscardAllOptions) (Progress, error) {
-	var p Progress
 	reason := strings.TrimSpace(opts.Reason)
-	switch {
-	case q.DLQ == "":
-		return p, fmt.Errorf("dlq: discard all: %w: dlq: required", ErrInvalidQuery)
-	case reason == "":
-		return p, fmt.Errorf("dlq: discard all %s: %w", q.DLQ, ErrReasonRequired)
-	case q.Status != "" && q.Status != StatusPending:
-		return p, fmt.Errorf("dlq: discard all: %w: status: only pending entries are discarded", ErrInvalidQuery)
-	case !ValidReplayRate(opts.Rate):
-		return p, fmt.Errorf("dlq: discard all: %w: rate: %v is not 0 or from %v to %v per second", ErrInvalidQuery, opts.Rate, MinReplayRate, MaxReplayRate)
+	if reason == "" && q.DLQ != "" {
+		return Progress{}, fmt.Errorf("dlq: discard all %s: %w", q.DLQ, ErrReasonRequired)
 	}
-	q.Status, q.Cursor, q.NewestFirst, q.Limit = StatusPending, "", false, 100
-	if start := o.now(); q.Until.IsZero() || q.Until.After(start) {
-		q.Until = start
-	}
-	if err := q.Validate(); err != nil {
-		return p, fmt.Errorf("dlq: discard all %s: %w", q.DLQ, err)
-	}
-	total, err := o.store.Count(ctx, q)
+	b, err := newBulk("discard all", q, opts.Rate, 100, o.now(), opts.Progress)
 	if err != nil {
-		return p, fmt.Errorf("dlq: discard all %s: count: %w", q.DLQ, err)
+		return Progress{}, err
 	}
-	p.Total = total
-	report := func() {
-		if opts.Progress != nil {
-			opts.Progress(p)
-		}
+	if err := b.count(ctx, o.store); err != nil {
+		return b.p, err
 	}
-	finish := func(err error) (Progress, error) {
-		p.Done = true
-		report()
-		if err != nil {
-			return p, fmt.Errorf("dlq: discard all %s: %w", q.DLQ, err)
-		}
-		return p, nil
-	}
-	report()
+	b.report()
 	pace := newPacer(opts.Rate)
 	actor := cleanActor(opts.Actor)
-	for {
-		page, err := o.store.List(ctx, q)
-		if err != nil {
-			return finish(err)
-		}
-		for _, r := range page.Records {
+	p, err := b.run(ctx, o.store, func(records []Record) error {
+		for _, r := range records {
 			if err := pace.wait(ctx, opts.Stop); err != nil {
-				return finish(err)
+				return err
 			}
 			_, err := o.store.Transition(ctx, Transition{
 				DLQ: r.DLQ, ID: r.ID, From: []Status{StatusPending}, To: StatusDiscarded,
@@ -88,19 +58,19 @@ func (o *Ops) DiscardAll(ctx context.Context, q Query, opts DiscardAllOptions) (
 			})
 			switch {
 			case errors.Is(err, ErrNotPending) || errors.Is(err, ErrNotFound):
-				p.Skipped++
+				b.p.Skipped++
 			case err != nil:
-				p.Failed++
-				return finish(err)
+				b.p.Failed++
+				return err
 			default:
-				p.Replayed++
+				b.p.Replayed++
 			}
-			report()
+			b.report()
 		}
-		if page.Next == "" {
-			o.log.Info("dlq: discarded all", "dlq", q.DLQ, "discarded", p.Replayed, "actor", actor, "reason", reason)
-			return finish(nil)
-		}
-		q.Cursor = page.Next
+		return nil
+	}, nil)
+	if err == nil {
+		o.log.Info("dlq: discarded all", "dlq", q.DLQ, "discarded", p.Replayed, "actor", actor, "reason", reason)
 	}
+	return p, err
 }

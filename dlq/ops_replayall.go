@@ -127,74 +127,24 @@ type Progress struct {
 // returns the progress with the error; running it again resumes, since
 // replayed entries are no longer pending.
 func (o *Ops) ReplayAll(ctx context.Context, q Query, opts ReplayAllOptions) (Progress, error) {
-	var p Progress
 	if o.pub == nil {
-		return p, ErrNoRepublisher
+		return Progress{}, ErrNoRepublisher
 	}
-	if q.DLQ == "" {
-		return p, fmt.Errorf("dlq: replay all: %w: dlq: required", ErrInvalidQuery)
-	}
-	if q.Status != "" && q.Status != StatusPending {
-		return p, fmt.Errorf("dlq: replay all: %w: status: only pending entries are replayed", ErrInvalidQuery)
-	}
-	if !ValidReplayRate(opts.Rate) {
-		return p, fmt.Errorf("dlq: replay all: %w: rate: %v is not 0 or from %v to %v messages per second", ErrInvalidQuery, opts.Rate, MinReplayRate, MaxReplayRate)
-	}
-	q.Status, q.Cursor, q.NewestFirst = StatusPending, "", false
-	q.Limit = opts.PageSize
-	if q.Limit <= 0 || q.Limit > MaxLimit {
-		q.Limit = 100
-	}
-	if start := o.now(); q.Until.IsZero() || q.Until.After(start) {
-		q.Until = start
-	}
-	if err := q.Validate(); err != nil {
-		return p, fmt.Errorf("dlq: replay all %s: %w", q.DLQ, err)
+	b, err := newBulk("replay all", q, opts.Rate, opts.PageSize, o.now(), opts.Progress)
+	if err != nil {
+		return Progress{}, err
 	}
 	if opts.Resume != nil {
-		p = opts.Resume.Progress
-		p.Done = false
-		q.Cursor = opts.Resume.Cursor
-		if err := q.Validate(); err != nil {
-			return p, fmt.Errorf("dlq: replay all %s: resume: %w", q.DLQ, err)
+		if err := o.resumeBulk(ctx, b, opts.Resume); err != nil {
+			return b.p, err
 		}
-		dups, err := o.handledAfter(ctx, q, opts.Resume.Started)
-		if err != nil {
-			return p, fmt.Errorf("dlq: replay all %s: resume: %w", q.DLQ, err)
-		}
-		p.Duplicates += dups
-		if p.Total == 0 && opts.Resume.Cursor == "" {
-			// Interrupted before its first checkpoint recorded the total.
-			pending, err := o.store.Count(ctx, q)
-			if err != nil {
-				return p, fmt.Errorf("dlq: replay all %s: count: %w", q.DLQ, err)
-			}
-			p.Total = pending + dups
-		}
-	} else {
-		total, err := o.store.Count(ctx, q)
-		if err != nil {
-			return p, fmt.Errorf("dlq: replay all %s: count: %w", q.DLQ, err)
-		}
-		p.Total = total
+	} else if err := b.count(ctx, o.store); err != nil {
+		return b.p, err
 	}
-	report := func() {
-		if opts.Progress != nil {
-			opts.Progress(p)
-		}
-	}
-	finish := func(err error) (Progress, error) {
-		p.Done = true
-		report()
-		if err != nil {
-			return p, fmt.Errorf("dlq: replay all %s: %w", q.DLQ, err)
-		}
-		return p, nil
-	}
-	report()
+	b.report()
 	if opts.Checkpoint != nil && opts.Resume == nil {
-		if err := opts.Checkpoint(p, ""); err != nil { // the total, at once
-			return finish(err)
+		if err := opts.Checkpoint(b.p, ""); err != nil { // the total, at once
+			return b.finish(err)
 		}
 	}
 
@@ -204,12 +154,7 @@ func (o *Ops) ReplayAll(ctx context.Context, q Query, opts ReplayAllOptions) (Pr
 	}
 	pace := newPacer(opts.Rate)
 	actor := cleanActor(opts.Actor)
-	for {
-		page, err := o.store.List(ctx, q)
-		if err != nil {
-			return finish(err)
-		}
-		recs := page.Records
+	return b.run(ctx, o.store, func(recs []Record) error {
 		for len(recs) > 0 {
 			// The next batch: routable entries up to batchBytes of payload.
 			var batch []Record
@@ -220,9 +165,9 @@ func (o *Ops) ReplayAll(ctx context.Context, q Query, opts ReplayAllOptions) (Pr
 				recs = recs[1:]
 				rt, err := o.Target(r)
 				if err != nil {
-					p.Mismatched++
+					b.p.Mismatched++
 					o.log.Warn("dlq: replay all: entry left pending", "entry", r.Key(), "error", err)
-					report()
+					b.report()
 					continue
 				}
 				batch, routes = append(batch, r), append(routes, rt)
@@ -231,20 +176,38 @@ func (o *Ops) ReplayAll(ctx context.Context, q Query, opts ReplayAllOptions) (Pr
 			if len(batch) == 0 {
 				continue
 			}
-			if err := o.replayBatch(ctx, batch, routes, pace, opts.Stop, actor, &p, report); err != nil {
-				return finish(err)
+			if err := o.replayBatch(ctx, batch, routes, pace, opts.Stop, actor, &b.p, b.report); err != nil {
+				return err
 			}
 		}
-		if page.Next == "" {
-			return finish(nil)
-		}
-		q.Cursor = page.Next
-		if opts.Checkpoint != nil {
-			if err := opts.Checkpoint(p, q.Cursor); err != nil {
-				return finish(err)
-			}
-		}
+		return nil
+	}, opts.Checkpoint)
+}
+
+// resumeBulk sets b up to continue the interrupted run res describes: its
+// cursor and progress, plus the entries that run handled after its
+// checkpoint counted as duplicates.
+func (o *Ops) resumeBulk(ctx context.Context, b *bulk, res *ReplayAllResume) error {
+	b.p = res.Progress
+	b.p.Done = false
+	b.q.Cursor = res.Cursor
+	if err := b.q.Validate(); err != nil {
+		return b.errorf("resume: %w", err)
 	}
+	dups, err := o.handledAfter(ctx, b.q, res.Started)
+	if err != nil {
+		return b.errorf("resume: %w", err)
+	}
+	b.p.Duplicates += dups
+	if b.p.Total == 0 && res.Cursor == "" {
+		// Interrupted before its first checkpoint recorded the total.
+		pending, err := o.store.Count(ctx, b.q)
+		if err != nil {
+			return b.errorf("count: %w", err)
+		}
+		b.p.Total = pending + dups
+	}
+	return nil
 }
 
 // handledAfter counts the entries an interrupted run handled after its

@@ -3,8 +3,6 @@ package dlq_test
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -63,33 +61,9 @@ func TestPendingGaugeSameOnEveryReplica(t *testing.T) {
 		if err := o.RefreshMetrics(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if got := pendingSeries(t, regs[i]); got != want {
+		if got := testenv.GaugeSeries(t, regs[i], dlq.MetricPending, "dlq", "severity"); got != want {
 			t.Errorf("replica %d: redrive_dlq_pending = %q, want %q", i, got, want)
 		}
 	}
 }
 
-// pendingSeries renders reg's redrive_dlq_pending series as
-// "dlq/severity=value", sorted.
-func pendingSeries(t *testing.T, reg *prometheus.Registry) string {
-	t.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, f := range fams {
-		if f.GetName() != dlq.MetricPending {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			out = append(out, fmt.Sprintf("%s/%s=%v", l["dlq"], l["severity"], m.GetGauge().GetValue()))
-		}
-	}
-	sort.Strings(out)
-	return strings.Join(out, " ")
-}

@@ -3,14 +3,12 @@ package exporter
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sort"
-	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/testenv"
 )
 
 func TestDLQSampler(t *testing.T) {
@@ -37,7 +35,7 @@ func TestDLQSampler(t *testing.T) {
 	if p, at, lastErr := s.Last(); len(p) != 2 || p["a.dlq"] != 3 || p["b.dlq"] != 0 || at.IsZero() || lastErr != nil {
 		t.Errorf("Last = %v %v %v, want a.dlq 3, b.dlq 0", p, at, lastErr)
 	}
-	if got := gauges(t, reg); got != "a.dlq/critical=3 b.dlq/warning=0" {
+	if got := testenv.GaugeSeries(t, reg, dlq.MetricPending, "dlq", "severity"); got != "a.dlq/critical=3 b.dlq/warning=0" {
 		t.Errorf("redrive_dlq_pending = %q, want a.dlq/critical=3 b.dlq/warning=0", got)
 	}
 
@@ -47,32 +45,8 @@ func TestDLQSampler(t *testing.T) {
 	if p, at, lastErr := s.Last(); p != nil || at.IsZero() || lastErr == nil {
 		t.Errorf("after a failed sample: Last = %v %v %v, want no counts and the error", p, at, lastErr)
 	}
-	if got := gauges(t, reg); got != "" {
+	if got := testenv.GaugeSeries(t, reg, dlq.MetricPending, "dlq", "severity"); got != "" {
 		t.Errorf("redrive_dlq_pending after a failed sample = %q, want no series", got)
 	}
 }
 
-// gauges renders the redrive_dlq_pending series of reg as
-// "dlq/severity=value", sorted.
-func gauges(t *testing.T, reg *prometheus.Registry) string {
-	t.Helper()
-	fams, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, f := range fams {
-		if f.GetName() != dlq.MetricPending {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			out = append(out, fmt.Sprintf("%s/%s=%v", l["dlq"], l["severity"], m.GetGauge().GetValue()))
-		}
-	}
-	sort.Strings(out)
-	return strings.Join(out, " ")
-}

@@ -1,8 +1,11 @@
 package testenv
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"sort"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -81,4 +84,35 @@ next:
 		}
 	}
 	return 0, false
+}
+
+// GaugeSeries gathers g and returns the series of the gauge name as one
+// sorted line: each series is the values of labels joined by "/", then
+// "=" and its value ("orders.dlq/critical=3 payments.dlq/info=0"), so a
+// test compares what two exporters or two moments show in one string.
+func GaugeSeries(t testing.TB, g prometheus.Gatherer, name string, labels ...string) string {
+	t.Helper()
+	fams, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			vals := make([]string, len(labels))
+			for i, k := range labels {
+				vals[i] = l[k]
+			}
+			out = append(out, fmt.Sprintf("%s=%v", strings.Join(vals, "/"), m.GetGauge().GetValue()))
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
 }
