@@ -28,18 +28,19 @@ func gateWorker(t *testing.T, rdb *redis.Client, extra string, cfg worker.Config
 	cfg.HeartbeatRedis = rdb
 	id := broker.NewMessageID()[:6]
 	name, topic = "gate-worker-"+id, "worker-test.gate."+id
-	rt, err := worker.Parse(t.Context(), []byte(fmt.Sprintf(`
+	yaml := fmt.Sprintf(`
 broker: rabbitmq
-rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test-i21, delay: {resolution: 100ms, factor: 2, levels: 2}}
+rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test-%s, delay: {resolution: 100ms, factor: 2, levels: 2}}
 heartbeat: {interval: 100ms, ttl: 3s, instance: pod-%s}
 workers:
   - {name: %s, topic: %s, concurrency: 2, prefetch: 2, retry: {max_retries: 1, backoff: 100ms}%s}
-`, id, name, topic, extra)), quiet(cfg))
+`, id, id, name, topic, extra)
+	rt, err := worker.Parse(t.Context(), []byte(yaml), quiet(cfg))
 	if err != nil {
-		t.Fatalf("RabbitMQ is required: %v", err)
+		testenv.RabbitMQ.Fail(t, err)
 	}
+	teardown(t, yaml)
 	t.Cleanup(func() {
-		testenv.DeleteQueues(rabbit.Queue(topic, name), rabbit.DLQ(rabbit.Queue(topic, name)))
 		ctx := context.Background()
 		keys := heartbeat.Keys{}
 		rdb.Del(ctx, keys.Paused(name), keys.Registry(name), keys.Stopping(name), keys.Heartbeat(name, "pod-"+id))

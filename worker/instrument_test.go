@@ -12,7 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/worker"
 )
@@ -28,17 +27,18 @@ func TestRuntimeHeartbeatAndMetrics(t *testing.T) {
 	name, topic := "hb-worker-"+id, "worker-test.hb."+id
 	t.Setenv("REDRIVE_TEST_POD", "pod-"+id)
 	reg := prometheus.NewRegistry()
-	rt, err := worker.Parse(t.Context(), []byte(fmt.Sprintf(`
+	yaml := fmt.Sprintf(`
 broker: rabbitmq
-rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test, delay: {resolution: 100ms, factor: 2, levels: 2}}
+rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test-%s, delay: {resolution: 100ms, factor: 2, levels: 2}}
 heartbeat: {interval: 200ms, ttl: 3s, instance: "${REDRIVE_TEST_POD}"}
 workers:
   - {name: %s, topic: %s, concurrency: 1, prefetch: 1, retry: {max_retries: 2, backoff: 100ms}}
-`, name, topic)), quiet(worker.Config{Registerer: reg, HeartbeatRedis: rdb}))
+`, id, name, topic)
+	rt, err := worker.Parse(t.Context(), []byte(yaml), quiet(worker.Config{Registerer: reg, HeartbeatRedis: rdb}))
 	if err != nil {
 		testenv.RabbitMQ.Fail(t, err)
 	}
-	t.Cleanup(func() { testenv.DeleteQueues(rabbit.Queue(topic, name), rabbit.DLQ(rabbit.Queue(topic, name))) })
+	teardown(t, yaml)
 	if rt.Instance() != "pod-"+id {
 		t.Fatalf("Instance() = %q, want the configured pod-%s", rt.Instance(), id)
 	}
@@ -200,16 +200,17 @@ func TestRuntimesShareRegistry(t *testing.T) {
 	for i := range 2 {
 		r := &run{name: fmt.Sprintf("share-%d-%s", i, id), topic: fmt.Sprintf("worker-test.share%d.%s", i, id), handled: make(chan struct{}, 1)}
 		var err error
-		r.rt, err = worker.Parse(t.Context(), []byte(fmt.Sprintf(`
+		yaml := fmt.Sprintf(`
 broker: rabbitmq
-rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test, delay: {resolution: 100ms, factor: 2, levels: 2}}
+rabbitmq: {url: "${RABBITMQ_URL:-amqp://guest:guest@127.0.0.1:5672/}", prefix: worker-test-%s, delay: {resolution: 100ms, factor: 2, levels: 2}}
 workers:
   - {name: %s, topic: %s, retry: {max_retries: 2, backoff: 100ms}}
-`, r.name, r.topic)), quiet(worker.Config{Registerer: reg, ClaimsRedis: rdb}))
+`, id, r.name, r.topic)
+		r.rt, err = worker.Parse(t.Context(), []byte(yaml), quiet(worker.Config{Registerer: reg, ClaimsRedis: rdb}))
 		if err != nil {
 			testenv.RabbitMQ.Fail(t, err)
 		}
-		t.Cleanup(func() { testenv.DeleteQueues(rabbit.Queue(r.topic, r.name), rabbit.DLQ(rabbit.Queue(r.topic, r.name))) })
+		teardown(t, yaml)
 		runs = append(runs, r)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
