@@ -49,4 +49,3 @@ func TestDLQSampler(t *testing.T) {
 		t.Errorf("redrive_dlq_pending after a failed sample = %q, want no series", got)
 	}
 }
-
