@@ -66,4 +66,3 @@ func TestPendingGaugeSameOnEveryReplica(t *testing.T) {
 		}
 	}
 }
-
