@@ -3,8 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
+
+	"github.com/spf13/cobra"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,11 +16,12 @@ import (
 	"github.com/redrive/redrive/internal/bench"
 )
 
-func init() {
-	register(&command{
-		name:    "bench",
-		summary: "Measure redrive against the raw RabbitMQ and Kafka clients and print a markdown table",
-		help: `Runs each scenario through redrive and through the raw client doing the same
+func newBenchCmd() *cobra.Command {
+	var o benchOptions
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure redrive against the raw RabbitMQ and Kafka clients and print a markdown table",
+		Long: `Runs each scenario through redrive and through the raw client doing the same
 work, in one process and one run, and prints a markdown table: messages/s,
 p50/p99 latency, CPU time (user+system, getrusage) per message and what
 one core handles at that cost (msg/s per core = 1 s / CPU per message),
@@ -67,37 +69,41 @@ Redis is $REDIS_ADDR (default 127.0.0.1:6379). Every run uses its own
 prefix and deletes its queues, exchanges, topics, groups and keys. Kafka
 is an in-process three-broker kfake cluster unless --kafka-brokers names
 one. --config is not read.`,
-		flags: func(fs *flag.FlagSet) action {
-			var o benchOptions
-			fs.StringVar(&o.broker, "broker", "all", "`BROKER` to measure: rabbitmq, kafka or all")
-			fs.StringVar(&o.scenarios, "scenarios", strings.Join(bench.AllScenarios, ","), "comma-separated `LIST` of scenarios")
-			fs.IntVar(&o.cfg.Messages, "messages", bench.DefaultMessages, "`N` messages per publish, consume, retry and dlq measurement")
-			fs.IntVar(&o.cfg.DelayMessages, "delay-messages", bench.DefaultDelayMessages, "`N` messages of the delay scenario")
-			fs.IntVar(&o.cfg.ReplayMessages, "replay-messages", bench.DefaultReplayMessages, "`N` dead letters of the replay scenario")
-			fs.IntVar(&o.cfg.Size, "size", bench.DefaultSize, "message body `BYTES`")
-			fs.IntVar(&o.cfg.Batch, "batch", bench.DefaultBatch, "messages per Publish call and raw batch (`N`)")
-			fs.IntVar(&o.cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "RabbitMQ handler goroutines on both sides (`N`; prefetch 8×N)")
-			fs.DurationVar(&o.cfg.Resolution, "resolution", bench.DefaultResolution, "RabbitMQ delay tier `RESOLUTION`")
-			fs.IntVar(&o.cfg.DelayFactor, "delay-factor", bench.DefaultDelayFactor, "RabbitMQ delay `FACTOR` between levels")
-			fs.IntVar(&o.cfg.DelayLevels, "delay-levels", bench.DefaultDelayLevels, "`N` RabbitMQ delay levels")
-			fs.DurationVar(&o.cfg.DelaySpan, "delay-span", 0, "longest `DELAY` the delay scenario draws (default 30 × --resolution)")
-			fs.StringVar(&o.cfg.DelayMode, "delay-mode", "route", "RabbitMQ delay `MODE` of the delay scenario: route or hops")
-			fs.StringVar(&o.cfg.QueueType, "queue-type", "classic", "RabbitMQ queue `TYPE` of redrive's and the raw client's queues: classic or quorum")
-			fs.StringVar(&o.cfg.DelayQueueType, "delay-queue-type", "", "RabbitMQ `TYPE` of redrive's delay queues: classic or quorum (default --queue-type)")
-			fs.IntVar(&o.cfg.ScrapeGroups, "scrape-groups", bench.DefaultScrapeGroups, "`N` consumer groups of the scrape scenario")
-			fs.IntVar(&o.cfg.ScrapePartitions, "scrape-partitions", bench.DefaultScrapePartitions, "`N` partitions each scrape group committed on")
-			fs.IntVar(&o.cfg.MonitorWorkers, "monitor-workers", bench.DefaultMonitorWorkers, "`N` worker heartbeats of the monitor scenario")
-			fs.IntVar(&o.cfg.Scrapes, "scrapes", bench.DefaultScrapes, "`N` timed scrapes (scrape) and checks (monitor)")
-			fs.DurationVar(&o.cfg.Timeout, "timeout", 10*time.Minute, "give up on a scenario after `DURATION`")
-			fs.StringVar(&o.kafkaBrokers, "kafka-brokers", "", "comma-separated `HOST:PORT` list of a Kafka cluster (default: in-process kfake)")
-			fs.BoolVar(&o.cfg.Peers, "peers", false, "also measure watermill-amqp, watermill-kafka and kafka-go (builds internal/bench/peers with the go command)")
-			fs.StringVar(&o.cfg.PeersDir, "peers-dir", "", "`DIR` of the peers module (default: internal/bench/peers above the working directory)")
-			fs.StringVar(&o.out, "out", "", "also write the table to `FILE`")
-			fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
-			fs.BoolVar(&o.verbose, "verbose", false, "log progress and the brokers' warnings to stderr")
-			return func(ctx context.Context, inv *invocation) error { return runBench(ctx, inv, &o) }
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runBench(cmd.Context(), newInvocation(cmd, args), &o)
 		},
-	})
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.broker, "broker", "all", "`BROKER` to measure: rabbitmq, kafka or all")
+	fs.StringVar(&o.scenarios, "scenarios", strings.Join(bench.AllScenarios, ","), "comma-separated `LIST` of scenarios")
+	fs.IntVar(&o.cfg.Messages, "messages", bench.DefaultMessages, "`N` messages per publish, consume, retry and dlq measurement")
+	fs.IntVar(&o.cfg.DelayMessages, "delay-messages", bench.DefaultDelayMessages, "`N` messages of the delay scenario")
+	fs.IntVar(&o.cfg.ReplayMessages, "replay-messages", bench.DefaultReplayMessages, "`N` dead letters of the replay scenario")
+	fs.IntVar(&o.cfg.Size, "size", bench.DefaultSize, "message body `BYTES`")
+	fs.IntVar(&o.cfg.Batch, "batch", bench.DefaultBatch, "messages per Publish call and raw batch (`N`)")
+	fs.IntVar(&o.cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "RabbitMQ handler goroutines on both sides (`N`; prefetch 8×N)")
+	fs.DurationVar(&o.cfg.Resolution, "resolution", bench.DefaultResolution, "RabbitMQ delay tier `RESOLUTION`")
+	fs.IntVar(&o.cfg.DelayFactor, "delay-factor", bench.DefaultDelayFactor, "RabbitMQ delay `FACTOR` between levels")
+	fs.IntVar(&o.cfg.DelayLevels, "delay-levels", bench.DefaultDelayLevels, "`N` RabbitMQ delay levels")
+	fs.DurationVar(&o.cfg.DelaySpan, "delay-span", 0, "longest `DELAY` the delay scenario draws (default 30 × --resolution)")
+	fs.StringVar(&o.cfg.DelayMode, "delay-mode", "route", "RabbitMQ delay `MODE` of the delay scenario: route or hops")
+	fs.StringVar(&o.cfg.QueueType, "queue-type", "classic", "RabbitMQ queue `TYPE` of redrive's and the raw client's queues: classic or quorum")
+	fs.StringVar(&o.cfg.DelayQueueType, "delay-queue-type", "", "RabbitMQ `TYPE` of redrive's delay queues: classic or quorum (default --queue-type)")
+	fs.IntVar(&o.cfg.ScrapeGroups, "scrape-groups", bench.DefaultScrapeGroups, "`N` consumer groups of the scrape scenario")
+	fs.IntVar(&o.cfg.ScrapePartitions, "scrape-partitions", bench.DefaultScrapePartitions, "`N` partitions each scrape group committed on")
+	fs.IntVar(&o.cfg.MonitorWorkers, "monitor-workers", bench.DefaultMonitorWorkers, "`N` worker heartbeats of the monitor scenario")
+	fs.IntVar(&o.cfg.Scrapes, "scrapes", bench.DefaultScrapes, "`N` timed scrapes (scrape) and checks (monitor)")
+	fs.DurationVar(&o.cfg.Timeout, "timeout", 10*time.Minute, "give up on a scenario after `DURATION`")
+	fs.StringVar(&o.kafkaBrokers, "kafka-brokers", "", "comma-separated `HOST:PORT` list of a Kafka cluster (default: in-process kfake)")
+	fs.BoolVar(&o.cfg.Peers, "peers", false, "also measure watermill-amqp, watermill-kafka and kafka-go (builds internal/bench/peers with the go command)")
+	fs.StringVar(&o.cfg.PeersDir, "peers-dir", "", "`DIR` of the peers module (default: internal/bench/peers above the working directory)")
+	fs.StringVar(&o.out, "out", "", "also write the table to `FILE`")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
+	fs.BoolVar(&o.verbose, "verbose", false, "log progress and the brokers' warnings to stderr")
+	_ = cmd.RegisterFlagCompletionFunc("broker", cobra.FixedCompletions([]string{"all", bench.RabbitMQ, bench.Kafka}, cobra.ShellCompDirectiveNoFileComp))
+	cmd.AddCommand(newBenchStoreCmd())
+	return cmd
 }
 
 // benchOptions are the flags of redrive bench.

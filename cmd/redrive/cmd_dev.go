@@ -2,10 +2,11 @@ package main
 
 import (
 	"context"
+
 	"crypto/rand"
 	"encoding/hex"
-	"flag"
 	"fmt"
+	"github.com/spf13/cobra"
 	"io"
 	"os"
 	"os/exec"
@@ -23,11 +24,12 @@ import (
 	"github.com/redrive/redrive/internal/devstack"
 )
 
-func init() {
-	register(&command{
-		name:    "dev",
-		summary: "Run everything embedded, with sample workers, for a first look",
-		help: `Starts, in this one process, with nothing else running:
+func newDevCmd() *cobra.Command {
+	var f devFlags
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run everything embedded, with sample workers, for a first look",
+		Long: `Starts, in this one process, with nothing else running:
 
   - an embedded Kafka (kfake, three brokers on 127.0.0.1), or with
     --broker rabbitmq the RabbitMQ at $RABBITMQ_URL
@@ -65,33 +67,33 @@ cluster is gone at exit.
 your own, and prints a configuration for it (redrive.yaml); run
 'redrive serve' with that configuration for the keeper, the admin API and
 the console.`,
-		flags: func(fs *flag.FlagSet) action {
-			var f devFlags
-			fs.StringVar(&f.broker, "broker", "kafka", "`BROKER` to run on: kafka (embedded) or rabbitmq ($RABBITMQ_URL)")
-			fs.StringVar(&f.listen, "listen", devstack.DefaultAdminListen, "serve the console and admin API on `ADDR`")
-			fs.StringVar(&f.metricsListen, "metrics-listen", devstack.DefaultMetricsListen, "serve the exporter on `ADDR`")
-			fs.StringVar(&f.token, "token", "", "log in with `TOKEN` (default $REDRIVE_ADMIN_TOKEN, else random)")
-			fs.Float64Var(&f.rate, "rate", 5, "publish `N` sample messages per second; 0 = no sample traffic")
-			f.crashEvery = devstack.DefaultCrashEvery
-			durationFlag(fs, &f.crashEvery, "crash-every", "crash reconciliation-worker every `DURATION`; 0 = never (default 45s)")
-			f.stallEvery = devstack.DefaultStallEvery
-			durationFlag(fs, &f.stallEvery, "stall-every", "stall deal-timeout-worker for 30s every `DURATION`; 0 = never (default 3m)")
-			f.outageEvery = devstack.DefaultOutageEvery
-			durationFlag(fs, &f.outageEvery, "outage-every", "take payout-executor's downstream down for 40s every `DURATION` (its kill switch pauses it); 0 = never (default 4m)")
-			fs.StringVar(&f.prefix, "prefix", devstack.DefaultPrefix, "start every name declared on RabbitMQ with `PREFIX`")
-			fs.BoolVar(&f.keep, "keep", false, "keep the exchanges and queues declared on RabbitMQ at exit")
-			fs.BoolVar(&f.noSamples, "no-samples", false, "run only the embedded Kafka and Redis, for your own program")
-			fs.Func("kafka-port", "first `PORT` of the embedded Kafka brokers; 0 = random (default 9092 with --no-samples, else random)", func(s string) error {
-				n, err := strconv.Atoi(s)
-				if err != nil {
-					return fmt.Errorf("%q is not a port number", s)
-				}
-				f.kafkaPort, f.kafkaPortSet = n, true
-				return nil
-			})
-			return func(ctx context.Context, inv *invocation) error { return dev(ctx, inv, f) }
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return dev(cmd.Context(), newInvocation(cmd, args), f)
 		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.broker, "broker", "kafka", "`BROKER` to run on: kafka (embedded) or rabbitmq ($RABBITMQ_URL)")
+	fs.StringVar(&f.listen, "listen", devstack.DefaultAdminListen, "serve the console and admin API on `ADDR`")
+	fs.StringVar(&f.metricsListen, "metrics-listen", devstack.DefaultMetricsListen, "serve the exporter on `ADDR`")
+	fs.StringVar(&f.token, "token", "", "log in with `TOKEN` (default $REDRIVE_ADMIN_TOKEN, else random)")
+	fs.Float64Var(&f.rate, "rate", 5, "publish `N` sample messages per second; 0 = no sample traffic")
+	fs.DurationVar(&f.crashEvery, "crash-every", devstack.DefaultCrashEvery, "crash reconciliation-worker every `DURATION`; 0 = never")
+	fs.DurationVar(&f.stallEvery, "stall-every", devstack.DefaultStallEvery, "stall deal-timeout-worker for 30s every `DURATION`; 0 = never")
+	fs.DurationVar(&f.outageEvery, "outage-every", devstack.DefaultOutageEvery, "take payout-executor's downstream down for 40s every `DURATION` (its kill switch pauses it); 0 = never")
+	fs.StringVar(&f.prefix, "prefix", devstack.DefaultPrefix, "start every name declared on RabbitMQ with `PREFIX`")
+	fs.BoolVar(&f.keep, "keep", false, "keep the exchanges and queues declared on RabbitMQ at exit")
+	fs.BoolVar(&f.noSamples, "no-samples", false, "run only the embedded Kafka and Redis, for your own program")
+	fs.Func("kafka-port", "first `PORT` of the embedded Kafka brokers; 0 = random (default 9092 with --no-samples, else random)", func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return fmt.Errorf("%q is not a port number", s)
+		}
+		f.kafkaPort, f.kafkaPortSet = n, true
+		return nil
 	})
+	_ = cmd.RegisterFlagCompletionFunc("broker", cobra.FixedCompletions([]string{string(broker.Kafka), string(broker.RabbitMQ)}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
 }
 
 type devFlags struct {

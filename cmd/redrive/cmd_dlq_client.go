@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +13,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 )
 
 // adminClient talks to the admin API of `redrive serve`.
@@ -29,11 +30,11 @@ type adminFlags struct {
 	server, token, actor string
 }
 
-// register defines the flags on fs.
-func (f *adminFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.server, "server", "", "admin API `URL` (default http:// + admin.listen)")
-	fs.StringVar(&f.token, "token", "", "bearer `TOKEN` (default $REDRIVE_ADMIN_TOKEN, else admin.token)")
-	fs.StringVar(&f.actor, "actor", os.Getenv("USER"), "`NAME` recorded in the audit log (X-Redrive-Actor; default $USER)")
+// register defines the flags on cmd.
+func (f *adminFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.server, "server", "", "admin API `URL` (default http:// + admin.listen)")
+	cmd.Flags().StringVar(&f.token, "token", "", "bearer `TOKEN` (default $REDRIVE_ADMIN_TOKEN, else admin.token)")
+	addActorFlag(cmd, &f.actor)
 }
 
 // newAdminClient resolves the server and the token: flags first, then
@@ -63,7 +64,7 @@ func newAdminClient(inv *invocation, f adminFlags) (*adminClient, error) {
 		return nil, usageErrorf("--server %q is not an http:// or https:// URL", server)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
-	return &adminClient{base: u, token: token, actor: f.actor, http: &http.Client{Timeout: time.Minute}}, nil
+	return &adminClient{base: u, token: token, actor: actorOrUser(f.actor), http: &http.Client{Timeout: time.Minute}}, nil
 }
 
 // dialable turns a listen address on every interface into one to dial.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net/url"
@@ -11,15 +10,19 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/redrive/redrive/dlq/admin"
 )
 
-func init() {
-	register(&command{
-		name:    "dlq groups",
-		summary: "List the failure groups of a DLQ: its dead letters grouped by cause",
-		args:    "DLQ",
-		help: `Prints the failure groups of DLQ, most pending first: dead letters of one
+func newDLQGroupsCmd() *cobra.Command {
+	var a adminFlags
+	var limit int
+	var output *outputFormat
+	cmd := &cobra.Command{
+		Use:   "groups DLQ",
+		Short: "List the failure groups of a DLQ: its dead letters grouped by cause",
+		Long: `Prints the failure groups of DLQ, most pending first: dead letters of one
 error class, one worker and one error message once numbers, ids, UUIDs,
 hexadecimal and quoted values are set aside. Each with its count, pending
 count, first and last arrival, arrivals over the last 24 hours, a sample
@@ -28,26 +31,20 @@ entry, and the fingerprint that 'redrive dlq ls DLQ --group FP' and
 server's JSON.
 
 ` + dlqHelp,
-		flags: func(fs *flag.FlagSet) action {
-			var a adminFlags
-			a.register(fs)
-			limit := fs.Int("limit", 0, "at most `N` groups (default 100, at most 500)")
-			output := fs.String("output", "table", "print a `FORMAT`: table or json")
-			return func(ctx context.Context, inv *invocation) error { return dlqGroups(ctx, inv, fs, &a, limit, output) }
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeDLQ,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return dlqGroups(cmd.Context(), newInvocation(cmd, args), a, limit, output)
 		},
-	})
+	}
+	a.register(cmd)
+	cmd.Flags().IntVar(&limit, "limit", 0, "at most `N` groups (default 100, at most 500)")
+	output = addOutputFlag(cmd)
+	return cmd
 }
 
-func dlqGroups(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adminFlags, limitFlag *int, outputFlag *string) error {
-	args, err := positional(fs, inv, 1, 1)
-	if err != nil {
-		return helpShown(err)
-	}
-	limit, output := *limitFlag, *outputFlag
-	if output != "table" && output != "json" {
-		return usageErrorf("--output %q: table or json", output)
-	}
-	c, err := newAdminClient(inv, *a)
+func dlqGroups(ctx context.Context, inv *invocation, a adminFlags, limit int, output *outputFormat) error {
+	c, err := newAdminClient(inv, a)
 	if err != nil {
 		return err
 	}
@@ -58,7 +55,7 @@ func dlqGroups(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adminF
 	var out struct {
 		Groups []admin.Group `json:"groups"`
 	}
-	return c.get(ctx, inv, "/"+url.PathEscape(args[0])+"/groups", q, output == "json", &out,
+	return c.get(ctx, inv, "/"+url.PathEscape(inv.args[0])+"/groups", q, output.json(), &out,
 		func() error { return renderGroups(inv.stdout, out.Groups) })
 }
 

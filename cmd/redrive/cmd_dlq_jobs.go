@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,70 +9,74 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/redrive/redrive/dlq"
 )
 
-func init() {
-	register(&command{
-		name:    "dlq jobs",
-		summary: "List the replay-all jobs of the server, newest first",
-		help: `Prints the running replay-all jobs and the last finished ones (the server
-keeps 100 in memory): id, DLQ, state, progress, who started it and when,
-and who cancelled it.
+func newDLQJobsCmd() *cobra.Command {
+	var a adminFlags
+	var output *outputFormat
+	cmd := &cobra.Command{
+		Use:   "jobs",
+		Short: "List the replay-all and discard-all jobs of the server, newest first",
+		Long: `Prints the running replay-all and discard-all jobs and the last finished
+ones (the server keeps 100 in memory): id, DLQ, state, progress, who
+started it and when, and who cancelled it. --output json prints the
+server's JSON.
 
 ` + dlqHelp,
-		flags: func(fs *flag.FlagSet) action {
-			var a adminFlags
-			a.register(fs)
-			asJSON := fs.Bool("json", false, "print the server's JSON")
-			return func(ctx context.Context, inv *invocation) error { return dlqJobs(ctx, inv, fs, &a, *asJSON) }
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return dlqJobs(cmd.Context(), newInvocation(cmd, args), a, output)
 		},
-	})
-	register(&command{
-		name:    "dlq cancel",
-		summary: "Cancel a running replay-all job (audited: who, when)",
-		args:    "JOB",
-		help: `Stops the replay-all job JOB (see 'redrive dlq jobs') before its next
-entry: the entry being replayed is finished, the rest stay pending. The job
-records who cancelled it (--actor) and when. A job that has already ended
-exits with status 2.
-
-` + dlqHelp,
-		flags: func(fs *flag.FlagSet) action {
-			var a adminFlags
-			a.register(fs)
-			return func(ctx context.Context, inv *invocation) error { return dlqCancel(ctx, inv, fs, &a) }
-		},
-	})
+	}
+	a.register(cmd)
+	output = addOutputFlag(cmd)
+	return cmd
 }
 
-func dlqJobs(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adminFlags, asJSON bool) error {
-	if _, err := positional(fs, inv, 0, 0); err != nil {
-		return helpShown(err)
+func newDLQCancelCmd() *cobra.Command {
+	var a adminFlags
+	cmd := &cobra.Command{
+		Use:   "cancel JOB",
+		Short: "Cancel a running replay-all or discard-all job (audited: who, when)",
+		Long: `Stops the job JOB (see 'redrive dlq jobs') before its next entry: the
+entry being handled is finished, the rest stay pending. The job records
+who cancelled it (--actor) and when. A job that has already ended exits
+with status 2.
+
+` + dlqHelp,
+		Args:              exactArgs(1),
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return dlqCancel(cmd.Context(), newInvocation(cmd, args), a)
+		},
 	}
-	c, err := newAdminClient(inv, *a)
+	a.register(cmd)
+	return cmd
+}
+
+func dlqJobs(ctx context.Context, inv *invocation, a adminFlags, output *outputFormat) error {
+	c, err := newAdminClient(inv, a)
 	if err != nil {
 		return err
 	}
 	var out struct {
 		Jobs []dlq.Job `json:"jobs"`
 	}
-	return c.get(ctx, inv, "/jobs", nil, asJSON, &out, func() error { return renderJobs(inv.stdout, out.Jobs) })
+	return c.get(ctx, inv, "/jobs", nil, output.json(), &out, func() error { return renderJobs(inv.stdout, out.Jobs) })
 }
 
-func dlqCancel(ctx context.Context, inv *invocation, fs *flag.FlagSet, a *adminFlags) error {
-	args, err := positional(fs, inv, 1, 1)
-	if err != nil {
-		return helpShown(err)
-	}
-	c, err := newAdminClient(inv, *a)
+func dlqCancel(ctx context.Context, inv *invocation, a adminFlags) error {
+	c, err := newAdminClient(inv, a)
 	if err != nil {
 		return err
 	}
 	var out struct {
 		Job dlq.Job `json:"job"`
 	}
-	if err := c.do(ctx, http.MethodPost, "/jobs/"+url.PathEscape(args[0])+"/cancel", nil, nil, &out); err != nil {
+	if err := c.do(ctx, http.MethodPost, "/jobs/"+url.PathEscape(inv.args[0])+"/cancel", nil, nil, &out); err != nil {
 		return err
 	}
 	j := out.Job

@@ -2,18 +2,19 @@ package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/redrive/redrive/internal/daemon"
 )
 
-func init() {
-	register(&command{
-		name:    "exporter",
-		summary: "Serve Prometheus metrics, /healthz and /readyz (heartbeats, lag, DLQ depth); no keeper, no admin API",
-		help: `Samples in the background and serves the last samples on exporter.listen
+func newExporterCmd() *cobra.Command {
+	var f daemon.ExporterOptions
+	cmd := &cobra.Command{
+		Use:   "exporter",
+		Short: "Serve Prometheus metrics, /healthz and /readyz (heartbeats, lag, DLQ depth); no keeper, no admin API",
+		Long: `Samples in the background and serves the last samples on exporter.listen
 (--listen overrides it): GET /metrics (Prometheus), GET /healthz (JSON health
 report: 200 UP or DEGRADED, 503 DOWN when the broker is unreachable) and
 GET /readyz (200 once every source was sampled and the broker answered).
@@ -23,13 +24,14 @@ and the unroutable queue) or Kafka consumer lag of the configured workers;
 worker heartbeats in Redis; and, when postgres.url is set, the dead letters
 pending per DLQ (one grouped count per interval). 'redrive serve' runs the
 same exporter next to the DLQ keeper. Stops cleanly on SIGINT or SIGTERM.`,
-		flags: func(fs *flag.FlagSet) action {
-			var f daemon.ExporterOptions
-			fs.StringVar(&f.Listen, "listen", "", "serve on `ADDR` (host:port), overriding exporter.listen")
-			durationFlag(fs, &f.Interval, "sample-interval", "sample every `DURATION` (default: lag 30s, heartbeats and DLQ counts 15s)")
-			return func(ctx context.Context, inv *invocation) error { return runExporter(ctx, inv, f) }
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExporter(cmd.Context(), newInvocation(cmd, args), f)
 		},
-	})
+	}
+	cmd.Flags().StringVar(&f.Listen, "listen", "", "serve on `ADDR` (host:port), overriding exporter.listen")
+	addSampleIntervalFlag(cmd, &f.Interval)
+	return cmd
 }
 
 // runExporter serves the exporter alone.
@@ -41,15 +43,8 @@ func runExporter(ctx context.Context, inv *invocation, f daemon.ExporterOptions)
 	return daemonError(daemon.RunExporter(ctx, c, f, daemonLogger(inv.stderr)))
 }
 
-// durationFlag defines a duration flag without a printed default (the
-// usage says what the default is).
-func durationFlag(fs *flag.FlagSet, p *time.Duration, name, usage string) {
-	fs.Func(name, usage, func(s string) error {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			return fmt.Errorf("%q is not a duration (such as 5s or 1m)", s)
-		}
-		*p = d
-		return nil
-	})
+// addSampleIntervalFlag defines --sample-interval on cmd (serve,
+// exporter): 0, the default, leaves each sampler its own interval.
+func addSampleIntervalFlag(cmd *cobra.Command, p *time.Duration) {
+	cmd.Flags().DurationVar(p, "sample-interval", 0, "sample every `DURATION` (default: lag 30s, heartbeats and DLQ counts 15s)")
 }

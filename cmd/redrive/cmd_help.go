@@ -1,40 +1,43 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
 
-func init() {
-	register(&command{
-		name:    "help",
-		summary: "Show help for redrive or one command",
-		args:    "[command]",
-		flags:   func(*flag.FlagSet) action { return help },
-	})
-}
-
-// help prints the top-level usage, the commands of a group ("help config")
-// or the usage of one command ("help config check").
-func help(_ context.Context, inv *invocation) error {
-	args := inv.args
-	if len(args) == 0 {
-		printUsage(inv.stdout)
-		return nil
+// newHelpCmd is redrive help: the top-level usage, the commands of a group
+// ("help config") or the usage of one command ("help config check").
+func newHelpCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Show help for redrive or one command",
+		Args:  cobra.ArbitraryArgs,
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			c, rest, err := cmd.Root().Find(args)
+			if err != nil || len(rest) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			var out []cobra.Completion
+			for _, sub := range c.Commands() {
+				if sub.IsAvailableCommand() {
+					out = append(out, cobra.CompletionWithDesc(sub.Name(), sub.Short))
+				}
+			}
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			root := cmd.Root()
+			if len(args) == 0 {
+				printUsage(cmd.OutOrStdout(), root)
+				return nil
+			}
+			c, rest, err := root.Find(args)
+			if err != nil || c == root || len(rest) > 0 {
+				return usageErrorf("unknown command %q (run 'redrive help')", strings.Join(args, " "))
+			}
+			printHelp(c, nil)
+			return nil
+		},
 	}
-	if _, ok := registry[args[0]]; !ok && len(args) == 1 && len(groupCommands(args[0])) > 0 {
-		printGroupUsage(inv.stdout, args[0])
-		return nil
-	}
-	cmd, rest, err := lookup(args)
-	if err != nil {
-		return err
-	}
-	if cmd == nil || len(rest) > 0 {
-		return usageErrorf("unknown command %q (run 'redrive help')", strings.Join(args, " "))
-	}
-	fs, _, _ := newFlagSet(cmd)
-	printCommandUsage(inv.stdout, cmd, fs)
-	return nil
 }

@@ -2,39 +2,43 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/retrypolicy"
 )
 
-func init() {
-	register(&command{
-		name:    "publish",
-		summary: "Publish one message to a topic (body from --data or stdin)",
-		help: `Publishes one message to every group of --topic and waits for the broker's
+func newPublishCmd() *cobra.Command {
+	var p publishFlags
+	cmd := &cobra.Command{
+		Use:   "publish",
+		Short: "Publish one message to a topic (body from --data or stdin)",
+		Long: `Publishes one message to every group of --topic and waits for the broker's
 confirmation. The body is --data, or standard input when --data is not
 given. --delay delivers it no earlier than that from now. Prints the
 message id.`,
-		flags: func(fs *flag.FlagSet) action {
-			var p publishFlags
-			fs.StringVar(&p.topic, "topic", "", "`TOPIC` to publish to (required)")
-			fs.StringVar(&p.key, "key", "", "message `KEY` (Kafka partition key)")
-			fs.StringVar(&p.id, "id", "", "message `ID` (generated when empty)")
-			fs.Func("header", "header `k=v` (repeatable)", p.addHeader)
-			fs.StringVar(&p.delay, "delay", "", "deliver after `DURATION` (e.g. 30s, 5m)")
-			fs.Func("data", "message body `TEXT` (default: read standard input)", func(s string) error {
-				p.data, p.hasData = s, true
-				return nil
-			})
-			return func(ctx context.Context, inv *invocation) error { return publish(ctx, inv, p, os.Stdin) }
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return publish(cmd.Context(), newInvocation(cmd, args), p, cmd.InOrStdin())
 		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&p.topic, "topic", "", "`TOPIC` to publish to (required)")
+	fs.StringVar(&p.key, "key", "", "message `KEY` (Kafka partition key)")
+	fs.StringVar(&p.id, "id", "", "message `ID` (generated when empty)")
+	fs.Func("header", "header `k=v` (repeatable)", p.addHeader)
+	fs.StringVar(&p.delay, "delay", "", "deliver after `DURATION` (e.g. 30s, 5m)")
+	fs.Func("data", "message body `TEXT` (default: read standard input)", func(s string) error {
+		p.data, p.hasData = s, true
+		return nil
 	})
+	_ = cmd.RegisterFlagCompletionFunc("topic", completeTopic)
+	return cmd
 }
 
 type publishFlags struct {

@@ -3,18 +3,20 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"os"
+
+	"github.com/spf13/cobra"
 
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/daemon"
 )
 
-func init() {
-	register(&command{
-		name:    "serve",
-		summary: "Run the DLQ keeper, the admin API and the exporter in one process",
-		help: `Runs, until SIGINT or SIGTERM:
+func newServeCmd() *cobra.Command {
+	var f daemon.Options
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the DLQ keeper, the admin API and the exporter in one process",
+		Long: `Runs, until SIGINT or SIGTERM:
 
   - the DLQ keeper: it consumes the DLQ of every configured worker
     (RabbitMQ: <topic>.<worker>.dlq; Kafka: <topic>.dlq, one per topic),
@@ -38,16 +40,18 @@ Serve declares the configured topology (as 'redrive topology apply' does)
 so that the DLQs it keeps exist. An unreachable broker or database is
 retried with back-off (1s, doubling, up to 30s), logged with its password
 masked; meanwhile the exporter already serves and /healthz reads DOWN.`,
-		flags: func(fs *flag.FlagSet) action {
-			var f daemon.Options
-			fs.StringVar(&f.Listen, "listen", "", "serve the admin API on `ADDR` (host:port), overriding admin.listen")
-			fs.StringVar(&f.MetricsListen, "metrics-listen", "", "serve the exporter on `ADDR` (host:port), overriding exporter.listen")
-			fs.StringVar(&f.Data, "data", "", "keep dead letters in the embedded store journaled to `FILE` instead of PostgreSQL or memory")
-			fs.BoolVar(&f.InsecureNoAuth, "insecure-no-auth", false, "serve the admin API without a token (loopback addresses only)")
-			durationFlag(fs, &f.Interval, "sample-interval", "sample every `DURATION` (default: lag 30s, heartbeats and DLQ counts 15s)")
-			return func(ctx context.Context, inv *invocation) error { return serve(ctx, inv, f) }
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return serve(cmd.Context(), newInvocation(cmd, args), f)
 		},
-	})
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.Listen, "listen", "", "serve the admin API on `ADDR` (host:port), overriding admin.listen")
+	fs.StringVar(&f.MetricsListen, "metrics-listen", "", "serve the exporter on `ADDR` (host:port), overriding exporter.listen")
+	fs.StringVar(&f.Data, "data", "", "keep dead letters in the embedded store journaled to `FILE` instead of PostgreSQL or memory")
+	fs.BoolVar(&f.InsecureNoAuth, "insecure-no-auth", false, "serve the admin API without a token (loopback addresses only)")
+	addSampleIntervalFlag(cmd, &f.Interval)
+	return cmd
 }
 
 func serve(ctx context.Context, inv *invocation, f daemon.Options) error {

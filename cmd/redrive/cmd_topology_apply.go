@@ -3,8 +3,9 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+
+	"github.com/spf13/cobra"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/kafka"
@@ -13,11 +14,12 @@ import (
 	"github.com/redrive/redrive/internal/config"
 )
 
-func init() {
-	register(&command{
-		name:    "topology apply",
-		summary: "Declare the exchanges, queues and topics the configured workers need",
-		help: `Declares, idempotently, everything the configured workers need on the
+func newTopologyApplyCmd() *cobra.Command {
+	var dry bool
+	cmd := &cobra.Command{
+		Use:   "apply",
+		Short: "Declare the exchanges, queues and topics the configured workers need",
+		Long: `Declares, idempotently, everything the configured workers need on the
 configured broker. RabbitMQ: the topics, retry and dead-letter exchanges,
 the delay tiers, the unroutable queue, and per worker its group queue and
 dead-letter queue. Every declaration that clashes with an existing queue
@@ -33,13 +35,13 @@ messages and consumers), create, conflict (exists with other settings:
 every one is listed, with its explanation), bind (RabbitMQ bindings are
 re-applied idempotently); on Kafka create, update or keep per topic. It
 exits with status 1 when there is a conflict.`,
-		flags: func(fs *flag.FlagSet) action {
-			dry := fs.Bool("dry-run", false, "print the plan, change nothing")
-			return func(ctx context.Context, inv *invocation) error {
-				return topologyApply(ctx, inv, *dry)
-			}
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return topologyApply(cmd.Context(), newInvocation(cmd, args), dry)
 		},
-	})
+	}
+	cmd.Flags().BoolVar(&dry, "dry-run", false, "print the plan, change nothing")
+	return cmd
 }
 
 func topologyApply(ctx context.Context, inv *invocation, dry bool) error {

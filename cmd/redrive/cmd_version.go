@@ -2,9 +2,10 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"runtime"
+
+	"github.com/spf13/cobra"
 	"runtime/debug"
 )
 
@@ -12,12 +13,15 @@ import (
 // When empty, the module version from the build information is used.
 var version string
 
-func init() {
-	register(&command{
-		name:    "version",
-		summary: "Print the version",
-		flags:   func(*flag.FlagSet) action { return printVersion },
-	})
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return printVersion(cmd.Context(), newInvocation(cmd, args))
+		},
+	}
 }
 
 // printVersion prints "redrive <version> [<commit>] <go version> <os>/<arch>".

@@ -3,21 +3,26 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"slices"
+
+	"github.com/spf13/cobra"
 	"text/tabwriter"
 	"time"
 
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/daemon"
+	"github.com/redrive/redrive/internal/exporter"
 )
 
-func init() {
-	register(&command{
-		name:    "workers",
-		summary: "Print the heartbeat table of every worker instance (Redis)",
-		help: `Reads every worker heartbeat from Redis once and prints one line per
+func newWorkersCmd() *cobra.Command {
+	var timeout time.Duration
+	var retired int
+	var output *outputFormat
+	cmd := &cobra.Command{
+		Use:   "workers",
+		Short: "Print the heartbeat table of every worker instance (Redis)",
+		Long: `Reads every worker heartbeat from Redis once and prints one line per
 instance: its status (RUNNING, PAUSED, SHUTTING_DOWN, LATE, MISSING), severity
 (OK, WARNING, CRITICAL), when it last beat and last handled a message, the
 lag it reports and why it is not OK. A configured worker of which no
@@ -32,22 +37,27 @@ Exit status, for scripts and cron, from the configured workers' rows
 (rows of other worker types are shown but do not count): 0 all OK, 3 the
 worst is WARNING, 4 the worst is CRITICAL; 1 Redis cannot be read (health
 unknown), 2 bad input.`,
-		flags: func(fs *flag.FlagSet) action {
-			timeout := fs.Duration("timeout", 10*time.Second, "give up reading Redis after `DURATION`")
-			retired := fs.Int("retired", 0, "print the last `N` retirements (who, when, why) instead of the table")
-			return func(ctx context.Context, inv *invocation) error {
-				if *retired < 0 {
-					return usageErrorf("--retired %d is negative", *retired)
-				}
-				return workers(ctx, inv, *timeout, *retired)
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if retired < 0 {
+				return usageErrorf("--retired %d is negative", retired)
 			}
+			return workers(cmd.Context(), newInvocation(cmd, args), timeout, retired, *output)
 		},
-	})
-	register(&command{
-		name:    "workers retire",
-		summary: "Forget a vanished worker instance, so that its missing or shutdown-stuck alert resolves (audited)",
-		args:    "TYPE INSTANCE",
-		help: `Removes instance INSTANCE of worker TYPE from the heartbeat registry in
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 10*time.Second, "give up reading Redis after `DURATION`")
+	cmd.Flags().IntVar(&retired, "retired", 0, "print the last `N` retirements (who, when, why) instead of the table")
+	output = addOutputFlag(cmd)
+	cmd.AddCommand(newWorkersRetireCmd(), newWorkersPauseCmd(), newWorkersResumeCmd())
+	return cmd
+}
+
+func newWorkersRetireCmd() *cobra.Command {
+	var actor, reason string
+	cmd := &cobra.Command{
+		Use:   "retire TYPE INSTANCE",
+		Short: "Forget a vanished worker instance, so that its missing or shutdown-stuck alert resolves (audited)",
+		Long: `Removes instance INSTANCE of worker TYPE from the heartbeat registry in
 Redis (its key, its registry entry, its shutdown mark): the monitor stops
 reporting it MISSING or stuck in SHUTTING_DOWN, and its alert resolves. An
 instance that still beats RUNNING is refused (its next beat would bring it
@@ -57,15 +67,18 @@ back). Each retirement is appended to the audit stream in Redis (who:
 
 An instance restarted with the same heartbeat.instance (e.g. a pod name)
 needs no retiring: it takes over its own heartbeat.`,
-		flags: func(fs *flag.FlagSet) action {
-			actor := fs.String("actor", "", "who retires it, for the audit (default $USER)")
-			reason := fs.String("reason", "", "why, for the audit (required)")
-			return func(ctx context.Context, inv *invocation) error { return retireWorker(ctx, inv, *actor, *reason) }
+		Args:              exactArgs(2),
+		ValidArgsFunction: completeWorker,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return retireWorker(cmd.Context(), newInvocation(cmd, args), actor, reason)
 		},
-	})
+	}
+	addActorFlag(cmd, &actor)
+	addReasonFlag(cmd, &reason, "it is retired")
+	return cmd
 }
 
-func workers(ctx context.Context, inv *invocation, timeout time.Duration, retired int) error {
+func workers(ctx context.Context, inv *invocation, timeout time.Duration, retired int, output outputFormat) error {
 	c, err := inv.loadConfig()
 	if err != nil {
 		return err
@@ -87,6 +100,9 @@ func workers(ctx context.Context, inv *invocation, timeout time.Duration, retire
 		if err != nil {
 			return fmt.Errorf("cannot read the retirements from redis at %s: %w", c.Redis.Addr, err)
 		}
+		if output.json() {
+			return writeJSON(inv.stdout, map[string]any{"retirements": retirementsJSON(rs)})
+		}
 		return renderRetirements(inv, rs)
 	}
 	rows, err := mon.Check(ctx)
@@ -94,8 +110,16 @@ func workers(ctx context.Context, inv *invocation, timeout time.Duration, retire
 		return fmt.Errorf("cannot read heartbeats from redis at %s: %w", c.Redis.Addr, err)
 	}
 	names := daemon.WorkerNames(c)
-	rows = heartbeat.WithExpected(rows, names, time.Now())
-	if err := heartbeat.Render(inv.stdout, rows); err != nil {
+	now := time.Now()
+	rows = heartbeat.WithExpected(rows, names, now)
+	if output.json() {
+		// The rows as /healthz reports them (components.workers).
+		h := exporter.Evaluate(exporter.Snapshot{At: now, Workers: &exporter.WorkersSample{Rows: rows, At: now}})
+		err = writeJSON(inv.stdout, map[string]any{"workers": h.Components.Workers})
+	} else {
+		err = heartbeat.Render(inv.stdout, rows)
+	}
+	if err != nil {
 		return err
 	}
 	return workersExit(rows, names)
@@ -121,9 +145,6 @@ func workersExit(rows []heartbeat.WorkerStatus, configured []string) error {
 }
 
 func retireWorker(ctx context.Context, inv *invocation, actor, reason string) error {
-	if len(inv.args) != 2 {
-		return usageErrorf("want TYPE and INSTANCE, got %d argument(s)", len(inv.args))
-	}
 	if reason == "" {
 		return usageErrorf("--reason is required: the audit records why")
 	}
@@ -154,4 +175,22 @@ func renderRetirements(inv *invocation, rs []heartbeat.Retirement) error {
 			r.LastSeen.UTC().Format(time.RFC3339), r.Actor, r.Reason)
 	}
 	return tw.Flush()
+}
+
+// retirementJSON is a retirement in --output json.
+type retirementJSON struct {
+	At       time.Time `json:"at"`
+	Type     string    `json:"type"`
+	Instance string    `json:"instance"`
+	LastSeen time.Time `json:"last_seen"`
+	Actor    string    `json:"actor"`
+	Reason   string    `json:"reason"`
+}
+
+func retirementsJSON(rs []heartbeat.Retirement) []retirementJSON {
+	out := make([]retirementJSON, len(rs))
+	for i, r := range rs {
+		out[i] = retirementJSON{At: r.At.UTC(), Type: r.Type, Instance: r.Instance, LastSeen: r.LastSeen.UTC(), Actor: r.Actor, Reason: r.Reason}
+	}
+	return out
 }

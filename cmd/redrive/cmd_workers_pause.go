@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/redis/go-redis/v9"
 
@@ -15,12 +16,12 @@ import (
 	"github.com/redrive/redrive/worker"
 )
 
-func init() {
-	register(&command{
-		name:    "workers pause",
-		summary: "Stop every instance of a worker taking messages until resumed (audited)",
-		args:    "WORKER",
-		help: `Pauses worker WORKER: every instance of it (run with the worker package
+func newWorkersPauseCmd() *cobra.Command {
+	var actor, reason string
+	cmd := &cobra.Command{
+		Use:   "pause WORKER",
+		Short: "Stop every instance of a worker taking messages until resumed (audited)",
+		Long: `Pauses worker WORKER: every instance of it (run with the worker package
 and a heartbeat) stops taking messages within worker.DefaultPausePoll
 (2 s) and beats PAUSED (operator: REASON) until 'redrive workers resume'.
 The pause lives in Redis (workers:WORKER:paused) without expiry, so it
@@ -30,55 +31,35 @@ a downstream. Pausing a paused worker replaces the reason. Each pause and
 resume is appended to the audit stream in Redis (who: --actor, default
 $USER; why: --reason, required). The same is POST
 /internal/v1/workers/{worker}/pause in the admin API.
-
-Flags may come before or after WORKER.`,
-		flags: func(fs *flag.FlagSet) action {
-			actor := fs.String("actor", "", "who pauses it, for the audit (default $USER)")
-			reason := fs.String("reason", "", "why, shown with PAUSED and audited (required)")
-			return func(ctx context.Context, inv *invocation) error {
-				if err := trailingFlags(fs, inv); err != nil {
-					return err
-				}
-				return pauseWorker(ctx, inv, *actor, *reason)
-			}
+`,
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeWorker,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return pauseWorker(cmd.Context(), newInvocation(cmd, args), actor, reason)
 		},
-	})
-	register(&command{
-		name:    "workers resume",
-		summary: "Let a paused worker take messages again (audited)",
-		args:    "WORKER",
-		help: `Lifts the pause of worker WORKER ('redrive workers pause'): its instances
+	}
+	addActorFlag(cmd, &actor)
+	addReasonFlag(cmd, &reason, "it is paused (shown with PAUSED)")
+	return cmd
+}
+
+func newWorkersResumeCmd() *cobra.Command {
+	var actor string
+	cmd := &cobra.Command{
+		Use:   "resume WORKER",
+		Short: "Let a paused worker take messages again (audited)",
+		Long: `Lifts the pause of worker WORKER ('redrive workers pause'): its instances
 take messages again within 2 s. A worker that is not paused is refused
 (exit 2). Audited with --actor (default $USER). The same is POST
 /internal/v1/workers/{worker}/resume in the admin API.`,
-		flags: func(fs *flag.FlagSet) action {
-			actor := fs.String("actor", "", "who resumes it, for the audit (default $USER)")
-			return func(ctx context.Context, inv *invocation) error {
-				if err := trailingFlags(fs, inv); err != nil {
-					return err
-				}
-				return resumeWorker(ctx, inv, *actor)
-			}
+		Args:              exactArgs(1),
+		ValidArgsFunction: completeWorker,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return resumeWorker(cmd.Context(), newInvocation(cmd, args), actor)
 		},
-	})
-}
-
-// trailingFlags parses the flags that follow the one argument
-// ("pause WORKER --reason x") and leaves that argument alone in inv.args.
-func trailingFlags(fs *flag.FlagSet, inv *invocation) error {
-	if len(inv.args) == 0 {
-		return usageErrorf("want WORKER")
 	}
-	if len(inv.args) > 1 {
-		if err := fs.Parse(inv.args[1:]); err != nil {
-			return usageErrorf("%v", err)
-		}
-		if fs.NArg() > 0 {
-			return usageErrorf("want one WORKER, got also %q", fs.Arg(0))
-		}
-		inv.args = inv.args[:1]
-	}
-	return nil
+	addActorFlag(cmd, &actor)
+	return cmd
 }
 
 func pauseWorker(ctx context.Context, inv *invocation, actor, reason string) error {

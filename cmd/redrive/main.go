@@ -6,12 +6,15 @@
 //	redrive <command> [flags]
 //
 // Every command takes --config FILE (default $REDRIVE_CONFIG, else
-// configs/redrive.yaml) and --help. Exit status: 0 on success, 1 on a
+// configs/redrive.yaml) and --help; listings take --output table|json;
+// 'redrive completion bash|zsh|fish' prints a shell completion script. Exit status: 0 on success, 1 on a
 // runtime failure, 2 on bad input (usage or configuration).
 //
-// This package only wires: configuration, decisions and I/O live in the
-// library packages. Each command is one file (cmd_*.go) that registers
-// itself from init.
+// The command tree is github.com/spf13/cobra's (shell completion, flags
+// anywhere on the line). This package only wires: configuration, decisions
+// and I/O live in the library packages. Each command is built by a
+// new*Cmd function in a file of its own (cmd_*.go); newRootCmd assembles
+// them.
 package main
 
 import (
@@ -43,21 +46,8 @@ const (
 // the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		printUsage(stderr)
+		printUsage(stderr, newRootCmd())
 		return exitUsage
 	}
-	if isHelpFlag(args[0]) {
-		printUsage(stdout)
-		return exitOK
-	}
-	cmd, rest, err := lookup(args)
-	if err != nil {
-		printError(stderr, "", err)
-		return exitUsage
-	}
-	if cmd == nil { // "redrive config --help": the group's commands
-		printGroupUsage(stdout, args[0])
-		return exitOK
-	}
-	return execute(ctx, cmd, rest, stdout, stderr)
+	return execute(ctx, newRootCmd(), args, stdout, stderr)
 }

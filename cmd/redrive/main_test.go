@@ -3,11 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // The example configurations shipped in configs/.
@@ -246,16 +247,16 @@ func TestExitCode(t *testing.T) {
 }
 
 func TestRuntimeFailureExitsOne(t *testing.T) {
-	register(&command{
-		name:    "test fail",
-		summary: "fails at run time (test only)",
-		flags: func(*flag.FlagSet) action {
-			return func(context.Context, *invocation) error { return os.ErrDeadlineExceeded }
-		},
+	root := newRootCmd()
+	root.AddCommand(&cobra.Command{
+		Use:   "fail",
+		Short: "fails at run time (test only)",
+		Args:  noArgs,
+		RunE:  func(*cobra.Command, []string) error { return os.ErrDeadlineExceeded },
 	})
-	t.Cleanup(func() { delete(registry, "test fail") })
-	code, _, errOut := cli(t, "test", "fail")
-	if code != exitFailure || errOut != "redrive: test fail: i/o timeout\n" {
-		t.Errorf("runtime failure: %d %q", code, errOut)
+	var out, errOut bytes.Buffer
+	code := execute(context.Background(), root, []string{"fail"}, &out, &errOut)
+	if code != exitFailure || errOut.String() != "redrive: fail: i/o timeout\n" {
+		t.Errorf("runtime failure: %d %q", code, errOut.String())
 	}
 }

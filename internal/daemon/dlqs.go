@@ -1,8 +1,12 @@
 package daemon
 
 import (
+	"maps"
+	"slices"
+
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
 )
 
@@ -53,4 +57,15 @@ func foreignDLQs(c *config.Config) []config.ForeignDLQ {
 		out[i] = f.WithDefaults()
 	}
 	return out
+}
+
+// DLQNames lists the DLQs the keeper of c keeps, sorted: the configured
+// workers' as the backend's router names them, and the foreign DLQ topics
+// (kafka.foreign_dlqs). The CLI completes DLQ arguments with them.
+func DLQNames(c *config.Config) ([]string, error) {
+	r, err := backend.RouterOf(c)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(keptDLQs(c, r))), nil
 }
