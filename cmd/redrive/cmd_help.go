@@ -13,14 +13,14 @@ func newHelpCmd() *cobra.Command {
 		Use:   "help [command]",
 		Short: "Show help for redrive or one command",
 		Args:  cobra.ArbitraryArgs,
-		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			c, rest, err := cmd.Root().Find(args)
 			if err != nil || len(rest) > 0 {
 				return nil, cobra.ShellCompDirectiveNoFileComp
 			}
 			var out []cobra.Completion
 			for _, sub := range c.Commands() {
-				if sub.IsAvailableCommand() {
+				if sub.IsAvailableCommand() && strings.HasPrefix(sub.Name(), toComplete) {
 					out = append(out, cobra.CompletionWithDesc(sub.Name(), sub.Short))
 				}
 			}

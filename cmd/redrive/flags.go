@@ -53,7 +53,9 @@ func flagError(cmd *cobra.Command, err error) error {
 	case errors.As(err, &invalid):
 		cause := errors.Unwrap(invalid)
 		var num *strconv.NumError
-		if errors.As(cause, &num) {
+		if invalid.GetFlag().Value.Type() == "duration" {
+			cause = fmt.Errorf("%q is not a duration (such as 5s or 1m)", invalid.GetValue())
+		} else if errors.As(cause, &num) {
 			cause = num.Err
 			if errors.Is(num.Err, strconv.ErrSyntax) {
 				cause = errors.New("parse error")
