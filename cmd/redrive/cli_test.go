@@ -84,6 +84,9 @@ workers:
 		{"--status (the shell filters)", []string{"dlq", "ls", "--status", "re"}, []string{"pending", "replaying", "replayed", "discarded", "archived"}},
 		{"publish --topic", []string{"publish", "--config", kafka, "--topic", ""}, []string{"orders", "payments"}},
 		{"help", []string{"help", "dlq", "re"}, []string{"replay", "replay-all"}},
+		{"subcommands", []string{"dlq", "re"}, []string{"replay", "replay-all"}},
+		{"no file arguments", []string{"config", "check", ""}, nil},
+		{"completion SHELL", []string{"completion", ""}, []string{"bash", "fish", "zsh"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -57,7 +57,20 @@ func newRootCmd() *cobra.Command {
 		newVersionCmd(),
 		newWorkersCmd(),
 	)
+	noFileArgs(root)
 	return root
+}
+
+// noFileArgs makes the positional arguments of every command under cmd
+// that does not complete them itself complete nothing: no command takes
+// a file as an argument (cobra's default is to offer files).
+func noFileArgs(cmd *cobra.Command) {
+	if cmd.ValidArgsFunction == nil && len(cmd.ValidArgs) == 0 {
+		cmd.ValidArgsFunction = cobra.NoFileCompletions
+	}
+	for _, sub := range cmd.Commands() {
+		noFileArgs(sub)
+	}
 }
 
 // newGroupCmd returns a command that only groups subs ("config",
