@@ -44,6 +44,14 @@ var (
 	}
 )
 
+// bulkJobOf is the kind of job j: discard-all, else replay-all.
+func bulkJobOf(j dlq.Job) bulkJob {
+	if j.Kind == dlq.JobDiscardAll {
+		return discardAllJob
+	}
+	return replayAllJob
+}
+
 func newDLQReplayAllCmd() *cobra.Command {
 	return newBulkJobCmd(replayAllJob, &cobra.Command{
 		Use:   "replay-all DLQ",

@@ -80,9 +80,9 @@ func dlqCancel(ctx context.Context, inv *invocation, a adminFlags) error {
 		return err
 	}
 	j := out.Job
-	fmt.Fprintf(inv.stdout, "replay-all job %s of %s %s by %s: %d replayed, %d skipped, %d failed of %d; the rest stay pending\n",
-		printable(j.ID), printable(j.DLQ), printable(j.State), printable(dashed(j.CancelledBy)),
-		j.Progress.Replayed, j.Progress.Skipped, j.Progress.Failed, j.Progress.Total)
+	kind := bulkJobOf(j)
+	fmt.Fprintf(inv.stdout, "%s job %s of %s %s by %s: %s; the rest stay pending\n", kind.kind,
+		printable(j.ID), printable(j.DLQ), printable(j.State), printable(dashed(j.CancelledBy)), kind.counts(j.Progress))
 	return nil
 }
 

@@ -78,7 +78,8 @@ func TestDLQOutputEscapesMessages(t *testing.T) {
 	}
 }
 
-// TestDLQJobsAndCancel: the CLI lists and cancels replay-all jobs, and
+// TestDLQJobsAndCancel: the CLI lists and cancels replay-all and
+// discard-all jobs (the outcome in the job's own terms), and
 // every write it sends is JSON (the API refuses anything else).
 func TestDLQJobsAndCancel(t *testing.T) {
 	clearEnv(t)
@@ -92,6 +93,8 @@ func TestDLQJobsAndCancel(t *testing.T) {
 				`{"id":"j1","dlq":"b.dlq","actor":"bob","state":"cancelled","cancelled_by":"carol","started_at":"2025-01-15T09:00:00Z","progress":{"total":2,"replayed":1}}]}`
 		case r.URL.Path == "/internal/v1/dlq/jobs/j2/cancel":
 			return 200, `{"job":{"id":"j2","dlq":"a.dlq","state":"cancelled","cancelled_by":"dave","progress":{"total":9,"replayed":4}}}`
+		case r.URL.Path == "/internal/v1/dlq/jobs/j4/cancel":
+			return 200, `{"job":{"id":"j4","kind":"discard_all","dlq":"a.dlq","state":"cancelled","cancelled_by":"dave","progress":{"total":9,"discarded":5}}}`
 		case r.URL.Path == "/internal/v1/dlq/jobs/j1/cancel":
 			return 409, `{"error":"job j1 has already ended (cancelled)","code":"job_not_running"}`
 		case r.URL.Path == "/internal/v1/dlq/replay-all":
@@ -108,9 +111,13 @@ func TestDLQJobsAndCancel(t *testing.T) {
 	}
 	code, out, errOut = cli(t, "dlq", "cancel", "j2", "--server", url, "--actor", "dave")
 	r, body := f.last()
-	if code != exitOK || out != "replay-all job j2 of a.dlq cancelled by dave: 4 replayed, 0 skipped, 0 failed of 9; the rest stay pending\n" ||
+	if code != exitOK || out != "replay-all job j2 of a.dlq cancelled by dave: 4 replayed, 0 skipped, 0 failed, 0 mismatched of 9; the rest stay pending\n" ||
 		r.Method != http.MethodPost || r.Header.Get("X-Redrive-Actor") != "dave" || body != "" {
 		t.Errorf("dlq cancel: %d %q %q; sent %s %s %q", code, out, errOut, r.Method, r.URL.Path, body)
+	}
+	// A discard-all job says what it discarded.
+	if code, out, errOut := cli(t, "dlq", "cancel", "j4", "--server", url); code != exitOK || out != "discard-all job j4 of a.dlq cancelled by dave: 5 discarded, 0 skipped, 0 failed of 9; the rest stay pending\n" {
+		t.Errorf("dlq cancel of a discard-all job: %d %q %q", code, out, errOut)
 	}
 	if code, _, errOut := cli(t, "dlq", "cancel", "j1", "--server", url); code != exitUsage || errOut != "redrive: dlq cancel: job j1 has already ended (cancelled) (HTTP 409 Conflict)\n" {
 		t.Errorf("dlq cancel of an ended job: %d %q", code, errOut)
