@@ -101,6 +101,9 @@ workers:
 		if got, _ := completions(t, "workers", "pause", "s"); !slices.Equal(got, []string{"shipper"}) {
 			t.Errorf("workers pause with $REDRIVE_CONFIG: %q", got)
 		}
+		if got, _ := completions(t, "dlq", "list", ""); !slices.Equal(got, []string{"orders.DLT", "orders.dlq", "payments.dlq"}) {
+			t.Errorf("dlq list with $REDRIVE_CONFIG: %q", got)
+		}
 	})
 	t.Run("--config completes YAML files", func(t *testing.T) {
 		got, directive := completions(t, "dlq", "ls", "--config", "")
@@ -275,5 +278,29 @@ func TestFlagsAnywhere(t *testing.T) {
 	// A long flag written with one dash, as Go's flag package took it.
 	if code, _, errOut := cli(t, "dlq", "ls", "-json"); code != exitUsage || errOut != "redrive: dlq ls: -json: long flags take two dashes: --json (run 'redrive dlq ls --help')\n" {
 		t.Errorf("-json: %d %q", code, errOut)
+	}
+}
+
+// TestEveryCommandHelp: every command's --help and 'redrive help ...'
+// print the same usage, with a summary and every flag's value named
+// (FILE, N, DURATION: never pflag's type names).
+func TestEveryCommandHelp(t *testing.T) {
+	clearEnv(t)
+	for _, c := range leafCommands(newRootCmd()) {
+		name := strings.Fields(commandName(c))
+		code, out, errOut := cli(t, append(name, "--help")...)
+		if code != exitOK || errOut != "" || !strings.HasPrefix(out, "Usage:\n  redrive "+strings.Join(name, " ")) || !strings.Contains(out, "-h, --help") {
+			t.Errorf("%q --help: %d %q\n%s", name, code, errOut, out)
+			continue
+		}
+		if _, viaHelp, _ := cli(t, append([]string{"help"}, name...)...); viaHelp != out {
+			t.Errorf("redrive help %q differs from --help:\n%s\n---\n%s", name, viaHelp, out)
+		}
+		_, flags, _ := strings.Cut(out, "\nFlags:\n")
+		for _, typ := range []string{" string ", " int ", " float ", " func ", " duration ", " value "} {
+			if strings.Contains(flags, typ) {
+				t.Errorf("%q --help names a value by its type (%q):\n%s", name, strings.TrimSpace(typ), flags)
+			}
+		}
 	}
 }
