@@ -72,6 +72,10 @@ workers: [{name: w, topic: a}]
 	if got := fmt.Sprint(keptDLQs(c, r)); got != want {
 		t.Errorf("keptDLQs = %s, want %s", got, want)
 	}
+	// DLQNames: the same DLQs, sorted, for the CLI's completion.
+	if names, err := DLQNames(c); err != nil || fmt.Sprint(names) != "[a.dlq dlq-jdbc-sink orders.DLT]" {
+		t.Errorf("DLQNames = %q, %v", names, err)
+	}
 	routes := replayRoutes(c, r)
 	if len(routes) != 3 || routes[0].Foreign || routes[1].DLQ != "orders.DLT" || !routes[1].Foreign ||
 		routes[1].Target != "orders" || routes[2].DLQ != "dlq-jdbc-sink" || routes[2].Target != "events" || !routes[2].Foreign {
