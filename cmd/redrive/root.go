@@ -124,7 +124,6 @@ func commandName(cmd *cobra.Command) string {
 
 // invocation is what a command's action gets besides its flags.
 type invocation struct {
-	name       string    // the command's name ("dlq ls")
 	stdout     io.Writer // for results
 	stderr     io.Writer // for diagnostics
 	configPath string    // --config, else defaultConfigPath
@@ -133,7 +132,7 @@ type invocation struct {
 
 // newInvocation describes the run of cmd with its positional args.
 func newInvocation(cmd *cobra.Command, args []string) *invocation {
-	return &invocation{name: commandName(cmd), stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), configPath: configFlag(cmd), args: args}
+	return &invocation{stdout: cmd.OutOrStdout(), stderr: cmd.ErrOrStderr(), configPath: configFlag(cmd), args: args}
 }
 
 // configFlag is the --config of cmd, else defaultConfigPath.
