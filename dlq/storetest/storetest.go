@@ -70,6 +70,7 @@ func Run(t *testing.T, newStore func(t *testing.T) dlq.Store) {
 		{"ReplayAllBatchBytes", testReplayAllBatchBytes},
 		{"ReconcileWithoutRoute", testReconcileWithoutRoute},
 		{"Groups", testGroups},
+		{"Arrivals", testArrivals},
 		{"ReplayAllResume", testReplayAllResume},
 	}
 	for _, tt := range tests {
