@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/internal/sampling"
+	"github.com/redrive/redrive/internal/timeseries"
 )
 
 // DefaultSampleInterval is the SamplerConfig.Interval default.
@@ -51,6 +52,9 @@ type SamplerConfig struct {
 	// redrive_worker_running_instances series, 0 when none of its
 	// instances runs. Types seen in Redis but not listed get none.
 	Workers []Worker
+	// HistoryPoints is how many samples History keeps of each state (six
+	// series; about 32 bytes a point); default DefaultHistoryPoints.
+	HistoryPoints int
 }
 
 // Sampler runs a Monitor on an interval and keeps the last table, which it
@@ -70,6 +74,7 @@ type Sampler struct {
 	rows []WorkerStatus
 	at   time.Time
 	err  error
+	hist *timeseries.History
 
 	tsDesc      *prometheus.Desc
 	statusDesc  *prometheus.Desc
@@ -82,6 +87,9 @@ type Sampler struct {
 func (c SamplerConfig) Validate() error {
 	if c.Interval < 0 {
 		return fmt.Errorf("heartbeat: SamplerConfig.Interval: must be >= 0, got %s", c.Interval)
+	}
+	if c.HistoryPoints < 0 {
+		return fmt.Errorf("heartbeat: SamplerConfig.HistoryPoints: must be >= 0, got %d", c.HistoryPoints)
 	}
 	for i, w := range c.Workers {
 		if w.Type == "" {
@@ -103,9 +111,17 @@ func NewSampler(mon *Monitor, cfg SamplerConfig) (*Sampler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.HistoryPoints == 0 {
+		cfg.HistoryPoints = DefaultHistoryPoints
+	}
+	hist, err := timeseries.New(timeseries.Config{Points: cfg.HistoryPoints, MaxSeries: len(ChartStates)})
+	if err != nil {
+		return nil, err
+	}
 	return &Sampler{
-		mon: mon,
-		cfg: cfg,
+		mon:  mon,
+		hist: hist,
+		cfg:  cfg,
 		tsDesc: prometheus.NewDesc(MetricHeartbeatTimestamp,
 			"Unix time of the last heartbeat of a worker instance (kept after its key expired, until forgotten).",
 			[]string{"type", LabelInstance}, nil),
@@ -125,8 +141,12 @@ func NewSampler(mon *Monitor, cfg SamplerConfig) (*Sampler, error) {
 // cannot be read, see Monitor.Check). It returns the check's error.
 func (s *Sampler) Sample(ctx context.Context) error {
 	rows, err := s.mon.Check(ctx)
+	at := time.Now()
+	if err == nil {
+		s.recordHistory(at, rows)
+	}
 	s.mu.Lock()
-	s.rows, s.at, s.err = rows, time.Now(), err
+	s.rows, s.at, s.err = rows, at, err
 	s.mu.Unlock()
 	return err
 }

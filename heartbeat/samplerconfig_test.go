@@ -12,6 +12,7 @@ func TestSamplerConfigValidate(t *testing.T) {
 		{Name: "zero is the default", Config: SamplerConfig{}},
 		{Name: "set", Config: SamplerConfig{Interval: time.Second, Workers: []Worker{{Type: "w", DLQSeverity: "critical"}}}},
 		{Name: "negative Interval", Config: SamplerConfig{Interval: -time.Second}, Want: "SamplerConfig.Interval"},
+		{Name: "negative HistoryPoints", Config: SamplerConfig{HistoryPoints: -1}, Want: "SamplerConfig.HistoryPoints"},
 		{Name: "worker without type", Config: SamplerConfig{Workers: []Worker{{Type: "w"}, {}}}, Want: "SamplerConfig.Workers[1]"},
 	}, SamplerConfig.Validate, func(c SamplerConfig) error { _, err := NewSampler(&Monitor{}, c); return err })
 }

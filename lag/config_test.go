@@ -14,6 +14,8 @@ func TestSamplerConfigValidate(t *testing.T) {
 		{Name: "set", Config: SamplerConfig{Rabbit: r, RabbitQueues: []string{"q"}, Interval: time.Second}},
 		{Name: "no source", Config: SamplerConfig{}, Want: "SamplerConfig.Kafka"},
 		{Name: "negative Interval", Config: SamplerConfig{Rabbit: r, Interval: -time.Second}, Want: "SamplerConfig.Interval"},
+		{Name: "negative HistoryPoints", Config: SamplerConfig{Rabbit: r, HistoryPoints: -1}, Want: "SamplerConfig.HistoryPoints"},
+		{Name: "negative HistorySeries", Config: SamplerConfig{Rabbit: r, HistorySeries: -1}, Want: "SamplerConfig.HistorySeries"},
 		{Name: "queues without rabbit", Config: SamplerConfig{Kafka: &Kafka{}, RabbitQueues: []string{"q"}}, Want: "SamplerConfig.RabbitQueues"},
 	}, testenv.Wrapping(SamplerConfig.Validate, ErrInvalidConfig),
 		func(c SamplerConfig) error { _, err := NewSampler(c); return err })

@@ -68,6 +68,14 @@ type SamplerConfig struct {
 	// Logger receives failed samples, once per outage of each source;
 	// default slog.Default().
 	Logger *slog.Logger
+	// HistoryPoints is how many samples History keeps per series, the
+	// newest (memory: about 32 bytes a point); default
+	// DefaultHistoryPoints.
+	HistoryPoints int
+	// HistorySeries is how many series (consumer groups, queues) History
+	// keeps of each kind; further ones are left out. Default
+	// DefaultHistorySeries.
+	HistorySeries int
 }
 
 // Sampler measures on an interval and keeps the last sample of each
@@ -104,6 +112,7 @@ type Sampler struct {
 	rabbitErr   error
 	rabbitOnce  bool
 	outages     map[string]*sampling.Outage // by source
+	hist        histories
 	lagDesc     *prometheus.Desc
 	partDesc    *prometheus.Desc
 	secondsDesc *prometheus.Desc
@@ -121,6 +130,10 @@ func (c SamplerConfig) Validate() error {
 		return fmt.Errorf("%w: SamplerConfig.Kafka, SamplerConfig.Rabbit: the sampler needs one", ErrInvalidConfig)
 	case c.Interval < 0:
 		return fmt.Errorf("%w: SamplerConfig.Interval: must be >= 0, got %s", ErrInvalidConfig, c.Interval)
+	case c.HistoryPoints < 0:
+		return fmt.Errorf("%w: SamplerConfig.HistoryPoints: must be >= 0, got %d", ErrInvalidConfig, c.HistoryPoints)
+	case c.HistorySeries < 0:
+		return fmt.Errorf("%w: SamplerConfig.HistorySeries: must be >= 0, got %d", ErrInvalidConfig, c.HistorySeries)
 	case c.Rabbit == nil && len(c.RabbitQueues) > 0:
 		return fmt.Errorf("%w: SamplerConfig.RabbitQueues: set without SamplerConfig.Rabbit", ErrInvalidConfig)
 	}
@@ -142,8 +155,13 @@ func NewSampler(cfg SamplerConfig) (*Sampler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	hist, err := newHistories(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
 	gt := []string{"group", "topic"}
 	s := &Sampler{
+		hist:        hist,
 		cfg:         cfg,
 		outages:     map[string]*sampling.Outage{SourceKafka: {}, SourceRabbitMQ: {}},
 		scraped:     map[expfmt.Format]uint64{},
@@ -169,6 +187,7 @@ func (s *Sampler) Sample(ctx context.Context) error {
 		var rep KafkaReport
 		if err == nil {
 			rep = s.cfg.Tracker.Observe(sample)
+			s.hist.recordKafka(rep)
 		}
 		s.mu.Lock()
 		s.kafka, s.kafkaErr, s.kafkaOnce = rep, err, true
@@ -183,8 +202,12 @@ func (s *Sampler) Sample(ctx context.Context) error {
 		for i := range depths {
 			depths[i].Role = s.cfg.RabbitRoles[depths[i].Queue]
 		}
+		at := time.Now()
+		if err == nil {
+			s.hist.recordRabbit(at, depths)
+		}
 		s.mu.Lock()
-		s.rabbit, s.rabbitAt, s.rabbitErr, s.rabbitOnce = depths, time.Now(), err, true
+		s.rabbit, s.rabbitAt, s.rabbitErr, s.rabbitOnce = depths, at, err, true
 		s.mu.Unlock()
 		errs = append(errs, err)
 	}
