@@ -1,6 +1,7 @@
 package console
 
 import (
+	"html/template"
 	"net/http"
 	"slices"
 	"time"
@@ -22,6 +23,8 @@ type workersView struct {
 	CanPause bool
 	Types    []string
 	Paused   map[string]bool
+	// Chart is the instances by state over the last samples.
+	Chart template.HTML
 }
 
 // workers serves GET /workers: the heartbeat table.
@@ -36,6 +39,7 @@ func (c *Console) workers(w http.ResponseWriter, r *http.Request, ss *session) {
 		}
 		v.CanPause = c.cfg.Pauser != nil && ss != nil && !ss.user.ReadOnly
 		v.Paused = pausedTypes(v.Rows)
+		v.Chart = c.workersChart(c.now())
 		for _, r := range v.Rows {
 			if r.Type != "*" && !slices.Contains(v.Types, r.Type) {
 				v.Types = append(v.Types, r.Type)
@@ -56,6 +60,8 @@ type lagView struct {
 	Rabbit     []lag.QueueDepth
 	RabbitAt   time.Time
 	RabbitErr  string
+	// Charts are the lag over the last samples.
+	Charts []template.HTML
 }
 
 // lagPage serves GET /lag: lag per group and topic with its status, or
@@ -86,6 +92,7 @@ func (c *Console) lagPage(w http.ResponseWriter, r *http.Request, ss *session) {
 				v.RabbitErr = err.Error()
 			}
 		}
+		v.Charts = c.lagCharts(c.now(), v.ShowKafka, v.ShowRabbit)
 	}
 	c.render(w, r, ss, http.StatusOK, "lag", "Consumer lag", v)
 }

@@ -109,8 +109,9 @@ type entriesView struct {
 	Statuses []dlq.Status
 	Paged    bool
 	// Groups are the DLQ's failure groups, shown first when no filter is
-	// set (the page opens on them).
-	Groups []groupRow
+	// set (the page opens on them), below the chart of its Arrivals.
+	Groups   []groupRow
+	Arrivals *arrivalsView
 }
 
 // entries serves GET /dlq/{name}: one page of entries, filtered.
@@ -125,6 +126,10 @@ func (c *Console) entries(w http.ResponseWriter, r *http.Request, ss *session) {
 	f, err := readFilter(v, &q, true)
 	if err == nil {
 		q.Cursor, err = one(v, "cursor")
+	}
+	var rng string
+	if err == nil {
+		rng, err = readRange(v)
 	}
 	if err == nil && q.Cursor != "" {
 		if cur, cerr := dlq.DecodeCursor(q.Cursor); cerr != nil || cur.NewestFirst != q.NewestFirst {
@@ -161,11 +166,18 @@ func (c *Console) entries(w http.ResponseWriter, r *http.Request, ss *session) {
 		rows[i] = c.row(rec)
 	}
 	view := entriesView{DLQ: name, Filter: f, Records: rows, Pending: pending, Statuses: dlq.Statuses, Paged: q.Cursor != ""}
-	if r.URL.RawQuery == "" { // the DLQ page opens on its groups
+	if len(v) == 0 || len(v) == 1 && v.Has("range") { // the DLQ page opens on its arrivals and groups
+		now := c.now()
 		if view.Groups, err = c.groups(r.Context(), name); err != nil {
 			c.fail(w, r, ss, err)
 			return
 		}
+		a, err := c.arrivals(r.Context(), name, rng, now, view.Groups)
+		if err != nil {
+			c.fail(w, r, ss, err)
+			return
+		}
+		view.Arrivals = &a
 	}
 	base := "/dlq/" + pathEscape(name) + "?"
 	view.First = template.URL(base + f.Query().Encode()) // #nosec: built from escaped parts
