@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -136,6 +140,37 @@ func TestDevKafka(t *testing.T) {
 		row := fields(out, "payout-executor ")
 		return len(row) > 3 && row[2] == "PAUSED" && strings.Contains(out, "paused (kill_switch:")
 	}, func() string { return out + errOut })
+
+	// The console charts the samplers' history: instances by state on
+	// the workers page, lag per group in records and seconds on the lag
+	// page, lines once two samples were taken.
+	jar, _ := cookiejar.New(nil)
+	browser := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	if resp, err := browser.PostForm("http://"+adminAddr+"/login", url.Values{"token": {token}}); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("console login: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+	for path, want := range map[string][]string{
+		"/workers": {`id="workers-chart"`, ">instances<", ">MISSING<"},
+		"/lag":     {`id="lag-records-chart"`, `id="lag-seconds-chart"`, "payout-executor"},
+	} {
+		var page string
+		eventually(t, "the console charts "+path, func() bool {
+			resp, err := browser.Get("http://" + adminAddr + path)
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			page = string(b)
+			ok := resp.StatusCode == http.StatusOK && strings.Contains(page, "<polyline")
+			for _, w := range want {
+				ok = ok && strings.Contains(page, w)
+			}
+			return ok
+		}, func() string { return page })
+	}
 
 	if code := d.stop(t); code != exitOK {
 		t.Fatalf("dev exit status %d after Ctrl-C, want 0:\n%s", code, d.stderr)

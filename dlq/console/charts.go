@@ -37,8 +37,12 @@ const (
 // name; the rest stack as "other groups".
 const chartGroups = 6
 
-// minHistorySpan is the shortest time axis of a history chart.
-const minHistorySpan = 30 * time.Minute
+// History charts span at least historySamples sample intervals (30
+// minutes at the default 30 s), else minHistorySpan.
+const (
+	historySamples = 60
+	minHistorySpan = time.Minute
+)
 
 // arrivalsView is the DLQ page's arrivals chart.
 type arrivalsView struct {
@@ -97,7 +101,9 @@ func (c *Console) arrivals(ctx context.Context, name, rng string, now time.Time,
 	for _, n := range a.Counts {
 		v.Total += n
 	}
-	series = append(series, bucketSeries(q, "other groups", rest))
+	if other := bucketSeries(q, "other groups", rest); len(other.Points) > 0 || len(series) == 0 {
+		series = append(series, other)
+	}
 	title := "Dead-letter arrivals, last 24 hours, by failure group"
 	if rng == rangeWeek {
 		title = "Dead-letter arrivals, last 7 days, by failure group"
@@ -119,10 +125,11 @@ func bucketSeries(q dlq.ArrivalsQuery, name string, counts []int64) timeseries.S
 	return s
 }
 
-// historyWindow returns the time axis of history charts: from their
-// oldest point (at least minHistorySpan back) to now.
-func historyWindow(now time.Time, series ...[]timeseries.Series) time.Time {
-	from := now.Add(-minHistorySpan)
+// historyWindow returns the start of the time axis of history charts
+// sampled every interval: their oldest point, at least historySamples
+// intervals (and minHistorySpan) before now.
+func historyWindow(now time.Time, interval time.Duration, series ...[]timeseries.Series) time.Time {
+	from := now.Add(-max(historySamples*interval, minHistorySpan))
 	for _, ss := range series {
 		for _, s := range ss {
 			if len(s.Points) > 0 && s.Points[0].T.Before(from) {
@@ -140,7 +147,7 @@ func (c *Console) lagCharts(now time.Time, kafka, rabbit bool) []template.HTML {
 		return nil
 	}
 	h := hs.History()
-	from := historyWindow(now, h.KafkaRecords, h.KafkaSeconds, h.RabbitMessages)
+	from := historyWindow(now, h.Interval, h.KafkaRecords, h.KafkaSeconds, h.RabbitMessages)
 	var out []template.HTML
 	add := func(id, title, unit string, s []timeseries.Series) {
 		out = append(out, chartHTML(svgchart.Chart{ID: id, Title: title, Unit: unit, From: from, To: now, Step: h.Interval, Series: s}))
@@ -170,7 +177,7 @@ func (c *Console) workersChart(now time.Time) template.HTML {
 	}
 	h := hs.History()
 	return chartHTML(svgchart.Chart{ID: "workers-chart", Title: "Worker instances by state", Unit: "instances",
-		From: historyWindow(now, h.States), To: now, Step: h.Interval, Series: h.States, Colors: stateColors})
+		From: historyWindow(now, h.Interval, h.States), To: now, Step: h.Interval, Series: h.States, Colors: stateColors})
 }
 
 // chartHTML marks a chart's SVG safe: svgchart escapes every text it

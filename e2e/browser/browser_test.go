@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/heartbeat"
 )
 
 // chromium returns the browser's path: REDRIVE_CHROMIUM, else the first of
@@ -99,6 +100,24 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	t.Logf("saved %s", path)
 }
 
+// chartAt1280 sets the page 1280 px wide (what the charts are drawn
+// for) and checks that the SVG chart sel is drawn there, within the
+// page's width, with texts (axis labels, units, series) on it.
+func chartAt1280(t *testing.T, ctx context.Context, sel string, texts ...string) {
+	t.Helper()
+	run(t, ctx, "set the width to 1280 px", chromedp.EmulateViewport(1280, 900))
+	width := get(t, ctx, "measure "+sel, chromedp.Evaluate[float64](`(() => { const e = document.querySelector("`+sel+`"); return e ? e.getBoundingClientRect().width : -1 })()`))
+	if width < 900 || width > 1280 {
+		t.Errorf("%s is %v px wide at 1280 px (absent: -1)", sel, width)
+	}
+	got := get(t, ctx, "read "+sel, chromedp.Evaluate[string](`document.querySelector("`+sel+`").textContent`))
+	for _, want := range texts {
+		if !strings.Contains(got, want) {
+			t.Errorf("%s lacks %q: %q", sel, want, got)
+		}
+	}
+}
+
 // waitStored waits for n dead letters stored by the keeper.
 func (s *stack) waitStored(t *testing.T, n int) []dlq.Record {
 	t.Helper()
@@ -175,6 +194,22 @@ func TestConsole(t *testing.T) {
 		t.Errorf("entries table lacks the worker's error: %q", got)
 	}
 	screenshot(t, ctx, "entries")
+
+	// Above the groups, the chart of the DLQ's arrivals: the four poison
+	// messages in this hour's bar, axes labelled with their units; the
+	// 7-day range is a link away.
+	chartAt1280(t, ctx, "#arrivals-chart", "dead letters / hour", "time (UTC)")
+	if got := text(t, ctx, "arrival-ranges"); !strings.Contains(got, "4 dead letters in the last 24 hours") {
+		t.Errorf("arrival ranges say %q, want 4 dead letters in the last 24 hours", got)
+	}
+	screenshot(t, ctx, "arrivals")
+	run(t, ctx, "show the last 7 days",
+		chromedp.Click(link(dlqPath+"?range=7d")),
+		chromedp.WaitVisible(chromedp.ID("arrivals-chart")))
+	chartAt1280(t, ctx, "#arrivals-chart", "dead letters / 6 hours", "time (UTC)")
+	run(t, ctx, "back to the DLQ page",
+		chromedp.Click(link(dlqPath+"?range=24h")),
+		chromedp.WaitVisible(chromedp.ID("groups")))
 
 	// The page opens on its failure groups: the poison messages fail
 	// alike, one group of four, with a sparkline of their arrivals; its
@@ -298,8 +333,11 @@ func TestConsole(t *testing.T) {
 	}
 	screenshot(t, ctx, "replay-all")
 
-	// Workers and lag, sampled now.
-	s.samplers(context.Background())
+	// Workers and lag, sampled now, three times: the charts of their
+	// history have lines.
+	for range 3 {
+		s.samplers(context.Background())
+	}
 	run(t, ctx, "open the workers page",
 		chromedp.Click(link("/workers")),
 		chromedp.WaitVisible(chromedp.ID("workers")))
@@ -307,6 +345,11 @@ func TestConsole(t *testing.T) {
 		t.Errorf("workers table %q lacks the running and the stopping instance", got)
 	}
 	screenshot(t, ctx, "workers")
+	chartAt1280(t, ctx, "#workers-chart", "instances", "time (UTC)", "OK", "MISSING")
+	if n := get(t, ctx, "count the state lines", chromedp.Evaluate[int](`document.querySelectorAll("#workers-chart polyline").length`)); n != len(heartbeat.ChartStates) {
+		t.Errorf("the workers chart draws %d lines, want one per state (%d)", n, len(heartbeat.ChartStates))
+	}
+	screenshot(t, ctx, "workers-chart")
 	run(t, ctx, "open the lag page",
 		chromedp.Click(link("/lag")),
 		chromedp.WaitVisible(chromedp.ID("kafka-lag")))
@@ -314,6 +357,13 @@ func TestConsole(t *testing.T) {
 		t.Errorf("lag table %q lacks %s on %s", got, group, topic)
 	}
 	screenshot(t, ctx, "lag")
+	chartAt1280(t, ctx, "#lag-records-chart", "records", "time (UTC)", group)
+	chartAt1280(t, ctx, "#lag-seconds-chart", "seconds", "time (UTC)")
+	if n := get(t, ctx, "count the lag lines", chromedp.Evaluate[int](`document.querySelectorAll("#lag-records-chart polyline").length`)); n != 1 {
+		t.Errorf("the lag chart draws %d lines, want 1 (%s)", n, group)
+	}
+	screenshot(t, ctx, "lag-charts")
+	run(t, ctx, "back to the full width", chromedp.EmulateReset())
 
 	// A viewer sees the entries but no buttons.
 	run(t, ctx, "log out and in as a viewer",

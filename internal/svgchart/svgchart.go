@@ -37,14 +37,14 @@ const (
 	Width        = 1180
 	Height       = 280
 	marginLeft   = 72
-	marginRight  = 220
+	marginRight  = 250
 	marginTop    = 34
 	marginBottom = 44
 	// MaxSeries is how many series a chart draws; the rest are named as
 	// left out under the legend.
 	MaxSeries = 10
 	// maxName is the longest series name shown, in runes.
-	maxName = 28
+	maxName = 34
 )
 
 // palette is colour-blind-friendly (Okabe-Ito, then greys).
@@ -185,7 +185,7 @@ func (c Chart) SVG() string {
 	for i, s := range series {
 		y := p.y0 + 8 + float64(i)*19
 		fmt.Fprintf(&b, `<rect x="%s" y="%s" width="12" height="12" fill="%s"/>`, num(lx), num(y-10), c.color(i, s.Name))
-		fmt.Fprintf(&b, `<text x="%s" y="%s">%s</text>`, num(lx+18), num(y), esc(clipName(s.Name)))
+		fmt.Fprintf(&b, `<text x="%s" y="%s">%s<title>%s</title></text>`, num(lx+18), num(y), esc(clipName(s.Name)), esc(s.Name))
 	}
 	if leftOut > 0 {
 		fmt.Fprintf(&b, `<text x="%s" y="%s" fill="#777">+%d more not shown</text>`, num(lx), num(p.y0+8+float64(len(series))*19), leftOut)
@@ -226,7 +226,7 @@ func (c Chart) bars(b *strings.Builder, p plot, series []timeseries.Series) {
 }
 
 // lines draws each series as polylines, broken at gaps of more than two
-// Steps; a lone point is a dot.
+// Steps, with a dot on its newest point; a lone point is a dot.
 func (c Chart) lines(b *strings.Builder, p plot, series []timeseries.Series) {
 	for i, s := range series {
 		col := c.color(i, s.Name)
@@ -256,6 +256,9 @@ func (c Chart) lines(b *strings.Builder, p plot, series []timeseries.Series) {
 				flush()
 			}
 			run = append(run, pt)
+		}
+		if n := len(run); n > 1 { // the newest value, visible however short the line
+			fmt.Fprintf(b, `<circle class="last" cx="%s" cy="%s" r="3.5" fill="%s"/>`, num(p.x(run[n-1].T)), num(p.y(run[n-1].V)), col)
 		}
 		flush()
 	}

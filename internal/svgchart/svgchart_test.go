@@ -51,6 +51,7 @@ func TestChart(t *testing.T) {
 		rects    int // data bars (legend squares and the title's excluded: see below)
 		lines    int // polylines
 		dots     int // circles
+		lastDots int // dots on the newest point of a line: lines unless the last run is a lone point
 	}{
 		{
 			name: "empty",
@@ -89,8 +90,9 @@ func TestChart(t *testing.T) {
 			chart: svgchart.Chart{Title: "Lag", Unit: "records", From: t0, To: t0.Add(time.Hour), Step: time.Minute,
 				Series: []timeseries.Series{{Name: "g", Points: []timeseries.Point{
 					{T: t0, V: 1}, {T: t0.Add(time.Minute), V: 2}, {T: t0.Add(30 * time.Minute), V: 3}}}}},
-			lines: 1,
-			dots:  1,
+			lines:    1,
+			dots:     1,
+			lastDots: -1,
 		},
 		{
 			name: "untrusted names escaped",
@@ -109,9 +111,9 @@ func TestChart(t *testing.T) {
 				}
 				return c
 			}(),
-			contains: []string{"+2 more not shown", strings.Repeat("n", 27) + "…"},
-			absent:   []string{strings.Repeat("n", 29)},
-			lines:    svgchart.MaxSeries,
+			contains: []string{"+2 more not shown", strings.Repeat("n", 33) + "…<title>"},
+
+			lines: svgchart.MaxSeries,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,8 +138,15 @@ func TestChart(t *testing.T) {
 			if got := count(t, svg, "polyline"); got != tc.lines {
 				t.Errorf("%d lines, want %d", got, tc.lines)
 			}
-			if got := count(t, svg, "circle"); got != tc.dots {
+			if got := count(t, svg, "circle") - strings.Count(svg, `<circle class="last"`); got != tc.dots {
 				t.Errorf("%d dots, want %d", got, tc.dots)
+			}
+			want := tc.lines
+			if tc.lastDots < 0 {
+				want = 0
+			}
+			if got := strings.Count(svg, `<circle class="last"`); tc.chart.Kind == svgchart.Lines && got != want {
+				t.Errorf("%d newest-value dots, want %d (one per series ending in a line)", got, want)
 			}
 			if count(t, svg, "title") < 1 || !strings.Contains(svg, `role="img"`) {
 				t.Error("no accessible title")
