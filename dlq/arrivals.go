@@ -36,6 +36,9 @@ type ArrivalsQuery struct {
 	// arrivals in the window too, at most that many (0 to
 	// MaxArrivalGroups).
 	Groups int
+	// Group, when set, counts only the arrivals of that failure group
+	// (a Record.Fingerprint).
+	Group string
 }
 
 // Validate reports the first problem of q, naming the field, wrapped in
@@ -52,6 +55,8 @@ func (q ArrivalsQuery) Validate() error {
 		return fmt.Errorf("%w: buckets: %d is not between 1 and %d", ErrInvalidQuery, q.Buckets, MaxArrivalBuckets)
 	case q.Groups < 0 || q.Groups > MaxArrivalGroups:
 		return fmt.Errorf("%w: groups: %d is not between 0 and %d", ErrInvalidQuery, q.Groups, MaxArrivalGroups)
+	case q.Group != "" && !ValidFingerprint(q.Group):
+		return fmt.Errorf("%w: group: %.40q is not a failure fingerprint (32 lower-case hexadecimal digits)", ErrInvalidQuery, q.Group)
 	}
 	return nil
 }

@@ -87,8 +87,9 @@ type Store interface {
 	// pending first, then largest, at most q.Limit of them.
 	Groups(ctx context.Context, q GroupQuery) ([]Group, error)
 	// Arrivals counts the arrivals of q.DLQ (live and archived records)
-	// per bucket of q's window, and those of its q.Groups busiest failure
-	// groups, reading only the window (see ArrivalsQuery).
+	// (or of its failure group q.Group) per bucket of q's window, and
+	// those of its q.Groups busiest failure groups, reading only the
+	// window (see ArrivalsQuery).
 	Arrivals(ctx context.Context, q ArrivalsQuery) (Arrivals, error)
 	// Archive moves up to limit records of dlq received before before, in
 	// any status but replaying, to the archive, oldest first, and returns

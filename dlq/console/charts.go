@@ -68,22 +68,22 @@ func readRange(v url.Values) (string, error) {
 }
 
 // arrivals draws the arrivals of name over rng, stacked by failure group
-// (the busiest chartGroups by name, labelled from groups).
-func (c *Console) arrivals(ctx context.Context, name, rng string, now time.Time, groups []groupRow) (arrivalsView, error) {
+// (the busiest chartGroups by name, labelled from labels, by
+// fingerprint); with group, those of that group only.
+func (c *Console) arrivals(ctx context.Context, name, group, rng string, now time.Time, labels map[string]string) (arrivalsView, error) {
 	q, unit := dlq.ArrivalsDay(name, now), "dead letters / hour"
 	if rng == rangeWeek {
 		q, unit = dlq.ArrivalsWeek(name, now), "dead letters / 6 hours"
 	}
-	q.Groups = chartGroups
+	q.Groups, q.Group = chartGroups, group
 	a, err := c.ops.Arrivals(ctx, q)
 	if err != nil {
 		return arrivalsView{}, err
 	}
-	labels := make(map[string]string, len(groups))
-	for _, g := range groups {
-		labels[g.Fingerprint] = g.ErrorClass + " " + g.Message
-	}
 	base := "/dlq/" + pathEscape(name) + "?range="
+	if group != "" {
+		base = "/dlq/" + pathEscape(name) + "?" + url.Values{"group": {group}}.Encode() + "&range="
+	}
 	v := arrivalsView{Range: rng, GroupCount: len(a.Groups),
 		Day: template.URL(base + rangeDay), Week: template.URL(base + rangeWeek)} // #nosec: built from escaped parts
 	rest := append([]int64(nil), a.Counts...)
@@ -104,10 +104,14 @@ func (c *Console) arrivals(ctx context.Context, name, rng string, now time.Time,
 	if other := bucketSeries(q, "other groups", rest); len(other.Points) > 0 || len(series) == 0 {
 		series = append(series, other)
 	}
-	title := "Dead-letter arrivals, last 24 hours, by failure group"
+	period, by := "last 24 hours", ", by failure group"
 	if rng == rangeWeek {
-		title = "Dead-letter arrivals, last 7 days, by failure group"
+		period = "last 7 days"
 	}
+	if group != "" {
+		by = ", of this failure group"
+	}
+	title := "Dead-letter arrivals, " + period + by
 	v.Chart = chartHTML(svgchart.Chart{ID: "arrivals-chart", Title: title, Unit: unit, Kind: svgchart.StackedBars,
 		From: q.Since, To: q.Until(), Step: q.Step, Series: series})
 	return v, nil
@@ -184,4 +188,14 @@ func (c *Console) workersChart(now time.Time) template.HTML {
 // draws.
 func chartHTML(c svgchart.Chart) template.HTML {
 	return template.HTML(c.SVG()) // #nosec: svgchart escapes names and titles
+}
+
+// groupLabels names the groups' series by fingerprint: error class and
+// normalised message.
+func groupLabels(groups []groupRow) map[string]string {
+	labels := make(map[string]string, len(groups))
+	for _, g := range groups {
+		labels[g.Fingerprint] = g.ErrorClass + " " + g.Message
+	}
+	return labels
 }

@@ -14,13 +14,14 @@ import (
 
 // TestArrivalsChart: the DLQ page opens on a chart of its arrivals,
 // stacked by failure group (a group's hostile error message escaped),
-// with links between the 24 h and 7 d ranges; a bad range is a 400
-// naming it; a filtered listing shows no chart.
+// with links between the 24 h and 7 d ranges; a group's listing shows
+// the group's arrivals; a bad range is a 400 naming it; another filtered
+// listing shows no chart.
 func TestArrivalsChart(t *testing.T) {
 	for _, st := range stores {
 		t.Run(st.Name, func(t *testing.T) {
 			f := newFixture(t, st.Open(t), nil)
-			f.insert(3, func(i int, r *dlq.Record) {
+			recs := f.insert(3, func(i int, r *dlq.Record) {
 				r.Entry.ErrorMessage = `<script>alert(1)</script> failed ` + string(rune('0'+i))
 				r.ReceivedAt = time.Now().Add(-time.Duration(i) * 30 * time.Hour) // now, 30 h and 60 h ago
 			})
@@ -41,6 +42,10 @@ func TestArrivalsChart(t *testing.T) {
 					t.Errorf("%s: an error message reached the page unescaped", tc.path)
 				}
 			}
+			// A group's entries come below its own arrivals.
+			group := base + "?group=" + recs[0].Fingerprint
+			expect(t, "a group's entries", c.get(group+"&range=7d"), http.StatusOK, `id="arrivals-chart"`,
+				"last 7 days, of this failure group", `href="`+base+`?group=`+recs[0].Fingerprint+`&amp;range=24h"`, "3 dead letters")
 			expect(t, "bad range", c.get(base+"?range=1y"), http.StatusBadRequest, "range")
 			if r := c.get(base + "?status=pending"); strings.Contains(r.body, "arrivals-chart") {
 				t.Error("a filtered listing shows the arrivals chart")

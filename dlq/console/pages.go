@@ -166,13 +166,29 @@ func (c *Console) entries(w http.ResponseWriter, r *http.Request, ss *session) {
 		rows[i] = c.row(rec)
 	}
 	view := entriesView{DLQ: name, Filter: f, Records: rows, Pending: pending, Statuses: dlq.Statuses, Paged: q.Cursor != ""}
-	if len(v) == 0 || len(v) == 1 && v.Has("range") { // the DLQ page opens on its arrivals and groups
-		now := c.now()
+	params := len(v)
+	if v.Has("range") {
+		params--
+	}
+	switch {
+	case params == 0: // the DLQ page opens on its arrivals and groups
 		if view.Groups, err = c.groups(r.Context(), name); err != nil {
 			c.fail(w, r, ss, err)
 			return
 		}
-		a, err := c.arrivals(r.Context(), name, rng, now, view.Groups)
+		a, err := c.arrivals(r.Context(), name, "", rng, c.now(), groupLabels(view.Groups))
+		if err != nil {
+			c.fail(w, r, ss, err)
+			return
+		}
+		view.Arrivals = &a
+	case params == 1 && f.Group != "": // a group's entries, below its arrivals
+		labels := map[string]string{}
+		if len(rows) > 0 {
+			e := rows[0].Record.Entry
+			labels[f.Group] = e.ErrorClass + " " + dlq.NormalizeMessage(e.ErrorMessage)
+		}
+		a, err := c.arrivals(r.Context(), name, f.Group, rng, c.now(), labels)
 		if err != nil {
 			c.fail(w, r, ss, err)
 			return

@@ -24,7 +24,7 @@ func (s *Store) Arrivals(ctx context.Context, q dlq.ArrivalsQuery) (dlq.Arrivals
 	byGroup := map[string][]int64{}
 	for _, n := range s.recs {
 		r := &n.r
-		if r.DLQ != q.DLQ {
+		if r.DLQ != q.DLQ || q.Group != "" && r.Fingerprint != q.Group {
 			continue
 		}
 		i, ok := q.Bucket(r.ReceivedAt)

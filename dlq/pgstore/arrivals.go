@@ -13,12 +13,14 @@ import (
 // arrivalsSQL counts a window's arrivals by bucket (date_bin from the
 // window's start) and fingerprint, live and archived: two range scans of
 // the (dlq, received_at) indexes, bounded by the window whatever the
-// DLQ's size. It returns the totals per bucket (top false) and the
+// DLQ's size ($6: one group's only). It returns the totals per bucket (top false) and the
 // counts of the $5 groups with the most arrivals (top true).
 const arrivalsSQL = `WITH e AS (
-		SELECT fingerprint, received_at FROM dlq_entries WHERE dlq = $1 AND received_at >= $2 AND received_at < $4
+		SELECT fingerprint, received_at FROM dlq_entries
+			WHERE dlq = $1 AND received_at >= $2 AND received_at < $4 AND ($6 = '' OR fingerprint = $6)
 		UNION ALL
-		SELECT fingerprint, received_at FROM dlq_entries_archive WHERE dlq = $1 AND received_at >= $2 AND received_at < $4
+		SELECT fingerprint, received_at FROM dlq_entries_archive
+			WHERE dlq = $1 AND received_at >= $2 AND received_at < $4 AND ($6 = '' OR fingerprint = $6)
 	), b AS (
 		SELECT fingerprint, date_bin($3::interval, received_at, $2) AS t, count(*) AS n FROM e GROUP BY 1, 2
 	), top AS (
@@ -33,7 +35,7 @@ func (s *Store) Arrivals(ctx context.Context, q dlq.ArrivalsQuery) (dlq.Arrivals
 	if err := q.Validate(); err != nil {
 		return dlq.Arrivals{}, fmt.Errorf("pgstore: arrivals: %w", err)
 	}
-	rows, err := s.pool.Query(ctx, arrivalsSQL, q.DLQ, q.Since, q.Step, q.Until(), q.Groups)
+	rows, err := s.pool.Query(ctx, arrivalsSQL, q.DLQ, q.Since, q.Step, q.Until(), q.Groups, q.Group)
 	if err != nil {
 		return dlq.Arrivals{}, fmt.Errorf("pgstore: arrivals of %q: %w", q.DLQ, err)
 	}

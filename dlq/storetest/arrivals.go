@@ -15,7 +15,7 @@ import (
 // testArrivals: Arrivals counts a DLQ's arrivals per bucket of its
 // window, archived ones included, others DLQs and arrivals outside the
 // window not; the busiest groups come with their own counts, most first,
-// cut at Groups; the day and week presets end in the bucket of now; bad
+// cut at Groups; Group counts one group's; the day and week presets end in the bucket of now; bad
 // queries are refused naming the field.
 func testArrivals(t *testing.T, s dlq.Store) {
 	ctx := context.Background()
@@ -76,6 +76,12 @@ func testArrivals(t *testing.T, s dlq.Store) {
 		t.Errorf("Arrivals of an empty window = %+v, %v", got, err)
 	}
 
+	// One group's.
+	q.Group = fps["b"]
+	if got, err := s.Arrivals(ctx, q); err != nil || !slices.Equal(got.Counts, []int64{0, 3, 0, 0}) {
+		t.Errorf("Arrivals of group b = %+v, %v; want 0 3 0 0", got, err)
+	}
+
 	// The presets: 24 hourly and 28 six-hourly buckets ending in now's.
 	now := since.Add(3*time.Hour + 10*time.Minute) // 13:10
 	day, err := s.Arrivals(ctx, dlq.ArrivalsDay(name, now))
@@ -96,6 +102,7 @@ func testArrivals(t *testing.T, s dlq.Store) {
 		{dlq.ArrivalsQuery{DLQ: name, Since: since, Step: time.Second, Buckets: 1}, "step:"},
 		{dlq.ArrivalsQuery{DLQ: name, Since: since, Step: time.Hour, Buckets: dlq.MaxArrivalBuckets + 1}, "buckets:"},
 		{dlq.ArrivalsQuery{DLQ: name, Since: since, Step: time.Hour, Buckets: 1, Groups: dlq.MaxArrivalGroups + 1}, "groups:"},
+		{dlq.ArrivalsQuery{DLQ: name, Since: since, Step: time.Hour, Buckets: 1, Group: "not-a-fingerprint"}, "group:"},
 	} {
 		if _, err := s.Arrivals(ctx, bad.q); !errors.Is(err, dlq.ErrInvalidQuery) || !strings.Contains(err.Error(), bad.field) {
 			t.Errorf("Arrivals(%+v) = %v, want ErrInvalidQuery naming %s", bad.q, err, bad.field)
