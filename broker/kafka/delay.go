@@ -37,6 +37,9 @@ type slot struct {
 func (p *partition) runByDue() {
 	var pending []*slot // in offset order
 	for {
+		if !p.settleCopies(0) {
+			return
+		}
 		p.mu.Lock()
 		if p.stopped {
 			p.mu.Unlock()

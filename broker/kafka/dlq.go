@@ -11,12 +11,14 @@ import (
 	"github.com/redrive/redrive/internal/pipeline"
 )
 
-// deadLetter writes r (delivered as d) to <topic>.dlq and reports whether
-// the broker acknowledged it (the source offset may then be committed). A
-// write the broker refuses is tried again with back-off; the source offset
-// is not committed meanwhile.
-func (p *partition) deadLetter(r *kgo.Record, d *broker.Delivery, o pipeline.Outcome, cause error, now time.Time) bool {
-	rec, err := p.c.deadLetterRecord(r, d, o, cause, now)
+// deadLetter sends r (delivered as d, decided by dec) to <topic>.dlq (see
+// send: the partition goes on while the copy is in flight; the source
+// offset is committed only once the broker acknowledged it, and a write
+// the broker refuses is tried again with back-off). first is the record's
+// first decision, whose claim is released once the copy is acknowledged.
+// It returns false when the worker is halted first.
+func (p *partition) deadLetter(r *kgo.Record, d *broker.Delivery, dec, first pipeline.Decision) bool {
+	rec, err := p.c.deadLetterRecord(r, d, dec.Outcome, dec.Cause, dec.At)
 	if err != nil {
 		// The envelope cannot be encoded: nothing to write, and dropping
 		// the message is not an option. Hold the partition, loudly.
@@ -24,7 +26,7 @@ func (p *partition) deadLetter(r *kgo.Record, d *broker.Delivery, o pipeline.Out
 		<-p.halted
 		return false
 	}
-	return p.write(rec, "dead-letter")
+	return p.send(r, rec, "dead-letter", first)
 }
 
 // deadLetterRecord builds the <topic>.dlq record of r (delivered as d):

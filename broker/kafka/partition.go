@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"maps"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -34,9 +35,10 @@ type partition struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	wake   chan struct{} // a record was pushed
-	halted chan struct{} // closed by halt
-	exited chan struct{} // closed when run returns
+	wake    chan struct{} // a record was pushed, or a copy refused
+	settled chan struct{} // a copy in flight was acknowledged or refused
+	halted  chan struct{} // closed by halt
+	exited  chan struct{} // closed when run returns
 
 	// byDue is set for the partitions of the retry topic: their records are
 	// handled when due, earliest first, not in offset order (see runByDue).
@@ -57,9 +59,15 @@ type partition struct {
 	// within throttleWait: the next time it is full, fetching the
 	// partition pauses at once instead of holding up the poll loop. It is
 	// cleared when a paused buffer drains to half within throttleWait.
-	slow      bool
-	pausedAt  time.Time // when a full buffer paused fetching (zero otherwise)
+	slow     bool
+	pausedAt time.Time // when a full buffer paused fetching (zero otherwise)
+	// done is the offset after the last record done in offset order;
+	// copies (window.go) are the retry and dead-letter copies in flight,
+	// copyBytes their size: the commit watermark stays at the lowest
+	// source offset among them.
 	done      kgo.EpochOffset
+	copies    []*inFlight
+	copyBytes int
 	committed int64
 	// first is the offset of the first record fetched (-1 before any);
 	// hwm the highest high watermark a fetch reported (see lag).
@@ -79,6 +87,7 @@ func newPartition(c *consumer, topic string, part int32) *partition {
 		ctx:       ctx,
 		cancel:    cancel,
 		wake:      make(chan struct{}, 1),
+		settled:   make(chan struct{}, 1),
 		halted:    make(chan struct{}),
 		exited:    make(chan struct{}),
 		done:      kgo.EpochOffset{Epoch: -1, Offset: -1},
@@ -94,6 +103,7 @@ func newPartition(c *consumer, topic string, part int32) *partition {
 func (p *partition) run() {
 	defer close(p.exited)
 	defer p.cancel()
+	defer p.awaitCopies()
 	if p.byDue {
 		p.runByDue()
 		return
@@ -103,9 +113,15 @@ func (p *partition) run() {
 		return
 	}
 	for {
+		if !p.settleCopies(0) {
+			return
+		}
 		r, ok := p.next()
 		if !ok {
 			return
+		}
+		if r == nil { // woken by a refused copy
+			continue
 		}
 		if !p.c.proc(p, r) {
 			return
@@ -151,7 +167,8 @@ func (p *partition) push(recs []*kgo.Record, hwm int64) {
 	}
 }
 
-// next returns the next record, or false once the worker is halted.
+// next returns the next record, or false once the worker is halted; a nil
+// record when a copy in flight was refused (see settleCopies).
 func (p *partition) next() (*kgo.Record, bool) {
 	for {
 		p.mu.Lock()
@@ -168,7 +185,11 @@ func (p *partition) next() (*kgo.Record, bool) {
 			p.mu.Unlock()
 			return r, true
 		}
+		refused := slices.ContainsFunc(p.copies, func(w *inFlight) bool { return w.err != nil })
 		p.mu.Unlock()
+		if refused {
+			return nil, true
+		}
 		select {
 		case <-p.wake:
 		case <-p.halted:
@@ -294,12 +315,13 @@ func (p *partition) markDone(r *kgo.Record) {
 	p.done = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
 }
 
-// uncommitted returns the offset to commit when it moved since the last
-// commit.
+// uncommitted returns the offset to commit, the watermark (watermarkLocked),
+// when it moved since the last commit.
 func (p *partition) uncommitted() (kgo.EpochOffset, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.done, p.done.Offset > p.committed
+	wm := p.watermarkLocked()
+	return wm, wm.Offset > p.committed
 }
 
 // committedUpTo records a successful commit of offset.
@@ -327,8 +349,8 @@ func (p *partition) process(r *kgo.Record) bool {
 		in.ClaimKey = pipeline.ClaimKey(p.c.sub.Group, r.Topic, strconv.FormatInt(int64(r.Partition), 10), strconv.FormatInt(r.Offset, 10))
 	}
 	dec := p.pipe.Process(p.ctx, d, p.gated, in)
-	done := p.settle(r, d, dec)
-	if done {
+	done, sent := p.settle(r, d, dec)
+	if done && !sent && p.pipe.Counts() { // a copy in flight releases when acknowledged
 		p.pipe.Release(context.WithoutCancel(p.ctx), dec)
 	}
 	return done
@@ -336,20 +358,24 @@ func (p *partition) process(r *kgo.Record) bool {
 
 // settle executes dec, the pipeline's decision about r (delivered as d),
 // until r is done (true) or the worker is halted before that (false). A
-// blocking retry waits here and runs the handler again.
+// blocking retry waits here and runs the handler again. A retry or
+// dead-letter copy is sent (see send): r counts as done while the copy is
+// in flight, and sent is true, but the commit watermark stays at r until
+// the broker acknowledges the copy, which then releases dec's claim.
 //
 // The handler gets d itself, not a copy (a copy of the delivery and of its
 // headers per call was a measurable part of consuming). A handler may
 // change it, so after a failure d is built again from r, as delivered:
 // with the headers of the last in-place retry when there was one.
-func (p *partition) settle(r *kgo.Record, d *broker.Delivery, dec pipeline.Decision) bool {
+func (p *partition) settle(r *kgo.Record, d *broker.Delivery, dec pipeline.Decision) (done, sent bool) {
+	first := dec               // holds the claim, if any
 	var kept map[string]string // d.Headers as delivered, after a retry in place
 	for {
 		switch dec.Action {
 		case pipeline.Ack:
-			return true
+			return true, false
 		case pipeline.Stop:
-			return false
+			return false, false
 		}
 		if dec.Cause != nil { // the handler ran
 			d = p.c.delivery(r)
@@ -360,19 +386,19 @@ func (p *partition) settle(r *kgo.Record, d *broker.Delivery, dec pipeline.Decis
 		}
 		switch dec.Action {
 		case pipeline.DeadLetter:
-			return p.deadLetter(r, d, dec.Outcome, dec.Cause, dec.At)
+			return p.deadLetter(r, d, dec, first), true
 		case pipeline.Requeue:
 			if !p.handBack() {
-				return false
+				return false, false
 			}
 			dec = p.pipe.Process(p.ctx, d, p.gated, pipeline.Input{})
 			continue
 		}
 		if p.c.sub.RetryMode == broker.NonBlocking {
-			return p.retryLater(r, d, dec.Outcome, dec.At)
+			return p.retryLater(r, d, dec, first), true
 		}
 		if !p.retryInPlace(d, dec.Outcome, dec.At) {
-			return false
+			return false, false
 		}
 		kept = maps.Clone(d.Headers)
 		dec = p.pipe.Process(p.ctx, d, p.gated, pipeline.Input{})
@@ -395,11 +421,11 @@ func (p *partition) gate(ctx context.Context, d *broker.Delivery) error {
 	return p.c.h(ctx, d)
 }
 
-// write produces rec (a retry or dead-letter copy) until the broker
-// acknowledges it, backing off between attempts. It returns false when the
-// worker is halted before that; the source record then stays uncommitted.
-func (p *partition) write(rec *kgo.Record, what string) bool {
-	backoff := p.c.b.cfg.WriteRetryBackoff
+// writeFrom produces rec (a retry or dead-letter copy the broker refused
+// once) until the broker acknowledges it, waiting backoff, then doubling it,
+// between attempts. It returns false when the worker is halted before that;
+// the source record then stays uncommitted.
+func (p *partition) writeFrom(rec *kgo.Record, what string, backoff time.Duration) bool {
 	for {
 		// A fresh record each time: franz-go keeps the context of the
 		// first produce in the record.
@@ -410,17 +436,23 @@ func (p *partition) write(rec *kgo.Record, what string) bool {
 		if err == nil {
 			return true
 		}
-		if errors.Is(err, broker.ErrTooLarge) {
-			p.log.Error("the "+what+" copy is over the topic's max.message.bytes; raise it (redrive topology apply sets it on DLQ topics) - the partition waits, source offset uncommitted",
-				"to", rec.Topic, "error", err, "backoff", backoff)
-		} else {
-			p.log.Warn("cannot write "+what+" copy; will try again, source offset stays uncommitted",
-				"to", rec.Topic, "error", err, "backoff", backoff)
-		}
+		p.logWriteFailure(rec, what, err, backoff)
 		if !p.backOff(&backoff) {
 			return false
 		}
 	}
+}
+
+// logWriteFailure logs that the what copy rec was refused with err and is
+// written again after backoff.
+func (p *partition) logWriteFailure(rec *kgo.Record, what string, err error, backoff time.Duration) {
+	if errors.Is(err, broker.ErrTooLarge) {
+		p.log.Error("the "+what+" copy is over the topic's max.message.bytes; raise it (redrive topology apply sets it on DLQ topics) - the partition waits, source offset uncommitted",
+			"to", rec.Topic, "error", err, "backoff", backoff)
+		return
+	}
+	p.log.Warn("cannot write "+what+" copy; will try again, source offset stays uncommitted",
+		"to", rec.Topic, "error", err, "backoff", backoff)
 }
 
 // backOff waits *backoff, then doubles it up to DefaultMaxWriteBackoff. It

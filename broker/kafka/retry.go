@@ -23,10 +23,11 @@ func (p *partition) retryInPlace(d *broker.Delivery, o pipeline.Outcome, now tim
 }
 
 // retryLater is the non_blocking mode: a copy of d goes to the group's retry
-// topic, due after the back-off, and d is done once the copy is
-// acknowledged.
-func (p *partition) retryLater(r *kgo.Record, d *broker.Delivery, o pipeline.Outcome, now time.Time) bool {
-	return p.write(p.c.retryRecord(r, d, o, now), "retry")
+// topic, due after the back-off; it is sent (see send) and r's offset is
+// committed once the copy is acknowledged. first is r's first decision,
+// whose claim is released then.
+func (p *partition) retryLater(r *kgo.Record, d *broker.Delivery, dec, first pipeline.Decision) bool {
+	return p.send(r, p.c.retryRecord(r, d, dec.Outcome, dec.At), "retry", first)
 }
 
 // retryRecord is the copy of r (delivered as d) written to the retry topic:
