@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"strconv"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -21,12 +22,21 @@ const (
 
 // delivery builds the Delivery of r: every header (redrive's story
 // included), the message id from x-redrive-message-id, the story from the
-// x-redrive-* headers, and the original timestamp for retry copies.
+// x-redrive-* headers, and the original timestamp for retry copies. A
+// record without any x-redrive-* header (one a plain producer wrote) is
+// read in one pass over its headers, without looking anything up.
+//
+// Header values share r's memory (headerString): building a map of copies
+// was the larger part of consuming a record.
 func (c *consumer) delivery(r *kgo.Record) *broker.Delivery {
-	h := fromHeaders(r.Headers)
+	h := make(map[string]string, len(r.Headers))
+	own := false
+	for _, x := range r.Headers {
+		h[x.Key] = headerString(x.Value)
+		own = own || wire.Own(x.Key)
+	}
 	d := &broker.Delivery{
 		Message: broker.Message{
-			ID:        h[broker.HeaderMessageID],
 			Key:       r.Key,
 			Value:     r.Value,
 			Headers:   h,
@@ -38,12 +48,26 @@ func (c *consumer) delivery(r *kgo.Record) *broker.Delivery {
 		Source:    r.Topic,
 		Partition: r.Partition,
 		Offset:    r.Offset,
+		Attempt:   1,
 	}
+	if !own {
+		return d
+	}
+	d.ID = h[broker.HeaderMessageID]
 	if t := wire.ParseTime(h[headerOriginTimestamp]); !t.IsZero() {
 		d.Timestamp = t
 	}
 	readStory(d)
 	return d
+}
+
+// headerString returns b, a header value of a fetched record, as a string
+// without copying it. Nothing writes to a fetched record's memory (franz-go
+// reuses it only after Record.Recycle, which this package never calls), and
+// the string keeps the fetch's buffer alive no longer than the record's
+// Value, which the Delivery holds anyway.
+func headerString(b []byte) string {
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // readStory is pipeline.ReadStory, skipped for a record that never failed
