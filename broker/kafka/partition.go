@@ -409,10 +409,14 @@ func (p *partition) settle(r *kgo.Record, d *broker.Delivery, dec pipeline.Decis
 // concurrency slot is free, and returns pipeline.ErrStopped, without
 // calling it, when the worker is halted first.
 func (p *partition) gate(ctx context.Context, d *broker.Delivery) error {
-	select {
+	select { // the usual case, a free slot, without a blocking select
 	case p.c.sem <- struct{}{}:
-	case <-p.halted:
-		return pipeline.ErrStopped
+	default:
+		select {
+		case p.c.sem <- struct{}{}:
+		case <-p.halted:
+			return pipeline.ErrStopped
+		}
 	}
 	defer func() { <-p.c.sem }()
 	if p.isHalted() {
