@@ -3,6 +3,8 @@ package lag
 import (
 	"bytes"
 	"cmp"
+	"compress/flate"
+	"hash/crc32"
 	"slices"
 	"strconv"
 	"sync"
@@ -47,7 +49,19 @@ type encoded struct {
 type EncodedFamily struct {
 	Name string
 	Data []byte
+	// Deflated is Data compressed at DeflateLevel as raw DEFLATE blocks
+	// that refer to nothing before them and end in a sync flush (byte
+	// aligned, not final): a gzip response can splice it between other
+	// such blocks, so that a page is compressed once per sample, not per
+	// scrape. CRC is Data's CRC-32 (IEEE), for the gzip trailer.
+	Deflated []byte
+	CRC      uint32
 }
+
+// DeflateLevel is the compression level of EncodedFamily.Deflated. A page
+// of 100,000 lag series is 12 MB of text: level 6 (promhttp's) takes ~55 ms
+// of CPU to make 311 kB of it, level 2 ~13 ms to make 338 kB.
+const DeflateLevel = 2
 
 // Gather implements prometheus.Gatherer: the metric families of the last
 // samples, built once per sample, sorted as prometheus.Registry.Gather
@@ -94,9 +108,29 @@ func encode(fams []*dto.MetricFamily, format expfmt.Format) ([]EncodedFamily, er
 	}
 	data := bytes.Clone(buf.Bytes()) // no spare capacity kept for a sample's life
 	out := make([]EncodedFamily, len(fams))
+	var z bytes.Buffer
+	zw, err := flate.NewWriter(&z, DeflateLevel)
+	if err != nil {
+		return nil, err
+	}
 	start := 0
 	for i, f := range fams {
-		out[i] = EncodedFamily{Name: f.GetName(), Data: data[start:ends[i]:ends[i]]}
+		d := data[start:ends[i]:ends[i]]
+		zw.Reset(&z) // no reference to the family before
+		if _, err := zw.Write(d); err != nil {
+			return nil, err
+		}
+		if err := zw.Flush(); err != nil {
+			return nil, err
+		}
+		out[i] = EncodedFamily{Name: f.GetName(), Data: d, CRC: crc32.ChecksumIEEE(d)}
+		start = ends[i]
+		ends[i] = z.Len() // now the end of the family's deflated blocks
+	}
+	deflated := bytes.Clone(z.Bytes())
+	start = 0
+	for i := range out {
+		out[i].Deflated = deflated[start:ends[i]:ends[i]]
 		start = ends[i]
 	}
 	return out, nil

@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"maps"
 	"slices"
@@ -423,52 +422,4 @@ func (p *partition) gate(ctx context.Context, d *broker.Delivery) error {
 		return pipeline.ErrStopped
 	}
 	return p.c.h(ctx, d)
-}
-
-// writeFrom produces rec (a retry or dead-letter copy the broker refused
-// once) until the broker acknowledges it, waiting backoff, then doubling it,
-// between attempts. It returns false when the worker is halted before that;
-// the source record then stays uncommitted.
-func (p *partition) writeFrom(rec *kgo.Record, what string, backoff time.Duration) bool {
-	for {
-		// A fresh record each time: franz-go keeps the context of the
-		// first produce in the record.
-		r := *rec
-		ctx, cancel := context.WithTimeout(p.ctx, p.c.b.cfg.DeliveryTimeout)
-		err := p.c.b.produce(ctx, &r)
-		cancel()
-		if err == nil {
-			return true
-		}
-		p.logWriteFailure(rec, what, err, backoff)
-		if !p.backOff(&backoff) {
-			return false
-		}
-	}
-}
-
-// logWriteFailure logs that the what copy rec was refused with err and is
-// written again after backoff.
-func (p *partition) logWriteFailure(rec *kgo.Record, what string, err error, backoff time.Duration) {
-	if errors.Is(err, broker.ErrTooLarge) {
-		p.log.Error("the "+what+" copy is over the topic's max.message.bytes; raise it (redrive topology apply sets it on DLQ topics) - the partition waits, source offset uncommitted",
-			"to", rec.Topic, "error", err, "backoff", backoff)
-		return
-	}
-	p.log.Warn("cannot write "+what+" copy; will try again, source offset stays uncommitted",
-		"to", rec.Topic, "error", err, "backoff", backoff)
-}
-
-// backOff waits *backoff, then doubles it up to DefaultMaxWriteBackoff. It
-// returns false when the worker is halted first.
-func (p *partition) backOff(backoff *time.Duration) bool {
-	timer := time.NewTimer(*backoff)
-	select {
-	case <-timer.C:
-	case <-p.halted:
-		timer.Stop()
-		return false
-	}
-	*backoff = min(2**backoff, DefaultMaxWriteBackoff)
-	return true
 }

@@ -58,9 +58,10 @@ Scenarios:
            change and audit row per entry) vs a raw publish of the same
            messages, one confirm at a time
   scrape   Kafka only: a full GET /metrics of the exporter (lag sampler as
-           'redrive exporter' builds it) after one lag sample, over
+           'redrive exporter' builds it, gzip) in the steady state (a
+           sample after the format's first scrape), over
            --scrape-groups groups x --scrape-partitions partitions;
-           p50/p99 per scrape (target 250 ms)
+           p50/p99 per scrape (target 100 ms)
   monitor  Redis: heartbeat monitor check over --monitor-workers workers;
            p50/p99 per check (target 100 ms); runs whatever --broker says
 

@@ -24,8 +24,10 @@ const scrapeTopicPartitions = 100
 // scrape: the exporter as `redrive exporter` builds it for Kafka (a lag
 // sampler of the configured groups with a tracker, Go and process
 // metrics), over ScrapeGroups groups that each committed an offset on every
-// one of ScrapePartitions partitions (one record of lag each). One lag
-// sample is taken, then the whole /metrics page is fetched over HTTP
+// one of ScrapePartitions partitions (one record of lag each). A lag sample
+// is taken, the page scraped once and sampled again (the steady state: the
+// sampler encodes and compresses the formats scraped before), then the
+// whole /metrics page is fetched over HTTP (gzip, as Prometheus asks)
 // Scrapes times; p50/p99 are per scrape.
 func (e *kafkaEnv) scrape(ctx context.Context) ([]Row, error) {
 	groups, parts := e.cfg.ScrapeGroups, e.cfg.ScrapePartitions
@@ -118,8 +120,16 @@ func (e *kafkaEnv) scrape(ctx context.Context) ([]Row, error) {
 		return nil, fmt.Errorf("lag sample has %d partitions, want %d", got, groups*parts)
 	}
 
+	// The steady state: a scrape's format is encoded and compressed by
+	// the sampler, from the sample after its first scrape on.
 	hs := httptest.NewServer(srv.Handler())
 	defer hs.Close()
+	if _, err := get(ctx, hs.URL+"/metrics"); err != nil {
+		return nil, fmt.Errorf("warm-up scrape: %w", err)
+	}
+	if err := s.Sample(ctx); err != nil {
+		return nil, fmt.Errorf("lag sample: %w", err)
+	}
 	lat := make([]time.Duration, 0, e.cfg.Scrapes)
 	var size int64
 	m := startMeter()
@@ -135,8 +145,8 @@ func (e *kafkaEnv) scrape(ctx context.Context) ([]Row, error) {
 	el, u := m.stop()
 	r := row(ScenarioScrape, Kafka, ClientRedrive, groups*parts, el, u).withLatencies(lat)
 	r.Rate = 0 // per scrape, not a message rate
-	r.Target = "p99 ≤ 250ms"
-	r.Met = r.P99 <= 250*time.Millisecond
+	r.Target = "p99 ≤ 100ms"
+	r.Met = r.P99 <= 100*time.Millisecond
 	r.Note = fmt.Sprintf("%d groups × %d partitions (messages = partition lags), %d scrapes of %.1f MB; lag sample took %s; CPU and allocs per partition lag per scrape",
 		groups, parts, e.cfg.Scrapes, float64(size)/1e6, sampleTook.Round(time.Millisecond))
 	r = r.perCheck(e.cfg.Scrapes)
