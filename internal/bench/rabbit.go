@@ -54,7 +54,13 @@ func runRabbit(ctx context.Context, cfg Config, prefix string, peers *peerRunner
 	steps := []step{
 		{ScenarioPublish, e.publish},
 		{ScenarioConsume, e.consume},
-		{ScenarioRetry, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failRetry, rabbitNotes, rows) }},
+		{ScenarioRetry, func(ctx context.Context) ([]Row, error) {
+			rs, err := failing(ctx, e, failRetry, rabbitNotes, rows)
+			for i := range rs {
+				gradeIdeal(&rs[i], rows, retryFraction)
+			}
+			return rs, err
+		}},
 		{ScenarioDLQ, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failDLQ, rabbitNotes, rows) }},
 		{ScenarioDelay, e.delay},
 		{ScenarioReplay, e.replay},
