@@ -47,13 +47,18 @@ Scenarios:
            franz-go ProduceSync with the same batches
   consume  drain a pre-filled queue/topic, no-op handler, ack/commit; same
            prefetch and concurrency on both sides
-  retry    as consume, 10 % of messages fail once (vs redrive consume)
+  retry    as consume, 10 % of messages fail once (vs redrive consume);
+           RabbitMQ: graded against the ideal 1 / (1 + f + f x consume /
+           publish rate) of the same run (f = 0.1), target 0.9 x ideal
   dlq      as consume, 1 % of messages go to the DLQ (vs redrive consume)
   delay    RabbitMQ only: PublishDelayed with random delays in
            [0, --delay-span] (default 30 x resolution) through delay
            queues of --resolution x --delay-factor^k, --delay-levels
            levels: lateness, early deliveries, queues stored in per
-           message, delay queues declared
+           message, delay queues declared, and where lateness comes
+           from: its p99 from the publish's return, by queues stored
+           in, a 10 ms timer's lateness in this process and one raw
+           TTL-queue hop measured beside it
   replay   RabbitMQ only: DLQ replay-all of an in-memory store (status
            change and audit row per entry) vs a raw publish of the same
            messages, one confirm at a time
