@@ -113,6 +113,11 @@ func (e *rabbitEnv) delay(ctx context.Context) ([]Row, error) {
 	pubLat := make([]time.Duration, n)
 	byStored := map[int][]time.Duration{}
 	early, passes, maxPasses := 0, 0, 0
+	var lastReturn int64
+	for i := range n {
+		lastReturn = max(lastReturn, returned[i].Load())
+	}
+	var afterBurst []time.Duration // due over a second after the last publish returned
 	for i := range n {
 		due := called[i].Load() + int64(delays[i])
 		late[i] = time.Duration(arrived[i].Load() - due)
@@ -120,6 +125,9 @@ func (e *rabbitEnv) delay(ctx context.Context) ([]Row, error) {
 		pubLat[i] = time.Duration(returned[i].Load() - called[i].Load())
 		if late[i] < 0 {
 			early++
+		}
+		if due > lastReturn+int64(time.Second) {
+			afterBurst = append(afterBurst, late[i])
 		}
 		p := int(stored[i].Load())
 		passes += p
@@ -149,8 +157,8 @@ func (e *rabbitEnv) delay(ctx context.Context) ([]Row, error) {
 	} else {
 		r.Note += "; no consumer republish"
 	}
-	r.Note += fmt.Sprintf("; publish call p99 %s; lateness from its return p99 %s; p99 by queues stored %s; a 10ms timer here fired late p99 %s; one raw %s TTL queue → DLX hop beside it: late p99 %s (%d probes)",
-		dur(p99(pubLat)), dur(p99(fromReturn)), byStoredP99(byStored), dur(timerLate), e.cfg.Resolution, dur(hopLate), hops)
+	r.Note += fmt.Sprintf("; publishing took %s, call p99 %s; lateness from its return p99 %s; p99 of those due over 1 s after it %s (%d); p99 by queues stored %s; a 10ms timer here fired late p99 %s; one raw %s TTL queue → DLX hop beside it: late p50 %s, p99 %s (%d probes)",
+		dur(time.Duration(lastReturn-m.start.UnixNano())), dur(p99(pubLat)), dur(p99(fromReturn)), dur(max(p99(afterBurst), 0)), len(afterBurst), byStoredP99(byStored), dur(timerLate), e.cfg.Resolution, dur(hopLate[0]), dur(hopLate[1]), hops)
 	return []Row{r}, nil
 }
 
@@ -207,12 +215,12 @@ func startTimerProbe(ctx context.Context, period time.Duration) func() time.Dura
 // queue costs on this broker at this moment, without redrive: a raw client
 // publishes a message every 20 ms to a durable queue whose messages live
 // ttl and are dead-lettered into a second queue it consumes; the function
-// it returns stops the probe and returns the p99 of how long after its
+// it returns stops the probe and returns the p50 and p99 of how long after its
 // publish + ttl each message arrived. It is one hop of the route, so a
 // probe p99 near a delay row's p99 ÷ queues stored per message says the
 // broker (and the machine it runs on), not redrive's consumer, makes the
 // lateness.
-func (e *rabbitEnv) startBrokerProbe(ctx context.Context, ttl time.Duration) (func() (time.Duration, int), error) {
+func (e *rabbitEnv) startBrokerProbe(ctx context.Context, ttl time.Duration) (func() ([2]time.Duration, int), error) {
 	exchange := e.prefix + ".raw"
 	in, out := e.prefix+".raw.probe-ttl", e.prefix+".raw.probe-out"
 	conn, ch, err := e.dial()
@@ -221,7 +229,7 @@ func (e *rabbitEnv) startBrokerProbe(ctx context.Context, ttl time.Duration) (fu
 	}
 	e.exch = append(e.exch, exchange)
 	e.queues = append(e.queues, in, out)
-	fail := func(err error) (func() (time.Duration, int), error) {
+	fail := func(err error) (func() ([2]time.Duration, int), error) {
 		_ = conn.Close()
 		return nil, fmt.Errorf("delay probe: %w", err)
 	}
@@ -299,7 +307,7 @@ func (e *rabbitEnv) startBrokerProbe(ctx context.Context, ttl time.Duration) (fu
 			}
 		}
 	}()
-	return func() (time.Duration, int) {
+	return func() ([2]time.Duration, int) {
 		cancel()
 		<-sentDone
 		mu.Lock()
@@ -316,6 +324,7 @@ func (e *rabbitEnv) startBrokerProbe(ctx context.Context, ttl time.Duration) (fu
 		wait.Stop()
 		_ = conn.Close()
 		<-got
-		return p99(late), len(late)
+		p99 := p99(late) // sorts late
+		return [2]time.Duration{percentile(late, 0.5), p99}, len(late)
 	}, nil
 }
