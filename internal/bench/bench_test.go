@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,6 +17,9 @@ import (
 // real RabbitMQ (RABBITMQ_URL, default local) and an in-process kfake
 // cluster, and checks the table has its rows with sane figures. It never
 // asserts a timing or a target.
+// probesRE finds the delay row's count of raw hop probes.
+var probesRE = regexp.MustCompile(`\((\d+) probes\)`)
+
 func TestRunTiny(t *testing.T) {
 	if testing.Short() {
 		t.Skip("talks to RabbitMQ and kfake")
@@ -99,6 +103,16 @@ func TestRunTiny(t *testing.T) {
 			if !strings.Contains(r.Note, "6 levels: 6 delay queues") || !strings.Contains(r.Note, "delays 0–1000ms") {
 				t.Errorf("delay: note does not name the queues and span: %s", r.Note)
 			}
+			// Where the lateness comes from: the raw hop probed beside
+			// the run delivered (one probe every 20 ms over ≥ 1 s).
+			if m := probesRE.FindStringSubmatch(r.Note); m == nil || m[1] == "0" {
+				t.Errorf("delay: note has no raw hop probes: %s", r.Note)
+			}
+			for _, want := range []string{"lateness from its return p99", "p99 by queues stored", "10ms timer here fired late"} {
+				if !strings.Contains(r.Note, want) {
+					t.Errorf("delay: note lacks %q: %s", want, r.Note)
+				}
+			}
 			continue
 		}
 		if r.Rate <= 0 {
@@ -106,6 +120,9 @@ func TestRunTiny(t *testing.T) {
 		}
 		if k.client == ClientRedrive && r.Ratio <= 0 {
 			t.Errorf("%v: ratio %.2f", k, r.Ratio)
+		}
+		if k.scenario == ScenarioRetry && k.broker == RabbitMQ && (!strings.Contains(r.Target, "ideal") || !strings.Contains(r.Note, "× ideal")) {
+			t.Errorf("rabbitmq retry: not graded against its ideal: target %q note %q", r.Target, r.Note)
 		}
 	}
 	var buf bytes.Buffer
