@@ -63,6 +63,12 @@ func TestRunPeersTiny(t *testing.T) {
 			}
 		}
 	}
+	// Where a peer's guarantee is weaker than redrive's, its row says so.
+	for _, k := range []key{{ScenarioRetry, RabbitMQ, ClientWatermillAMQP}, {ScenarioPublish, Kafka, ClientKafkaGo}} {
+		if !strings.Contains(got[k].Note, "weaker") {
+			t.Errorf("%v: note does not say its guarantee is weaker: %q", k, got[k].Note)
+		}
+	}
 	if _, ok := got[key{ScenarioRetry, Kafka, ClientKafkaGo}]; ok {
 		t.Error("kafka-go measured on retry: it has no retry facility")
 	}
