@@ -185,6 +185,8 @@ func (p *peerRunner) run(ctx context.Context, req peerRequest, brokerName string
 	switch {
 	case perr != nil:
 		return Row{}, fmt.Errorf("%s: %w%s", req.Peer, perr, stderr.suffix())
+	case werr != nil && ctx.Err() != nil:
+		return Row{}, fmt.Errorf("%s: stopped (%w): %w; raise --timeout%s", req.Peer, ctx.Err(), werr, stderr.suffix())
 	case werr != nil:
 		return Row{}, fmt.Errorf("%s: %w%s", req.Peer, werr, stderr.suffix())
 	case res == nil:
