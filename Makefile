@@ -32,7 +32,7 @@ test-containers:
 ## TestCluster cases on a three-node cluster it starts and deletes (see
 ## cluster-up; needs root).
 faults:
-	$(GO) test -race -count=1 -tags faults -timeout 15m -v ./e2e/faults/
+	$(GO) test -race -count=1 -tags faults -timeout 20m -v ./e2e/faults/
 
 ## cluster-up: start the faults suite's three-node RabbitMQ cluster
 ## (rrc1..rrc3@localhost, AMQP 127.0.0.1:5681-5683) and leave it running;
