@@ -89,11 +89,11 @@ func dlqCancel(ctx context.Context, inv *invocation, a adminFlags) error {
 // renderJobs writes the job table of `dlq jobs`.
 func renderJobs(w io.Writer, jobs []dlq.Job) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "JOB\tDLQ\tSTATE\tREPLAYED\tSKIPPED\tFAILED\tTOTAL\tSTARTED\tBY\tCANCELLED BY")
+	fmt.Fprintln(tw, "JOB\tKIND\tDLQ\tSTATE\tREPLAYED\tDISCARDED\tSKIPPED\tFAILED\tTOTAL\tSTARTED\tBY\tCANCELLED BY")
 	for _, j := range jobs {
 		p := j.Progress
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", printable(j.ID), printable(j.DLQ), printable(j.State),
-			p.Replayed, p.Skipped, p.Failed, p.Total, j.StartedAt.UTC().Format(time.RFC3339), printable(j.Actor), printable(dashed(j.CancelledBy)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\n", printable(j.ID), bulkJobOf(j).kind, printable(j.DLQ), printable(j.State),
+			p.Replayed, p.Discarded, p.Skipped, p.Failed, p.Total, j.StartedAt.UTC().Format(time.RFC3339), printable(j.Actor), printable(dashed(j.CancelledBy)))
 	}
 	return tw.Flush()
 }

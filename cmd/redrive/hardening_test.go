@@ -90,7 +90,8 @@ func TestDLQJobsAndCancel(t *testing.T) {
 		switch {
 		case r.URL.Path == "/internal/v1/dlq/jobs":
 			return 200, `{"jobs":[{"id":"j2","dlq":"a.dlq","actor":"alice","state":"running","started_at":"2025-01-15T10:30:00Z","progress":{"total":9,"replayed":3}},` +
-				`{"id":"j1","dlq":"b.dlq","actor":"bob","state":"cancelled","cancelled_by":"carol","started_at":"2025-01-15T09:00:00Z","progress":{"total":2,"replayed":1}}]}`
+				`{"id":"j1","dlq":"b.dlq","actor":"bob","state":"cancelled","cancelled_by":"carol","started_at":"2025-01-15T09:00:00Z","progress":{"total":2,"replayed":1}},` +
+				`{"id":"j5","kind":"discard_all","dlq":"b.dlq","actor":"bob","state":"done","started_at":"2025-01-15T08:00:00Z","progress":{"total":7,"discarded":6,"skipped":1}}]}`
 		case r.URL.Path == "/internal/v1/dlq/jobs/j2/cancel":
 			return 200, `{"job":{"id":"j2","dlq":"a.dlq","state":"cancelled","cancelled_by":"dave","progress":{"total":9,"replayed":4}}}`
 		case r.URL.Path == "/internal/v1/dlq/jobs/j4/cancel":
@@ -103,11 +104,15 @@ func TestDLQJobsAndCancel(t *testing.T) {
 		return 404, `{"error":"no such route","code":"not_found"}`
 	})
 	code, out, errOut := cli(t, "dlq", "jobs", "--server", url)
-	if row := fields(out, "j2 "); code != exitOK || len(row) != 10 || row[2] != "running" || row[3] != "3" || row[6] != "9" || row[8] != "alice" {
+	if row := fields(out, "j2 "); code != exitOK || len(row) != 12 || row[1] != "replay-all" || row[3] != "running" || row[4] != "3" || row[5] != "0" || row[8] != "9" || row[10] != "alice" {
 		t.Errorf("dlq jobs: %d %q %q", code, out, errOut)
 	}
-	if row := fields(out, "j1 "); len(row) != 10 || row[9] != "carol" {
+	if row := fields(out, "j1 "); len(row) != 12 || row[11] != "carol" {
 		t.Errorf("dlq jobs, cancelled job: %q", out)
+	}
+	// A discard-all job's count is under DISCARDED, not REPLAYED.
+	if row := fields(out, "j5 "); len(row) != 12 || row[1] != "discard-all" || row[4] != "0" || row[5] != "6" || row[6] != "1" || row[8] != "7" {
+		t.Errorf("dlq jobs, discard-all job: %q", out)
 	}
 	code, out, errOut = cli(t, "dlq", "cancel", "j2", "--server", url, "--actor", "dave")
 	r, body := f.last()

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // defaultConfigFile is the --config default when $REDRIVE_CONFIG is unset.
@@ -58,7 +59,35 @@ func newRootCmd() *cobra.Command {
 		newWorkersCmd(),
 	)
 	noFileArgs(root)
+	shortDurationDefaults(root)
 	return root
+}
+
+// shortDurationDefaults makes the help of every duration flag under cmd
+// print its default as it is written ("4m", "1h30m"), not as
+// time.Duration.String gives it ("4m0s").
+func shortDurationDefaults(cmd *cobra.Command) {
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Value.Type() == "duration" {
+			f.DefValue = shortDuration(f.DefValue)
+		}
+	})
+	for _, sub := range cmd.Commands() {
+		shortDurationDefaults(sub)
+	}
+}
+
+// shortDuration drops the zero units time.Duration.String ends with:
+// "4m0s" is "4m", "1h0m0s" "1h", "1h30m0s" "1h30m"; "0s", "500ms" and
+// "1m30s" stay.
+func shortDuration(s string) string {
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // noFileArgs makes the positional arguments of every command under cmd
