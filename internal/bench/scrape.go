@@ -132,31 +132,17 @@ func (e *kafkaEnv) scrape(ctx context.Context) ([]Row, error) {
 	if err := s.Sample(ctx); err != nil {
 		return nil, fmt.Errorf("lag sample: %w", err)
 	}
-	lat := make([]time.Duration, 0, e.cfg.Scrapes)
-	var size int64
 	m := startMeter()
-	for range e.cfg.Scrapes {
-		t0 := time.Now()
-		n, err := getGzip(ctx, hs.URL+"/metrics")
-		if err != nil {
-			return nil, fmt.Errorf("scrape: %w", err)
-		}
-		lat = append(lat, time.Since(t0))
-		size = n
+	lat, size, err := timeScrapes(ctx, e.cfg.Scrapes, hs.URL+"/metrics", getGzip)
+	if err != nil {
+		return nil, err
 	}
 	el, u := m.stop()
 	// The same scrapes decompressed as they arrive, as a scraper does:
 	// its CPU (the gunzip of the whole page) in the same process.
-	full := make([]time.Duration, 0, e.cfg.Scrapes)
-	var plain int64
-	for range e.cfg.Scrapes {
-		t0 := time.Now()
-		n, err := get(ctx, hs.URL+"/metrics")
-		if err != nil {
-			return nil, fmt.Errorf("scrape: %w", err)
-		}
-		full = append(full, time.Since(t0))
-		plain = n
+	full, plain, err := timeScrapes(ctx, e.cfg.Scrapes, hs.URL+"/metrics", get)
+	if err != nil {
+		return nil, err
 	}
 	fullRow := Row{}.withLatencies(full)
 	r := row(ScenarioScrape, Kafka, ClientRedrive, groups*parts, el, u).withLatencies(lat)
@@ -167,6 +153,23 @@ func (e *kafkaEnv) scrape(ctx context.Context) ([]Row, error) {
 		groups, parts, e.cfg.Scrapes, float64(size)/1e6, float64(plain)/1e6, dur(fullRow.P50), dur(fullRow.P99), sampleTook.Round(time.Millisecond))
 	r = r.perCheck(e.cfg.Scrapes)
 	return []Row{r}, nil
+}
+
+// timeScrapes fetches url n times with fetch and returns each fetch's
+// latency and the last body's size.
+func timeScrapes(ctx context.Context, n int, url string, fetch func(context.Context, string) (int64, error)) ([]time.Duration, int64, error) {
+	lat := make([]time.Duration, 0, n)
+	var size int64
+	for range n {
+		t0 := time.Now()
+		b, err := fetch(ctx, url)
+		if err != nil {
+			return nil, 0, fmt.Errorf("scrape: %w", err)
+		}
+		lat = append(lat, time.Since(t0))
+		size = b
+	}
+	return lat, size, nil
 }
 
 // getGzip fetches url asking for gzip, as Prometheus does, and returns the
