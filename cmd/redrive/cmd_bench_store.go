@@ -27,8 +27,10 @@ second fresh schema with a raw COPY (the reference), gives the entries a
 mix of statuses (30 % replayed, 5 % discarded), then prints the ingest rate
 beside COPY's (ratio, target 0.5), p50/p99 of each operator-facing read
 (pages first, deep by keyset, newest first, by time, by error class, by
-text; counts; summaries; an entry by id) with the targets of issue 22, and
-the table's and its indexes' size on disk. Every read's result is checked.
+text, by failure group; counts; summaries; failure groups; the arrivals
+charts; an entry by id) with the targets of issue 22, the table's and its
+indexes' size on disk, and the process's resident memory before and
+during the reads. Every read's result is checked.
 Both schemas are dropped at the end, also on failure.
 
 PostgreSQL is $DATABASE_URL (default ` + bench.DefaultDatabaseURL + `).

@@ -114,6 +114,11 @@ type StoreReport struct {
 	// indexes.
 	TableBytes, IndexBytes int64
 	Reads                  []StoreRead
+	// RSSBefore is this process's resident memory when the reads start,
+	// RSSReads the most it had after any kind of read (the reads are those
+	// of `redrive serve`'s console, API and DLQ gauges, in the same
+	// process); 0 where /proc/self/status is not there.
+	RSSBefore, RSSReads int64
 }
 
 // RunStore fills a fresh schema with cfg.Entries entries through
@@ -307,6 +312,10 @@ func (r *StoreReport) Markdown(w io.Writer) error {
 			}
 		}
 		fmt.Fprintf(&sb, "| %s | %d | %s | %s | %s | %s |\n", rd.Name, rd.Samples, dur(rd.P50), dur(rd.P99), target, met)
+	}
+	if r.RSSBefore > 0 {
+		fmt.Fprintf(&sb, "\nResident memory of the reading process: %s before the reads, at most %s after any of them.\n",
+			bytesOf(float64(r.RSSBefore)), bytesOf(float64(r.RSSReads)))
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err

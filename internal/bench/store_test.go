@@ -44,8 +44,11 @@ func TestRunStore(t *testing.T) {
 	if avg := rep.PayloadBytes / int64(rep.Entries); avg < 700 || avg > 1400 {
 		t.Errorf("payloads average %d bytes, want about 1 KiB", avg)
 	}
-	if len(rep.Reads) != 11 {
-		t.Errorf("%d reads timed, want 11", len(rep.Reads))
+	if len(rep.Reads) != 14 {
+		t.Errorf("%d reads timed, want 14", len(rep.Reads))
+	}
+	if rep.RSSBefore <= 0 || rep.RSSReads <= 0 {
+		t.Errorf("resident memory not measured: %d before, %d during the reads", rep.RSSBefore, rep.RSSReads)
 	}
 	for _, rd := range rep.Reads {
 		if rd.Samples == 0 || rd.P50 <= 0 || rd.P99 < rd.P50 {
@@ -57,7 +60,8 @@ func TestRunStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "| 3000 |") || !strings.Contains(out.String(), "entry by id") ||
-		!strings.Contains(out.String(), "failure groups") {
+		!strings.Contains(out.String(), "failure groups") || !strings.Contains(out.String(), "by failure group") ||
+		!strings.Contains(out.String(), "arrivals chart") || !strings.Contains(out.String(), "Resident memory") {
 		t.Errorf("markdown:\n%s", out.String())
 	}
 	if after := benchSchemas(t); after != before {

@@ -48,6 +48,7 @@ func measureReads(ctx context.Context, cfg StoreConfig, st *pgstore.Store, ids [
 	if err := st.Pool().QueryRow(ctx, `SELECT max(seq) FROM dlq_entries`).Scan(&maxSeq); err != nil {
 		return fmt.Errorf("bench: store: max seq: %w", err)
 	}
+	rep.RSSBefore = rss()
 	end := time.Now().UTC().Truncate(time.Hour)
 	pick := func(rng *rand.Rand) string { return storeDLQs[rng.IntN(len(storeDLQs))].name }
 	page := func(q dlq.Query, check func(r dlq.Record) bool) error {
@@ -64,6 +65,26 @@ func measureReads(ctx context.Context, cfg StoreConfig, st *pgstore.Store, ids [
 			return fmt.Errorf("%w: an empty first page of %+v", errWrong, q)
 		}
 		return nil
+	}
+	// The busiest failure group of each DLQ, for the by-group listing.
+	busiest := map[string]string{}
+	for _, d := range storeDLQs {
+		gs, err := st.Groups(ctx, dlq.GroupQuery{DLQ: d.name})
+		if err != nil {
+			return fmt.Errorf("bench: store: groups of %s: %w", d.name, err)
+		}
+		if len(gs) == 0 {
+			return fmt.Errorf("bench: store: %w: no failure group in %s", errWrong, d.name)
+		}
+		busiest[d.name] = gs[0].Fingerprint
+	}
+	arrivals := func(q dlq.ArrivalsQuery) error {
+		q.Groups = 8
+		a, err := st.Arrivals(ctx, q)
+		if err == nil && len(a.Counts) != q.Buckets {
+			err = fmt.Errorf("%w: %d buckets of arrivals, want %d", errWrong, len(a.Counts), q.Buckets)
+		}
+		return err
 	}
 	pending := func(r dlq.Record) bool { return r.Status == dlq.StatusPending }
 	any := func(dlq.Record) bool { return true }
@@ -138,6 +159,17 @@ func measureReads(ctx context.Context, cfg StoreConfig, st *pgstore.Store, ids [
 			}
 			return err
 		}},
+		{"page: by failure group (its busiest), DLQ", targetPage, 0, func(rng *rand.Rand) error {
+			d := pick(rng)
+			g := busiest[d]
+			return page(dlq.Query{DLQ: d, Group: g}, func(r dlq.Record) bool { return r.Fingerprint == g })
+		}},
+		{"arrivals chart: 24 h by hour, 8 groups, DLQ", 0, 0, func(rng *rand.Rand) error {
+			return arrivals(dlq.ArrivalsDay(pick(rng), end.Add(-time.Duration(rng.Int64N(int64(storeSpan-24*time.Hour))))))
+		}},
+		{"arrivals chart: 7 d by 6 h, 8 groups, DLQ", 0, min(cfg.Samples, 20), func(rng *rand.Rand) error {
+			return arrivals(dlq.ArrivalsWeek(pick(rng), end.Add(-time.Duration(rng.Int64N(int64(storeSpan-7*24*time.Hour))))))
+		}},
 		{"entry by id (whole, with payload)", targetByID, 0, func(rng *rand.Rand) error {
 			d, id, _ := strings.Cut(ids[rng.IntN(len(ids))], "/")
 			r, err := st.Get(ctx, d, id)
@@ -158,6 +190,7 @@ func measureReads(ctx context.Context, cfg StoreConfig, st *pgstore.Store, ids [
 			return err
 		}
 		rep.Reads = append(rep.Reads, res)
+		rep.RSSReads = max(rep.RSSReads, rss())
 	}
 	return nil
 }
