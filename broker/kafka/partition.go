@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -42,10 +43,13 @@ type partition struct {
 	// byDue is set for the partitions of the retry topic: their records are
 	// handled when due, earliest first, not in offset order (see runByDue).
 	byDue bool
+	// slab holds the Deliveries of the records run took off the buffer
+	// and has not handled yet (see newDelivery). Only the worker uses it.
+	slab []broker.Delivery
 
 	mu      sync.Mutex
 	queue   []*kgo.Record
-	held    int // records taken from queue, not yet done (runByDue)
+	held    int // records taken from queue, not yet done (take, runByDue)
 	bytes   int // size of the records in queue and held (recordBytes)
 	stopped bool
 	paused  bool // fetching this partition is paused
@@ -67,6 +71,9 @@ type partition struct {
 	done      kgo.EpochOffset
 	copies    []*inFlight
 	copyBytes int
+	// inWindow is len(copies), changed with p.mu held, read without it
+	// by settleCopies' check for the usual empty window.
+	inWindow  atomic.Int32
 	committed int64
 	// first is the offset of the first record fetched (-1 before any);
 	// hwm the highest high watermark a fetch reported (see lag).
@@ -111,23 +118,35 @@ func (p *partition) run() {
 		p.runBatches()
 		return
 	}
+	var batch []*kgo.Record
 	for {
 		if !p.settleCopies(0) {
 			return
 		}
-		r, ok := p.next()
-		if !ok {
-			return
+		if len(batch) == 0 {
+			var ok bool
+			if batch, ok = p.take(batch[:0]); !ok {
+				return
+			}
+			if len(batch) == 0 { // woken by a refused copy
+				continue
+			}
+			p.slab = make([]broker.Delivery, len(batch))
 		}
-		if r == nil { // woken by a refused copy
-			continue
-		}
+		r := batch[0]
+		batch[0] = nil
+		batch = batch[1:]
 		if !p.c.proc(p, r) {
 			return
 		}
-		p.markDone(r)
+		p.finished(r)
 	}
 }
+
+// maxTake bounds the records the worker takes off its buffer at once (see
+// take), and so the Deliveries of one slab (Delivery.go's newDelivery):
+// 128 of 256 bytes, the largest small allocation.
+const maxTake = 128
 
 // recordBytes is what r counts against Config.MaxBufferedBytes: its key,
 // value and headers.
@@ -166,34 +185,49 @@ func (p *partition) push(recs []*kgo.Record, hwm int64) {
 	}
 }
 
-// next returns the next record, or false once the worker is halted; a nil
-// record when a copy in flight was refused (see settleCopies).
-func (p *partition) next() (*kgo.Record, bool) {
+// take moves up to maxTake buffered records into out and returns it, or
+// false once the worker is halted; none when a copy in flight was refused
+// (see settleCopies). The records stay counted in the buffer (held, bytes)
+// until finished, one by one, marks each done: taking them does not make
+// room for more, and the commit watermark moves record by record.
+func (p *partition) take(out []*kgo.Record) ([]*kgo.Record, bool) {
 	for {
 		p.mu.Lock()
 		if p.stopped {
 			p.mu.Unlock()
-			return nil, false
+			return out, false
 		}
 		if len(p.queue) > 0 {
-			r := p.queue[0]
-			p.queue[0] = nil
-			p.queue = p.queue[1:]
-			p.bytes -= recordBytes(r)
-			p.tookLocked()
+			n := min(len(p.queue), maxTake)
+			out = append(out, p.queue[:n]...)
+			clear(p.queue[:n])
+			p.queue = p.queue[n:]
+			p.held += n
 			p.mu.Unlock()
-			return r, true
+			return out, true
 		}
 		refused := slices.ContainsFunc(p.copies, func(w *inFlight) bool { return w.err != nil })
 		p.mu.Unlock()
 		if refused {
-			return nil, true
+			return out, true
 		}
 		select {
 		case <-p.wake:
 		case <-p.halted:
 		}
 	}
+}
+
+// finished records that r, a record take returned, is done: it leaves
+// the buffer, which may make room for more (tookLocked), and its offset
+// may be committed.
+func (p *partition) finished(r *kgo.Record) {
+	p.mu.Lock()
+	p.held--
+	p.bytes -= recordBytes(r)
+	p.done = kgo.EpochOffset{Epoch: r.LeaderEpoch, Offset: r.Offset + 1}
+	p.tookLocked()
+	p.mu.Unlock()
 }
 
 // halt makes the worker stop: no new record, waits abandoned.
@@ -335,8 +369,11 @@ func (p *partition) committedUpTo(offset int64) {
 // waits for r's due time, runs it through the pipeline and settles the
 // decision.
 func (p *partition) process(r *kgo.Record) bool {
-	d := p.c.delivery(r)
-	due := wire.ParseTime(d.Headers[broker.HeaderDueAt])
+	d, own := p.newDelivery(r)
+	var due time.Time
+	if own { // x-redrive-due-at is one of redrive's headers
+		due = wire.ParseTime(d.Headers[broker.HeaderDueAt])
+	}
 	if !due.IsZero() && !p.sleepUntil(due) {
 		return false
 	}

@@ -44,6 +44,7 @@ func (p *partition) send(r, rec *kgo.Record, what string, dec pipeline.Decision)
 	p.mu.Lock()
 	p.copies = append(p.copies, w)
 	p.copyBytes += w.bytes
+	p.inWindow.Add(1)
 	p.mu.Unlock()
 	p.produceAsync(w)
 	return true
@@ -93,6 +94,7 @@ func (p *partition) dropCopyLocked(w *inFlight) {
 	if i := slices.Index(p.copies, w); i >= 0 {
 		p.copies = slices.Delete(p.copies, i, i+1)
 		p.copyBytes -= w.bytes
+		p.inWindow.Add(-1)
 	}
 }
 
@@ -101,6 +103,9 @@ func (p *partition) dropCopyLocked(w *inFlight) {
 // synchronously), then waits until the window has room for need more
 // bytes. It returns false when the worker is halted first.
 func (p *partition) settleCopies(need int) bool {
+	if p.inWindow.Load() == 0 { // the usual case, without taking p.mu
+		return true
+	}
 	for {
 		p.mu.Lock()
 		var failed *inFlight
