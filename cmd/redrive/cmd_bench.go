@@ -62,6 +62,12 @@ Scenarios:
   replay   RabbitMQ only: DLQ replay-all of an in-memory store (status
            change and audit row per entry) vs a raw publish of the same
            messages, one confirm at a time
+  keeper   the DLQ keeper (dlq.Keeper into a fresh PostgreSQL schema,
+           a batch per transaction, acked/committed after its commit) vs
+           the raw client draining the same DLQ (ack / commit only): each
+           DLQ holds --keeper-messages real dead letters (a handler
+           failing permanently); target 0.9 x raw; checks the store holds
+           each once and the DLQ nothing
   scrape   Kafka only: a full GET /metrics of the exporter (lag sampler as
            'redrive exporter' builds it, gzip) in the steady state (a
            sample after the format's first scrape), over
@@ -71,7 +77,8 @@ Scenarios:
            p50/p99 per check (target 100 ms); runs whatever --broker says
 
 RabbitMQ is $RABBITMQ_URL (default amqp://guest:guest@127.0.0.1:5672/);
-Redis is $REDIS_ADDR (default 127.0.0.1:6379). Every run uses its own
+Redis is $REDIS_ADDR (default 127.0.0.1:6379); PostgreSQL (keeper) is
+$DATABASE_URL (default ` + bench.DefaultDatabaseURL + `). Every run uses its own
 prefix and deletes its queues, exchanges, topics, groups and keys. Kafka
 is an in-process three-broker kfake cluster unless --kafka-brokers names
 one. --config is not read.`,
@@ -86,6 +93,7 @@ one. --config is not read.`,
 	fs.IntVar(&o.cfg.Messages, "messages", bench.DefaultMessages, "`N` messages per publish, consume, retry and dlq measurement")
 	fs.IntVar(&o.cfg.DelayMessages, "delay-messages", bench.DefaultDelayMessages, "`N` messages of the delay scenario")
 	fs.IntVar(&o.cfg.ReplayMessages, "replay-messages", bench.DefaultReplayMessages, "`N` dead letters of the replay scenario")
+	fs.IntVar(&o.cfg.KeeperMessages, "keeper-messages", bench.DefaultKeeperMessages, "`N` dead letters of the keeper scenario")
 	fs.IntVar(&o.cfg.Size, "size", bench.DefaultSize, "message body `BYTES`")
 	fs.IntVar(&o.cfg.Batch, "batch", bench.DefaultBatch, "messages per Publish call and raw batch (`N`)")
 	fs.IntVar(&o.cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "RabbitMQ handler goroutines on both sides (`N`; prefetch 8×N)")
@@ -144,8 +152,8 @@ func (o *benchOptions) config(inv *invocation) (bench.Config, error) {
 			cfg.KafkaBrokers = append(cfg.KafkaBrokers, b)
 		}
 	}
-	if cfg.Messages <= 0 || cfg.DelayMessages <= 0 || cfg.ReplayMessages <= 0 || cfg.Size < 0 || cfg.Batch <= 0 || cfg.Concurrency <= 0 {
-		return cfg, usageErrorf("--messages, --delay-messages, --replay-messages, --batch and --concurrency must be positive, --size not negative")
+	if cfg.Messages <= 0 || cfg.DelayMessages <= 0 || cfg.ReplayMessages <= 0 || cfg.KeeperMessages <= 0 || cfg.Size < 0 || cfg.Batch <= 0 || cfg.Concurrency <= 0 {
+		return cfg, usageErrorf("--messages, --delay-messages, --replay-messages, --keeper-messages, --batch and --concurrency must be positive, --size not negative")
 	}
 	if cfg.ScrapeGroups <= 0 || cfg.ScrapePartitions <= 0 || cfg.MonitorWorkers <= 0 || cfg.Scrapes <= 0 {
 		return cfg, usageErrorf("--scrape-groups, --scrape-partitions, --monitor-workers and --scrapes must be positive")
@@ -167,6 +175,7 @@ func (o *benchOptions) config(inv *invocation) (bench.Config, error) {
 	}
 	cfg.RabbitURL = os.Getenv("RABBITMQ_URL")
 	cfg.RedisAddr = os.Getenv("REDIS_ADDR")
+	cfg.DatabaseURL = os.Getenv("DATABASE_URL")
 	level := slog.LevelError
 	if o.verbose {
 		level = slog.LevelInfo

@@ -35,6 +35,7 @@ const (
 	ScenarioReplay  = "replay"  // RabbitMQ DLQ replay-all from an in-memory store vs raw publish
 	ScenarioScrape  = "scrape"  // Kafka: a full /metrics scrape of the exporter over many groups × partitions
 	ScenarioMonitor = "monitor" // Redis: heartbeat.Monitor.Check over many workers
+	ScenarioKeeper  = "keeper"  // the DLQ keeper into PostgreSQL vs the raw client draining the same DLQ
 )
 
 // Broker names accepted by Config.Brokers: the backends' names.
@@ -54,7 +55,7 @@ const (
 )
 
 // AllScenarios lists every scenario in the order Run runs them.
-var AllScenarios = []string{ScenarioPublish, ScenarioConsume, ScenarioRetry, ScenarioDLQ, ScenarioDelay, ScenarioReplay, ScenarioScrape, ScenarioMonitor}
+var AllScenarios = []string{ScenarioPublish, ScenarioConsume, ScenarioRetry, ScenarioDLQ, ScenarioDelay, ScenarioReplay, ScenarioKeeper, ScenarioScrape, ScenarioMonitor}
 
 // AllBrokers lists every broker in the order Run runs them.
 var AllBrokers = []string{RabbitMQ, Kafka}
@@ -64,6 +65,7 @@ const (
 	DefaultMessages       = 100_000
 	DefaultDelayMessages  = 10_000
 	DefaultReplayMessages = 10_000
+	DefaultKeeperMessages = 20_000
 	DefaultSize           = 1024
 	DefaultBatch          = 100
 	DefaultConcurrency    = 8
@@ -97,6 +99,12 @@ type Config struct {
 	DelayMessages int
 	// ReplayMessages of the replay scenario; default 10,000.
 	ReplayMessages int
+	// KeeperMessages are the dead letters of the keeper scenario (each
+	// side drains as many); default 20,000.
+	KeeperMessages int
+	// DatabaseURL is the PostgreSQL the keeper scenario stores into (a
+	// fresh schema, dropped after); default DefaultDatabaseURL.
+	DatabaseURL string
 	// Size of each message body in bytes; default 1024.
 	Size int
 	// Batch is how many messages one Publish call (and one raw batch of
@@ -175,6 +183,12 @@ func (c Config) WithDefaults() Config {
 	if c.ReplayMessages == 0 {
 		c.ReplayMessages = DefaultReplayMessages
 	}
+	if c.KeeperMessages == 0 {
+		c.KeeperMessages = DefaultKeeperMessages
+	}
+	if c.DatabaseURL == "" {
+		c.DatabaseURL = DefaultDatabaseURL
+	}
 	if c.Size == 0 {
 		c.Size = DefaultSize
 	}
@@ -248,6 +262,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: delay messages %d is negative", ErrInvalidConfig, c.DelayMessages)
 	case c.ReplayMessages < 0:
 		return fmt.Errorf("%w: replay messages %d is negative", ErrInvalidConfig, c.ReplayMessages)
+	case c.KeeperMessages < 0:
+		return fmt.Errorf("%w: keeper messages %d is negative", ErrInvalidConfig, c.KeeperMessages)
 	case c.Size < 0:
 		return fmt.Errorf("%w: size %d is negative", ErrInvalidConfig, c.Size)
 	case c.Batch < 0:

@@ -30,6 +30,8 @@ func TestRunTiny(t *testing.T) {
 		Messages:       200,
 		DelayMessages:  200,
 		ReplayMessages: 200,
+		KeeperMessages: 200,
+		DatabaseURL:    testenv.PostgreSQL.URL(),
 		Batch:          20,
 		Concurrency:    4,
 		RabbitURL:      testenv.RabbitMQ.URL(),
@@ -60,9 +62,11 @@ func TestRunTiny(t *testing.T) {
 		{ScenarioRetry, RabbitMQ, ClientRedrive}, {ScenarioDLQ, RabbitMQ, ClientRedrive},
 		{ScenarioDelay, RabbitMQ, ClientRedrive},
 		{ScenarioReplay, RabbitMQ, ClientRaw}, {ScenarioReplay, RabbitMQ, ClientRedrive},
+		{ScenarioKeeper, RabbitMQ, ClientRaw}, {ScenarioKeeper, RabbitMQ, ClientRedrive},
 		{ScenarioPublish, Kafka, ClientRaw}, {ScenarioPublish, Kafka, ClientRedrive},
 		{ScenarioConsume, Kafka, ClientRaw}, {ScenarioConsume, Kafka, ClientRedrive},
 		{ScenarioRetry, Kafka, ClientRedrive}, {ScenarioDLQ, Kafka, ClientRedrive},
+		{ScenarioKeeper, Kafka, ClientRaw}, {ScenarioKeeper, Kafka, ClientRedrive},
 		{ScenarioScrape, Kafka, ClientRedrive}, {ScenarioMonitor, Redis, ClientRedrive},
 	}
 	wantMessages := map[string]int{ScenarioScrape: 3 * 150, ScenarioMonitor: 200}
@@ -200,6 +204,7 @@ func TestValidate(t *testing.T) {
 		{Brokers: []string{"nats"}},
 		{Scenarios: []string{"bogus"}},
 		{Messages: -1},
+		{KeeperMessages: -1},
 		{ScrapeGroups: -1},
 		{MonitorWorkers: -1},
 		{Resolution: 1500 * time.Microsecond},

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/kafka"
+	"github.com/redrive/redrive/dlq"
 )
 
 // kafkaPartitions is the partition count of every topic of the run; the
@@ -45,7 +46,9 @@ func runKafka(ctx context.Context, cfg Config, prefix string, peers *peerRunner)
 		Brokers:    e.brokers,
 		Partitions: kafkaPartitions,
 		ClientID:   "redrive-bench",
-		Logger:     cfg.Logger,
+		// The keeper scenario's group, the run's own.
+		KeeperGroup: prefix + ".keeper",
+		Logger:      cfg.Logger,
 	})
 	if err != nil {
 		return nil, err
@@ -79,6 +82,7 @@ func runKafka(ctx context.Context, cfg Config, prefix string, peers *peerRunner)
 		{ScenarioConsume, e.consume},
 		{ScenarioRetry, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failRetry, kafkaNotes, rows) }},
 		{ScenarioDLQ, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failDLQ, kafkaNotes, rows) }},
+		{ScenarioKeeper, func(ctx context.Context) ([]Row, error) { return keeperScenario(ctx, e, broker.Kafka) }},
 		{ScenarioScrape, e.scrape},
 	}
 	var peer func(context.Context, string) ([]Row, error)
@@ -213,12 +217,30 @@ func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
 	if err := e.fill(ctx, topic, n); err != nil {
 		return nil, err
 	}
+	raw, err := e.rawDrain(ctx, ScenarioConsume, topic, e.prefix+".raw.consume", n)
+	if err != nil {
+		return nil, err
+	}
+
+	rd, err := redriveDrain(ctx, e, ScenarioConsume, failNone)
+	if err != nil {
+		return []Row{raw}, err
+	}
+	compare(&rd, raw, ClientRaw, 0.95)
+	return []Row{raw, rd}, nil
+}
+
+// rawDrain drains n records of topic as group through a raw group
+// consumer, one goroutine per partition marking records for franz-go's
+// periodic commit (every second, as redrive's default CommitInterval),
+// and returns the raw row of scenario.
+func (e *kafkaEnv) rawDrain(ctx context.Context, scenario, topic, group string, n int) (Row, error) {
 	m := startMeter()
 	dr := newDrain(n)
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(e.brokers...),
 		kgo.ClientID("raw-bench"),
-		kgo.ConsumerGroup(e.prefix+".raw.consume"),
+		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.AutoCommitMarks(),
@@ -226,7 +248,7 @@ func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
 		kgo.FetchMaxWait(kafka.DefaultFetchMaxWait),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("raw consumer: %w", err)
+		return Row{}, fmt.Errorf("raw consumer: %w", err)
 	}
 	workers := map[int32]chan []*kgo.Record{}
 	var wg sync.WaitGroup
@@ -269,14 +291,61 @@ func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
 	wg.Wait()
 	cl.Close() // commits what is marked
 	if werr != nil {
-		return nil, fmt.Errorf("raw: %w", werr)
+		return Row{}, fmt.Errorf("raw: %w", werr)
 	}
-	raw := dr.row(ScenarioConsume, Kafka, ClientRaw, u)
+	return dr.row(scenario, Kafka, ClientRaw, u), nil
+}
 
-	rd, err := redriveDrain(ctx, e, ScenarioConsume, failNone)
-	if err != nil {
-		return []Row{raw}, err
+// dlqOf names the DLQ topic of s's topic.
+func (e *kafkaEnv) dlqOf(s broker.Subscription) string { return kafka.DLQTopic(s.Topic) }
+
+// rawDrainDLQ drains n dead letters of topic through a raw group consumer.
+func (e *kafkaEnv) rawDrainDLQ(ctx context.Context, topic string, n int) (Row, error) {
+	return e.rawDrain(ctx, ScenarioKeeper, topic, e.prefix+".raw.keeper", n)
+}
+
+// keeperSource is the redrive broker: its ConsumeDeadLetterBatches as
+// Config.KeeperGroup.
+func (e *kafkaEnv) keeperSource() dlq.Source { return e.b }
+
+// held is the sum of topic's end offsets.
+func (e *kafkaEnv) held(ctx context.Context, topic string) (int64, error) {
+	ends, err := e.adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
 	}
-	compare(&rd, raw, ClientRaw, 0.95)
-	return []Row{raw, rd}, nil
+	if err != nil {
+		return 0, fmt.Errorf("end offsets of %s: %w", topic, err)
+	}
+	var n int64
+	ends.Each(func(o kadm.ListedOffset) { n += o.Offset })
+	return n, nil
+}
+
+// left is the keeper group's lag on topic: the end offsets past its
+// committed ones.
+func (e *kafkaEnv) left(ctx context.Context, topic string) (int64, error) {
+	ends, err := e.adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("end offsets of %s: %w", topic, err)
+	}
+	committed, err := e.adm.FetchOffsets(ctx, e.prefix+".keeper")
+	if err == nil {
+		err = committed.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("offsets of the keeper group: %w", err)
+	}
+	var n int64
+	ends.Each(func(o kadm.ListedOffset) {
+		at := int64(0)
+		if c, ok := committed.Lookup(topic, o.Partition); ok {
+			at = c.At
+		}
+		n += o.Offset - at
+	})
+	return n, nil
 }

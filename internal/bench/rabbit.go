@@ -10,6 +10,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/retrypolicy"
 )
 
@@ -64,6 +65,7 @@ func runRabbit(ctx context.Context, cfg Config, prefix string, peers *peerRunner
 		{ScenarioDLQ, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failDLQ, rabbitNotes, rows) }},
 		{ScenarioDelay, e.delay},
 		{ScenarioReplay, e.replay},
+		{ScenarioKeeper, func(ctx context.Context) ([]Row, error) { return keeperScenario(ctx, e, broker.RabbitMQ) }},
 	}
 	var peer func(context.Context, string) ([]Row, error)
 	if peers != nil {
@@ -199,3 +201,34 @@ func (e *rabbitEnv) cleanup() error {
 	}
 	return first
 }
+
+// dlqOf names the dead-letter queue of s's group queue.
+func (e *rabbitEnv) dlqOf(s broker.Subscription) string {
+	return rabbit.DLQ(rabbit.Queue(s.Topic, s.Group))
+}
+
+// rawDrainDLQ drains n dead letters of queue through the raw client.
+func (e *rabbitEnv) rawDrainDLQ(ctx context.Context, queue string, n int) (Row, error) {
+	return e.rawDrain(ctx, ScenarioKeeper, queue, n)
+}
+
+// keeperSource is the redrive broker: its ConsumeDeadLetterBatches.
+func (e *rabbitEnv) keeperSource() dlq.Source { return e.b }
+
+// held is queue's count of ready messages.
+func (e *rabbitEnv) held(_ context.Context, queue string) (int64, error) {
+	conn, ch, err := e.dial()
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	if err != nil {
+		return 0, fmt.Errorf("inspect %s: %w", queue, err)
+	}
+	return int64(q.Messages), nil
+}
+
+// left is what queue still holds: its ready messages once the keeper's
+// connection is closed (the unacked ones are ready again).
+func (e *rabbitEnv) left(ctx context.Context, queue string) (int64, error) { return e.held(ctx, queue) }

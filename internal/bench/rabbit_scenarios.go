@@ -112,19 +112,37 @@ func (e *rabbitEnv) consume(ctx context.Context) ([]Row, error) {
 	if err := e.rawFill(ctx, exchange, "consume", n); err != nil {
 		return nil, err
 	}
-	conn, ch, err := e.dial()
+	raw, err := e.rawDrain(ctx, ScenarioConsume, queue, n)
 	if err != nil {
 		return nil, err
 	}
+
+	// redrive
+	rd, err := redriveDrain(ctx, e, ScenarioConsume, failNone)
+	if err != nil {
+		return []Row{raw}, err
+	}
+	compare(&rd, raw, ClientRaw, 0.95)
+	return []Row{raw, rd}, nil
+}
+
+// rawDrain drains n messages of queue through a raw channel with the
+// scenarios' prefetch (8 × Concurrency) and Concurrency goroutines acking
+// each, and returns the raw row of scenario.
+func (e *rabbitEnv) rawDrain(ctx context.Context, scenario, queue string, n int) (Row, error) {
+	conn, ch, err := e.dial()
+	if err != nil {
+		return Row{}, err
+	}
 	defer conn.Close()
 	if err := ch.Qos(8*e.cfg.Concurrency, 0, false); err != nil {
-		return nil, fmt.Errorf("raw: qos: %w", err)
+		return Row{}, fmt.Errorf("raw: qos: %w", err)
 	}
 	m := startMeter()
 	dr := newDrain(n)
 	deliveries, err := ch.Consume(queue, "", false, false, false, false, nil)
 	if err != nil {
-		return nil, fmt.Errorf("raw: consume: %w", err)
+		return Row{}, fmt.Errorf("raw: consume: %w", err)
 	}
 	var wg sync.WaitGroup
 	for range e.cfg.Concurrency {
@@ -141,17 +159,9 @@ func (e *rabbitEnv) consume(ctx context.Context) ([]Row, error) {
 	_ = conn.Close()
 	wg.Wait()
 	if err != nil {
-		return nil, fmt.Errorf("raw: %w", err)
+		return Row{}, fmt.Errorf("raw: %w", err)
 	}
-	raw := dr.row(ScenarioConsume, RabbitMQ, ClientRaw, u)
-
-	// redrive
-	rd, err := redriveDrain(ctx, e, ScenarioConsume, failNone)
-	if err != nil {
-		return []Row{raw}, err
-	}
-	compare(&rd, raw, ClientRaw, 0.95)
-	return []Row{raw, rd}, nil
+	return dr.row(scenario, RabbitMQ, ClientRaw, u), nil
 }
 
 // rawFill publishes n messages through the raw client (not measured).
