@@ -25,6 +25,13 @@ const (
 	DefaultLevels         = 8
 	DefaultMaxMessageSize = 128 << 20 // RabbitMQ's default max_message_size
 	DefaultDialTimeout    = 10 * time.Second
+	// DefaultKeeperBatch and DefaultKeeperBatchWait are the keeper's
+	// batch defaults (Config.KeeperBatch, Config.KeeperBatchWait).
+	DefaultKeeperBatch     = 256
+	DefaultKeeperBatchWait = 5 * time.Millisecond
+	// MaxKeeperBatch and MaxKeeperBatchWait bound them.
+	MaxKeeperBatch     = 10_000
+	MaxKeeperBatchWait = time.Second
 )
 
 // Delay modes.
@@ -76,6 +83,22 @@ type Config struct {
 	// (x-redrive-worker-instance, the entry's worker_instance). Default
 	// broker.DefaultInstance(): "<hostname>-<pid>".
 	InstanceID string
+	// KeeperBatch is the most dead letters the DLQ keeper
+	// (ConsumeDeadLetterBatches) stores from one DLQ queue as one batch,
+	// one store transaction, acked once it is committed; a batch also
+	// stops at 4 MiB of bodies beyond its first. The keeper's prefetch is
+	// twice KeeperBatch, so that the next batch is delivered while one is
+	// stored: up to 2 × KeeperBatch dead letters per DLQ queue are held in
+	// memory unstored. Default DefaultKeeperBatch (256); at most
+	// MaxKeeperBatch.
+	KeeperBatch int
+	// KeeperBatchWait is how long a keeper's batch waits for more dead
+	// letters after its first one, unless it is full sooner: without it a
+	// backlog is stored one delivery per transaction, as fast as the
+	// deliveries trickle in. It delays a lone dead letter's entry by as
+	// much. Default DefaultKeeperBatchWait (5 ms); at most
+	// MaxKeeperBatchWait.
+	KeeperBatchWait time.Duration
 	// Logger receives operational logs; default slog.Default().
 	Logger *slog.Logger
 }
@@ -161,6 +184,12 @@ func (c Config) WithDefaults() Config {
 	if c.InstanceID == "" {
 		c.InstanceID = broker.DefaultInstance()
 	}
+	if c.KeeperBatch == 0 {
+		c.KeeperBatch = DefaultKeeperBatch
+	}
+	if c.KeeperBatchWait == 0 {
+		c.KeeperBatchWait = DefaultKeeperBatchWait
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -187,6 +216,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max_length %d is negative", ErrInvalidConfig, c.MaxLength)
 	case c.Prefix == "":
 		return fmt.Errorf("%w: prefix is empty", ErrInvalidConfig)
+	case c.KeeperBatch < 0 || c.KeeperBatch > MaxKeeperBatch:
+		return fmt.Errorf("%w: keeper batch %d is not between 1 and %d (0 = the default %d)", ErrInvalidConfig, c.KeeperBatch, MaxKeeperBatch, DefaultKeeperBatch)
+	case c.KeeperBatchWait < 0 || c.KeeperBatchWait > MaxKeeperBatchWait:
+		return fmt.Errorf("%w: keeper batch wait %s is not between 0 and %s (0 = the default %s)", ErrInvalidConfig, c.KeeperBatchWait, MaxKeeperBatchWait, DefaultKeeperBatchWait)
 	}
 	return c.Delay.Validate()
 }

@@ -23,15 +23,9 @@ var (
 	_ dlq.BatchSource = (*Broker)(nil)
 )
 
-// keeperPrefetch is how many dead letters a keeper's queue has delivered
-// but not yet stored: the keeper stores the ones at hand as one batch of
-// at most keeperBatchBytes (beyond its first), so a prefetch of a batch or
-// two keeps the pipe full. The memory they hold is keeperPrefetch dead
-// letters (RabbitMQ has no prefetch by bytes): 64 MiB of 1 MiB payloads.
-const (
-	keeperPrefetch   = 64
-	keeperBatchBytes = 4 << 20
-)
+// keeperBatchBytes bounds a keeper's batch by its bodies' bytes (beyond
+// its first); Config.KeeperBatch by count.
+const keeperBatchBytes = 4 << 20
 
 // ConsumeDeadLetters implements dlq.Source: ConsumeDeadLetterBatches with
 // handle called for each message of a batch in order (dlq.HandleEach).
@@ -41,8 +35,10 @@ func (b *Broker) ConsumeDeadLetters(ctx context.Context, queues []string, handle
 
 // ConsumeDeadLetterBatches implements dlq.BatchSource over "<queue>.dlq"
 // queues. Each queue is read in order by one goroutine, which hands the
-// messages delivered so far (at most keeperPrefetch) to handle as one
-// batch; a message is acked only after handle returned nil for it, and the
+// messages delivered to handle as one batch: up to Config.KeeperBatch
+// (and 4 MiB), waiting at most Config.KeeperBatchWait after the first for
+// the batch to fill, with a prefetch of two batches so that the next one
+// is delivered while one is stored; a message is acked only after handle returned nil for it, and the
 // messages it failed are offered again with back-off (the queue waits,
 // nothing is skipped). A lost connection is re-established; unacked
 // messages are redelivered.
@@ -99,7 +95,7 @@ func (b *Broker) deadLetterSession(ctx context.Context, queue string, handle fun
 	if err != nil {
 		return fmt.Errorf("rabbit: open keeper channel: %w", err)
 	}
-	if err := ch.Qos(keeperPrefetch, 0, false); err != nil {
+	if err := ch.Qos(2*b.cfg.KeeperBatch, 0, false); err != nil {
 		return fmt.Errorf("rabbit: set keeper prefetch: %w", err)
 	}
 	msgs, err := ch.Consume(queue, "", false, false, false, false, nil)
@@ -118,8 +114,9 @@ func (b *Broker) deadLetterSession(ctx context.Context, queue string, handle fun
 			batch = append(batch, m)
 		}
 		size := len(batch[0].Body)
+		wait := time.NewTimer(b.cfg.KeeperBatchWait)
 	more:
-		for len(batch) < keeperPrefetch && size < keeperBatchBytes {
+		for len(batch) < b.cfg.KeeperBatch && size < keeperBatchBytes {
 			select {
 			case m, ok := <-msgs:
 				if !ok {
@@ -127,10 +124,13 @@ func (b *Broker) deadLetterSession(ctx context.Context, queue string, handle fun
 				}
 				batch = append(batch, m)
 				size += len(m.Body)
-			default:
+			case <-wait.C:
 				break more
+			case <-ctx.Done():
+				break more // stored or not, unacked ones are redelivered
 			}
 		}
+		wait.Stop()
 		if err := b.keepBatch(ctx, queue, batch, handle); err != nil || ctx.Err() != nil {
 			return err
 		}
