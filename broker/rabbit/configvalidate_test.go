@@ -1,10 +1,14 @@
 package rabbit_test
 
 import (
+	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/testenv"
 )
 
@@ -32,4 +36,31 @@ func TestDelayConfigValidate(t *testing.T) {
 		{Name: "negative levels", Config: rabbit.DelayConfig{Levels: -1}, Want: "delay.levels"},
 	}, testenv.Wrapping(rabbit.DelayConfig.Validate, rabbit.ErrInvalidConfig),
 		func(c rabbit.DelayConfig) error { return rabbit.Config{Delay: c}.WithDefaults().Validate() })
+}
+
+func TestKeeperBatchConfig(t *testing.T) {
+	testenv.RunValidate(t, []testenv.ValidateCase[rabbit.Config]{
+		{Name: "zero is the default", Config: rabbit.Config{}},
+		{Name: "set", Config: rabbit.Config{KeeperBatch: 1, KeeperBatchWait: time.Second}},
+		{Name: "negative batch", Config: rabbit.Config{KeeperBatch: -1}, Want: "keeper batch"},
+		{Name: "batch too large", Config: rabbit.Config{KeeperBatch: rabbit.MaxKeeperBatch + 1}, Want: "keeper batch"},
+		{Name: "negative wait", Config: rabbit.Config{KeeperBatchWait: -time.Millisecond}, Want: "keeper batch wait"},
+		{Name: "wait too long", Config: rabbit.Config{KeeperBatchWait: 2 * time.Second}, Want: "keeper batch wait"},
+	}, testenv.Wrapping(func(c rabbit.Config) error { return c.WithDefaults().Validate() }, rabbit.ErrInvalidConfig),
+		func(c rabbit.Config) error { _, err := rabbit.New(t.Context(), c); return err })
+}
+
+// The configuration file's defaults are the package's, and reach it.
+func TestKeeperBatchFromConfig(t *testing.T) {
+	if config.DefaultKeeperBatch != rabbit.DefaultKeeperBatch || config.DefaultKeeperBatchWait != rabbit.DefaultKeeperBatchWait {
+		t.Errorf("config defaults %d, %s; rabbit's %d, %s", config.DefaultKeeperBatch, config.DefaultKeeperBatchWait, rabbit.DefaultKeeperBatch, rabbit.DefaultKeeperBatchWait)
+	}
+	c := &config.Config{Broker: broker.RabbitMQ, RabbitMQ: config.RabbitMQ{KeeperBatch: 64, KeeperBatchWait: config.Duration(20 * time.Millisecond)}}
+	rc, err := backend.ConfigOf[rabbit.Config](c, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.KeeperBatch != 64 || rc.KeeperBatchWait != 20*time.Millisecond {
+		t.Errorf("rabbit.Config keeper batch %d, wait %s; want 64, 20ms", rc.KeeperBatch, rc.KeeperBatchWait)
+	}
 }

@@ -57,6 +57,9 @@ func configFrom(c config.RabbitMQ, log *slog.Logger) (Config, error) {
 		MaxLength:      c.MaxLength,
 		Delay:          delayFrom(c.Delay),
 		Logger:         log,
+
+		KeeperBatch:     c.KeeperBatch,
+		KeeperBatchWait: c.KeeperBatchWait.Duration(),
 	}, nil
 }
 

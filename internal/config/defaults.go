@@ -24,6 +24,10 @@ const (
 	DefaultDelayResolution = time.Second
 	DefaultDelayFactor     = 4
 	DefaultDelayLevels     = 8
+	// The RabbitMQ keeper's batch: broker/rabbit's DefaultKeeperBatch and
+	// DefaultKeeperBatchWait (a test keeps them equal).
+	DefaultKeeperBatch     = 256
+	DefaultKeeperBatchWait = 5 * time.Millisecond
 
 	DefaultKafkaPartitions        = 3
 	DefaultKafkaReplicationFactor = -1
@@ -77,6 +81,8 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&r.Delay.Factor, DefaultDelayFactor)
 	setDefault(&r.Delay.Levels, DefaultDelayLevels)
 	setDefault(&r.Delay.QueueType, r.QueueType)
+	setDefault(&r.KeeperBatch, DefaultKeeperBatch)
+	setDefault(&r.KeeperBatchWait, Duration(DefaultKeeperBatchWait))
 
 	c.Kafka.Brokers = splitBrokers(c.Kafka.Brokers)
 	setDefault(&c.Kafka.Partitions, DefaultKafkaPartitions)

@@ -57,6 +57,17 @@ type RabbitMQ struct {
 	// MaxLength is the x-max-length of group queues; >= 0, 0 = none.
 	MaxLength int   `yaml:"max_length"`
 	Delay     Delay `yaml:"delay"`
+	// KeeperBatch is the most dead letters the keeper of serve stores
+	// from one DLQ queue in one batch (one PostgreSQL transaction), acked
+	// once it is committed; its prefetch is two batches, so that up to
+	// 2 × keeper_batch dead letters per DLQ queue are held in memory
+	// unstored (mind large payloads). 1 to 10000; default 256.
+	KeeperBatch int `yaml:"keeper_batch"`
+	// KeeperBatchWait is how long a keeper's batch waits for more dead
+	// letters after its first, unless full sooner: without it a backlog is
+	// stored about one delivery per transaction. A lone dead letter's
+	// entry is delayed by as much. At most 1s; default 5ms (0 = the default).
+	KeeperBatchWait Duration `yaml:"keeper_batch_wait"`
 	// TLS configures TLS for amqps:// URLs (it requires one); absent = the
 	// system roots and the URL's host.
 	TLS *TLS `yaml:"tls"`

@@ -100,6 +100,12 @@ func (r RabbitMQ) validate(p *problems) {
 	if r.MaxLength < 0 {
 		p.add("rabbitmq.max_length", fmt.Sprintf("%d is negative", r.MaxLength))
 	}
+	if r.KeeperBatch < 0 || r.KeeperBatch > 10_000 {
+		p.add("rabbitmq.keeper_batch", fmt.Sprintf("%d is not between 1 and 10000", r.KeeperBatch))
+	}
+	if w := time.Duration(r.KeeperBatchWait); w < 0 || w > time.Second {
+		p.add("rabbitmq.keeper_batch_wait", fmt.Sprintf("%s is not between 0 and 1s", w))
+	}
 	if r.TLS != nil {
 		r.TLS.validate(p, "rabbitmq.tls")
 	}

@@ -39,6 +39,8 @@ func TestValidateRules(t *testing.T) {
 		{"rabbitmq delay queue_type", "broker: rabbitmq\nrabbitmq: {queue_type: quorum, delay: {queue_type: classic}}", nil},
 		{"rabbitmq delay queue_type unknown", "broker: rabbitmq\nrabbitmq: {delay: {queue_type: stream}}", []string{`rabbitmq.delay.queue_type: "stream" is not classic or quorum`}},
 		{"rabbitmq max_length", "broker: rabbitmq\nrabbitmq: {max_length: -1}", []string{"rabbitmq.max_length: -1 is negative"}},
+		{"rabbitmq keeper_batch", "broker: rabbitmq\nrabbitmq: {keeper_batch: 20000}", []string{"rabbitmq.keeper_batch: 20000 is not between 1 and 10000"}},
+		{"rabbitmq keeper_batch_wait", "broker: rabbitmq\nrabbitmq: {keeper_batch_wait: 2s}", []string{"rabbitmq.keeper_batch_wait: 2s is not between 0 and 1s"}},
 		{"delay mode", "broker: rabbitmq\nrabbitmq: {delay: {mode: teleport}}", []string{`rabbitmq.delay.mode: "teleport" is not hops or route`}},
 		{"delay resolution negative", "broker: rabbitmq\nrabbitmq: {delay: {resolution: -1s}}", []string{"rabbitmq.delay.resolution: -1s is not positive"}},
 		{"delay resolution fraction of ms", "broker: rabbitmq\nrabbitmq: {delay: {resolution: 1500us}}", []string{"rabbitmq.delay.resolution: 1.5ms is not a whole number of milliseconds"}},
