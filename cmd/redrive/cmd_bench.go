@@ -94,6 +94,7 @@ one. --config is not read.`,
 	fs.IntVar(&o.cfg.DelayMessages, "delay-messages", bench.DefaultDelayMessages, "`N` messages of the delay scenario")
 	fs.IntVar(&o.cfg.ReplayMessages, "replay-messages", bench.DefaultReplayMessages, "`N` dead letters of the replay scenario")
 	fs.IntVar(&o.cfg.KeeperMessages, "keeper-messages", bench.DefaultKeeperMessages, "`N` dead letters of the keeper scenario")
+	fs.IntVar(&o.cfg.KeeperBatch, "keeper-batch", 0, "RabbitMQ keeper batch `N` of the keeper scenario (default rabbitmq.keeper_batch's, 256)")
 	fs.IntVar(&o.cfg.Size, "size", bench.DefaultSize, "message body `BYTES`")
 	fs.IntVar(&o.cfg.Batch, "batch", bench.DefaultBatch, "messages per Publish call and raw batch (`N`)")
 	fs.IntVar(&o.cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "RabbitMQ handler goroutines on both sides (`N`; prefetch 8×N)")

@@ -102,6 +102,9 @@ type Config struct {
 	// KeeperMessages are the dead letters of the keeper scenario (each
 	// side drains as many); default 20,000.
 	KeeperMessages int
+	// KeeperBatch is rabbit.Config.KeeperBatch of the keeper scenario on
+	// RabbitMQ; default the package's (rabbit.DefaultKeeperBatch).
+	KeeperBatch int
 	// DatabaseURL is the PostgreSQL the keeper scenario stores into (a
 	// fresh schema, dropped after); default DefaultDatabaseURL.
 	DatabaseURL string
@@ -262,6 +265,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: delay messages %d is negative", ErrInvalidConfig, c.DelayMessages)
 	case c.ReplayMessages < 0:
 		return fmt.Errorf("%w: replay messages %d is negative", ErrInvalidConfig, c.ReplayMessages)
+	case c.KeeperBatch < 0:
+		return fmt.Errorf("%w: keeper batch %d is negative", ErrInvalidConfig, c.KeeperBatch)
 	case c.KeeperMessages < 0:
 		return fmt.Errorf("%w: keeper messages %d is negative", ErrInvalidConfig, c.KeeperMessages)
 	case c.Size < 0:

@@ -40,6 +40,7 @@ func runRabbit(ctx context.Context, cfg Config, prefix string, peers *peerRunner
 
 		QueueType:      cfg.QueueType,
 		DelayQueueType: cfg.DelayQueueType,
+		KeeperBatch:    cfg.KeeperBatch,
 	}
 	e.b, err = rabbit.New(ctx, e.rcfg)
 	if err != nil {
