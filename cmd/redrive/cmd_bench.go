@@ -78,8 +78,9 @@ Scenarios:
 
 RabbitMQ is $RABBITMQ_URL (default amqp://guest:guest@127.0.0.1:5672/);
 Redis is $REDIS_ADDR (default 127.0.0.1:6379); PostgreSQL (keeper) is
-$DATABASE_URL (default ` + bench.DefaultDatabaseURL + `). Every run uses its own
-prefix and deletes its queues, exchanges, topics, groups and keys. Kafka
+$DATABASE_URL (default ` + bench.DefaultDatabaseURL + `).
+Every run uses its own prefix and deletes its queues, exchanges, topics,
+groups, keys and schemas. Kafka
 is an in-process three-broker kfake cluster unless --kafka-brokers names
 one. --config is not read.`,
 		Args: noArgs,
