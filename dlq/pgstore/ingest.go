@@ -18,22 +18,70 @@ import (
 const insertCols = `dlq, id, identity, broker, severity, status, status_changed_at, status_by, version, received_at,
 	message_id, original_topic, original_partition, original_offset, original_key, original_value, original_headers, original_wire,
 	error_class, error_message, stack_trace, reason, retry_count, worker, worker_instance, source, first_failure_at, last_failure_at,
-	fingerprint`
+	fingerprint, part`
 
-// insertSQL inserts a batch in one statement from one array per column
-// (unnest keeps their order, so seq follows the batch), skipping the rows
-// whose identity or id the DLQ already holds; the summary trigger counts
-// the inserted rows in the same statement.
-const insertSQL = `INSERT INTO dlq_entries (` + insertCols + `)
-	SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[], $9::bigint[], $10::timestamptz[],
+// insertFrom returns the statement that inserts the rows of src (a
+// SELECT of insertCols and ord, their order in the batch), skipping those
+// whose identity the DLQ holds or whose id its partitions 0 and week(id)
+// hold, and a record of the batch whose identity an earlier one has. The
+// identity is first claimed in dlq_keys (the partitions only know their
+// own: (dlq, identity) is unique per DLQ through dlq_keys, and partition
+// 0's own index for the entries of schema version 5), then the entry is
+// inserted, in dlq order (so that concurrent batches claim keys in the
+// same order); the summary trigger counts the inserted rows in the same
+// statement. It returns a row (dlq, identity, id) per claimed identity, id
+// NULL when the entry was not inserted after all (its id is taken: the key
+// is an orphan that the caller deletes).
+func insertFrom(src string) string {
+	return `WITH src AS MATERIALIZED (` + src + `),
+	first AS (SELECT DISTINCT ON (dlq, identity) * FROM src ORDER BY dlq, identity, ord),
+	keys AS (
+		INSERT INTO dlq_keys (dlq, identity)
+		SELECT f.dlq, f.identity FROM first f
+		WHERE NOT EXISTS (SELECT 1 FROM dlq_entries e WHERE e.part = 0 AND e.dlq = f.dlq AND e.identity = f.identity)
+			AND NOT EXISTS (SELECT 1 FROM dlq_entries e WHERE e.part = ANY (ARRAY[0, f.part]) AND e.dlq = f.dlq AND e.id = f.id)
+		ORDER BY f.dlq, f.identity
+		ON CONFLICT DO NOTHING
+		RETURNING dlq, identity),
+	ins AS (
+		INSERT INTO dlq_entries (` + insertCols + `)
+		SELECT ` + prefixed("f.", insertCols) + ` FROM first f JOIN keys k ON k.dlq = f.dlq AND k.identity = f.identity
+		ORDER BY f.ord
+		ON CONFLICT DO NOTHING
+		RETURNING dlq, id, identity)
+	SELECT k.dlq, k.identity, i.id FROM keys k LEFT JOIN ins i ON i.dlq = k.dlq AND i.identity = k.identity`
+}
+
+// prefixed returns the comma-separated columns of list, each prefixed.
+func prefixed(prefix, list string) string {
+	cols := strings.Split(list, ",")
+	for i, c := range cols {
+		cols[i] = prefix + strings.TrimSpace(c)
+	}
+	return strings.Join(cols, ", ")
+}
+
+// insertSQL inserts a batch from one array per column (unnest keeps their
+// order, so seq follows the batch): see insertFrom.
+var insertSQL = insertFrom(`SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[], $9::bigint[], $10::timestamptz[],
 		$11::text[], $12::text[], $13::integer[], $14::bigint[], $15::bytea[], $16::bytea[], $17::bytea[], $18::bytea[],
 		$19::text[], $20::text[], $21::text[], $22::text[], $23::integer[], $24::text[], $25::text[], $26::text[], $27::timestamptz[], $28::timestamptz[],
-		$29::text[])
-	ON CONFLICT DO NOTHING
-	RETURNING dlq, id, identity`
+		$29::text[], $30::integer[]) WITH ORDINALITY AS u(` + insertCols + `, ord)`)
 
-// batchArgs are the column arrays of insertSQL.
-func batchArgs(rs []dlq.Record) []any {
+// copySQL inserts the batch copied into the staging table, in the order
+// it was copied: see insertFrom.
+var copySQL = insertFrom(`SELECT ` + insertCols + `, row_number() OVER (ORDER BY ctid) AS ord FROM dlq_ingest_v6`)
+
+// deleteOrphanKeys deletes the keys of dlq_keys that an insert claimed
+// for entries it did not insert ($1, $2: dlq and identity arrays).
+const deleteOrphanKeys = `DELETE FROM dlq_keys k USING unnest($1::text[], $2::text[]) AS o(dlq, identity)
+	WHERE k.dlq = o.dlq AND k.identity = o.identity
+		AND NOT EXISTS (SELECT 1 FROM dlq_entries e WHERE e.dlq = k.dlq AND e.identity = k.identity)
+		AND NOT EXISTS (SELECT 1 FROM dlq_entries_archive a WHERE a.dlq = k.dlq AND a.identity = k.identity)`
+
+// batchArgs are the column arrays of insertSQL, the records going to
+// partitions parts.
+func batchArgs(rs []dlq.Record, into []int32) []any {
 	n := len(rs)
 	var (
 		dlqs, ids, idents, brokers, sevs, statuses, bys = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -59,7 +107,7 @@ func batchArgs(rs []dlq.Record) []any {
 	}
 	return []any{dlqs, ids, idents, brokers, sevs, statuses, changed, bys, versions, received,
 		msgIDs, topics, parts, offsets, keys, values, headers, wires,
-		classes, msgs, stacks, reasons, retries, workers, instances, sources, firsts, lasts, fingerprints}
+		classes, msgs, stacks, reasons, retries, workers, instances, sources, firsts, lasts, fingerprints, into}
 }
 
 // Insert implements dlq.Store: a batch of one.
@@ -166,29 +214,58 @@ const copyMin = 4
 // into before the INSERT … SELECT that skips duplicates: created on a
 // connection the first time a batch finds it missing, emptied at every
 // commit.
-const stagingTable = `CREATE TEMPORARY TABLE IF NOT EXISTS dlq_ingest (
+const stagingTable = `CREATE TEMPORARY TABLE IF NOT EXISTS dlq_ingest_v6 (
 	dlq text, id text, identity text, broker text, severity text, status text, status_changed_at timestamptz, status_by text,
 	version bigint, received_at timestamptz, message_id text, original_topic text, original_partition integer, original_offset bigint,
 	original_key bytea, original_value bytea, original_headers bytea, original_wire bytea,
 	error_class text, error_message text, stack_trace text, reason text, retry_count integer, worker text, worker_instance text, source text,
-	first_failure_at timestamptz, last_failure_at timestamptz, fingerprint text) ON COMMIT DELETE ROWS`
+	first_failure_at timestamptz, last_failure_at timestamptz, fingerprint text, part integer) ON COMMIT DELETE ROWS`
 
 // insertStatement writes batch, skipping the rows whose identity or id
 // the DLQ holds, and returns the ids of those it inserted by identity:
 // small batches by insertSQL, larger ones by a binary COPY into
-// dlq_ingest and one INSERT … SELECT … ON CONFLICT DO NOTHING from it, in
-// one transaction (its rows in batch order, so seq follows the batch).
+// dlq_ingest_v6 and copySQL from it, in one transaction (its rows in
+// batch order, so that seq follows the batch). Each record goes to its
+// id's week partition when the store knows it exists, else to partition
+// 0; when one does not exist after all (archived meanwhile), the set of
+// partitions is reloaded and the batch tried once more.
 func (s *Store) insertStatement(ctx context.Context, batch []dlq.Record) (map[ident]string, error) {
+	inserted, err := s.insertOnce(ctx, batch)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23514" && strings.Contains(pgErr.Message, "no partition") { // check_violation
+		if err := s.refreshPartitions(ctx); err != nil {
+			return nil, err
+		}
+		inserted, err = s.insertOnce(ctx, batch)
+	}
+	return inserted, err
+}
+
+// insertOnce is one try of insertStatement.
+func (s *Store) insertOnce(ctx context.Context, batch []dlq.Record) (map[ident]string, error) {
+	parts := make([]int32, len(batch))
+	for i, r := range batch {
+		parts[i] = s.partOf(r.ID)
+	}
 	inserted := map[ident]string{}
-	var d, id, identity string
+	var orphans []ident
+	var d, identity string
+	var id *string
 	collect := func() error {
-		inserted[ident{d, identity}] = id
+		if id == nil {
+			orphans = append(orphans, ident{d, identity})
+		} else {
+			inserted[ident{d, identity}] = *id
+		}
 		return nil
 	}
 	if len(batch) < copyMin {
-		rows, err := s.pool.Query(ctx, insertSQL, batchArgs(batch)...)
+		rows, err := s.pool.Query(ctx, insertSQL, batchArgs(batch, parts)...)
 		if err == nil {
-			_, err = pgx.ForEachRow(rows, []any{&d, &id, &identity}, collect)
+			_, err = pgx.ForEachRow(rows, []any{&d, &identity, &id}, collect)
+		}
+		if err == nil && len(orphans) > 0 {
+			_, err = s.pool.Exec(ctx, deleteOrphanKeys, orphanArgs(orphans)...)
 		}
 		return inserted, err
 	}
@@ -197,39 +274,54 @@ func (s *Store) insertStatement(ctx context.Context, batch []dlq.Record) (map[id
 		return nil, err
 	}
 	defer conn.Release()
-	err = copyBatch(ctx, conn.Conn(), batch, collect, &d, &id, &identity)
+	err = copyBatch(ctx, conn.Conn(), batch, parts, collect, &orphans, &d, &identity, &id)
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" && strings.Contains(pgErr.Message, "dlq_ingest") { // undefined_table
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" && strings.Contains(pgErr.Message, "dlq_ingest_v6") { // undefined_table
 		if _, err := conn.Exec(ctx, stagingTable); err != nil {
 			return nil, fmt.Errorf("create the staging table: %w", err)
 		}
 		clear(inserted)
-		err = copyBatch(ctx, conn.Conn(), batch, collect, &d, &id, &identity)
+		orphans = orphans[:0]
+		err = copyBatch(ctx, conn.Conn(), batch, parts, collect, &orphans, &d, &identity, &id)
 	}
 	return inserted, err
 }
 
-// copyBatch copies batch into dlq_ingest and inserts it from there, in
-// one transaction, calling collect with each inserted row's dlq, id and
-// identity scanned into dest.
-func copyBatch(ctx context.Context, conn *pgx.Conn, batch []dlq.Record, collect func() error, dest ...any) error {
+// orphanArgs are the arguments of deleteOrphanKeys.
+func orphanArgs(orphans []ident) []any {
+	dlqs, idents := make([]string, len(orphans)), make([]string, len(orphans))
+	for i, o := range orphans {
+		dlqs[i], idents[i] = o.dlq, o.identity
+	}
+	return []any{dlqs, idents}
+}
+
+// copyBatch copies batch (to partitions parts) into dlq_ingest_v6 and
+// inserts it from there, in one transaction, calling collect with each
+// claimed identity's row (dlq, identity, id) scanned into dest, and
+// deleting the orphans collect gathered in the same transaction.
+func copyBatch(ctx context.Context, conn *pgx.Conn, batch []dlq.Record, parts []int32, collect func() error, orphans *[]ident, dest ...any) error {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"dlq_ingest"}, InsertColumns(), pgx.CopyFromSlice(len(batch), func(i int) ([]any, error) {
-		return InsertValues(batch[i]), nil
+	defer func() { _ = tx.Rollback(ctx) }() // a no-op after Commit
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"dlq_ingest_v6"}, InsertColumns(), pgx.CopyFromSlice(len(batch), func(i int) ([]any, error) {
+		return insertValues(batch[i], parts[i]), nil
 	})); err != nil {
 		return err
 	}
-	rows, err := tx.Query(ctx, `INSERT INTO dlq_entries (`+insertCols+`) SELECT `+insertCols+` FROM dlq_ingest
-		ON CONFLICT DO NOTHING RETURNING dlq, id, identity`)
+	rows, err := tx.Query(ctx, copySQL)
 	if err != nil {
 		return err
 	}
 	if _, err := pgx.ForEachRow(rows, dest, collect); err != nil {
 		return err
+	}
+	if len(*orphans) > 0 {
+		if _, err := tx.Exec(ctx, deleteOrphanKeys, orphanArgs(*orphans)...); err != nil {
+			return err
+		}
 	}
 	return tx.Commit(ctx)
 }
@@ -339,11 +431,15 @@ func InsertColumns() []string {
 }
 
 // InsertValues returns the values of r, prepared by dlq.Record.PrepareInsert,
-// for InsertColumns, as the store writes them.
-func InsertValues(r dlq.Record) []any {
+// for InsertColumns, as the store writes them, in partition 0.
+func InsertValues(r dlq.Record) []any { return insertValues(r, 0) }
+
+// insertValues returns the values of r for InsertColumns, in partition
+// part.
+func insertValues(r dlq.Record, part int32) []any {
 	e := &r.Entry
 	return []any{r.DLQ, r.ID, r.Identity, r.Broker, r.Severity, string(r.Status), r.StatusChangedAt, r.StatusBy, r.Version, r.ReceivedAt,
 		e.MessageID, e.OriginalTopic, e.OriginalPartition, e.OriginalOffset, e.OriginalKey, e.OriginalValue, encodeHeaders(e.OriginalHeaders), e.OriginalWire,
 		e.ErrorClass, e.ErrorMessage, e.StackTrace, e.Reason, int32(e.RetryCount), e.Worker, e.WorkerInstance, e.Source,
-		nullTime(e.FirstFailureAt), nullTime(e.LastFailureAt), r.Fingerprint}
+		nullTime(e.FirstFailureAt), nullTime(e.LastFailureAt), r.Fingerprint, part}
 }

@@ -64,23 +64,43 @@ func SchemaVersion() int {
 	return ms[len(ms)-1].version
 }
 
-// migrate brings the schema up to date in one transaction, under an
-// advisory lock on the schema name, so that several instances starting at
-// once apply each migration exactly once: the others wait, then find
-// nothing left to do. It creates schema first when it is set.
+// prepares are the steps of migrations that run before their
+// transaction, outside any (long work that must not hold the locks of the
+// migration's DDL), by version. Each is idempotent.
+var prepares = map[int]func(ctx context.Context, conn *pgx.Conn) error{
+	6: prepartition,
+}
+
+// migrate brings the schema up to date under an advisory lock on the
+// schema name, so that several instances starting at once apply each
+// migration exactly once: the others wait, then find nothing left to do.
+// The migrations are applied in one transaction, except that one with a
+// prepare step (prepares) commits what precedes it, runs the step outside
+// a transaction and starts another. It creates schema first when it is
+// set.
 func (s *Store) migrate(ctx context.Context, pool *pgxpool.Pool, schema string) error {
 	ms, err := migrations()
 	if err != nil {
 		return fmt.Errorf("pgstore: migrate: %w", err)
 	}
-	tx, err := pool.Begin(ctx)
+	pc, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("pgstore: migrate: %w", err)
+	}
+	defer pc.Release()
+	conn := pc.Conn()
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended('redrive/dlq/schema_migrations/' || $1::text, 0))`, schema); err != nil {
+		return fmt.Errorf("pgstore: migrate: lock: %w", err)
+	}
+	defer func() {
+		// A failed unlock (a lost connection) ends with the session.
+		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended('redrive/dlq/schema_migrations/' || $1::text, 0))`, schema)
+	}()
+	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("pgstore: migrate: begin: %w", err)
 	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
-	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('redrive/dlq/schema_migrations/' || $1::text, 0))`, schema); err != nil {
-		return fmt.Errorf("pgstore: migrate: lock: %w", err)
-	}
+	defer func() { _ = tx.Rollback(ctx) }() // a no-op after Commit
 	if schema != "" {
 		if _, err := tx.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS `+pgx.Identifier{schema}.Sanitize()); err != nil {
 			return fmt.Errorf("pgstore: migrate: create schema %q: %w", schema, err)
@@ -110,6 +130,17 @@ func (s *Store) migrate(ctx context.Context, pool *pgxpool.Pool, schema string) 
 		if done[m.version] {
 			continue
 		}
+		if prepare := prepares[m.version]; prepare != nil {
+			if err := tx.Commit(ctx); err != nil {
+				return fmt.Errorf("pgstore: migrate: commit before %04d_%s: %w", m.version, m.name, err)
+			}
+			if err := prepare(ctx, conn); err != nil {
+				return fmt.Errorf("pgstore: migrate: prepare %04d_%s: %w", m.version, m.name, err)
+			}
+			if tx, err = conn.Begin(ctx); err != nil {
+				return fmt.Errorf("pgstore: migrate: begin %04d_%s: %w", m.version, m.name, err)
+			}
+		}
 		if _, err := tx.Exec(ctx, m.sql); err != nil {
 			return fmt.Errorf("pgstore: migrate: apply %04d_%s: %w", m.version, m.name, err)
 		}
@@ -123,6 +154,31 @@ func (s *Store) migrate(ctx context.Context, pool *pgxpool.Pool, schema string) 
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("pgstore: migrate: commit: %w", err)
+	}
+	return nil
+}
+
+// prepartition is the online part of migration 6: the column part
+// (DEFAULT 0, which rewrites nothing) and a CHECK (part = 0) on
+// dlq_entries and dlq_entries_archive, added NOT VALID (short locks) then
+// validated (a scan that lets writers go on), so that the migration's
+// transaction attaches the tables as partition 0 without scanning them.
+func prepartition(ctx context.Context, conn *pgx.Conn) error {
+	for _, table := range []string{"dlq_entries", "dlq_entries_archive"} {
+		check := table + "_part_0"
+		for _, sql := range []string{
+			`ALTER TABLE ` + table + ` ADD COLUMN IF NOT EXISTS part integer NOT NULL DEFAULT 0`,
+			`DO $$ BEGIN
+				IF NOT EXISTS (SELECT 1 FROM pg_constraint WHERE conname = '` + check + `' AND conrelid = '` + table + `'::regclass) THEN
+					ALTER TABLE ` + table + ` ADD CONSTRAINT ` + check + ` CHECK (part = 0) NOT VALID;
+				END IF;
+			END $$`,
+			`ALTER TABLE ` + table + ` VALIDATE CONSTRAINT ` + check,
+		} {
+			if _, err := conn.Exec(ctx, sql); err != nil {
+				return fmt.Errorf("%s: %w", table, err)
+			}
+		}
 	}
 	return nil
 }

@@ -84,6 +84,10 @@ type Store struct {
 	// returned (at once when it does not run).
 	stop       context.CancelFunc
 	backfilled chan struct{}
+	// parts is the week partitions inserts may use; maintained is closed
+	// when the background maintenance returned.
+	parts      partitionSet
+	maintained chan struct{}
 }
 
 var _ dlq.Store = (*Store)(nil)
@@ -142,6 +146,13 @@ func Open(ctx context.Context, databaseURL string, opts Config) (*Store, error) 
 		return nil, err
 	}
 	s.pool = pool
+	if err := s.Maintain(ctx); err != nil {
+		s.log.Warn("pgstore: partition maintenance failed; entries of a missing week go to partition 0", "err", err)
+		if err := s.refreshPartitions(ctx); err != nil {
+			pool.Close()
+			return nil, err
+		}
+	}
 	s.batchSize = opts.BackfillBatch
 	if s.batchSize <= 0 {
 		s.batchSize = DefaultBackfillBatch
@@ -149,6 +160,8 @@ func Open(ctx context.Context, databaseURL string, opts Config) (*Store, error) 
 	s.backfilled = make(chan struct{})
 	bctx, stop := context.WithCancel(context.Background())
 	s.stop = stop
+	s.maintained = make(chan struct{})
+	go s.maintainInBackground(bctx)
 	if opts.BackfillManual {
 		close(s.backfilled)
 	} else {
@@ -164,6 +177,7 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 func (s *Store) Close() error {
 	s.stop()
 	<-s.backfilled
+	<-s.maintained
 	s.pool.Close()
 	return nil
 }

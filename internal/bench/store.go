@@ -160,7 +160,7 @@ func RunStore(ctx context.Context, cfg StoreConfig) (*StoreReport, error) {
 	if err := measureReads(ctx, cfg, st, ids, rep); err != nil {
 		return nil, err
 	}
-	if err := st.Pool().QueryRow(ctx, `SELECT pg_table_size('dlq_entries'), pg_indexes_size('dlq_entries')`).Scan(&rep.TableBytes, &rep.IndexBytes); err != nil {
+	if err := st.Pool().QueryRow(ctx, `SELECT sum(pg_table_size(relid))::bigint, sum(pg_indexes_size(relid))::bigint FROM pg_partition_tree('dlq_entries')`).Scan(&rep.TableBytes, &rep.IndexBytes); err != nil {
 		return nil, fmt.Errorf("bench: store: size: %w", err)
 	}
 	return rep, nil
