@@ -168,8 +168,8 @@ func readInto(ctx context.Context, q querier, dlqName, id string, dst []byte) er
 	table := "dlq_entries"
 	for off := 0; off < len(dst); {
 		chunk := &chunkScanner{dst: dst[off:min(off+valueChunk, len(dst))]}
-		err := q.QueryRow(ctx, `SELECT substring(original_value FROM $3 FOR $4) FROM `+table+` WHERE dlq = $1 AND id = $2 AND part = ANY ($5::integer[])`,
-			dlqName, id, off+1, len(chunk.dst), idParts(id)).Scan(chunk)
+		err := q.QueryRow(ctx, `SELECT substring(original_value FROM $3 FOR $4) FROM `+table+` WHERE dlq = $1 AND id = $2 AND part IN (0, $5::integer)`,
+			dlqName, id, off+1, len(chunk.dst), idWeek(id)).Scan(chunk)
 		if errors.Is(err, pgx.ErrNoRows) && table == "dlq_entries" {
 			table = "dlq_entries_archive" // archived meanwhile
 			continue

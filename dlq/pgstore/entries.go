@@ -49,8 +49,8 @@ func (s *Store) GetMany(ctx context.Context, dlqName string, ids []string) ([]dl
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+cols(false, whole)+` FROM dlq_entries WHERE dlq = $1 AND id = ANY($2) AND part = ANY ($3::integer[])
-		UNION ALL SELECT `+cols(true, whole)+` FROM dlq_entries_archive WHERE dlq = $1 AND id = ANY($2) AND part = ANY ($3::integer[])`, dlqName, ids, idsParts(ids))
+	rows, err := s.pool.Query(ctx, `SELECT `+cols(false, whole)+` FROM dlq_entries WHERE dlq = $1 AND id = ANY($2) AND part IN (0, $3::integer)
+		UNION ALL SELECT `+cols(true, whole)+` FROM dlq_entries_archive WHERE dlq = $1 AND id = ANY($2) AND part IN (0, $3::integer)`, dlqName, ids, idsParts(ids))
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: get %d entries of %q: %w", len(ids), dlqName, err)
 	}
@@ -90,8 +90,8 @@ func (s *Store) ReadValue(ctx context.Context, dlqName, id string, off int64, n 
 	}
 	var b []byte
 	for _, table := range []string{"dlq_entries", "dlq_entries_archive"} {
-		err := s.pool.QueryRow(ctx, `SELECT substring(original_value FROM $3 FOR $4) FROM `+table+` WHERE dlq = $1 AND id = $2 AND part = ANY ($5::integer[])`,
-			dlqName, id, off+1, n, idParts(id)).Scan(&b)
+		err := s.pool.QueryRow(ctx, `SELECT substring(original_value FROM $3 FOR $4) FROM `+table+` WHERE dlq = $1 AND id = $2 AND part IN (0, $5::integer)`,
+			dlqName, id, off+1, n, idWeek(id)).Scan(&b)
 		if err == nil {
 			return b, nil
 		}
@@ -115,9 +115,10 @@ func get(ctx context.Context, q querier, dlqName, id string, m message, lock boo
 	if m == preview {
 		args = append(args, previewLen[0])
 	}
-	// The partitions id may be in (the parameter after the others).
-	args = append(args, idParts(id))
-	parts := fmt.Sprintf(" AND part = ANY ($%d::integer[])", len(args))
+	// The partitions id may be in: 0 and its week (the parameter after
+	// the others), so that PostgreSQL reads those two only.
+	args = append(args, idWeek(id))
+	parts := fmt.Sprintf(" AND part IN (0, $%d::integer)", len(args))
 	sql := `SELECT ` + cols(false, m) + ` FROM dlq_entries WHERE dlq = $1 AND id = $2` + parts
 	if lock {
 		sql += ` FOR UPDATE`

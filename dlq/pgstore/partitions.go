@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,25 +68,21 @@ func timeWeek(t time.Time) int32 { return int32(t.UnixMilli() / weekMillis) }
 // weekStart is when week w begins.
 func weekStart(w int32) time.Time { return time.UnixMilli(int64(w) * weekMillis).UTC() }
 
-// idParts are the partitions a lookup of id reads: 0 and id's week.
-func idParts(id string) []int32 {
-	if w := idWeek(id); w > 0 {
-		return []int32{0, w}
-	}
-	return []int32{0}
-}
-
-// idsParts are the partitions a lookup of ids reads.
-func idsParts(ids []string) []int32 {
-	out := []int32{0}
+// idsParts is the condition that selects the partitions the entries of
+// ids may be in (0 and their weeks), with the weeks as literals, so that
+// PostgreSQL reads those only.
+func idsParts(ids []string) string {
+	var b strings.Builder
+	b.WriteString("part IN (0")
 	seen := map[int32]bool{0: true}
 	for _, id := range ids {
 		if w := idWeek(id); !seen[w] {
 			seen[w] = true
-			out = append(out, w)
+			b.WriteString(", " + strconv.Itoa(int(w)))
 		}
 	}
-	return out
+	b.WriteString(")")
+	return b.String()
 }
 
 // partitionSet is the week partitions of dlq_entries known to exist.

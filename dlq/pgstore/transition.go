@@ -37,13 +37,13 @@ func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, e
 		_, r, err := scanRecord(s.pool.QueryRow(ctx, `WITH moved AS (
 				UPDATE dlq_entries
 				SET status = $3, status_changed_at = $4, status_by = $5, version = version + 1
-				WHERE dlq = $1 AND id = $2 AND part = ANY ($10::integer[]) AND status = $6 AND ($7::bigint <= 0 OR version = $7::bigint)
+				WHERE dlq = $1 AND id = $2 AND part IN (0, $10::integer) AND status = $6 AND ($7::bigint <= 0 OR version = $7::bigint)
 				RETURNING `+cols(false, brief)+`),
 			audit AS (
 				INSERT INTO audit_log (at, actor, action, dlq, entry_id, from_status, to_status, reason)
 				SELECT $4, $5, $8::text, dlq, id, $6, $3, $9 FROM moved WHERE $8::text <> '')
 			SELECT * FROM moved`,
-			t.DLQ, t.ID, string(t.To), at, t.Actor, string(t.From[0]), t.IfVersion, t.Action, t.Reason, idParts(t.ID)), brief)
+			t.DLQ, t.ID, string(t.To), at, t.Actor, string(t.From[0]), t.IfVersion, t.Action, t.Reason, idWeek(t.ID)), brief)
 		switch {
 		case err == nil:
 			return r, nil
@@ -76,8 +76,8 @@ func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, e
 	}
 	_, r, err := scanRecord(tx.QueryRow(ctx, `UPDATE dlq_entries
 		SET status = $3, status_changed_at = $4, status_by = $5, version = version + 1
-		WHERE dlq = $1 AND id = $2 AND part = ANY ($6::integer[])
-		RETURNING `+cols(false, brief), t.DLQ, t.ID, string(t.To), at, t.Actor, idParts(t.ID)), brief)
+		WHERE dlq = $1 AND id = $2 AND part IN (0, $6::integer)
+		RETURNING `+cols(false, brief), t.DLQ, t.ID, string(t.To), at, t.Actor, idWeek(t.ID)), brief)
 	if err != nil {
 		return dlq.Record{}, fmt.Errorf("pgstore: transition entry %q: update: %w", name, err)
 	}
