@@ -49,8 +49,9 @@ func (s *Store) GetMany(ctx context.Context, dlqName string, ids []string) ([]dl
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT `+cols(false, whole)+` FROM dlq_entries WHERE dlq = $1 AND id = ANY($2) AND part IN (0, $3::integer)
-		UNION ALL SELECT `+cols(true, whole)+` FROM dlq_entries_archive WHERE dlq = $1 AND id = ANY($2) AND part IN (0, $3::integer)`, dlqName, ids, idsParts(ids))
+	parts := idsParts(ids)
+	rows, err := s.pool.Query(ctx, `SELECT `+cols(false, whole)+` FROM dlq_entries WHERE dlq = $1 AND id = ANY($2) AND `+parts+`
+		UNION ALL SELECT `+cols(true, whole)+` FROM dlq_entries_archive WHERE dlq = $1 AND id = ANY($2) AND `+parts, dlqName, ids)
 	if err != nil {
 		return nil, fmt.Errorf("pgstore: get %d entries of %q: %w", len(ids), dlqName, err)
 	}
