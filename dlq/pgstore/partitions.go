@@ -238,7 +238,8 @@ const mustStay = `(e.status = 'replaying' OR NOT EXISTS (
 // ArchivePeriods implements dlq.PeriodArchiver: it archives the week
 // partitions that ended before now, whose every DLQ with a finite
 // retention (retention, by DLQ; absent = kept forever) has its week past
-// that retention, each as a partition operation. First the entries that
+// that retention, each as a partition operation (a partition without any
+// such DLQ stays as it is, unless empty). First the entries that
 // must stay live (of a DLQ absent from retention, not past its retention
 // by their received time, or replaying) move to partition 0, in
 // statements of archiveMoveBatch entries; then one transaction takes a
@@ -308,6 +309,9 @@ func (s *Store) archivePartition(ctx context.Context, w int32, retention map[str
 			return nil // this DLQ keeps the week a while longer
 		}
 		names, befores = append(names, d), append(befores, dlq.StoreTime(now.Add(-r)))
+	}
+	if len(names) == 0 && len(dlqs) > 0 {
+		return nil // nothing in it to archive: it stays as it is
 	}
 	// The entries that stay, to partition 0, a batch at a time.
 	for after := int64(0); ; {

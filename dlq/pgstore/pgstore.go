@@ -5,10 +5,12 @@
 // (migrations/NNNN_name.sql, recorded in a schema_migrations table) in one
 // transaction under an advisory lock, so several instances may start at
 // once. Tables: dlq_entries (live records), dlq_entries_archive (records
-// past retention), dlq_counts (entries by DLQ × status × severity, kept by
+// past retention), both partitioned by the week of the record's id
+// (partitions.go), dlq_keys (the identities, unique per DLQ across
+// partitions), dlq_counts (entries by DLQ × status × severity, kept by
 // triggers) and audit_log (every replay and discard, written in the
 // transaction of the status change). Every connection has a temporary
-// staging table, dlq_ingest, that batches are copied into (InsertBatch).
+// staging table, dlq_ingest_v6, that batches are copied into (InsertBatch).
 // Every statement is parameterised.
 package pgstore
 
