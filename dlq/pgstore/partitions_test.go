@@ -229,7 +229,7 @@ func TestPartitionPruning(t *testing.T) {
 
 // applySchema5 creates, in schema, the tables of schema version 5 (what a
 // store of that version made), from the migration files.
-func applySchema5(t *testing.T, ctx context.Context, conn *pgx.Conn, schema string) {
+func applySchema5(t testing.TB, ctx context.Context, conn *pgx.Conn, schema string) {
 	t.Helper()
 	ident := pgx.Identifier{schema}.Sanitize()
 	sqls := []string{`CREATE SCHEMA ` + ident, `SET search_path TO ` + ident,
