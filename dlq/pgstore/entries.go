@@ -110,25 +110,39 @@ type querier interface {
 
 // get reads a live record (locking it FOR UPDATE when lock is set) or, when
 // there is none, an archived one, loading m of its message (previewLen:
-// the preview's length); dlq.ErrNotFound when neither exists.
+// the preview's length); dlq.ErrNotFound when neither exists. It reads
+// the partitions id may be in only (0 and its week): unlocked, the week's
+// first (where the store puts an entry), then 0 (one partition to plan
+// per statement); locked, both in one statement.
 func get(ctx context.Context, q querier, dlqName, id string, m message, lock bool, previewLen ...int) (dlq.Record, error) {
 	args := []any{dlqName, id}
 	if m == preview {
 		args = append(args, previewLen[0])
 	}
-	// The partitions id may be in: 0 and its week (the parameter after
-	// the others), so that PostgreSQL reads those two only.
-	args = append(args, idWeek(id))
-	parts := fmt.Sprintf(" AND part IN (0, $%d::integer)", len(args))
-	sql := `SELECT ` + cols(false, m) + ` FROM dlq_entries WHERE dlq = $1 AND id = $2` + parts
-	if lock {
-		sql += ` FOR UPDATE`
+	w := idWeek(id)
+	args = append(args, w) // the last parameter
+	param := fmt.Sprintf("$%d::integer", len(args))
+	tries := []string{" AND part IN (0, " + param + ")"}
+	if !lock && w > 0 {
+		tries = []string{" AND part = " + param, " AND part = 0"}
+	} else if !lock {
+		tries = []string{" AND part = " + param} // w is 0
 	}
-	_, r, err := scanRecord(q.QueryRow(ctx, sql, args...), m)
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return r, err
+	for _, parts := range tries {
+		sql := `SELECT ` + cols(false, m) + ` FROM dlq_entries WHERE dlq = $1 AND id = $2` + parts
+		if lock {
+			sql += ` FOR UPDATE`
+		}
+		a := args
+		if !strings.Contains(parts, param) {
+			a = args[:len(args)-1]
+		}
+		_, r, err := scanRecord(q.QueryRow(ctx, sql, a...), m)
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return r, err
+		}
 	}
-	_, r, err = scanRecord(q.QueryRow(ctx, `SELECT `+cols(true, m)+` FROM dlq_entries_archive WHERE dlq = $1 AND id = $2`+parts, args...), m)
+	_, r, err := scanRecord(q.QueryRow(ctx, `SELECT `+cols(true, m)+` FROM dlq_entries_archive WHERE dlq = $1 AND id = $2 AND part IN (0, `+param+`)`, args...), m)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, dlq.ErrNotFound
 	}

@@ -21,7 +21,11 @@ import (
 // missing, archived, in another status or version), or the transition
 // allows several statuses, the transition is made in one transaction in
 // which the record is locked (SELECT … FOR UPDATE), checked, updated and
-// the audit row inserted, which also tells why it was refused.
+// the audit row inserted, which also tells why it was refused. The one
+// statement reads the partition where the store puts the record (its id's
+// week, or 0: see partitions.go); the transaction reads both partitions
+// the record may be in (0 and its id's week: a record stored before schema
+// version 6, or kept live when its week was archived, is in 0).
 func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, error) {
 	name := dlq.ReplayedFrom(t.DLQ, t.ID)
 	if !t.To.Valid() || t.To == dlq.StatusArchived {
@@ -37,7 +41,7 @@ func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, e
 		_, r, err := scanRecord(s.pool.QueryRow(ctx, `WITH moved AS (
 				UPDATE dlq_entries
 				SET status = $3, status_changed_at = $4, status_by = $5, version = version + 1
-				WHERE dlq = $1 AND id = $2 AND part IN (0, $10::integer) AND status = $6 AND ($7::bigint <= 0 OR version = $7::bigint)
+				WHERE dlq = $1 AND id = $2 AND part = $10::integer AND status = $6 AND ($7::bigint <= 0 OR version = $7::bigint)
 				RETURNING `+cols(false, brief)+`),
 			audit AS (
 				INSERT INTO audit_log (at, actor, action, dlq, entry_id, from_status, to_status, reason)
