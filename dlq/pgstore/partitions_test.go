@@ -548,3 +548,34 @@ func TestArchivePeriods(t *testing.T) {
 	}
 	checkCounts(t, schema)
 }
+
+// A past week holding only entries of DLQs kept forever stays live as it
+// is (nothing moves); the empty weeks after it go to the archive.
+func TestArchivePeriodsKeepsForeverWeeks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	schema := testenv.Schema(t)
+	start := time.Now().Add(-10 * 7 * 24 * time.Hour)
+	var clock atomic.Pointer[time.Time]
+	clock.Store(&start)
+	s, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Config{Schema: schema, MaxConns: 4, Logger: slog.New(slog.DiscardHandler),
+		Now: func() time.Time { return *clock.Load() }})
+	if err != nil {
+		testenv.PostgreSQL.Fail(t, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	r, _, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: "forever.dlq", Identity: "f"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := start.Add(6 * 7 * 24 * time.Hour)
+	clock.Store(&end)
+	got, err := s.ArchivePeriods(ctx, map[string]time.Duration{"short.dlq": time.Hour})
+	if err != nil || got.Partitions != 2 || got.Kept != 0 || len(got.Archived) != 0 {
+		t.Errorf("ArchivePeriods = %+v, %v; want the 2 empty weeks archived, nothing moved", got, err)
+	}
+	if table, want := partitionOf(t, s, "forever.dlq", r.ID), fmt.Sprint("dlq_entries_w", week(start)); table != want {
+		t.Errorf("the forever entry is in %s, want %s", table, want)
+	}
+	checkCounts(t, schema)
+}
