@@ -311,7 +311,11 @@ func copyBatch(ctx context.Context, conn *pgx.Conn, batch []dlq.Record, parts []
 	})); err != nil {
 		return err
 	}
-	rows, err := tx.Query(ctx, copySQL)
+	// Planned at each batch (pgx would prepare copySQL once, and a
+	// statement without parameters keeps its first plan: made when the
+	// partitions were empty, it scanned them whole for every batch as
+	// they grew).
+	rows, err := tx.Query(ctx, copySQL, pgx.QueryExecModeExec)
 	if err != nil {
 		return err
 	}
