@@ -22,16 +22,8 @@ import (
 func TestArchivePeriods(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	schema := testenv.Schema(t)
 	start := time.Now().Add(-10 * 7 * 24 * time.Hour)
-	var clock atomic.Pointer[time.Time]
-	clock.Store(&start)
-	s, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Config{Schema: schema, MaxConns: 4, Logger: slog.New(slog.DiscardHandler),
-		Now: func() time.Time { return *clock.Load() }})
-	if err != nil {
-		testenv.PostgreSQL.Fail(t, err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s, schema, clock := openClocked(t, start)
 	w := week(start)
 
 	type entry struct {
@@ -138,16 +130,8 @@ func TestArchivePeriods(t *testing.T) {
 func TestArchivePeriodsKeepsForeverWeeks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	schema := testenv.Schema(t)
 	start := time.Now().Add(-10 * 7 * 24 * time.Hour)
-	var clock atomic.Pointer[time.Time]
-	clock.Store(&start)
-	s, err := pgstore.Open(ctx, testenv.PostgreSQL.URL(), pgstore.Config{Schema: schema, MaxConns: 4, Logger: slog.New(slog.DiscardHandler),
-		Now: func() time.Time { return *clock.Load() }})
-	if err != nil {
-		testenv.PostgreSQL.Fail(t, err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s, schema, clock := openClocked(t, start)
 	r, _, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: "forever.dlq", Identity: "f"})
 	if err != nil {
 		t.Fatal(err)
@@ -162,4 +146,20 @@ func TestArchivePeriodsKeepsForeverWeeks(t *testing.T) {
 		t.Errorf("the forever entry is in %s, want %s", table, want)
 	}
 	checkCounts(t, schema)
+}
+
+// openClocked opens a store in a fresh schema whose clock reads start
+// until the test stores another time in the returned clock.
+func openClocked(t *testing.T, start time.Time) (*pgstore.Store, string, *atomic.Pointer[time.Time]) {
+	t.Helper()
+	schema := testenv.Schema(t)
+	clock := new(atomic.Pointer[time.Time])
+	clock.Store(&start)
+	s, err := pgstore.Open(context.Background(), testenv.PostgreSQL.URL(), pgstore.Config{Schema: schema, MaxConns: 4,
+		Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return *clock.Load() }})
+	if err != nil {
+		testenv.PostgreSQL.Fail(t, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, schema, clock
 }

@@ -216,19 +216,8 @@ func (e *rabbitEnv) rawDrainDLQ(ctx context.Context, queue string, n int) (Row, 
 // keeperSource is the redrive broker: its ConsumeDeadLetterBatches.
 func (e *rabbitEnv) keeperSource() dlq.Source { return e.b }
 
-// held is queue's count of ready messages.
-func (e *rabbitEnv) held(_ context.Context, queue string) (int64, error) {
-	conn, ch, err := e.dial()
-	if err != nil {
-		return 0, err
-	}
-	defer conn.Close()
-	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
-	if err != nil {
-		return 0, fmt.Errorf("inspect %s: %w", queue, err)
-	}
-	return int64(q.Messages), nil
-}
+// held is queue's count of ready messages (count).
+func (e *rabbitEnv) held(_ context.Context, queue string) (int64, error) { return e.count(queue) }
 
 // left is what queue still holds: its ready messages once the keeper's
 // connection is closed (the unacked ones are ready again).
