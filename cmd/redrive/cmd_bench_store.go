@@ -31,7 +31,9 @@ text, by failure group; counts; summaries; failure groups; the arrivals
 charts; an entry by id) with the targets of issue 22, the table's and its
 indexes' size on disk, and the process's resident memory before and
 during the reads. Every read's result is checked.
-Both schemas are dropped at the end, also on failure.
+Both schemas are dropped at the end, also on failure, unless --keep
+(the store's schema stays, for --reuse SCHEMA: the reads again, on the
+same entries, without the hour-long fill at 10 M).
 
 PostgreSQL is $DATABASE_URL (default ` + bench.DefaultDatabaseURL + `).
 Disk: about 2.5 GB per million entries while it runs. --config is not
@@ -46,6 +48,8 @@ read.`,
 	fs.IntVar(&cfg.Batch, "batch", bench.DefaultStoreBatch, "entries per batch insert (`N`)")
 	fs.IntVar(&cfg.CopyEntries, "copy-entries", bench.DefaultStoreCopyEntries, "`N` rows of the raw COPY reference (at most --entries)")
 	fs.IntVar(&cfg.Samples, "samples", bench.DefaultStoreSamples, "`N` timings of each read")
+	fs.BoolVar(&cfg.Keep, "keep", false, "keep the filled store's schema for --reuse (it is named in the output)")
+	fs.StringVar(&cfg.Reuse, "reuse", "", "time the reads on the kept `SCHEMA` of an earlier --keep run; store nothing")
 	fs.StringVar(&out, "out", "", "also write the tables to `FILE`")
 	fs.BoolVar(&verbose, "verbose", false, "log progress to stderr")
 	return cmd

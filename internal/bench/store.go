@@ -47,6 +47,14 @@ type StoreConfig struct {
 	CopyEntries int
 	// Samples is how many times each read is timed; default 100.
 	Samples int
+	// Keep leaves the filled store's schema in place (its name is in
+	// StoreReport.Schema) for a later run with Reuse; the raw COPY's
+	// schema is dropped all the same.
+	Keep bool
+	// Reuse, when set, is the schema of an earlier run with Keep: nothing
+	// is stored, the reads are timed on its entries and the schema is
+	// left in place. Entries, Batch and CopyEntries are then ignored.
+	Reuse string
 	// Logger receives progress; default discards.
 	Logger *slog.Logger
 }
@@ -87,6 +95,8 @@ func (c StoreConfig) Validate() error {
 		return fmt.Errorf("%w: samples: %d is not positive", ErrInvalidConfig, c.Samples)
 	case c.CopyEntries < 1:
 		return fmt.Errorf("%w: copy entries: %d is not positive", ErrInvalidConfig, c.CopyEntries)
+	case c.Reuse != "" && !strings.HasPrefix(c.Reuse, "redrive_bench_"):
+		return fmt.Errorf("%w: reuse: %q is not a schema of redrive bench store (redrive_bench_…)", ErrInvalidConfig, c.Reuse)
 	}
 	return nil
 }
@@ -102,6 +112,9 @@ type StoreRead struct {
 
 // StoreReport is what RunStore measured.
 type StoreReport struct {
+	// Schema is the store's schema, kept when StoreConfig.Keep or Reuse.
+	Schema  string
+	Kept    bool
 	Entries int
 	// InsertRate is Store.InsertBatch's entries/s over the first
 	// CopyEntries entries, CopyRate a raw COPY's of the same rows into the
@@ -133,16 +146,23 @@ func RunStore(ctx context.Context, cfg StoreConfig) (*StoreReport, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Reuse != "" {
+		return rereadStore(ctx, cfg)
+	}
 	run := "redrive_bench_" + strings.ToLower(broker.NewMessageID()[:10])
 	storeSchema, copySchema := run+"_store", run+"_copy"
-	defer dropSchemas(cfg, storeSchema, copySchema)
+	if cfg.Keep {
+		defer dropSchemas(cfg, copySchema)
+	} else {
+		defer dropSchemas(cfg, storeSchema, copySchema)
+	}
 
 	st, err := pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Config{Schema: storeSchema, MaxConns: 4, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("bench: store: %w", err)
 	}
 	defer st.Close()
-	rep := &StoreReport{Entries: cfg.Entries, CopyEntries: cfg.CopyEntries}
+	rep := &StoreReport{Schema: storeSchema, Kept: cfg.Keep, Entries: cfg.Entries, CopyEntries: cfg.CopyEntries}
 	end := time.Now().UTC().Truncate(time.Hour)
 	ref, err := pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Config{Schema: copySchema, MaxConns: 1, Logger: cfg.Logger})
 	if err != nil {
@@ -157,13 +177,54 @@ func RunStore(ctx context.Context, cfg StoreConfig) (*StoreReport, error) {
 	if err := shapeStatuses(ctx, cfg, st); err != nil {
 		return nil, err
 	}
-	if err := measureReads(ctx, cfg, st, ids, rep); err != nil {
-		return nil, err
+	return rep, measureStore(ctx, cfg, st, ids, end, rep)
+}
+
+// rereadStore times the reads on the kept schema cfg.Reuse: its entries
+// are counted, a sample of their ids read, the end of their arrivals
+// found; nothing is written.
+func rereadStore(ctx context.Context, cfg StoreConfig) (*StoreReport, error) {
+	st, err := pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Config{Schema: cfg.Reuse, MaxConns: 4, Logger: cfg.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("bench: store: reuse: %w", err)
+	}
+	defer st.Close()
+	n, err := st.Count(ctx, dlq.Query{})
+	if err != nil {
+		return nil, fmt.Errorf("bench: store: reuse: %w", err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("bench: store: reuse: schema %q holds no entry", cfg.Reuse)
+	}
+	rep := &StoreReport{Schema: cfg.Reuse, Kept: true, Entries: int(n)}
+	var last time.Time
+	if err := st.Pool().QueryRow(ctx, `SELECT max(received_at) FROM dlq_entries`).Scan(&last); err != nil {
+		return nil, fmt.Errorf("bench: store: reuse: last arrival: %w", err)
+	}
+	// storeRecord spreads arrivals over [end-storeSpan, end), end on the hour.
+	end := last.UTC().Truncate(time.Hour).Add(time.Hour)
+	// A sample of ids from about 10,000 pages spread over the table.
+	pct := min(100, 1e6/float64(n))
+	rows, err := st.Pool().Query(ctx, fmt.Sprintf(`SELECT dlq || '/' || id FROM dlq_entries TABLESAMPLE SYSTEM (%g) LIMIT 10000`, pct))
+	if err != nil {
+		return nil, fmt.Errorf("bench: store: reuse: ids: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(ids) == 0 {
+		return nil, fmt.Errorf("bench: store: reuse: %d ids sampled: %v", len(ids), err)
+	}
+	return rep, measureStore(ctx, cfg, st, ids, end, rep)
+}
+
+// measureStore times the reads and measures the table on disk.
+func measureStore(ctx context.Context, cfg StoreConfig, st *pgstore.Store, ids []string, end time.Time, rep *StoreReport) error {
+	if err := measureReads(ctx, cfg, st, ids, end, rep); err != nil {
+		return err
 	}
 	if err := st.Pool().QueryRow(ctx, `SELECT sum(pg_table_size(relid))::bigint, sum(pg_indexes_size(relid))::bigint FROM pg_partition_tree('dlq_entries')`).Scan(&rep.TableBytes, &rep.IndexBytes); err != nil {
-		return nil, fmt.Errorf("bench: store: size: %w", err)
+		return fmt.Errorf("bench: store: size: %w", err)
 	}
-	return rep, nil
+	return nil
 }
 
 // ingest stores every entry in batches and returns a sample of their ids.
@@ -296,12 +357,18 @@ func (r *StoreReport) Markdown(w io.Writer) error {
 	if ratio >= 0.5 {
 		met = "met"
 	}
-	fmt.Fprintf(&sb, "| entries | payloads | table | indexes | disk per 1M entries | batch insert /s | raw COPY /s (first %d rows, same batches) | ratio | target | met | insert /s (all) |\n", r.CopyEntries)
-	sb.WriteString("|--:|--:|--:|--:|--:|--:|--:|--:|---|---|--:|\n")
-	perM := float64(r.TableBytes+r.IndexBytes) / float64(r.Entries) * 1e6
-	fmt.Fprintf(&sb, "| %d | %s | %s | %s | %s | %.0f | %.0f | %.2f | ≥ 0.50 × COPY | %s | %.0f |\n\n",
-		r.Entries, bytesOf(float64(r.PayloadBytes)), bytesOf(float64(r.TableBytes)), bytesOf(float64(r.IndexBytes)), bytesOf(perM),
-		r.InsertRate, r.CopyRate, ratio, met, r.AllRate)
+	if r.InsertRate == 0 {
+		perM := float64(r.TableBytes+r.IndexBytes) / float64(r.Entries) * 1e6
+		fmt.Fprintf(&sb, "| entries | table | indexes | disk per 1M entries |\n|--:|--:|--:|--:|\n| %d | %s | %s | %s |\n\n",
+			r.Entries, bytesOf(float64(r.TableBytes)), bytesOf(float64(r.IndexBytes)), bytesOf(perM))
+	} else {
+		fmt.Fprintf(&sb, "| entries | payloads | table | indexes | disk per 1M entries | batch insert /s | raw COPY /s (first %d rows, same batches) | ratio | target | met | insert /s (all) |\n", r.CopyEntries)
+		sb.WriteString("|--:|--:|--:|--:|--:|--:|--:|--:|---|---|--:|\n")
+		perM := float64(r.TableBytes+r.IndexBytes) / float64(r.Entries) * 1e6
+		fmt.Fprintf(&sb, "| %d | %s | %s | %s | %s | %.0f | %.0f | %.2f | ≥ 0.50 × COPY | %s | %.0f |\n\n",
+			r.Entries, bytesOf(float64(r.PayloadBytes)), bytesOf(float64(r.TableBytes)), bytesOf(float64(r.IndexBytes)), bytesOf(perM),
+			r.InsertRate, r.CopyRate, ratio, met, r.AllRate)
+	}
 	sb.WriteString("| read | samples | p50 | p99 | target | met |\n|---|--:|--:|--:|---|---|\n")
 	for _, rd := range r.Reads {
 		target, met := "", ""
@@ -316,6 +383,9 @@ func (r *StoreReport) Markdown(w io.Writer) error {
 	if r.RSSBefore > 0 {
 		fmt.Fprintf(&sb, "\nResident memory of the reading process: %s before the reads, at most %s after any of them.\n",
 			bytesOf(float64(r.RSSBefore)), bytesOf(float64(r.RSSReads)))
+	}
+	if r.Kept {
+		fmt.Fprintf(&sb, "\nThe store's schema %s is kept: `redrive bench store --reuse %s` times the reads again; `DROP SCHEMA %s CASCADE` removes it.\n", r.Schema, r.Schema, r.Schema)
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err

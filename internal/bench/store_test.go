@@ -69,8 +69,50 @@ func TestRunStore(t *testing.T) {
 	}
 }
 
+// TestRunStoreKeepReuse fills a kept schema, times the reads again on it
+// with Reuse (same entries, same checks), and leaves exactly it behind.
+func TestRunStoreKeepReuse(t *testing.T) {
+	before := benchSchemas(t)
+	cfg := bench.StoreConfig{DatabaseURL: testenv.PostgreSQL.URL(), Entries: 2000, Batch: 500, Samples: 3, Keep: true}
+	rep, err := bench.RunStore(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("RunStore(Keep): %v", err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), testenv.PostgreSQL.URL())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), `DROP SCHEMA IF EXISTS `+pgx.Identifier{rep.Schema}.Sanitize()+` CASCADE`); err != nil {
+			t.Error(err)
+		}
+	})
+	if after := benchSchemas(t); after != before+1 || !rep.Kept || rep.Schema == "" {
+		t.Fatalf("%d bench schemas after a kept run, %d before; report schema %q kept %v", after, before, rep.Schema, rep.Kept)
+	}
+	again, err := bench.RunStore(t.Context(), bench.StoreConfig{DatabaseURL: cfg.DatabaseURL, Samples: 3, Reuse: rep.Schema})
+	if err != nil {
+		t.Fatalf("RunStore(Reuse %s): %v", rep.Schema, err)
+	}
+	if again.Entries != 2000 || again.InsertRate != 0 || len(again.Reads) != len(rep.Reads) || again.TableBytes <= 0 {
+		t.Errorf("reused report = %+v", again)
+	}
+	var out bytes.Buffer
+	if err := again.Markdown(&out); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "| 2000 |") || !strings.Contains(out.String(), "--reuse "+rep.Schema) || strings.Contains(out.String(), "raw COPY") {
+		t.Errorf("markdown of the reused run:\n%s", out.String())
+	}
+	if after := benchSchemas(t); after != before+1 {
+		t.Errorf("%d bench schemas after the reused run, want %d", after, before+1)
+	}
+}
+
 func TestStoreConfigValidate(t *testing.T) {
-	for _, c := range []bench.StoreConfig{{Entries: 10}, {Entries: 5000, Batch: -1}, {Entries: 5000, Samples: -2}} {
+	for _, c := range []bench.StoreConfig{{Entries: 10}, {Entries: 5000, Batch: -1}, {Entries: 5000, Samples: -2}, {Reuse: "public"}} {
 		if err := c.WithDefaults().Validate(); err == nil {
 			t.Errorf("Validate(%+v) = nil", c)
 		}

@@ -24,7 +24,7 @@ const (
 
 // measureReads times each operator-facing read on random DLQs and
 // positions, checking every result against the stored entries.
-func measureReads(ctx context.Context, cfg StoreConfig, st *pgstore.Store, ids []string, rep *StoreReport) error {
+func measureReads(ctx context.Context, cfg StoreConfig, st *pgstore.Store, ids []string, end time.Time, rep *StoreReport) error {
 	// The truth, counted once: entries by DLQ and status.
 	truth := map[string]int64{}
 	rows, err := st.Pool().Query(ctx, `SELECT dlq || '/' || status, count(*) FROM dlq_entries GROUP BY 1`)
@@ -49,7 +49,6 @@ func measureReads(ctx context.Context, cfg StoreConfig, st *pgstore.Store, ids [
 		return fmt.Errorf("bench: store: max seq: %w", err)
 	}
 	rep.RSSBefore = rss()
-	end := time.Now().UTC().Truncate(time.Hour)
 	pick := func(rng *rand.Rand) string { return storeDLQs[rng.IntN(len(storeDLQs))].name }
 	page := func(q dlq.Query, check func(r dlq.Record) bool) error {
 		p, err := st.List(ctx, q)
