@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -157,18 +158,23 @@ func RunStore(ctx context.Context, cfg StoreConfig) (*StoreReport, error) {
 		defer dropSchemas(cfg, storeSchema, copySchema)
 	}
 
-	st, err := pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Config{Schema: storeSchema, MaxConns: 4, Logger: cfg.Logger})
+	end := time.Now().UTC().Truncate(time.Hour)
+	// The store's clock follows the arrivals while they are stored, so that
+	// its week partitions are made as a month of them would have made them.
+	clock := &storeClock{}
+	clock.set(end.Add(-storeSpan))
+	st, err := pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Config{Schema: storeSchema, MaxConns: 4, Logger: cfg.Logger, Now: clock.now})
 	if err != nil {
 		return nil, fmt.Errorf("bench: store: %w", err)
 	}
 	defer st.Close()
 	rep := &StoreReport{Schema: storeSchema, Kept: cfg.Keep, Entries: cfg.Entries, CopyEntries: cfg.CopyEntries}
-	end := time.Now().UTC().Truncate(time.Hour)
 	ref, err := pgstore.Open(ctx, cfg.DatabaseURL, pgstore.Config{Schema: copySchema, MaxConns: 1, Logger: cfg.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("bench: store: copy schema: %w", err)
 	}
-	ids, err := ingest(ctx, cfg, st, ref, end, rep)
+	ids, err := ingest(ctx, cfg, st, ref, clock, end, rep)
+	clock.set(time.Time{})
 	ref.Close()
 	dropSchemas(cfg, copySchema)
 	if err != nil {
@@ -231,14 +237,18 @@ func measureStore(ctx context.Context, cfg StoreConfig, st *pgstore.Store, ids [
 // Each batch of the first cfg.CopyEntries is also written to ref's
 // dlq_entries by a raw binary COPY (pgx CopyFrom) right after, so that both
 // run under the same load: the reference.
-func ingest(ctx context.Context, cfg StoreConfig, st, ref *pgstore.Store, end time.Time, rep *StoreReport) ([]string, error) {
+func ingest(ctx context.Context, cfg StoreConfig, st, ref *pgstore.Store, clock *storeClock, end time.Time, rep *StoreReport) ([]string, error) {
 	var ids []string
 	every := max(cfg.Entries/10_000, 1)
 	var spent, copying time.Duration // in InsertBatch and COPY: generating the entries is not timed
 	batch := make([]dlq.Record, 0, cfg.Batch)
 	cols := pgstore.InsertColumns()
 	copied := 0
+	week := int64(-1)
 	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
 		start := time.Now()
 		res, err := st.InsertBatch(ctx, batch)
 		spent += time.Since(start)
@@ -267,6 +277,18 @@ func ingest(ctx context.Context, cfg StoreConfig, st, ref *pgstore.Store, end ti
 	}
 	for i := range cfg.Entries {
 		r := storeRecord(i, cfg.Entries, end)
+		if w := r.ReceivedAt.UnixMilli() / weekMillis; w != week {
+			// A new week: the store's hourly maintenance would have made
+			// its partition (and the next ones) by now.
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			clock.set(r.ReceivedAt)
+			if err := st.Maintain(ctx); err != nil {
+				return nil, fmt.Errorf("bench: store: %w", err)
+			}
+			week = w
+		}
 		rep.PayloadBytes += int64(len(r.Entry.OriginalValue))
 		if i%every == 0 {
 			ids = append(ids, r.DLQ+"/"+r.ID)
@@ -309,6 +331,31 @@ func shapeStatuses(ctx context.Context, cfg StoreConfig, st *pgstore.Store) erro
 		return fmt.Errorf("bench: store: vacuum: %w", err)
 	}
 	return nil
+}
+
+// weekMillis is the span of the store's partitions (pgstore, schema 6).
+const weekMillis = 7 * 24 * 3600 * 1000
+
+// storeClock is the store's clock while RunStore fills it: the arrival
+// time of the entries being stored; the zero time means time.Now.
+type storeClock struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (c *storeClock) set(t time.Time) {
+	c.mu.Lock()
+	c.at = t
+	c.mu.Unlock()
+}
+
+func (c *storeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at.IsZero() {
+		return time.Now()
+	}
+	return c.at
 }
 
 // dropSchemas drops what RunStore made, whatever happened.

@@ -67,7 +67,7 @@ func storeRecord(i, n int, end time.Time) dlq.Record {
 		r.ID = dlq.KafkaID(int32(i%12), int64(i/12))
 		r.Identity = fmt.Sprintf("%s@%d", r.ID, ms)
 	} else {
-		r.ID = fmt.Sprintf("%013x%013x", ms, rng.Uint64()>>12)
+		r.ID = dlq.NewID(at) // as the store makes them: the week partition is the id's
 		r.Identity = fmt.Sprintf("%016x%016x%016x%016x", rng.Uint64(), rng.Uint64(), rng.Uint64(), rng.Uint64())
 	}
 	ek := rng.IntN(len(storeErrors))
