@@ -25,3 +25,36 @@ func TestConfigValidate(t *testing.T) {
 		return err
 	})
 }
+
+// TestSessionSettings: the store's connections plan every statement for
+// its values and never JIT-compile (at millions of entries a batch
+// insert's estimated cost passes jit_above_cost and compiling it cost
+// more than running it), unless the URL sets jit itself.
+func TestSessionSettings(t *testing.T) {
+	for _, tt := range []struct{ url, jit string }{
+		{testenv.PostgreSQL.URL(), "off"},
+		{withParam(testenv.PostgreSQL.URL(), "jit=on"), "on"},
+	} {
+		s, err := pgstore.Open(t.Context(), tt.url, pgstore.Config{Schema: testenv.Schema(t), MaxConns: 1})
+		if err != nil {
+			testenv.PostgreSQL.Fail(t, err)
+		}
+		var jit, planning string
+		err = s.Pool().QueryRow(t.Context(), `SELECT current_setting('jit'), current_setting('plan_cache_mode')`).Scan(&jit, &planning)
+		s.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if jit != tt.jit || planning != "force_custom_plan" {
+			t.Errorf("Open(%s): jit = %s, plan_cache_mode = %s; want %s, force_custom_plan", pgstore.MaskURL(tt.url), jit, planning, tt.jit)
+		}
+	}
+}
+
+// withParam adds a query parameter to a URL.
+func withParam(url, param string) string {
+	if strings.Contains(url, "?") {
+		return url + "&" + param
+	}
+	return url + "?" + param
+}
