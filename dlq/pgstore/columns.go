@@ -165,11 +165,15 @@ func fillValues(ctx context.Context, q querier, recs []dlq.Record) error {
 // archived) from its start, a chunk at a time, copied straight from the
 // driver's buffer.
 func readInto(ctx context.Context, q querier, dlqName, id string, dst []byte) error {
+	w, err := idPart(ctx, q, dlqName, id)
+	if err != nil {
+		return err
+	}
 	table := "dlq_entries"
 	for off := 0; off < len(dst); {
 		chunk := &chunkScanner{dst: dst[off:min(off+valueChunk, len(dst))]}
 		err := q.QueryRow(ctx, `SELECT substring(original_value FROM $3 FOR $4) FROM `+table+` WHERE dlq = $1 AND id = $2 AND part IN (0, $5::integer)`,
-			dlqName, id, off+1, len(chunk.dst), idWeek(id)).Scan(chunk)
+			dlqName, id, off+1, len(chunk.dst), w).Scan(chunk)
 		if errors.Is(err, pgx.ErrNoRows) && table == "dlq_entries" {
 			table = "dlq_entries_archive" // archived meanwhile
 			continue

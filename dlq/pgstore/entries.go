@@ -49,7 +49,11 @@ func (s *Store) GetMany(ctx context.Context, dlqName string, ids []string) ([]dl
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	parts := idsParts(ids)
+	recorded, err := recordedParts(ctx, s.pool, dlqName, ids)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: get %d entries of %q: %w", len(ids), dlqName, err)
+	}
+	parts := idsParts(ids, recorded)
 	rows, err := s.pool.Query(ctx, `SELECT `+cols(false, whole)+` FROM dlq_entries WHERE dlq = $1 AND id = ANY($2) AND `+parts+`
 		UNION ALL SELECT `+cols(true, whole)+` FROM dlq_entries_archive WHERE dlq = $1 AND id = ANY($2) AND `+parts, dlqName, ids)
 	if err != nil {
@@ -89,10 +93,14 @@ func (s *Store) ReadValue(ctx context.Context, dlqName, id string, off int64, n 
 	if off < 0 || n < 0 {
 		return nil, fmt.Errorf("pgstore: read value of %q: negative offset or length", name)
 	}
+	w, err := idPart(ctx, s.pool, dlqName, id)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: read value of %q: %w", name, err)
+	}
 	var b []byte
 	for _, table := range []string{"dlq_entries", "dlq_entries_archive"} {
 		err := s.pool.QueryRow(ctx, `SELECT substring(original_value FROM $3 FOR $4) FROM `+table+` WHERE dlq = $1 AND id = $2 AND part IN (0, $5::integer)`,
-			dlqName, id, off+1, n, idWeek(id)).Scan(&b)
+			dlqName, id, off+1, n, w).Scan(&b)
 		if err == nil {
 			return b, nil
 		}
@@ -111,15 +119,19 @@ type querier interface {
 // get reads a live record (locking it FOR UPDATE when lock is set) or, when
 // there is none, an archived one, loading m of its message (previewLen:
 // the preview's length); dlq.ErrNotFound when neither exists. It reads
-// the partitions id may be in only (0 and its week): unlocked, the week's
-// first (where the store puts an entry), then 0 (one partition to plan
-// per statement); locked, both in one statement.
+// the partitions id may be in only (0 and its week, or for an id without
+// time its recorded part: idPart): unlocked, the week's first (where the
+// store puts an entry), then 0 (one partition to plan per statement);
+// locked, both in one statement.
 func get(ctx context.Context, q querier, dlqName, id string, m message, lock bool, previewLen ...int) (dlq.Record, error) {
 	args := []any{dlqName, id}
 	if m == preview {
 		args = append(args, previewLen[0])
 	}
-	w := idWeek(id)
+	w, err := idPart(ctx, q, dlqName, id)
+	if err != nil {
+		return dlq.Record{}, err
+	}
 	args = append(args, w) // the last parameter
 	param := fmt.Sprintf("$%d::integer", len(args))
 	tries := []string{" AND part IN (0, " + param + ")"}

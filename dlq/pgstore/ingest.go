@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -21,17 +20,24 @@ const insertCols = `dlq, id, identity, broker, severity, status, status_changed_
 	fingerprint, part`
 
 // insertFrom returns the statement that inserts the rows of src (a
-// SELECT of insertCols and ord, their order in the batch), skipping those
-// whose identity the DLQ holds or whose id its partitions 0 and week(id)
-// hold, and a record of the batch whose identity an earlier one has. The
-// identity is first claimed in dlq_keys (the partitions only know their
-// own: (dlq, identity) is unique per DLQ through dlq_keys, and partition
-// 0's own index for the entries of schema version 5), then the entry is
-// inserted, in dlq order (so that concurrent batches claim keys in the
-// same order); the summary trigger counts the inserted rows in the same
-// statement. It returns a row (dlq, identity, id) per claimed identity, id
-// NULL when the entry was not inserted after all (its id is taken: the key
-// is an orphan that the caller deletes).
+// SELECT of insertCols, timeless and ord, their order in the batch),
+// skipping those whose identity the DLQ holds or whose id its partitions
+// 0 and week(id) hold, and a record of the batch whose identity an
+// earlier one has. The identity is first claimed in dlq_keys (the
+// partitions only know their own: (dlq, identity) is unique per DLQ
+// through dlq_keys, and partition 0's own index for the entries of schema
+// version 5), then, for an id without time (timeless: its partition is
+// its received week's, which the id does not tell), the id is claimed in
+// dlq_id_parts with its partition (unique per DLQ there, whichever
+// partition holds it), then the entry is inserted, in dlq order (so that
+// concurrent batches claim keys in the same order); the summary trigger
+// counts the inserted rows in the same statement. It returns a row (dlq,
+// identity, id) per claimed identity, id NULL when the entry was not
+// inserted after all (its id is taken: the key is an orphan that the
+// caller deletes). An id claimed in dlq_id_parts is always inserted: its
+// identity is claimed and no partition holds the id (a second record of
+// the batch with the same id in the same partition is skipped by that
+// partition's (dlq, id) index, its id recorded once with that partition).
 func insertFrom(src string) string {
 	return `WITH src AS MATERIALIZED (` + src + `),
 	first AS (SELECT DISTINCT ON (dlq, identity) * FROM src ORDER BY dlq, identity, ord),
@@ -43,9 +49,17 @@ func insertFrom(src string) string {
 		ORDER BY f.dlq, f.identity
 		ON CONFLICT DO NOTHING
 		RETURNING dlq, identity),
+	idparts AS (
+		INSERT INTO dlq_id_parts (dlq, id, part)
+		SELECT f.dlq, f.id, f.part FROM first f JOIN keys k ON k.dlq = f.dlq AND k.identity = f.identity
+		WHERE f.timeless
+		ORDER BY f.dlq, f.id, f.ord
+		ON CONFLICT DO NOTHING
+		RETURNING dlq, id, part),
 	ins AS (
 		INSERT INTO dlq_entries (` + insertCols + `)
 		SELECT ` + prefixed("f.", insertCols) + ` FROM first f JOIN keys k ON k.dlq = f.dlq AND k.identity = f.identity
+		WHERE NOT f.timeless OR EXISTS (SELECT 1 FROM idparts p WHERE p.dlq = f.dlq AND p.id = f.id AND p.part = f.part)
 		ORDER BY f.ord
 		ON CONFLICT DO NOTHING
 		RETURNING dlq, id, identity)
@@ -66,11 +80,11 @@ func prefixed(prefix, list string) string {
 var insertSQL = insertFrom(`SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[], $9::bigint[], $10::timestamptz[],
 		$11::text[], $12::text[], $13::integer[], $14::bigint[], $15::bytea[], $16::bytea[], $17::bytea[], $18::bytea[],
 		$19::text[], $20::text[], $21::text[], $22::text[], $23::integer[], $24::text[], $25::text[], $26::text[], $27::timestamptz[], $28::timestamptz[],
-		$29::text[], $30::integer[]) WITH ORDINALITY AS u(` + insertCols + `, ord)`)
+		$29::text[], $30::integer[], $31::boolean[]) WITH ORDINALITY AS u(` + insertCols + `, timeless, ord)`)
 
 // copySQL inserts the batch copied into the staging table, in the order
 // it was copied: see insertFrom.
-var copySQL = insertFrom(`SELECT ` + insertCols + `, row_number() OVER (ORDER BY ctid) AS ord FROM dlq_ingest_v6`)
+var copySQL = insertFrom(`SELECT ` + insertCols + `, timeless, row_number() OVER (ORDER BY ctid) AS ord FROM dlq_ingest_v7`)
 
 // deleteOrphanKeys deletes the keys of dlq_keys that an insert claimed
 // for entries it did not insert ($1, $2: dlq and identity arrays).
@@ -78,37 +92,6 @@ const deleteOrphanKeys = `DELETE FROM dlq_keys k USING unnest($1::text[], $2::te
 	WHERE k.dlq = o.dlq AND k.identity = o.identity
 		AND NOT EXISTS (SELECT 1 FROM dlq_entries e WHERE e.dlq = k.dlq AND e.identity = k.identity)
 		AND NOT EXISTS (SELECT 1 FROM dlq_entries_archive a WHERE a.dlq = k.dlq AND a.identity = k.identity)`
-
-// batchArgs are the column arrays of insertSQL, the records going to
-// partitions parts.
-func batchArgs(rs []dlq.Record, into []int32) []any {
-	n := len(rs)
-	var (
-		dlqs, ids, idents, brokers, sevs, statuses, bys = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		changed, received                               = make([]time.Time, n), make([]time.Time, n)
-		versions, offsets                               = make([]int64, n), make([]int64, n)
-		msgIDs, topics, classes, msgs, stacks, reasons  = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		workers, instances, sources                     = make([]string, n), make([]string, n), make([]string, n)
-		parts, retries                                  = make([]int32, n), make([]int32, n)
-		keys, values, headers, wires                    = make([][]byte, n), make([][]byte, n), make([][]byte, n), make([][]byte, n)
-		firsts, lasts                                   = make([]*time.Time, n), make([]*time.Time, n)
-		fingerprints                                    = make([]string, n)
-	)
-	for i, r := range rs {
-		e := &r.Entry
-		dlqs[i], ids[i], idents[i], brokers[i], sevs[i], statuses[i], bys[i] = r.DLQ, r.ID, r.Identity, string(r.Broker), r.Severity, string(r.Status), r.StatusBy
-		changed[i], received[i], versions[i] = r.StatusChangedAt, r.ReceivedAt, r.Version
-		msgIDs[i], topics[i], parts[i], offsets[i] = e.MessageID, e.OriginalTopic, e.OriginalPartition, e.OriginalOffset
-		keys[i], values[i], headers[i], wires[i] = e.OriginalKey, e.OriginalValue, encodeHeaders(e.OriginalHeaders), e.OriginalWire
-		classes[i], msgs[i], stacks[i], reasons[i], retries[i] = e.ErrorClass, e.ErrorMessage, e.StackTrace, e.Reason, int32(e.RetryCount)
-		workers[i], instances[i], sources[i] = e.Worker, e.WorkerInstance, e.Source
-		firsts[i], lasts[i] = nullTime(e.FirstFailureAt), nullTime(e.LastFailureAt)
-		fingerprints[i] = r.Fingerprint
-	}
-	return []any{dlqs, ids, idents, brokers, sevs, statuses, changed, bys, versions, received,
-		msgIDs, topics, parts, offsets, keys, values, headers, wires,
-		classes, msgs, stacks, reasons, retries, workers, instances, sources, firsts, lasts, fingerprints, into}
-}
 
 // Insert implements dlq.Store: a batch of one.
 func (s *Store) Insert(ctx context.Context, r dlq.Record) (dlq.Record, bool, error) {
@@ -214,20 +197,20 @@ const copyMin = 4
 // into before the INSERT … SELECT that skips duplicates: created on a
 // connection the first time a batch finds it missing, emptied at every
 // commit.
-const stagingTable = `CREATE TEMPORARY TABLE IF NOT EXISTS dlq_ingest_v6 (
+const stagingTable = `CREATE TEMPORARY TABLE IF NOT EXISTS dlq_ingest_v7 (
 	dlq text, id text, identity text, broker text, severity text, status text, status_changed_at timestamptz, status_by text,
 	version bigint, received_at timestamptz, message_id text, original_topic text, original_partition integer, original_offset bigint,
 	original_key bytea, original_value bytea, original_headers bytea, original_wire bytea,
 	error_class text, error_message text, stack_trace text, reason text, retry_count integer, worker text, worker_instance text, source text,
-	first_failure_at timestamptz, last_failure_at timestamptz, fingerprint text, part integer) ON COMMIT DELETE ROWS`
+	first_failure_at timestamptz, last_failure_at timestamptz, fingerprint text, part integer, timeless boolean) ON COMMIT DELETE ROWS`
 
 // insertStatement writes batch, skipping the rows whose identity or id
 // the DLQ holds, and returns the ids of those it inserted by identity:
 // small batches by insertSQL, larger ones by a binary COPY into
-// dlq_ingest_v6 and copySQL from it, in one transaction (its rows in
+// dlq_ingest_v7 and copySQL from it, in one transaction (its rows in
 // batch order, so that seq follows the batch). Each record goes to its
-// id's week partition when the store knows it exists, else to partition
-// 0; when one does not exist after all (archived meanwhile), the set of
+// week's partition (partOf) when the store knows it exists, else to
+// partition 0; when one does not exist after all (archived meanwhile), the set of
 // partitions is reloaded and the batch tried once more.
 func (s *Store) insertStatement(ctx context.Context, batch []dlq.Record) (map[ident]string, error) {
 	inserted, err := s.insertOnce(ctx, batch)
@@ -245,7 +228,7 @@ func (s *Store) insertStatement(ctx context.Context, batch []dlq.Record) (map[id
 func (s *Store) insertOnce(ctx context.Context, batch []dlq.Record) (map[ident]string, error) {
 	parts := make([]int32, len(batch))
 	for i, r := range batch {
-		parts[i] = s.partOf(r.ID)
+		parts[i] = s.partOf(r)
 	}
 	inserted := map[ident]string{}
 	var orphans []ident
@@ -276,7 +259,7 @@ func (s *Store) insertOnce(ctx context.Context, batch []dlq.Record) (map[ident]s
 	defer conn.Release()
 	err = copyBatch(ctx, conn.Conn(), batch, parts, collect, &orphans, &d, &identity, &id)
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42P01" && strings.Contains(pgErr.Message, "dlq_ingest_v6") { // undefined_table
+	if errors.As(err, &pgErr) && pgErr.Code == "42P01" && strings.Contains(pgErr.Message, "dlq_ingest_v7") { // undefined_table
 		if _, err := conn.Exec(ctx, stagingTable); err != nil {
 			return nil, fmt.Errorf("create the staging table: %w", err)
 		}
@@ -296,7 +279,7 @@ func orphanArgs(orphans []ident) []any {
 	return []any{dlqs, idents}
 }
 
-// copyBatch copies batch (to partitions parts) into dlq_ingest_v6 and
+// copyBatch copies batch (to partitions parts) into dlq_ingest_v7 and
 // inserts it from there, in one transaction, calling collect with each
 // claimed identity's row (dlq, identity, id) scanned into dest, and
 // deleting the orphans collect gathered in the same transaction.
@@ -306,8 +289,8 @@ func copyBatch(ctx context.Context, conn *pgx.Conn, batch []dlq.Record, parts []
 		return err
 	}
 	defer func() { _ = tx.Rollback(ctx) }() // a no-op after Commit
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"dlq_ingest_v6"}, InsertColumns(), pgx.CopyFromSlice(len(batch), func(i int) ([]any, error) {
-		return insertValues(batch[i], parts[i]), nil
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"dlq_ingest_v7"}, stagingColumns(), pgx.CopyFromSlice(len(batch), func(i int) ([]any, error) {
+		return stagingValues(batch[i], parts[i]), nil
 	})); err != nil {
 		return err
 	}
@@ -421,29 +404,4 @@ func (s *Store) fillExisting(ctx context.Context, out []dlq.InsertResult, found 
 		out[i].Stored = recs[0]
 	}
 	return nil
-}
-
-// InsertColumns returns the columns of dlq_entries an insert writes, for
-// tools that load rows themselves (the store benchmark's raw COPY
-// reference); InsertValues returns a prepared record's values for them.
-func InsertColumns() []string {
-	cols := strings.Split(insertCols, ",")
-	for i, c := range cols {
-		cols[i] = strings.TrimSpace(c)
-	}
-	return cols
-}
-
-// InsertValues returns the values of r, prepared by dlq.Record.PrepareInsert,
-// for InsertColumns, as the store writes them, in partition 0.
-func InsertValues(r dlq.Record) []any { return insertValues(r, 0) }
-
-// insertValues returns the values of r for InsertColumns, in partition
-// part.
-func insertValues(r dlq.Record, part int32) []any {
-	e := &r.Entry
-	return []any{r.DLQ, r.ID, r.Identity, r.Broker, r.Severity, string(r.Status), r.StatusChangedAt, r.StatusBy, r.Version, r.ReceivedAt,
-		e.MessageID, e.OriginalTopic, e.OriginalPartition, e.OriginalOffset, e.OriginalKey, e.OriginalValue, encodeHeaders(e.OriginalHeaders), e.OriginalWire,
-		e.ErrorClass, e.ErrorMessage, e.StackTrace, e.Reason, int32(e.RetryCount), e.Worker, e.WorkerInstance, e.Source,
-		nullTime(e.FirstFailureAt), nullTime(e.LastFailureAt), r.Fingerprint, part}
 }

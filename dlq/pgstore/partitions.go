@@ -2,8 +2,8 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,17 +72,24 @@ func timeWeek(t time.Time) int32 { return int32(t.UnixMilli() / weekMillis) }
 func weekStart(w int32) time.Time { return time.UnixMilli(int64(w) * weekMillis).UTC() }
 
 // idsParts is the condition that selects the partitions the entries of
-// ids may be in (0 and their weeks), with the weeks as literals, so that
-// PostgreSQL reads those only.
-func idsParts(ids []string) string {
+// ids may be in (0, their weeks and the recorded parts of those without
+// time: recordedParts), with the weeks as literals, so that PostgreSQL
+// reads those only.
+func idsParts(ids []string, recorded []int32) string {
 	var b strings.Builder
 	b.WriteString("part IN (0")
 	seen := map[int32]bool{0: true}
-	for _, id := range ids {
-		if w := idWeek(id); !seen[w] {
+	add := func(w int32) {
+		if !seen[w] {
 			seen[w] = true
 			b.WriteString(", " + strconv.Itoa(int(w)))
 		}
+	}
+	for _, id := range ids {
+		add(idWeek(id))
+	}
+	for _, w := range recorded {
+		add(w)
 	}
 	b.WriteString(")")
 	return b.String()
@@ -106,13 +113,55 @@ func (p *partitionSet) set(weeks map[int32]bool) {
 	p.weeks = weeks
 }
 
-// partOf is the partition an insert puts r in: its id's week when that
-// partition exists, else 0.
-func (s *Store) partOf(id string) int32 {
-	if w := idWeek(id); w > 0 && s.parts.has(w) {
+// partOf is the partition an insert puts r in: its week's when that
+// partition exists, else 0. Its week is its id's, or, for an id without
+// time (Kafka's, or any not made by dlq.NewID), the week it was received
+// in (the insert records its part in dlq_id_parts).
+func (s *Store) partOf(r dlq.Record) int32 {
+	w := idWeek(r.ID)
+	if w == 0 {
+		w = timeWeek(r.ReceivedAt)
+	}
+	if w > 0 && s.parts.has(w) {
 		return w
 	}
 	return 0
+}
+
+// idPart returns the partition besides 0 that the entry id of dlqName
+// may be in: its id's week, without a query, or, for an id without time,
+// the part recorded in dlq_id_parts (0 when none: an entry stored before
+// schema version 7 is in partition 0).
+func idPart(ctx context.Context, q querier, dlqName, id string) (int32, error) {
+	if w := idWeek(id); w > 0 {
+		return w, nil
+	}
+	var p int32
+	err := q.QueryRow(ctx, `SELECT part FROM dlq_id_parts WHERE dlq = $1 AND id = $2`, dlqName, id).Scan(&p)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return p, err
+}
+
+// recordedParts returns the parts recorded in dlq_id_parts for the ids
+// without time of ids (none, without a query, when every id has its
+// time).
+func recordedParts(ctx context.Context, q rowsQuerier, dlqName string, ids []string) ([]int32, error) {
+	var timeless []string
+	for _, id := range ids {
+		if idWeek(id) == 0 {
+			timeless = append(timeless, id)
+		}
+	}
+	if len(timeless) == 0 {
+		return nil, nil
+	}
+	rows, err := q.Query(ctx, `SELECT DISTINCT part FROM dlq_id_parts WHERE dlq = $1 AND id = ANY($2)`, dlqName, timeless)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int32])
 }
 
 // rowsQuerier is a pool, a connection or a transaction.
@@ -221,191 +270,4 @@ func (s *Store) maintainInBackground(ctx context.Context) {
 			s.log.Warn("pgstore: partition maintenance failed; retrying later", "err", err, "in", maintainEvery)
 		}
 	}
-}
-
-// archiveMoveBatch is how many entries one statement of ArchivePeriods
-// moves to partition 0 (one short transaction each).
-const archiveMoveBatch = 1000
-
-// mustStay is the condition on an entry e of a week partition that keeps
-// it live when its week goes to the archive: its DLQ has no finite
-// retention ($1, $2: the DLQs that have one, and the time before which
-// their entries are past it), it is not past it, or it is replaying.
-const mustStay = `(e.status = 'replaying' OR NOT EXISTS (
-		SELECT 1 FROM unnest($1::text[], $2::timestamptz[]) AS r(dlq, before)
-		WHERE r.dlq = e.dlq AND e.received_at < r.before))`
-
-// ArchivePeriods implements dlq.PeriodArchiver: it archives the week
-// partitions that ended before now, whose every DLQ with a finite
-// retention (retention, by DLQ; absent = kept forever) has its week past
-// that retention, each as a partition operation (a partition without any
-// such DLQ stays as it is, unless empty). First the entries that
-// must stay live (of a DLQ absent from retention, not past its retention
-// by their received time, or replaying) move to partition 0, in
-// statements of archiveMoveBatch entries; then one transaction takes a
-// SHARE lock of the partition (writes of its entries wait, reads go on),
-// moves the entries that became replaying meanwhile, counts the partition
-// (the pending entries are reported, by DLQ), detaches it (a brief ACCESS
-// EXCLUSIVE lock of dlq_entries), gives it the column archived_at (now,
-// as a default: no rewrite), attaches it to dlq_entries_archive and
-// moves its counts in dlq_counts to archived. It gives up on a partition
-// after lock_timeout (5 s) of waiting, to try again later. Its entries
-// keep their version (a row archive adds one), and their identities stay
-// in dlq_keys, so that a redelivery of one is still a duplicate.
-func (s *Store) ArchivePeriods(ctx context.Context, retention map[string]time.Duration) (dlq.PeriodsArchived, error) {
-	out := dlq.PeriodsArchived{Archived: map[string]int{}, Pending: map[string]int{}}
-	now := s.now()
-	weeks, err := livePartitions(ctx, s.pool, "dlq_entries")
-	if err != nil {
-		return out, fmt.Errorf("pgstore: archive periods: %w", err)
-	}
-	cur := timeWeek(now)
-	var past []int32
-	for w := range weeks {
-		if w < cur {
-			past = append(past, w)
-		}
-	}
-	slices.Sort(past)
-	for _, w := range past {
-		if err := s.archivePartition(ctx, w, retention, now, &out); err != nil {
-			return out, fmt.Errorf("pgstore: archive the partition of week %d: %w", w, err)
-		}
-	}
-	if len(past) > 0 {
-		if err := s.refreshPartitions(ctx); err != nil {
-			return out, err
-		}
-	}
-	return out, nil
-}
-
-// archivePartition archives the partition of week w when it may (see
-// ArchivePeriods).
-func (s *Store) archivePartition(ctx context.Context, w int32, retention map[string]time.Duration, now time.Time, out *dlq.PeriodsArchived) error {
-	name := "dlq_entries_w" + strconv.Itoa(int(w))
-	// The DLQs of the partition (a skip scan of its (dlq, seq) index).
-	rows, err := s.pool.Query(ctx, `WITH RECURSIVE d AS (
-			(SELECT dlq FROM `+name+` ORDER BY dlq LIMIT 1)
-			UNION ALL
-			SELECT (SELECT dlq FROM `+name+` WHERE dlq > d.dlq ORDER BY dlq LIMIT 1) FROM d WHERE d.dlq IS NOT NULL)
-		SELECT dlq FROM d WHERE dlq IS NOT NULL`)
-	if err != nil {
-		return err
-	}
-	dlqs, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return err
-	}
-	end := weekStart(w + 1)
-	var names []string
-	var befores []time.Time
-	for _, d := range dlqs {
-		r, ok := retention[d]
-		if !ok || r <= 0 {
-			continue // kept: its entries move to partition 0
-		}
-		if end.Add(r).After(now) {
-			return nil // this DLQ keeps the week a while longer
-		}
-		names, befores = append(names, d), append(befores, dlq.StoreTime(now.Add(-r)))
-	}
-	if len(names) == 0 && len(dlqs) > 0 {
-		return nil // nothing in it to archive: it stays as it is
-	}
-	// The entries that stay, to partition 0, a batch at a time.
-	for after := int64(0); ; {
-		var n int
-		var last *int64
-		err := s.pool.QueryRow(ctx, `WITH moved AS (
-				UPDATE dlq_entries SET part = 0 WHERE part = `+strconv.Itoa(int(w))+` AND seq IN (
-					SELECT seq FROM `+name+` e WHERE e.seq > $3 AND `+mustStay+`
-					ORDER BY seq LIMIT `+strconv.Itoa(archiveMoveBatch)+` FOR UPDATE SKIP LOCKED)
-				RETURNING seq)
-			SELECT count(*), max(seq) FROM moved`, names, befores, after).Scan(&n, &last)
-		if err != nil {
-			return fmt.Errorf("keep entries: %w", err)
-		}
-		out.Kept += n
-		if n < archiveMoveBatch || last == nil {
-			break
-		}
-		after = *last
-	}
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = tx.Rollback(ctx) }() // a no-op after Commit
-	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '5s'`); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, `LOCK TABLE `+name+` IN SHARE MODE`); err != nil {
-		return err
-	}
-	tag, err := tx.Exec(ctx, `UPDATE dlq_entries SET part = 0 WHERE part = `+strconv.Itoa(int(w))+` AND seq IN (
-		SELECT seq FROM `+name+` e WHERE `+mustStay+`)`, names, befores)
-	if err != nil {
-		return fmt.Errorf("keep entries: %w", err)
-	}
-	out.Kept += int(tag.RowsAffected())
-	// The partition's counts, as the triggers would have counted them.
-	type count struct {
-		dlq, status, severity string
-		n                     int64
-	}
-	rows, err = tx.Query(ctx, `SELECT dlq, status, severity, count(*) FROM `+name+`
-		WHERE seq > (SELECT upto FROM dlq_counts_backfill) OR seq <= (SELECT done FROM dlq_counts_backfill)
-		GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`)
-	if err != nil {
-		return err
-	}
-	var counts []count
-	var c count
-	if _, err := pgx.ForEachRow(rows, []any{&c.dlq, &c.status, &c.severity, &c.n}, func() error {
-		counts = append(counts, c)
-		return nil
-	}); err != nil {
-		return err
-	}
-	archive := "dlq_entries_archive_w" + strconv.Itoa(int(w))
-	for _, sql := range []string{
-		`ALTER TABLE dlq_entries DETACH PARTITION ` + name,
-		`ALTER TABLE ` + name + ` ADD COLUMN archived_at timestamptz NOT NULL DEFAULT ` + quoteTime(dlq.StoreTime(now)),
-		`ALTER TABLE ` + name + ` RENAME TO ` + archive,
-		`ALTER TABLE dlq_entries_archive ATTACH PARTITION ` + archive + ` FOR VALUES IN (` + strconv.Itoa(int(w)) + `)`,
-	} {
-		if _, err := tx.Exec(ctx, sql); err != nil {
-			return err
-		}
-	}
-	var ds, sts, sevs []string
-	var ns []int64
-	archived := map[string]int{}
-	for _, c := range counts {
-		ds, sts, sevs, ns = append(ds, c.dlq, c.dlq), append(sts, c.status, "archived"), append(sevs, c.severity, c.severity), append(ns, -c.n, c.n)
-		archived[c.dlq] += int(c.n)
-		if c.status == string(dlq.StatusPending) {
-			out.Pending[c.dlq] += int(c.n)
-		}
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO dlq_counts AS c (dlq, status, severity, n)
-		SELECT dlq, status, severity, sum(n) FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS x(dlq, status, severity, n)
-		GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
-		ON CONFLICT (dlq, status, severity) DO UPDATE SET n = c.n + excluded.n`, ds, sts, sevs, ns); err != nil {
-		return fmt.Errorf("move counts: %w", err)
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return err
-	}
-	for d, n := range archived {
-		out.Archived[d] += n
-	}
-	out.Partitions++
-	return nil
-}
-
-// quoteTime is t as an SQL timestamptz literal.
-func quoteTime(t time.Time) string {
-	return `'` + t.UTC().Format("2006-01-02 15:04:05.999999") + `+00'`
 }

@@ -23,9 +23,10 @@ import (
 // which the record is locked (SELECT … FOR UPDATE), checked, updated and
 // the audit row inserted, which also tells why it was refused. The one
 // statement reads the partition where the store puts the record (its id's
-// week, or 0: see partitions.go); the transaction reads both partitions
-// the record may be in (0 and its id's week: a record stored before schema
-// version 6, or kept live when its week was archived, is in 0).
+// week, the part dlq_id_parts records for an id without time, or 0: see
+// partitions.go); the transaction reads both partitions the record may be
+// in (0 and that one: a record stored before schema version 6, or 7 for
+// an id without time, or kept live when its week was archived, is in 0).
 func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, error) {
 	name := dlq.ReplayedFrom(t.DLQ, t.ID)
 	if !t.To.Valid() || t.To == dlq.StatusArchived {
@@ -38,10 +39,16 @@ func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, e
 	at = dlq.StoreTime(at)
 
 	if len(t.From) == 1 && t.From[0] != dlq.StatusArchived {
+		part := `$10::integer` // the id's week
+		if idWeek(t.ID) == 0 {
+			// Its recorded part (an init plan: PostgreSQL prunes the
+			// partitions when the statement starts), or 0.
+			part = `coalesce((SELECT p.part FROM dlq_id_parts p WHERE p.dlq = $1 AND p.id = $2), $10::integer)`
+		}
 		_, r, err := scanRecord(s.pool.QueryRow(ctx, `WITH moved AS (
 				UPDATE dlq_entries
 				SET status = $3, status_changed_at = $4, status_by = $5, version = version + 1
-				WHERE dlq = $1 AND id = $2 AND part = $10::integer AND status = $6 AND ($7::bigint <= 0 OR version = $7::bigint)
+				WHERE dlq = $1 AND id = $2 AND part = `+part+` AND status = $6 AND ($7::bigint <= 0 OR version = $7::bigint)
 				RETURNING `+cols(false, brief)+`),
 			audit AS (
 				INSERT INTO audit_log (at, actor, action, dlq, entry_id, from_status, to_status, reason)
@@ -78,10 +85,14 @@ func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, e
 		return cur, fmt.Errorf("pgstore: transition entry %q to %s: %w: it changed meanwhile (version %d, not %d)",
 			name, t.To, dlq.ErrNotPending, cur.Version, t.IfVersion)
 	}
+	w, err := idPart(ctx, tx, t.DLQ, t.ID)
+	if err != nil {
+		return dlq.Record{}, fmt.Errorf("pgstore: transition entry %q: %w", name, err)
+	}
 	_, r, err := scanRecord(tx.QueryRow(ctx, `UPDATE dlq_entries
 		SET status = $3, status_changed_at = $4, status_by = $5, version = version + 1
 		WHERE dlq = $1 AND id = $2 AND part IN (0, $6::integer)
-		RETURNING `+cols(false, brief), t.DLQ, t.ID, string(t.To), at, t.Actor, idWeek(t.ID)), brief)
+		RETURNING `+cols(false, brief), t.DLQ, t.ID, string(t.To), at, t.Actor, w), brief)
 	if err != nil {
 		return dlq.Record{}, fmt.Errorf("pgstore: transition entry %q: update: %w", name, err)
 	}
