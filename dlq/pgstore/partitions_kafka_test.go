@@ -5,8 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
@@ -279,5 +284,60 @@ func TestMigrateVersion6Kafka(t *testing.T) {
 	}
 	if part, recorded := partOf(t, s, d, "0-9"); part != int32(week(start)) || recorded != part {
 		t.Errorf("new entry in part %d (recorded %d), want %d", part, recorded, week(start))
+	}
+}
+
+// A lookup of a Kafka entry reads partition 0 and its recorded week only:
+// a Get looks the part up first and names it (the others are pruned when
+// planning: not in the plan), a transition in one statement reads it by an
+// init plan (the others are pruned when it runs: never executed).
+func TestKafkaPartitionPruning(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newStore(t)
+	now := time.Now()
+	for w := range pgstore.PartitionsAhead + 1 {
+		at := now.Add(time.Duration(w) * 7 * 24 * time.Hour)
+		for i := range 3 {
+			if _, _, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: "x.dlq", ID: dlq.KafkaID(int32(w), int64(i)), ReceivedAt: at}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rec := fmt.Sprint("dlq_entries_w", week(now)+1) // the week of 1-1
+	tx, err := s.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	const recorded = `coalesce((SELECT p.part FROM dlq_id_parts p WHERE p.dlq = 'x.dlq' AND p.id = '1-1'), 0)`
+	for _, tt := range []struct {
+		sql  string
+		want []string
+	}{
+		{`SELECT id FROM dlq_entries WHERE dlq = 'x.dlq' AND id = '1-1' AND part = ` + fmt.Sprint(week(now)+1), []string{rec}},
+		{`SELECT id FROM dlq_entries WHERE dlq = 'x.dlq' AND id = '1-1' AND part IN (0, ` + fmt.Sprint(week(now)+1) + `) FOR UPDATE`, []string{"dlq_entries_p0", rec}},
+		{`SELECT id FROM dlq_entries WHERE dlq = 'x.dlq' AND id = '1-1' AND part IN (0, ` + recorded + `)`, []string{"dlq_entries_p0", rec}},
+		{`UPDATE dlq_entries SET status = 'replaying' WHERE dlq = 'x.dlq' AND id = '1-1' AND part = ` + recorded + ` AND status = 'pending'`, []string{rec}},
+	} {
+		rows, err := tx.Query(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) `+tt.sql)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var read []string
+		for _, l := range lines {
+			if m := regexp.MustCompile(`Scan (?:using \S+ )?on (dlq_entries_(?:p0|w\d+))`).FindStringSubmatch(l); m != nil && !strings.Contains(l, "never executed") {
+				read = append(read, m[1])
+			}
+		}
+		plan := strings.Join(lines, "\n")
+		if !slices.Equal(read, tt.want) {
+			t.Errorf("%s reads %v, want %v:\n%s", tt.sql, read, tt.want, plan)
+		}
+		t.Logf("%s\n%s", tt.sql, plan)
 	}
 }
