@@ -92,21 +92,24 @@ func TestRunStoreKeepReuse(t *testing.T) {
 	if after := benchSchemas(t); after != before+1 || !rep.Kept || rep.Schema == "" {
 		t.Fatalf("%d bench schemas after a kept run, %d before; report schema %q kept %v", after, before, rep.Schema, rep.Kept)
 	}
-	// RabbitMQ's entries (48 %) carry store-made ids, each in its week's
-	// partition, made as the arrivals went by; Kafka's stay in partition 0.
+	// Every entry is in its week's partition, made as the arrivals went
+	// by: RabbitMQ's (48 %) by their store-made ids, Kafka's (ids without
+	// time) by their arrival, their part recorded in dlq_id_parts.
 	conn, err := pgx.Connect(t.Context(), cfg.DatabaseURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var weeks, inWeeks int
-	err = conn.QueryRow(t.Context(), `SELECT count(DISTINCT part) FILTER (WHERE part > 0), count(*) FILTER (WHERE part > 0) FROM `+
-		pgx.Identifier{rep.Schema, "dlq_entries"}.Sanitize()).Scan(&weeks, &inWeeks)
+	var weeks, inWeeks, kafka, recorded int
+	err = conn.QueryRow(t.Context(), `SELECT count(DISTINCT part) FILTER (WHERE part > 0), count(*) FILTER (WHERE part > 0),
+			count(*) FILTER (WHERE broker = 'kafka'), (SELECT count(*) FROM `+pgx.Identifier{rep.Schema, "dlq_id_parts"}.Sanitize()+` WHERE part > 0)
+		FROM `+pgx.Identifier{rep.Schema, "dlq_entries"}.Sanitize()).Scan(&weeks, &inWeeks, &kafka, &recorded)
 	conn.Close(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if weeks < 4 || inWeeks < 800 {
-		t.Errorf("%d entries in %d week partitions, want about 960 in 5", inWeeks, weeks)
+	if weeks < 4 || inWeeks < cfg.Entries-10 || kafka < 800 || recorded != kafka {
+		t.Errorf("%d entries in %d week partitions, %d of Kafka with %d recorded parts; want nearly all %d in 5, the parts of all Kafka's",
+			inWeeks, weeks, kafka, recorded, cfg.Entries)
 	}
 	again, err := bench.RunStore(t.Context(), bench.StoreConfig{DatabaseURL: cfg.DatabaseURL, Samples: 3, Reuse: rep.Schema})
 	if err != nil {
