@@ -18,7 +18,9 @@ import (
 // migrations/0006_partitions.sql): partition 0 keeps the entries of
 // version 5, those of a week whose partition does not exist, and those
 // that outlived their week's archiving; partition N > 0 holds the entries
-// whose id was made by dlq.NewID in week N since the Unix epoch.
+// whose id was made by dlq.NewID in week N since the Unix epoch and, from
+// version 7 (migrations/0007_id_parts.sql), those of an id without time
+// (Kafka's) received in week N, whose part dlq_id_parts records.
 
 // weekMillis is the length of a partition's period.
 const weekMillis = 7 * 24 * 60 * 60 * 1000

@@ -5,12 +5,14 @@
 // (migrations/NNNN_name.sql, recorded in a schema_migrations table) in one
 // transaction under an advisory lock, so several instances may start at
 // once. Tables: dlq_entries (live records), dlq_entries_archive (records
-// past retention), both partitioned by the week of the record's id
-// (partitions.go), dlq_keys (the identities, unique per DLQ across
-// partitions), dlq_counts (entries by DLQ × status × severity, kept by
+// past retention), both partitioned by the week of the record's id, or
+// of its arrival for an id without time (partitions.go), dlq_keys (the
+// identities, unique per DLQ across partitions), dlq_id_parts (the
+// partition of each entry of an id without time, which keeps such ids
+// unique per DLQ), dlq_counts (entries by DLQ × status × severity, kept by
 // triggers) and audit_log (every replay and discard, written in the
 // transaction of the status change). Every connection has a temporary
-// staging table, dlq_ingest_v6, that batches are copied into (InsertBatch).
+// staging table, dlq_ingest_v7, that batches are copied into (InsertBatch).
 // Every statement is parameterised.
 package pgstore
 

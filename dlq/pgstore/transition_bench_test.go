@@ -78,7 +78,7 @@ func BenchmarkReplayPath(b *testing.B) {
 func BenchmarkTransitionAB(b *testing.B) {
 	const background, batch = 50_000, 1000
 	ctx := context.Background()
-	s := newStore(b) // version 6
+	s := newStore(b) // partitioned (version 6 and later)
 	flat := testenv.Schema(b)
 	conn, err := pgx.Connect(ctx, testenv.PostgreSQL.URL())
 	if err != nil {
