@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -340,4 +341,53 @@ func TestKafkaPartitionPruning(t *testing.T) {
 		}
 		t.Logf("%s\n%s", tt.sql, plan)
 	}
+}
+
+// Concurrent inserts of one Kafka id received in different weeks store it
+// once: with other identities the others are id conflicts, with the same
+// identity duplicates.
+func TestKafkaIDUniqueAcrossWeeks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	start := time.Now().Add(-10 * 7 * 24 * time.Hour)
+	s, schema, _ := openClocked(t, start)
+	for _, sameIdentity := range []bool{false, true} {
+		id := fmt.Sprint("7-", sameIdentity)
+		const n = 9
+		var wg sync.WaitGroup
+		res := make([]error, n)
+		inserted := make([]bool, n)
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := dlq.Record{Broker: broker.Kafka, DLQ: "u.dlq", ID: id, Identity: fmt.Sprint("i", i),
+					ReceivedAt: start.Add(time.Duration(i%3) * 7 * 24 * time.Hour)} // 3 weeks
+				if sameIdentity {
+					r.Identity = "same"
+				}
+				_, inserted[i], res[i] = s.Insert(ctx, r)
+			}()
+		}
+		wg.Wait()
+		var stored, conflicts int
+		for i := range n {
+			switch {
+			case inserted[i] && res[i] == nil:
+				stored++
+			case !sameIdentity && errors.Is(res[i], dlq.ErrIDConflict), sameIdentity && res[i] == nil:
+				conflicts++
+			default:
+				t.Errorf("Insert %d = %v, %v", i, inserted[i], res[i])
+			}
+		}
+		var rows int
+		if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM dlq_entries WHERE dlq = 'u.dlq' AND id = $1`, id).Scan(&rows); err != nil {
+			t.Fatal(err)
+		}
+		if stored != 1 || conflicts != n-1 || rows != 1 {
+			t.Errorf("same identity %v: %d stored, %d conflicts or duplicates, %d rows; want 1, %d, 1", sameIdentity, stored, conflicts, rows, n-1)
+		}
+	}
+	checkCounts(t, schema)
 }
