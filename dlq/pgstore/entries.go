@@ -271,7 +271,7 @@ func (s *Store) List(ctx context.Context, q dlq.Query) (dlq.Page, error) {
 // Count implements dlq.Store: from dlq_counts when q selects by DLQ and
 // status only (what the console's header and the gauges ask), else by
 // counting the entries q selects. Until the backfill of schema version 3
-// is done, the entries it has yet to count are counted (allCounts).
+// is done, the entries it has yet to count are counted (countsSQL).
 func (s *Store) Count(ctx context.Context, q dlq.Query) (int64, error) {
 	q.Cursor = ""
 	if err := q.Validate(); err != nil {
@@ -280,7 +280,11 @@ func (s *Store) Count(ctx context.Context, q dlq.Query) (int64, error) {
 	var n int64
 	if q.ErrorClass == "" && q.Text == "" && q.Group == "" && q.Since.IsZero() && q.Until.IsZero() {
 		status := string(q.Status)
-		err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(n), 0)::bigint FROM `+allCounts+` c
+		counts, err := s.countsSQL(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("pgstore: count %q: %w", q.DLQ, err)
+		}
+		err = s.pool.QueryRow(ctx, `SELECT coalesce(sum(n), 0)::bigint FROM `+counts+` c
 			WHERE ($1 = '' OR dlq = $1) AND CASE WHEN $2 = '' THEN status <> 'archived' ELSE status = $2 END`, q.DLQ, status).Scan(&n)
 		if err != nil {
 			return 0, fmt.Errorf("pgstore: count %q: %w", q.DLQ, err)
@@ -298,6 +302,10 @@ func (s *Store) Count(ctx context.Context, q dlq.Query) (int64, error) {
 // DLQ a few index probes: its newest record (broker, severity), its first
 // pending record by insertion order and its latest received time.
 func (s *Store) Summaries(ctx context.Context) ([]dlq.Summary, error) {
+	counts, err := s.countsSQL(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("pgstore: summaries: %w", err)
+	}
 	rows, err := s.pool.Query(ctx, `WITH c AS (
 			SELECT dlq,
 				sum(n) FILTER (WHERE status = 'pending')::bigint AS pending,
@@ -305,7 +313,7 @@ func (s *Store) Summaries(ctx context.Context) ([]dlq.Summary, error) {
 				sum(n) FILTER (WHERE status = 'replayed')::bigint AS replayed,
 				sum(n) FILTER (WHERE status = 'discarded')::bigint AS discarded,
 				sum(n) FILTER (WHERE status = 'archived')::bigint AS archived
-			FROM `+allCounts+` a GROUP BY dlq HAVING sum(n) > 0)
+			FROM `+counts+` a GROUP BY dlq HAVING sum(n) > 0)
 		SELECT c.dlq, coalesce(c.pending, 0), coalesce(c.replaying, 0), coalesce(c.replayed, 0), coalesce(c.discarded, 0), coalesce(c.archived, 0),
 			e.broker, e.severity,
 			(SELECT received_at FROM dlq_entries WHERE dlq = c.dlq AND status = 'pending' ORDER BY seq LIMIT 1),

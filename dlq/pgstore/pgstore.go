@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -92,6 +93,9 @@ type Store struct {
 	// when the background maintenance returned.
 	parts      partitionSet
 	maintained chan struct{}
+	// counted is set once the backfill of schema version 3 is seen done:
+	// dlq_counts alone then holds every count (countsSQL).
+	counted atomic.Bool
 }
 
 var _ dlq.Store = (*Store)(nil)
