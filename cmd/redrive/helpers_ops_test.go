@@ -64,10 +64,16 @@ func (d *daemonRun) exited() (int, bool) {
 // what describe says.
 func eventually(t *testing.T, what string, cond func() bool, describe func() string) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	eventuallyWithin(t, 60*time.Second, what, cond, describe)
+}
+
+// eventuallyWithin is eventually with another bound.
+func eventuallyWithin(t *testing.T, within time.Duration, what string, cond func() bool, describe func() string) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 60s\n%s", what, describe())
+			t.Fatalf("%s: not within %v\n%s", what, within, describe())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
