@@ -11,8 +11,7 @@ import (
 )
 
 func TestCursorRoundTrip(t *testing.T) {
-	at := time.Date(2026, 11, 26, 20, 1, 2, 345678000, time.UTC)
-	for _, c := range []dlq.Cursor{{After: 0}, {After: 1}, {After: 1<<62 + 7, NewestFirst: true}, {After: 9, At: at}, {After: 1<<62 + 7, NewestFirst: true, At: at}} {
+	for _, c := range []dlq.Cursor{{After: 0}, {After: 1}, {After: 1<<62 + 7, NewestFirst: true}} {
 		s := c.Encode()
 		if strings.ContainsAny(s, "/+=?&# ") {
 			t.Errorf("cursor %q is not URL-safe", s)
@@ -22,9 +21,7 @@ func TestCursorRoundTrip(t *testing.T) {
 			t.Errorf("DecodeCursor(Encode(%+v)) = %+v, %v", c, got, err)
 		}
 	}
-	for _, bad := range []string{"x", "YQ", "../../etc", "1' OR '1'='1", "YzFhLTE", "YzF4MQ", strings.Repeat("A", 100), "YzFhOTk5OTk5OTk5OTk5OTk5OTk5OTk5OTk",
-		// c2a5 (no time), c1a5.7 (a time in a c1), c2a5.-3, c2a5.x, c3a5.7
-		"YzJhNQ", "YzFhNS43", "YzJhNS4tMw", "YzJhNS54", "YzNhNS43"} {
+	for _, bad := range []string{"x", "YQ", "../../etc", "1' OR '1'='1", "YzFhLTE", "YzF4MQ", strings.Repeat("A", 100), "YzFhOTk5OTk5OTk5OTk5OTk5OTk5OTk5OTk"} {
 		if _, err := dlq.DecodeCursor(bad); !errors.Is(err, dlq.ErrInvalidQuery) {
 			t.Errorf("DecodeCursor(%q) = %v, want ErrInvalidQuery", bad, err)
 		}

@@ -151,9 +151,7 @@ type Query struct {
 	// Group selects the records of one failure group: those whose
 	// Record.Fingerprint it is.
 	Group string
-	// Since and Until select records received in [Since, Until). A
-	// listing with either is in arrival order: by ReceivedAt, then by
-	// store sequence (see Windowed); without, in store sequence.
+	// Since and Until select records received in [Since, Until).
 	Since, Until time.Time
 	// Cursor continues a listing where the page that returned it ended
 	// (Page.Next); empty = from the start. It is only valid with the same
@@ -196,11 +194,6 @@ func (q Query) Validate() error {
 	return nil
 }
 
-// Windowed reports whether q selects by arrival time (Since or Until):
-// its listing is then in arrival order, so that a store reads the window
-// by its arrival index and stops after a page, whatever the DLQ's size.
-func (q Query) Windowed() bool { return !q.Since.IsZero() || !q.Until.IsZero() }
-
 // PageLimit returns q.Limit with the default applied.
 func (q Query) PageLimit() int {
 	if q.Limit == 0 {
@@ -217,17 +210,11 @@ type Page struct {
 }
 
 // Cursor is a position in a listing: after the record of store sequence
-// number After (its insertion order), received at At in a listing in
-// arrival order (Query.Windowed; zero otherwise), in the given order.
-// Clients treat its encoding (Encode) as opaque; stores use this type to
-// build and read it.
+// number After (its insertion order), in the given order. Clients treat its
+// encoding (Encode) as opaque; stores use this type to build and read it.
 type Cursor struct {
 	After       int64
 	NewestFirst bool
-	// At is the ReceivedAt of the record After in a listing in arrival
-	// order. A zero At there (a cursor of a listing in store sequence)
-	// starts the window from its beginning.
-	At time.Time
 }
 
 // Encode renders c as an opaque, URL-safe string.
@@ -236,21 +223,18 @@ func (c Cursor) Encode() string {
 	if c.NewestFirst {
 		dir = "d"
 	}
-	if c.At.IsZero() {
-		return base64.RawURLEncoding.EncodeToString([]byte("c1" + dir + strconv.FormatInt(c.After, 10)))
-	}
-	return base64.RawURLEncoding.EncodeToString([]byte("c2" + dir + strconv.FormatInt(c.After, 10) + "." + strconv.FormatInt(c.At.UnixNano(), 10)))
+	return base64.RawURLEncoding.EncodeToString([]byte("c1" + dir + strconv.FormatInt(c.After, 10)))
 }
 
 // DecodeCursor reads a cursor made by Cursor.Encode; malformed cursors wrap
 // ErrInvalidQuery.
 func DecodeCursor(s string) (Cursor, error) {
 	bad := fmt.Errorf("%w: cursor: %.40q is not a cursor of this API", ErrInvalidQuery, s)
-	if len(s) > 80 {
+	if len(s) > 64 {
 		return Cursor{}, bad
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(raw) < 4 || !strings.HasPrefix(string(raw), "c1") && !strings.HasPrefix(string(raw), "c2") {
+	if err != nil || len(raw) < 4 || !strings.HasPrefix(string(raw), "c1") {
 		return Cursor{}, bad
 	}
 	var c Cursor
@@ -261,22 +245,11 @@ func DecodeCursor(s string) (Cursor, error) {
 	default:
 		return Cursor{}, bad
 	}
-	seq, at, timed := strings.Cut(string(raw[3:]), ".")
-	if timed != (raw[1] == '2') {
-		return Cursor{}, bad
-	}
-	n, err := strconv.ParseInt(seq, 10, 64)
+	n, err := strconv.ParseInt(string(raw[3:]), 10, 64)
 	if err != nil || n < 0 {
 		return Cursor{}, bad
 	}
 	c.After = n
-	if timed {
-		ns, err := strconv.ParseInt(at, 10, 64)
-		if err != nil || ns <= 0 {
-			return Cursor{}, bad
-		}
-		c.At = time.Unix(0, ns).UTC()
-	}
 	return c, nil
 }
 

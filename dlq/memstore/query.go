@@ -34,8 +34,7 @@ func matches(r *dlq.Record, q *dlq.Query) bool {
 	return true
 }
 
-// List implements dlq.Store: in store sequence, or in arrival order when
-// q is windowed (dlq.Query.Windowed).
+// List implements dlq.Store.
 func (s *Store) List(ctx context.Context, q dlq.Query) (dlq.Page, error) {
 	if err := ctx.Err(); err != nil {
 		return dlq.Page{}, err
@@ -43,10 +42,10 @@ func (s *Store) List(ctx context.Context, q dlq.Query) (dlq.Page, error) {
 	if err := q.Validate(); err != nil {
 		return dlq.Page{}, fmt.Errorf("memstore: list: %w", err)
 	}
-	var cur dlq.Cursor
-	cur.After = -1
+	var after int64 = -1
 	if q.Cursor != "" {
-		cur, _ = dlq.DecodeCursor(q.Cursor) // validated
+		c, _ := dlq.DecodeCursor(q.Cursor) // validated
+		after = c.After
 	}
 	limit := q.PageLimit()
 	if err := s.lock(); err != nil {
@@ -54,27 +53,19 @@ func (s *Store) List(ctx context.Context, q dlq.Query) (dlq.Page, error) {
 	}
 	defer s.mu.Unlock()
 	var page dlq.Page
-	var last dlq.Cursor
+	var last int64
 	take := func(n *rec) bool {
 		if !matches(&n.r, &q) {
 			return true
 		}
 		if len(page.Records) == limit {
-			page.Next = last.Encode()
+			page.Next = dlq.Cursor{After: last, NewestFirst: q.NewestFirst}.Encode()
 			return false
 		}
 		page.Records = append(page.Records, brief(n.r))
-		last = dlq.Cursor{After: n.seq, NewestFirst: q.NewestFirst}
-		if q.Windowed() {
-			last.At = n.r.ReceivedAt
-		}
+		last = n.seq
 		return true
 	}
-	if q.Windowed() {
-		listWindow(s.recs, q, cur, take)
-		return page, nil
-	}
-	after := cur.After
 	i, _ := slices.BinarySearchFunc(s.recs, after, func(r *rec, seq int64) int { return cmp.Compare(r.seq, seq) })
 	if q.NewestFirst {
 		if after < 0 {
@@ -90,40 +81,6 @@ func (s *Store) List(ctx context.Context, q dlq.Query) (dlq.Page, error) {
 		}
 	}
 	return page, nil
-}
-
-// listWindow feeds take the records of recs in q's window in arrival
-// order (ReceivedAt, then sequence), after cur when it has a time, until
-// take returns false.
-func listWindow(recs []*rec, q dlq.Query, cur dlq.Cursor, take func(*rec) bool) {
-	var in []*rec
-	for _, n := range recs {
-		if matches(&n.r, &q) {
-			in = append(in, n)
-		}
-	}
-	byArrival := func(a, b *rec) int {
-		if c := a.r.ReceivedAt.Compare(b.r.ReceivedAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.seq, b.seq)
-	}
-	slices.SortFunc(in, byArrival)
-	if q.NewestFirst {
-		slices.Reverse(in)
-	}
-	at := &rec{seq: cur.After}
-	at.r.ReceivedAt = cur.At
-	for _, n := range in {
-		if !cur.At.IsZero() {
-			if c := byArrival(n, at); q.NewestFirst && c >= 0 || !q.NewestFirst && c <= 0 {
-				continue
-			}
-		}
-		if !take(n) {
-			return
-		}
-	}
 }
 
 // Count implements dlq.Store.

@@ -210,57 +210,43 @@ func filter(q dlq.Query) (table, columns string, w *where) {
 	return table, columns, w
 }
 
-// List implements dlq.Store: keyset paging on seq, or on (received_at,
-// seq) for a listing in arrival order (dlq.Query.Windowed), which the
-// (dlq, received_at) index reads in order: a page of a window costs a
-// page of rows, not the window's (a 1 h window sorted by seq read all of
-// its entries: 3,500 heap rows at 10 M).
+// List implements dlq.Store: keyset paging on seq.
 func (s *Store) List(ctx context.Context, q dlq.Query) (dlq.Page, error) {
 	if err := q.Validate(); err != nil {
 		return dlq.Page{}, fmt.Errorf("pgstore: list: %w", err)
 	}
 	table, columns, w := filter(q)
-	dir, cmp := "ASC", ">"
+	order := "ASC"
 	if q.NewestFirst {
-		dir, cmp = "DESC", "<"
-	}
-	order := "seq " + dir
-	if q.Windowed() {
-		order = "received_at " + dir + ", seq " + dir
+		order = "DESC"
 	}
 	if q.Cursor != "" {
 		c, _ := dlq.DecodeCursor(q.Cursor) // validated
-		switch {
-		case !q.Windowed():
-			w.add("seq "+cmp+" $%d", c.After)
-		case !c.At.IsZero():
-			w.add("(received_at, seq) "+cmp+" ($%d", c.At)
-			w.args = append(w.args, c.After)
-			w.conds[len(w.conds)-1] += fmt.Sprintf(", $%d)", len(w.args))
+		if q.NewestFirst {
+			w.add("seq < $%d", c.After)
+		} else {
+			w.add("seq > $%d", c.After)
 		}
 	}
 	limit := q.PageLimit()
-	rows, err := s.pool.Query(ctx, `SELECT `+columns+` FROM `+table+w.String()+` ORDER BY `+order+fmt.Sprintf(` LIMIT %d`, limit+1), w.args...)
+	rows, err := s.pool.Query(ctx, `SELECT `+columns+` FROM `+table+w.String()+` ORDER BY seq `+order+fmt.Sprintf(` LIMIT %d`, limit+1), w.args...)
 	if err != nil {
 		return dlq.Page{}, fmt.Errorf("pgstore: list %q: %w", q.DLQ, err)
 	}
 	defer rows.Close()
 	var page dlq.Page
-	var last dlq.Cursor
+	var last int64
 	for rows.Next() {
 		seq, r, err := scanRecord(rows, brief)
 		if err != nil {
 			return dlq.Page{}, fmt.Errorf("pgstore: list %q: %w", q.DLQ, err)
 		}
 		if len(page.Records) == limit {
-			page.Next = last.Encode()
+			page.Next = dlq.Cursor{After: last, NewestFirst: q.NewestFirst}.Encode()
 			break
 		}
 		page.Records = append(page.Records, r)
-		last = dlq.Cursor{After: seq, NewestFirst: q.NewestFirst}
-		if q.Windowed() {
-			last.At = r.ReceivedAt
-		}
+		last = seq
 	}
 	if err := rows.Err(); err != nil {
 		return dlq.Page{}, fmt.Errorf("pgstore: list %q: %w", q.DLQ, err)

@@ -234,38 +234,3 @@ func testSummaries(t *testing.T, s dlq.Store) {
 		t.Errorf("sum-c = %+v, want the live record's severity (warning), 1 pending, 1 archived", sc)
 	}
 }
-
-// testListArrivalOrder: a listing with a time window is in arrival order
-// (ReceivedAt, then insertion), page by page, both ways; a cursor of a
-// listing in insertion order starts the window from its beginning.
-func testListArrivalOrder(t *testing.T, s dlq.Store) {
-	// w-0…w-6 inserted in that order, received at these seconds.
-	secs := []int{5, 1, 3, 1, 0, 6, 2}
-	fill(t, s, "arrival.dlq", "w", len(secs), func(i int, r *dlq.Record) {
-		r.ReceivedAt = base.Add(time.Duration(secs[i]) * time.Second)
-	})
-	q := dlq.Query{DLQ: "arrival.dlq", Since: base.Add(time.Second), Until: base.Add(6 * time.Second), Limit: 2}
-	want := []string{"w-1", "w-3", "w-6", "w-2", "w-0"}
-	for _, newest := range []bool{false, true} {
-		q := q
-		q.NewestFirst = newest
-		w := slices.Clone(want)
-		if newest {
-			slices.Reverse(w)
-		}
-		if got := ids(listAll(t, s, q)); !slices.Equal(got, w) {
-			t.Errorf("window, newest first %v = %v, want %v", newest, got, w)
-		}
-	}
-	if got := ids(listAll(t, s, dlq.Query{DLQ: "arrival.dlq", Until: base.Add(4 * time.Second), Limit: 3})); !slices.Equal(got, []string{"w-4", "w-1", "w-3", "w-6", "w-2"}) {
-		t.Errorf("until alone = %v, want arrival order w-4 w-1 w-3 w-6 w-2", got)
-	}
-	plain, err := s.List(context.Background(), dlq.Query{DLQ: "arrival.dlq", Limit: 2})
-	if err != nil || plain.Next == "" {
-		t.Fatalf("List without window: %v, next %q", err, plain.Next)
-	}
-	q.Cursor = plain.Next
-	if got := ids(listAll(t, s, q)); !slices.Equal(got, want) {
-		t.Errorf("window from a cursor in insertion order = %v, want the whole window %v", got, want)
-	}
-}

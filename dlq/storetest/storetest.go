@@ -48,7 +48,6 @@ func Run(t *testing.T, newStore func(t *testing.T) dlq.Store) {
 		{"InsertBatchConcurrent", testInsertBatchConcurrent},
 		{"ListPaging", testListPaging},
 		{"ListFilters", testListFilters},
-		{"ListArrivalOrder", testListArrivalOrder},
 		{"ListInvalid", testListInvalid},
 		{"Summaries", testSummaries},
 		{"Transition", testTransition},
