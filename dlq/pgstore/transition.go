@@ -23,8 +23,8 @@ import (
 // which the record is locked (SELECT … FOR UPDATE), checked, updated and
 // the audit row inserted, which also tells why it was refused. The one
 // statement reads the partition where the store puts the record (its id's
-// week, the part dlq_id_parts records for an id without time, or 0: see
-// partitions.go); the transaction reads both partitions the record may be
+// week, or the part dlq_id_parts records for an id without time, read
+// first, or 0: see partitions.go); the transaction reads both partitions the record may be
 // in (0 and that one: a record stored before schema version 6, or 7 for
 // an id without time, or kept live when its week was archived, is in 0).
 func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, error) {
@@ -39,22 +39,26 @@ func (s *Store) Transition(ctx context.Context, t dlq.Transition) (dlq.Record, e
 	at = dlq.StoreTime(at)
 
 	if len(t.From) == 1 && t.From[0] != dlq.StatusArchived {
-		part := `$10::integer` // the id's week
-		if idWeek(t.ID) == 0 {
-			// Its recorded part (an init plan: PostgreSQL prunes the
-			// partitions when the statement starts), or 0.
-			part = `coalesce((SELECT p.part FROM dlq_id_parts p WHERE p.dlq = $1 AND p.id = $2), $10::integer)`
+		// The id's week, or the part recorded for an id without time
+		// (one primary-key read before the statement: a sub-select in it
+		// would prune only at execution, and the planner would plan
+		// every partition for each transition). Should the part change
+		// in between (ArchivePeriods keeping the entry live in 0), the
+		// statement changes nothing and the transaction below decides.
+		part, err := idPart(ctx, s.pool, t.DLQ, t.ID)
+		if err != nil {
+			return dlq.Record{}, fmt.Errorf("pgstore: transition entry %q: %w", name, err)
 		}
 		_, r, err := scanRecord(s.pool.QueryRow(ctx, `WITH moved AS (
 				UPDATE dlq_entries
 				SET status = $3, status_changed_at = $4, status_by = $5, version = version + 1
-				WHERE dlq = $1 AND id = $2 AND part = `+part+` AND status = $6 AND ($7::bigint <= 0 OR version = $7::bigint)
+				WHERE dlq = $1 AND id = $2 AND part = $10::integer AND status = $6 AND ($7::bigint <= 0 OR version = $7::bigint)
 				RETURNING `+cols(false, brief)+`),
 			audit AS (
 				INSERT INTO audit_log (at, actor, action, dlq, entry_id, from_status, to_status, reason)
 				SELECT $4, $5, $8::text, dlq, id, $6, $3, $9 FROM moved WHERE $8::text <> '')
 			SELECT * FROM moved`,
-			t.DLQ, t.ID, string(t.To), at, t.Actor, string(t.From[0]), t.IfVersion, t.Action, t.Reason, idWeek(t.ID)), brief)
+			t.DLQ, t.ID, string(t.To), at, t.Actor, string(t.From[0]), t.IfVersion, t.Action, t.Reason, part), brief)
 		switch {
 		case err == nil:
 			return r, nil

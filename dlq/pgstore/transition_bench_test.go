@@ -21,6 +21,20 @@ import (
 // entries besides those replayed. One op is one entry; `go test -run NONE
 // -bench ReplayPath -benchtime 5000x ./dlq/pgstore` runs it.
 func BenchmarkReplayPath(b *testing.B) {
+	for _, k := range []struct {
+		name string
+		id   func(prefix string, j int) string // "" lets the store make it
+	}{
+		{"rabbitmq", func(string, int) string { return "" }},
+		{"kafka", func(prefix string, j int) string { // ids without time
+			return dlq.KafkaID(map[string]int32{"bg-": 0, "e-": 1}[prefix], int64(j))
+		}},
+	} {
+		b.Run(k.name, func(b *testing.B) { benchmarkReplayPath(b, k.id) })
+	}
+}
+
+func benchmarkReplayPath(b *testing.B, makeID func(prefix string, j int) string) {
 	const background, batch = 50_000, 1000
 	ctx := context.Background()
 	s := newStore(b)
@@ -29,7 +43,7 @@ func BenchmarkReplayPath(b *testing.B) {
 		for i := 0; i < n; i += batch {
 			rs := make([]dlq.Record, 0, batch)
 			for j := i; j < min(i+batch, n); j++ {
-				rs = append(rs, dlq.Record{Broker: broker.RabbitMQ, DLQ: "bench.dlq", Identity: fmt.Sprint(prefix, j),
+				rs = append(rs, dlq.Record{Broker: broker.RabbitMQ, DLQ: "bench.dlq", ID: makeID(prefix, j), Identity: fmt.Sprint(prefix, j),
 					Entry: dlq.Entry{ErrorClass: "app.Error", ErrorMessage: "failed", Worker: "billing", OriginalValue: []byte(`{"n":1}`)}})
 			}
 			res, err := s.InsertBatch(ctx, rs)
