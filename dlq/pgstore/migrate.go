@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -69,6 +70,7 @@ func SchemaVersion() int {
 // migration's DDL), by version. Each is idempotent.
 var prepares = map[int]func(ctx context.Context, conn *pgx.Conn) error{
 	6: prepartition,
+	8: prepareReceivedCover,
 }
 
 // migrate brings the schema up to date under an advisory lock on the
@@ -89,7 +91,7 @@ func (s *Store) migrate(ctx context.Context, pool *pgxpool.Pool, schema string) 
 	}
 	defer pc.Release()
 	conn := pc.Conn()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended('redrive/dlq/schema_migrations/' || $1::text, 0))`, schema); err != nil {
+	if err := migrationLock(ctx, conn, schema); err != nil {
 		return fmt.Errorf("pgstore: migrate: lock: %w", err)
 	}
 	defer func() {
@@ -158,6 +160,32 @@ func (s *Store) migrate(ctx context.Context, pool *pgxpool.Pool, schema string) 
 	return nil
 }
 
+// migrationLock takes the session's advisory lock of schema's
+// migrations, trying every lockPoll: a session waiting in
+// pg_advisory_lock would be a transaction that the CREATE INDEX
+// CONCURRENTLY of the instance migrating waits for (a deadlock).
+func migrationLock(ctx context.Context, conn *pgx.Conn, schema string) error {
+	t := time.NewTicker(lockPoll)
+	defer t.Stop()
+	for {
+		var locked bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended('redrive/dlq/schema_migrations/' || $1::text, 0))`, schema).Scan(&locked); err != nil {
+			return err
+		}
+		if locked {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// lockPoll is how often migrationLock tries the lock.
+const lockPoll = 50 * time.Millisecond
+
 // prepartition is the online part of migration 6: the column part
 // (DEFAULT 0, which rewrites nothing) and a CHECK (part = 0) on
 // dlq_entries and dlq_entries_archive, added NOT VALID (short locks) then
@@ -182,3 +210,55 @@ func prepartition(ctx context.Context, conn *pgx.Conn) error {
 	}
 	return nil
 }
+
+// prepareReceivedCover is the online part of migration 8: the covering
+// (dlq, received_at) index of each partition of dlq_entries larger than
+// concurrentlyAbove, built CONCURRENTLY (writers go on), for the
+// migration's transaction to attach (which builds those of the smaller
+// partitions, in a moment). An index left invalid by an interrupted
+// build is dropped and built again.
+func prepareReceivedCover(ctx context.Context, conn *pgx.Conn) error {
+	rows, err := conn.Query(ctx, `SELECT c.relname, x.indisvalid
+		FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		LEFT JOIN pg_class ic ON ic.relname = c.relname || '_received_cover' AND ic.relnamespace = c.relnamespace
+		LEFT JOIN pg_index x ON x.indexrelid = ic.oid
+		WHERE i.inhparent = 'dlq_entries'::regclass AND pg_relation_size(c.oid) > $1 ORDER BY c.relname`, concurrentlyAbove)
+	if err != nil {
+		return err
+	}
+	type partition struct {
+		name  string
+		valid *bool // nil: no index yet
+	}
+	parts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (partition, error) {
+		var p partition
+		err := row.Scan(&p.name, &p.valid)
+		return p, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		index := pgx.Identifier{p.name + "_received_cover"}.Sanitize()
+		if p.valid != nil && *p.valid {
+			continue
+		}
+		if p.valid != nil {
+			if _, err := conn.Exec(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+index); err != nil {
+				return fmt.Errorf("%s: drop invalid index: %w", p.name, err)
+			}
+		}
+		if _, err := conn.Exec(ctx, `CREATE INDEX CONCURRENTLY IF NOT EXISTS `+index+` ON `+
+			pgx.Identifier{p.name}.Sanitize()+` (dlq, received_at) INCLUDE (seq, status, fingerprint)`); err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+	}
+	return nil
+}
+
+// concurrentlyAbove is the size of a partition (bytes) above which
+// migration 8 builds its index before its transaction, CONCURRENTLY. Not
+// below: CREATE INDEX CONCURRENTLY waits for every transaction of the
+// database to end, twice, where building a small partition's index in
+// the migration's transaction holds its writers for a few milliseconds.
+var concurrentlyAbove int64 = 16 << 20

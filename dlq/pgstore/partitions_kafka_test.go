@@ -238,7 +238,7 @@ func TestMigrateVersion6Kafka(t *testing.T) {
 	s, schema, _ := openClocked(t, start)
 	const d = "orders.dlq"
 	// Back to version 6, with entries as a store of version 6 wrote them.
-	for _, sql := range []string{`DROP TABLE dlq_id_parts`, `DELETE FROM schema_migrations WHERE version >= 7`} {
+	for _, sql := range append(undo8, `DROP TABLE dlq_id_parts`, `DELETE FROM schema_migrations WHERE version >= 7`) {
 		if _, err := s.Pool().Exec(ctx, sql); err != nil {
 			t.Fatal(err)
 		}
@@ -253,8 +253,8 @@ func TestMigrateVersion6Kafka(t *testing.T) {
 	}
 	s = open(t, schema)
 	var version int
-	if err := s.Pool().QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&version); err != nil || version != pgstore.SchemaVersion() || version != 7 {
-		t.Fatalf("schema version = %d, %v; want %d = 7", version, err, pgstore.SchemaVersion())
+	if err := s.Pool().QueryRow(ctx, `SELECT max(version) FROM schema_migrations`).Scan(&version); err != nil || version != pgstore.SchemaVersion() {
+		t.Fatalf("schema version = %d, %v; want %d", version, err, pgstore.SchemaVersion())
 	}
 	for i := range 3 {
 		id := dlq.KafkaID(0, int64(i))
@@ -289,9 +289,8 @@ func TestMigrateVersion6Kafka(t *testing.T) {
 }
 
 // A lookup of a Kafka entry reads partition 0 and its recorded week only:
-// a Get looks the part up first and names it (the others are pruned when
-// planning: not in the plan), a transition in one statement reads it by an
-// init plan (the others are pruned when it runs: never executed).
+// a Get and a transition look the part up first and name it (the others
+// are pruned when planning: not in the plan).
 func TestKafkaPartitionPruning(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -311,15 +310,13 @@ func TestKafkaPartitionPruning(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	const recorded = `coalesce((SELECT p.part FROM dlq_id_parts p WHERE p.dlq = 'x.dlq' AND p.id = '1-1'), 0)`
 	for _, tt := range []struct {
 		sql  string
 		want []string
 	}{
 		{`SELECT id FROM dlq_entries WHERE dlq = 'x.dlq' AND id = '1-1' AND part = ` + fmt.Sprint(week(now)+1), []string{rec}},
 		{`SELECT id FROM dlq_entries WHERE dlq = 'x.dlq' AND id = '1-1' AND part IN (0, ` + fmt.Sprint(week(now)+1) + `) FOR UPDATE`, []string{"dlq_entries_p0", rec}},
-		{`SELECT id FROM dlq_entries WHERE dlq = 'x.dlq' AND id = '1-1' AND part IN (0, ` + recorded + `)`, []string{"dlq_entries_p0", rec}},
-		{`UPDATE dlq_entries SET status = 'replaying' WHERE dlq = 'x.dlq' AND id = '1-1' AND part = ` + recorded + ` AND status = 'pending'`, []string{rec}},
+		{`UPDATE dlq_entries SET status = 'replaying' WHERE dlq = 'x.dlq' AND id = '1-1' AND part = ` + fmt.Sprint(week(now)+1) + ` AND status = 'pending'`, []string{rec}},
 	} {
 		rows, err := tx.Query(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) `+tt.sql)
 		if err != nil {

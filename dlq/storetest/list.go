@@ -122,6 +122,9 @@ func testListFilters(t *testing.T, s dlq.Store) {
 		{"since", dlq.Query{DLQ: "filter.dlq", Since: at(7)}, []string{"f-7", "f-8", "f-9"}},
 		{"until is exclusive", dlq.Query{DLQ: "filter.dlq", Until: at(2)}, []string{"f-0", "f-1"}},
 		{"since and until", dlq.Query{DLQ: "filter.dlq", Since: at(3), Until: at(6)}, []string{"f-3", "f-4", "f-5"}},
+		{"pending since and until", dlq.Query{DLQ: "filter.dlq", Status: dlq.StatusPending, Since: at(3), Until: at(6)}, []string{"f-4", "f-5"}},
+		{"discarded until", dlq.Query{DLQ: "filter.dlq", Status: dlq.StatusDiscarded, Until: at(3)}, []string{"f-1", "f-2"}},
+		{"archived since", dlq.Query{DLQ: "filter.dlq", Status: dlq.StatusArchived, Since: at(0)}, nil},
 		{"everything at once", dlq.Query{DLQ: "filter.dlq", Status: dlq.StatusPending, ErrorClass: "db.Timeout", Text: "RESET", Since: at(1), Until: at(9)}, []string{"f-4", "f-6", "f-8"}},
 		{"every dlq by class", dlq.Query{ErrorClass: "payout.BankError", Status: dlq.StatusPending}, []string{"f-5", "f-7", "f-9", "g-0", "g-1", "g-2"}},
 	}
