@@ -249,7 +249,7 @@ func prepareReceivedCover(ctx context.Context, conn *pgx.Conn) error {
 			}
 		}
 		if _, err := conn.Exec(ctx, `CREATE INDEX CONCURRENTLY IF NOT EXISTS `+index+` ON `+
-			pgx.Identifier{p.name}.Sanitize()+` (dlq, received_at) INCLUDE (seq, status, fingerprint)`); err != nil {
+			pgx.Identifier{p.name}.Sanitize()+` (dlq, received_at) INCLUDE (seq, status, fingerprint, part)`); err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
 	}

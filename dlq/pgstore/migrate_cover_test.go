@@ -60,7 +60,7 @@ func testMigrateVersion8(t *testing.T) {
 	// Back to version 7, with the index of one partition left invalid
 	// as by an interrupted CREATE INDEX CONCURRENTLY.
 	for _, sql := range append(undo8,
-		`CREATE INDEX dlq_entries_p0_received_cover ON dlq_entries_p0 (dlq, received_at) INCLUDE (seq, status, fingerprint)`,
+		`CREATE INDEX dlq_entries_p0_received_cover ON dlq_entries_p0 (dlq, received_at) INCLUDE (seq, status, fingerprint, part)`,
 		`UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'dlq_entries_p0_received_cover'::regclass`) {
 		if _, err := s.Pool().Exec(ctx, sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)

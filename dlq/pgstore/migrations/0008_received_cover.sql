@@ -1,5 +1,5 @@
 -- redrive DLQ store, version 8: the (dlq, received_at) index of the live
--- entries covers seq, status and fingerprint, so that a page of a time
+-- entries covers seq, status, fingerprint and part, so that a page of a time
 -- window (the console's "last hour", a job bounded by time) and the
 -- arrivals charts read the window from the index alone: the page's seqs
 -- are chosen there (a top-N of the window's index tuples) and only the
@@ -14,7 +14,7 @@
 -- the index it replaces (a short exclusive lock, no scan). A partition
 -- created later gets its index from dlq_entries'.
 
-CREATE INDEX dlq_entries_dlq_received_cover ON ONLY dlq_entries (dlq, received_at) INCLUDE (seq, status, fingerprint);
+CREATE INDEX dlq_entries_dlq_received_cover ON ONLY dlq_entries (dlq, received_at) INCLUDE (seq, status, fingerprint, part);
 
 DO $$
 DECLARE
@@ -28,7 +28,7 @@ BEGIN
                 WHERE ic.relname = p || '_received_cover' AND ic.relnamespace = current_schema()::regnamespace AND NOT x.indisvalid) THEN
             EXECUTE format('DROP INDEX %I', p || '_received_cover');
         END IF;
-        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I (dlq, received_at) INCLUDE (seq, status, fingerprint)',
+        EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON %I (dlq, received_at) INCLUDE (seq, status, fingerprint, part)',
             p || '_received_cover', p);
         EXECUTE format('ALTER INDEX dlq_entries_dlq_received_cover ATTACH PARTITION %I', p || '_received_cover');
     END LOOP;
