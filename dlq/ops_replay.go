@@ -64,30 +64,16 @@ func (o *Ops) Replay(ctx context.Context, dlq, id, actor string) (Record, error)
 // and records the outcome; the audit row names where the replay went
 // (Destination).
 func (o *Ops) republish(ctx context.Context, r Record, e Entry, rt Route, actor string) (Record, error) {
+	if err := o.send(ctx, r, e, rt, actor); err != nil {
+		return Record{}, err
+	}
 	key := r.Key()
 	dest := Destination(r.Broker, rt.Target, rt.Worker)
-	to := auditTo(dest)
-	pctx, cancel := context.WithTimeout(ctx, o.replayTimeout)
-	err := o.pub.Republish(pctx, e, rt, key)
-	cancel()
-
-	// The broker has answered: record the outcome even if ctx just ended.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
-	if err != nil {
-		_, terr := o.store.Transition(sctx, Transition{
-			DLQ: r.DLQ, ID: r.ID, From: []Status{StatusReplaying}, To: StatusPending, IfVersion: r.Version,
-			Actor: actor, Action: ActionReplayFailed, Reason: clip(to + ": " + err.Error()), At: o.now(),
-		})
-		if terr != nil {
-			o.log.Error("dlq: replay failed and the entry could not be set back to pending; the reconciler will replay it",
-				"entry", key, "error", err, "store_error", terr)
-		}
-		return Record{}, fmt.Errorf("dlq: replay %s: %w: %w", key, ErrReplayFailed, err)
-	}
 	done, err := o.store.Transition(sctx, Transition{
 		DLQ: r.DLQ, ID: r.ID, From: []Status{StatusReplaying}, To: StatusReplayed, IfVersion: r.Version,
-		Actor: actor, Action: ActionReplay, Reason: clip(to), At: o.now(),
+		Actor: actor, Action: ActionReplay, Reason: clip(auditTo(dest)), At: o.now(),
 	})
 	if err != nil {
 		o.log.Error("dlq: entry republished but not marked replayed; the reconciler will replay it again",
@@ -97,6 +83,32 @@ func (o *Ops) republish(ctx context.Context, r Record, e Entry, rt Route, actor 
 	o.metrics.replayed(r.DLQ)
 	o.log.Info("dlq: replayed", "entry", key, "actor", actor, "to", dest)
 	return done, nil
+}
+
+// send calls the Republisher for r, which is replaying, with its whole
+// entry e and its route rt. When the broker refuses or does not confirm,
+// r goes back to pending with a replay_failed audit row (recorded even
+// if ctx just ended) and the error wraps ErrReplayFailed.
+func (o *Ops) send(ctx context.Context, r Record, e Entry, rt Route, actor string) error {
+	key := r.Key()
+	pctx, cancel := context.WithTimeout(ctx, o.replayTimeout)
+	err := o.pub.Republish(pctx, e, rt, key)
+	cancel()
+	if err == nil {
+		return nil
+	}
+	// The broker has answered: record the outcome even if ctx just ended.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
+	defer cancel()
+	_, terr := o.store.Transition(sctx, Transition{
+		DLQ: r.DLQ, ID: r.ID, From: []Status{StatusReplaying}, To: StatusPending, IfVersion: r.Version,
+		Actor: actor, Action: ActionReplayFailed, Reason: clip(auditTo(Destination(r.Broker, rt.Target, rt.Worker)) + ": " + err.Error()), At: o.now(),
+	})
+	if terr != nil {
+		o.log.Error("dlq: replay failed and the entry could not be set back to pending; the reconciler will replay it",
+			"entry", key, "error", err, "store_error", terr)
+	}
+	return fmt.Errorf("dlq: replay %s: %w: %w", key, ErrReplayFailed, err)
 }
 
 // auditTo is the reason of a replay's audit row: where it went.

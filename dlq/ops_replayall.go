@@ -116,7 +116,10 @@ type Progress struct {
 // ReplayAll replays the pending entries of q.DLQ that q selects (ErrorClass,
 // Text, Since, Until; q.Status must be empty or pending), oldest first, one
 // by one with the steps and audit rows of Replay, at most opts.Rate per
-// second. Entries whose origin disagrees with their route (Ops.Target) are
+// second. On a store that is a BatchTransitioner, the store's steps are
+// taken for a chunk of entries at once (claimed, then recorded): each
+// message is still published alone and counted once its broker confirmed
+// it, and a crash leaves at most a chunk replaying, for Reconcile. Entries whose origin disagrees with their route (Ops.Target) are
 // skipped, counted in Progress.Mismatched and left pending. It lists the
 // store a page at a time without payloads and reads the payloads in
 // batches bounded by bytes (opts.BatchBytes), so memory stays bounded
@@ -243,7 +246,9 @@ func (o *Ops) handledAfter(ctx context.Context, q Query, started time.Time) (int
 }
 
 // replayBatch reads the messages of batch (Brief records of one DLQ) and
-// replays them one by one to their routes.
+// replays them one by one to their routes: on a BatchTransitioner with
+// the store's steps taken a chunk at a time (replayClaimed), else entry by
+// entry.
 func (o *Ops) replayBatch(ctx context.Context, batch []Record, routes []Route, pace *pacer, stop <-chan struct{}, actor string, p *Progress, report func()) error {
 	ids := make([]string, len(batch))
 	for i, r := range batch {
@@ -252,6 +257,13 @@ func (o *Ops) replayBatch(ctx context.Context, batch []Record, routes []Route, p
 	full, err := o.store.GetMany(ctx, batch[0].DLQ, ids)
 	if err != nil {
 		return err
+	}
+	if bt, ok := o.store.(BatchTransitioner); ok {
+		entries := make(map[string]Entry, len(full))
+		for _, r := range full {
+			entries[r.ID] = r.Entry
+		}
+		return o.replayClaimed(ctx, bt, batch, routes, entries, pace, stop, actor, p, report)
 	}
 	index := make(map[string]int, len(full))
 	for i := range full {

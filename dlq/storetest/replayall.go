@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,5 +193,59 @@ func testReplayAllStopsOnFailure(t *testing.T, s dlq.Store) {
 	p, err = ops.ReplayAll(ctx, dlq.Query{DLQ: "stop.dlq"}, dlq.ReplayAllOptions{})
 	if err != nil || p.Replayed != 4 {
 		t.Errorf("resumed ReplayAll = %+v, %v; want 4", p, err)
+	}
+}
+
+// testReplayAllClaimsStayFresh: a replay-all whose claimed entries wait
+// longer than ReconcileAfter for their turn (a slow broker) records what
+// it sent and claims the rest again, so that Reconcile, running all the
+// while, never takes a claimed entry for an interrupted replay: every
+// entry is published once, none reconciled.
+func testReplayAllClaimsStayFresh(t *testing.T, s dlq.Store) {
+	ctx := context.Background()
+	const n = 12
+	fill(t, s, "fresh.dlq", "f", n, nil)
+	pub := &publisher{}
+	cfg := opsConfig(s, pub)
+	cfg.ReplayTimeout, cfg.ReconcileAfter = 100*time.Millisecond, 300*time.Millisecond
+	ops := newOps(t, cfg)
+	var reconciling atomic.Bool
+	var reconciled atomic.Int64
+	var reconcileErr error
+	pub.during = func(dlq.Entry, string) {
+		time.Sleep(40 * time.Millisecond) // a slow broker: 12 entries take longer than ReconcileAfter
+		if reconciling.CompareAndSwap(false, true) {
+			defer reconciling.Store(false)
+			m, err := ops.Reconcile(ctx)
+			reconciled.Add(int64(m))
+			if err != nil && reconcileErr == nil {
+				reconcileErr = err
+			}
+		}
+	}
+	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: "fresh.dlq"}, dlq.ReplayAllOptions{Actor: "alice"})
+	pub.mu.Lock()
+	pub.during = nil
+	pub.mu.Unlock()
+	if err != nil || p.Replayed != n {
+		t.Fatalf("ReplayAll = %+v, %v; want %d replayed", p, err, n)
+	}
+	if reconcileErr != nil || reconciled.Load() != 0 {
+		t.Errorf("Reconcile replayed %d entries (%v) during the run, want none", reconciled.Load(), reconcileErr)
+	}
+	seen := map[string]int{}
+	for _, c := range pub.published() {
+		seen[c.from]++
+	}
+	if len(seen) != n {
+		t.Errorf("%d distinct entries published, want %d", len(seen), n)
+	}
+	for from, k := range seen {
+		if k != 1 {
+			t.Errorf("%s published %d times", from, k)
+		}
+	}
+	if c, err := s.Count(ctx, dlq.Query{DLQ: "fresh.dlq", Status: dlq.StatusReplayed}); err != nil || c != n {
+		t.Errorf("%d entries replayed in the store (%v), want %d", c, err, n)
 	}
 }

@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore func(t *testing.T) dlq.Store) {
 		{"ListInvalid", testListInvalid},
 		{"Summaries", testSummaries},
 		{"Transition", testTransition},
+		{"TransitionBatch", testTransitionBatch},
 		{"Replay", testReplay},
 		{"ReplayFailure", testReplayFailure},
 		{"ReplayConcurrent", testReplayConcurrent},
@@ -72,6 +73,7 @@ func Run(t *testing.T, newStore func(t *testing.T) dlq.Store) {
 		{"Groups", testGroups},
 		{"Arrivals", testArrivals},
 		{"ReplayAllResume", testReplayAllResume},
+		{"ReplayAllClaimsStayFresh", testReplayAllClaimsStayFresh},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -312,7 +314,7 @@ func (p *publisher) published() []published {
 // routedDLQs are the DLQs of the suite whose entries (entry: worker
 // "billing" of topic "orders") have a route.
 var routedDLQs = []string{"all.dlq", "arch.dlq", "cr.dlq", "disc.dlq", "fail.dlq", "rate.dlq", "rate2.dlq",
-	"rec.dlq", "recf.dlq", "replay.dlq", "stop.dlq", "tr.dlq", "conc.dlq", "conc-k.dlq", "batch.dlq", "mis.dlq", "m.dlq", "m2.dlq", "m3.dlq", "grp.dlq", "resume.dlq"}
+	"rec.dlq", "recf.dlq", "replay.dlq", "stop.dlq", "tr.dlq", "conc.dlq", "conc-k.dlq", "batch.dlq", "mis.dlq", "m.dlq", "m2.dlq", "m3.dlq", "grp.dlq", "resume.dlq", "fresh.dlq"}
 
 // route is the route of the suite's worker in dlqName.
 func route(dlqName string) dlq.Route {
