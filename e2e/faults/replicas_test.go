@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -42,11 +43,27 @@ const (
 	envReplicaAddr   = "FAULTS_REPLICA_ADDR" // file the child writes its API address to
 )
 
-// Replay-all takeover: the entries, and the job lease of the replicas.
+// Replay-all takeover: the entries (FAULTS_REPLICA_ENTRIES overrides
+// them, to run it by hand at size), and the job lease of the replicas.
 const (
-	replicaEntries = 10_000
-	replicaLease   = time.Second
+	replicaEntries    = 10_000
+	replicaLease      = time.Second
+	envReplicaEntries = "FAULTS_REPLICA_ENTRIES"
 )
+
+// replicaCount is replicaEntries, or envReplicaEntries when set, and how
+// long the test waits for the replays of that many entries.
+func replicaCount(t *testing.T) (int, time.Duration) {
+	t.Helper()
+	n := replicaEntries
+	if v := os.Getenv(envReplicaEntries); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < replicaEntries {
+			t.Fatalf("%s=%q: want a number of at least %d", envReplicaEntries, v, replicaEntries)
+		}
+	}
+	return n, time.Duration(n/replicaEntries) * 2 * time.Minute
+}
 
 // TestReplicaKilled (issue 17, several serve replicas): 10,000 dead
 // letters wait in PostgreSQL; two replicas (child processes) share it and
@@ -58,6 +75,7 @@ const (
 // topic): every entry arrives (lost = 0); an entry arriving twice is a
 // duplicate, and there are at most as many as the job counted.
 func TestReplicaKilled(t *testing.T) {
+	n, wait := replicaCount(t)
 	t.Run("rabbitmq", func(t *testing.T) {
 		sub := broker.Subscription{Topic: "replicas." + broker.NewMessageID()[:6], Group: "g"}
 		_, prefix := newRabbit(t, sub)
@@ -74,7 +92,7 @@ func TestReplicaKilled(t *testing.T) {
 					if n := c.corrupt(); n != 0 {
 						t.Errorf("%d replays arrived corrupt", n)
 					}
-					return c.wait(t, replicaEntries, 2*time.Minute)
+					return c.wait(t, n, wait)
 				}
 			}})
 	})
@@ -100,8 +118,8 @@ func TestReplicaKilled(t *testing.T) {
 					return nil
 				})
 				return func() map[string]int {
-					if !c.wait(replicaEntries, 2*time.Minute) {
-						t.Errorf("%d of %d replays arrived", c.distinct(), replicaEntries)
+					if !c.wait(n, wait) {
+						t.Errorf("%d of %d replays arrived", c.distinct(), n)
 					}
 					stop() // duplicates, if any, were consumed with the rest
 					if n := corrupt.Load(); n != 0 {
@@ -129,10 +147,11 @@ type replicaSetup struct {
 
 // replicaKilled is TestReplicaKilled on the broker of s.
 func replicaKilled(t *testing.T, s replicaSetup) {
+	entries, wait := replicaCount(t)
 	ctx := t.Context()
 	schema := "faults_" + broker.NewMessageID()[:12]
 	st := openStore(t, testenv.PostgreSQL.URL(), schema)
-	sums := loadSmall(t, st, s, replicaEntries)
+	sums := loadSmall(t, st, s, entries)
 	replays := s.drain(sums)
 
 	dir := t.TempDir()
@@ -187,14 +206,14 @@ func replicaKilled(t *testing.T, s replicaSetup) {
 		t.Fatalf("the job ended before a was killed: %+v", before)
 	}
 	t.Logf("a SIGKILLed after replaying %d entries (at least)", before.Progress.Replayed)
-	j := poll(apiB, "b finishes the job", 3*time.Minute, func(j dlq.Job) bool { return j.State != dlq.JobRunning })
+	j := poll(apiB, "b finishes the job", wait+time.Minute, func(j dlq.Job) bool { return j.State != dlq.JobRunning })
 	p := j.Progress
 	t.Logf("job %s: %s by %s after %d takeover(s), %v after the kill: %+v", j.ID, j.State, j.Owner, j.Takeovers,
 		time.Since(killed).Round(time.Millisecond), p)
-	if j.State != dlq.JobDone || j.Owner != "b" || j.Takeovers != 1 || p.Total != replicaEntries ||
-		p.Replayed+p.Duplicates != replicaEntries || p.Skipped+p.Failed+p.Mismatched != 0 || p.Duplicates < int64(before.Progress.Replayed%100) {
+	if j.State != dlq.JobDone || j.Owner != "b" || j.Takeovers != 1 || p.Total != int64(entries) ||
+		p.Replayed+p.Duplicates != int64(entries) || p.Skipped+p.Failed+p.Mismatched != 0 || p.Duplicates < int64(before.Progress.Replayed%100) {
 		t.Errorf("job = %+v; want done by b after one takeover, replayed + duplicates = %d, at least the %d entries a replayed after its checkpoint duplicates",
-			j, replicaEntries, before.Progress.Replayed%100)
+			j, entries, before.Progress.Replayed%100)
 	}
 
 	got := replays()
@@ -206,8 +225,8 @@ func replicaKilled(t *testing.T, s replicaSetup) {
 	if int64(r.dups) > p.Duplicates {
 		t.Errorf("%d duplicates arrived, the job counted %d", r.dups, p.Duplicates)
 	}
-	if n, err := st.Count(ctx, dlq.Query{DLQ: s.dlq, Status: dlq.StatusReplayed}); err != nil || n != replicaEntries {
-		t.Errorf("%d entries replayed in the store, want %d (%v)", n, replicaEntries, err)
+	if n, err := st.Count(ctx, dlq.Query{DLQ: s.dlq, Status: dlq.StatusReplayed}); err != nil || n != int64(entries) {
+		t.Errorf("%d entries replayed in the store, want %d (%v)", n, entries, err)
 	}
 }
 
@@ -226,7 +245,7 @@ func loadSmall(t *testing.T, st *pgstore.Store, s replicaSetup, n int) map[strin
 		SELECT $1, x.id, x.id, $2, $3, 'pending', $4::timestamptz + i * interval '1 microsecond', $4::timestamptz + i * interval '1 microsecond',
 			x.id, $5, $11, CASE WHEN $11 < 0 THEN -1 ELSE i END, convert_to(x.id, 'UTF8'), convert_to('payload of ' || x.id, 'UTF8'), $6,
 			'TimeoutError', 'upstream timed out', $7, 3, $8, $9
-		FROM generate_series(0, $10::int - 1) AS i, LATERAL (SELECT 'r-' || lpad(i::text, 5, '0') AS id) x ORDER BY i`,
+		FROM generate_series(0, $10::int - 1) AS i, LATERAL (SELECT 'r-' || lpad(i::text, 7, '0') AS id) x ORDER BY i`,
 		s.dlq, string(s.kind), string(broker.SeverityWarning), received, s.sub.Topic, s.wire,
 		string(broker.ReasonPermanent), s.sub.Group, s.source, n, partition)
 	if err != nil || tag.RowsAffected() != int64(n) {
@@ -234,7 +253,7 @@ func loadSmall(t *testing.T, st *pgstore.Store, s replicaSetup, n int) map[strin
 	}
 	sums := make(map[string][32]byte, n)
 	for i := range n {
-		id := fmt.Sprintf("r-%05d", i)
+		id := fmt.Sprintf("r-%07d", i)
 		sums[id] = sha256.Sum256([]byte("payload of " + id))
 	}
 	return sums
