@@ -64,9 +64,10 @@ func (o *Ops) replayClaimed(ctx context.Context, bt BatchTransitioner, batch []R
 				unsent = append(unsent, it)
 				continue
 			}
-			if time.Since(claimedAt) > o.reconcileAfter/2 {
+			if i > 0 && time.Since(claimedAt) > o.reconcileAfter/2 {
 				// Record what was sent; claim the rest again (those
-				// not claimed now are counted then).
+				// not claimed now are counted then). Never before the
+				// chunk's first entry: the next chunk must get further.
 				for _, rest := range todo[i:n] {
 					if c, ok := claimed[rest.r.ID]; ok {
 						rest.r = c
