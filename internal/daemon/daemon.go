@@ -178,6 +178,9 @@ func (d *Daemon) keep(ctx context.Context) error {
 		return fmt.Errorf("broker %s cannot be kept: its backend cannot replay dead letters (dlq.Republisher)", d.c.Broker)
 	}
 	if err := b.Declare(ctx, d.c.Subscriptions()...); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting (Ctrl-C): a clean stop, as in retry
+		}
 		return fmt.Errorf("declare the topology of %d workers: %w", len(d.c.Workers), err)
 	}
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: rp, Policies: d.policies,
