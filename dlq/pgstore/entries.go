@@ -237,14 +237,15 @@ func (s *Store) List(ctx context.Context, q dlq.Query) (dlq.Page, error) {
 		}
 	}
 	limit := q.PageLimit()
-	sql := `SELECT ` + columns + ` FROM ` + table + w.String() + ` ORDER BY seq ` + order + fmt.Sprintf(` LIMIT %d`, limit+1)
+	pick := ` FROM ` + table + w.String() + ` ORDER BY seq ` + order + fmt.Sprintf(` LIMIT %d`, limit+1)
+	sql := `SELECT ` + columns + pick
 	if coveredWindow(q) {
 		// The page's seqs from the covering (dlq, received_at) index
 		// (a top-N of the window's index tuples, or the (dlq, status,
 		// seq) index for a window the planner finds wide), then the
 		// page's rows only: not every entry of the window read and
 		// sorted by seq.
-		sql = `WITH k AS MATERIALIZED (SELECT part, seq FROM ` + table + w.String() + ` ORDER BY seq ` + order + fmt.Sprintf(` LIMIT %d`, limit+1) + `)
+		sql = `WITH k AS MATERIALIZED (SELECT part, seq` + pick + `)
 			SELECT ` + columns + ` FROM ` + table + ` JOIN k USING (part, seq) ORDER BY seq ` + order
 	}
 	rows, err := s.pool.Query(ctx, sql, w.args...)
