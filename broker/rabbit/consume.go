@@ -32,6 +32,9 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 	if err := sub.Validate(); err != nil {
 		return err
 	}
+	if err := checkTopic(sub.Topic); err != nil {
+		return err
+	}
 	if h == nil {
 		return fmt.Errorf("%w: handler is nil", broker.ErrInvalidSubscription)
 	}

@@ -32,6 +32,12 @@ func (n Names) RouteQueue(k, d int) string { return n.RouteLevel(k) + "." + strc
 // through; group queues are bound to it.
 func (n Names) RouteFinal() string { return n.Prefix + ".route.final" }
 
+// RouteTopics names the topic exchange PublishDelayed enters the route
+// through in route mode: each subscription binds it to level 0 for its
+// topic, and it has no alternate exchange, so a topic nobody consumes is
+// returned to the publisher.
+func (n Names) RouteTopics() string { return n.Prefix + ".route.topics" }
+
 // Queue is the group queue of (topic, group).
 func Queue(topic, group string) string { return topic + "." + group }
 

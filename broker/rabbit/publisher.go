@@ -137,15 +137,31 @@ func (p *publisher) publishOnce(ctx context.Context, out []outgoing) ([]outgoing
 	// A closed channel ends the tracker after it recorded every return it
 	// received, so its record is complete either way.
 	rt.sync()
-	var errs []error
+	var re returnedError
 	for _, o := range out {
 		if r, ok := rt.take(o.msg.MessageId); ok {
-			errs = append(errs, fmt.Errorf("rabbit: message %s to %q key %q returned (%d %s): %w",
+			re.out = append(re.out, o)
+			re.errs = append(re.errs, fmt.Errorf("rabbit: message %s to %q key %q returned (%d %s): %w",
 				o.msg.MessageId, o.exchange, o.key, r.ReplyCode, r.ReplyText, broker.ErrUnroutable))
 		}
 	}
-	return nil, errors.Join(errs...)
+	if len(re.out) == 0 {
+		return nil, nil
+	}
+	return nil, &re
 }
+
+// returnedError is publish's error when the broker returned messages
+// (mandatory, no queue bound): one error wrapping broker.ErrUnroutable per
+// message, and the messages, for a caller that has another way to send
+// them.
+type returnedError struct {
+	out  []outgoing
+	errs []error
+}
+
+func (e *returnedError) Error() string   { return errors.Join(e.errs...).Error() }
+func (e *returnedError) Unwrap() []error { return e.errs }
 
 // awaitConfirms waits for every confirm and reports which were acks.
 func (p *publisher) awaitConfirms(ctx context.Context, confs []*amqp.DeferredConfirmation) ([]bool, error) {

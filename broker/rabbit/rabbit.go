@@ -119,8 +119,9 @@ func (b *Broker) publishTopic(ctx context.Context, topic string, delay time.Dura
 		if m.Key != nil {
 			h[broker.HeaderKey] = string(m.Key)
 		}
+		ex, key := b.names.Topics(), topic
 		if delay > 0 {
-			h[broker.HeaderRemainingDelay] = ceilMS(delay)
+			ex, key = b.delayRoute(h, topic, delay)
 		}
 		id := m.ID
 		if id == "" {
@@ -130,7 +131,7 @@ func (b *Broker) publishTopic(ctx context.Context, topic string, delay time.Dura
 		if ts.IsZero() {
 			ts = now
 		}
-		out[i] = outgoing{exchange: b.names.Topics(), key: topic, msg: amqp.Publishing{
+		out[i] = outgoing{exchange: ex, key: key, msg: amqp.Publishing{
 			Headers:      h,
 			DeliveryMode: amqp.Persistent,
 			MessageId:    id,
@@ -138,7 +139,47 @@ func (b *Broker) publishTopic(ctx context.Context, topic string, delay time.Dura
 			Body:         m.Value,
 		}}
 	}
-	return b.pub.publish(ctx, out...)
+	err := b.pub.publish(ctx, out...)
+	var re *returnedError
+	if delay > 0 && b.cfg.Delay.Mode == DelayRoute && errors.As(err, &re) {
+		return b.viaGroups(ctx, topic, delay, re.out)
+	}
+	return err
+}
+
+// delayRoute is where a message published to topic with delay goes first,
+// its delay headers set in h. Route mode: the route, through RouteTopics,
+// keyed by the topic (see route.go), so no consumer moves it before it is
+// due; what exceeds the route's range is left in x-remaining-delay for
+// the group's consumer. Hops mode: every group queue of the topic at once, with the
+// whole delay in x-remaining-delay; each group's consumer moves it through
+// the tiers.
+func (b *Broker) delayRoute(h amqp.Table, topic string, delay time.Duration) (exchange, key string) {
+	if b.cfg.Delay.Mode != DelayRoute {
+		h[broker.HeaderRemainingDelay] = ceilMS(delay)
+		return b.names.Topics(), topic
+	}
+	key, left, stored := b.tiers.routeKey(delay, routeTopic(topic))
+	if left > 0 {
+		h[broker.HeaderRemainingDelay] = left
+	}
+	h[HeaderTierPasses] = int64(stored)
+	return b.names.RouteTopics(), key
+}
+
+// viaGroups sends again, the hops-mode way, the delayed messages the route
+// returned: their topic is not bound to the route (no subscription, or one
+// declared by a redrive before route-keyed delayed publishes), and the
+// groups' consumers move them through the delay. A topic no group consumes
+// is returned again: ErrUnroutable.
+func (b *Broker) viaGroups(ctx context.Context, topic string, delay time.Duration, returned []outgoing) error {
+	again := make([]outgoing, len(returned))
+	for i, o := range returned {
+		o.msg.Headers[broker.HeaderRemainingDelay] = ceilMS(delay)
+		delete(o.msg.Headers, HeaderTierPasses)
+		again[i] = outgoing{exchange: b.names.Topics(), key: topic, msg: o.msg}
+	}
+	return b.pub.publish(ctx, again...)
 }
 
 func headersSize(h map[string]string) int {

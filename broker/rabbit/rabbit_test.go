@@ -331,7 +331,8 @@ func TestRouteUnroutableIsParked(t *testing.T) {
 }
 
 // Route mode's plan: one queue per non-zero digit per level, the digit-0
-// exchange bindings, and each group queue bound to the final exchange.
+// exchange bindings, and each group queue bound to the final exchange for
+// its own name (retries) and its topic (PublishDelayed).
 func TestRoutePlan(t *testing.T) {
 	s := sub("plan.topic")
 	plan, err := rabbit.Plan(rabbit.Config{Prefix: "p", Delay: rabbit.DelayConfig{Mode: rabbit.DelayRoute,
@@ -347,6 +348,8 @@ func TestRoutePlan(t *testing.T) {
 		`binding  p.route.0 -> exchange p.route.1 key "0.#"`,
 		`binding  p.route.1 -> exchange p.route.final key "*.0.#"`,
 		`binding  p.route.final -> plan.topic.g key "*.*.plan.topic.g"`,
+		`binding  p.route.final -> plan.topic.g key "*.*.@.plan.topic"`,
+		`binding  p.route.topics -> exchange p.route.0 key "*.*.@.plan.topic"`,
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("plan lacks %q:\n%s", want, all)

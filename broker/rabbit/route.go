@@ -1,6 +1,7 @@
 package rabbit
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -15,6 +16,30 @@ import (
 // the last level delivers through the final exchange, where each group
 // queue is bound with L wildcards and its own name. A message is stored at
 // most once per level, and no consumer republishes it on the way.
+//
+// PublishDelayed routes the same way, from the publish on: its key names
+// the topic behind the word routeTopicWord (d0.….d(L-1).@.<topic>). It
+// enters through the RouteTopics exchange, bound to level 0 for each
+// subscribed topic (a topic nobody subscribed is returned to the
+// publisher), and each group queue is bound on the final exchange for its
+// topic too, so the broker fans the message out to the topic's groups
+// when it is due.
+
+// routeTopicWord marks a route key that names a topic, not a queue. A
+// queue's name begins with its topic, so no topic may begin with this word
+// (checkTopic): the two kinds of key can never match each other's binding.
+const routeTopicWord = "@"
+
+// routeTopic is what a route key names for a delayed publish to topic.
+func routeTopic(topic string) string { return routeTopicWord + "." + topic }
+
+// checkTopic rejects a topic whose first word is routeTopicWord.
+func checkTopic(topic string) error {
+	if topic == routeTopicWord || strings.HasPrefix(topic, routeTopicWord+".") {
+		return fmt.Errorf("rabbit: topic %q: the first word %q is reserved for delayed routing keys", topic, routeTopicWord)
+	}
+	return nil
+}
 
 // routeKey returns the routing key that delays a message for queue by
 // remaining (rounded up to whole resolutions, at most t.max()) and what is
@@ -44,7 +69,8 @@ func (t tiers) routeKey(remaining time.Duration, queue string) (key string, left
 	return b.String(), leftMS, stored
 }
 
-// routeBinding is the binding key of a group queue on the final exchange.
-func (t tiers) routeBinding(queue string) string {
-	return strings.Repeat("*.", len(t.ms)) + queue
+// routeBinding is the binding key of a group queue on the final exchange
+// for target: its own name, or routeTopic of its topic.
+func (t tiers) routeBinding(target string) string {
+	return strings.Repeat("*.", len(t.ms)) + target
 }

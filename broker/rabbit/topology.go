@@ -145,7 +145,10 @@ func (b *Broker) routePlan(ae amqp.Table) []Declaration {
 		plan = append(plan, Declaration{Kind: "exchange-binding", Name: next(k), Exchange: level, Key: prefix + "0.#"})
 	}
 	final := Declaration{Kind: "exchange", Name: n.RouteFinal(), Type: amqp.ExchangeTopic, Args: ae}
-	return append([]Declaration{final}, plan...)
+	plan = append([]Declaration{final}, plan...)
+	// No alternate exchange: a delayed publish to a topic no subscription
+	// bound is returned (ErrUnroutable), as a publish to redrive.topics is.
+	return append(plan, Declaration{Kind: "exchange", Name: n.RouteTopics(), Type: amqp.ExchangeTopic})
 }
 
 func (b *Broker) subPlan(s broker.Subscription) []Declaration {
@@ -173,7 +176,10 @@ func (b *Broker) subPlan(s broker.Subscription) []Declaration {
 		{Kind: "binding", Name: DLQ(q), Exchange: n.DLX(), Key: q},
 	}
 	if b.cfg.Delay.Mode == DelayRoute {
-		plan = append(plan, Declaration{Kind: "binding", Name: q, Exchange: n.RouteFinal(), Key: b.tiers.routeBinding(q)})
+		plan = append(plan,
+			Declaration{Kind: "binding", Name: q, Exchange: n.RouteFinal(), Key: b.tiers.routeBinding(q)},
+			Declaration{Kind: "binding", Name: q, Exchange: n.RouteFinal(), Key: b.tiers.routeBinding(routeTopic(s.Topic))},
+			Declaration{Kind: "exchange-binding", Name: n.RouteLevel(0), Exchange: n.RouteTopics(), Key: b.tiers.routeBinding(routeTopic(s.Topic))})
 	}
 	return plan
 }
@@ -190,6 +196,9 @@ func (b *Broker) declare(ctx context.Context, subs []broker.Subscription) error 
 	for i, s := range subs {
 		norm[i] = s.WithDefaults()
 		if err := norm[i].Validate(); err != nil {
+			return err
+		}
+		if err := checkTopic(s.Topic); err != nil {
 			return err
 		}
 	}
