@@ -72,7 +72,7 @@ func (c *consumer) fill(d *broker.Delivery, r *kgo.Record) (own bool) {
 	if t := wire.ParseTime(h[headerOriginTimestamp]); !t.IsZero() {
 		d.Timestamp = t
 	}
-	readStory(d)
+	pipeline.ReadStory(d)
 	return true
 }
 
@@ -83,18 +83,6 @@ func (c *consumer) fill(d *broker.Delivery, r *kgo.Record) (own bool) {
 // Value, which the Delivery holds anyway.
 func headerString(b []byte) string {
 	return unsafe.String(unsafe.SliceData(b), len(b))
-}
-
-// readStory is pipeline.ReadStory, skipped for a record that never failed
-// (no story header): ReadStory's strconv.Atoi of a missing attempt header
-// allocates an error, two allocations per record on the consume path.
-func readStory(d *broker.Delivery) {
-	h := d.Headers
-	if h[broker.HeaderAttempt] == "" && h[broker.HeaderFirstFailureAt] == "" && h[broker.HeaderLastFailureAt] == "" && h[broker.HeaderError] == "" {
-		d.Attempt = 1 // what ReadStory gives without those headers
-		return
-	}
-	pipeline.ReadStory(d)
 }
 
 // origin returns the partition and offset d was first published at: its own

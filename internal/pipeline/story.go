@@ -70,8 +70,12 @@ func FailureHeaders(d *broker.Delivery, o Outcome, now time.Time) map[string]str
 // header never fails a delivery).
 func ReadStory(d *broker.Delivery) {
 	d.Attempt = 1
-	if n, err := strconv.Atoi(d.Headers[broker.HeaderAttempt]); err == nil && n > 0 {
-		d.Attempt = min(n, MaxAttempt)
+	// A first delivery has no attempt header: Atoi("") would allocate
+	// its error, on every delivery of the consume path.
+	if s := d.Headers[broker.HeaderAttempt]; s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			d.Attempt = min(n, MaxAttempt)
+		}
 	}
 	d.FirstFailureAt = wire.ParseTime(d.Headers[broker.HeaderFirstFailureAt])
 	d.LastFailureAt = wire.ParseTime(d.Headers[broker.HeaderLastFailureAt])

@@ -319,3 +319,15 @@ func BenchmarkFailureHeaders(b *testing.B) {
 		FailureHeaders(d, o, now)
 	}
 }
+
+// ReadStory of a first delivery (no story headers) is on every delivery's
+// path: it must not allocate (strconv.Atoi("") allocates its error).
+func TestReadStoryFirstDeliveryAllocatesNothing(t *testing.T) {
+	d := &broker.Delivery{Message: broker.Message{Headers: map[string]string{"app": "v"}}}
+	if n := testing.AllocsPerRun(100, func() { ReadStory(d) }); n != 0 {
+		t.Errorf("ReadStory allocated %.0f times per call, want 0", n)
+	}
+	if d.Attempt != 1 {
+		t.Errorf("Attempt = %d, want 1", d.Attempt)
+	}
+}
