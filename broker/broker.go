@@ -80,6 +80,8 @@ type Delivery struct {
 	// Redelivered is set when the broker delivers the message again after a
 	// crash, a reconnect or a rebalance (a possible duplicate).
 	Redelivered bool
+
+	reader HeaderReader // Headers' source when Headers is nil (HeadersOnDemand)
 }
 
 // RetryMode says how a failed message waits for its retry.

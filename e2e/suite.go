@@ -23,6 +23,7 @@ func Run(t *testing.T, env Env) {
 	s := &suite{env: env, r: env.Resolution}
 	t.Run("PublishConsume", s.publishConsume)
 	t.Run("RetryThenSucceed", s.retryThenSucceed)
+	t.Run("HeadersOnDemand", s.headersOnDemand)
 	t.Run("AlwaysFailsToDLQ", s.alwaysFails)
 	t.Run("PermanentAndRetryAfter", s.permanentAndRetryAfter)
 	t.Run("RetryOnlyFailingGroup", s.retryOnlyFailingGroup)
@@ -171,6 +172,54 @@ func (s *suite) retryThenSucceed(t *testing.T) {
 	}
 	if got := s.env.DeadLetters(t.Context(), t, topic, "worker", 0, 3*s.r); len(got) != 0 {
 		t.Errorf("dead letters = %d, want 0", len(got))
+	}
+}
+
+// headersOnDemand: with Subscription.HeadersOnDemand a first delivery has
+// no Headers map, and the handler reads every header with Header on each
+// attempt; retries and the dead letter carry them as usual. Counted:
+// published = handled + dead-lettered.
+func (s *suite) headersOnDemand(t *testing.T) {
+	b := s.broker(t)
+	topic := topicName(t)
+	sub := s.sub(topic, "worker", retrypolicy.Policy{MaxRetries: 1, Backoff: s.schedule(1)})
+	sub.HeadersOnDemand = true
+	declare(t, b, sub)
+	rec := newRecorder()
+	const n = 10
+	msgs := messages("hod", n)
+	testenv.Consume(t, b, sub, rec.handler("worker", 1, func(d *broker.Delivery) error {
+		switch {
+		case d.ID == msgs[0].ID:
+			return failing("always")
+		case d.Attempt == 1 && d.ID < msgs[n/2].ID:
+			return failing("once")
+		}
+		return nil
+	}))
+	publish(t, b, topic, msgs...)
+	dls := s.env.DeadLetters(t.Context(), t, topic, "worker", 1, 3*s.r)
+	calls := rec.WaitUntil(t, 30*time.Second, "every message handled or dead-lettered", func(c []call) bool {
+		return len(successes(c, "worker")) == n-1
+	})
+	for id, k := range successes(calls, "worker") {
+		if k != 1 {
+			t.Errorf("%s handled %d times", id, k)
+		}
+	}
+	if len(dls) != 1 || dls[0].MessageID != msgs[0].ID {
+		t.Fatalf("dead letters %v, want %s alone", dls, msgs[0].ID)
+	}
+	if got, want := dls[0].OriginalHeaders["trace-id"], "t-"+msgs[0].ID; got != want {
+		t.Errorf("dead letter's trace-id = %q, want %q", got, want)
+	}
+	for _, c := range calls {
+		if got, want := c.d.Header("trace-id"), "t-"+c.d.ID; got != want {
+			t.Errorf("%s attempt %d: Header(trace-id) = %q, want %q", c.d.ID, c.attempt, got, want)
+		}
+		if c.attempt == 1 && c.d.Headers != nil {
+			t.Errorf("%s attempt 1: Headers built (%v) with HeadersOnDemand", c.d.ID, c.d.Headers)
+		}
 	}
 }
 

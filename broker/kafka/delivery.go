@@ -20,10 +20,11 @@ const (
 	headerOriginTimestamp = "x-redrive-origin-timestamp"
 )
 
-// delivery builds the Delivery of r in a Delivery of its own (see fill).
+// delivery builds the Delivery of r in a Delivery of its own, its Headers
+// always built (see fill): the one a retry or dead-letter copy is made of.
 func (c *consumer) delivery(r *kgo.Record) *broker.Delivery {
 	d := new(broker.Delivery)
-	c.fill(d, r)
+	c.fill(d, r, false)
 	return d
 }
 
@@ -42,7 +43,7 @@ func (p *partition) newDelivery(r *kgo.Record) (d *broker.Delivery, own bool) {
 	} else {
 		d = new(broker.Delivery)
 	}
-	return d, p.c.fill(d, r)
+	return d, p.c.fill(d, r, p.c.sub.HeadersOnDemand)
 }
 
 // fill builds the Delivery of r in d, which must be zero: every header
@@ -54,11 +55,25 @@ func (p *partition) newDelivery(r *kgo.Record) (d *broker.Delivery, own bool) {
 //
 // Header values share r's memory (headerString): building a map of copies
 // was the larger part of consuming a record.
-func (c *consumer) fill(d *broker.Delivery, r *kgo.Record) (own bool) {
-	h := make(map[string]string, len(r.Headers))
-	for _, x := range r.Headers {
-		h[x.Key] = headerString(x.Value)
-		own = own || wire.Own(x.Key)
+//
+// onDemand (Subscription.HeadersOnDemand) leaves Headers nil: the handler
+// and the story read them from r (onDemandHeaders).
+func (c *consumer) fill(d *broker.Delivery, r *kgo.Record, onDemand bool) (own bool) {
+	var h map[string]string
+	if onDemand {
+		for _, x := range r.Headers {
+			if wire.Own(x.Key) {
+				own = true
+				break
+			}
+		}
+		d.SetHeaderReader((*onDemandHeaders)(r))
+	} else {
+		h = make(map[string]string, len(r.Headers))
+		for _, x := range r.Headers {
+			h[x.Key] = headerString(x.Value)
+			own = own || wire.Own(x.Key)
+		}
 	}
 	// Field by field: d is zero, and one composite assignment would copy
 	// all 256 bytes through the write barrier while the GC runs.
@@ -68,12 +83,49 @@ func (c *consumer) fill(d *broker.Delivery, r *kgo.Record) (own bool) {
 	if !own {
 		return false
 	}
-	d.ID = h[broker.HeaderMessageID]
-	if t := wire.ParseTime(h[headerOriginTimestamp]); !t.IsZero() {
+	d.ID = d.Header(broker.HeaderMessageID)
+	if t := wire.ParseTime(d.Header(headerOriginTimestamp)); !t.IsZero() {
 		d.Timestamp = t
 	}
 	pipeline.ReadStory(d)
 	return true
+}
+
+// onDemandHeaders reads a record's headers for a HeadersOnDemand delivery
+// (broker.HeaderReader): values share the record's memory, as Headers'
+// do, and a name that repeats has its last value, as in Headers.
+type onDemandHeaders kgo.Record
+
+// Header implements broker.HeaderReader.
+func (r *onDemandHeaders) Header(key string) (string, bool) {
+	for i := len(r.Headers) - 1; i >= 0; i-- {
+		if r.Headers[i].Key == key {
+			return headerString(r.Headers[i].Value), true
+		}
+	}
+	return "", false
+}
+
+// Range implements broker.HeaderReader.
+func (r *onDemandHeaders) Range(f func(key, value string) bool) {
+	for i, x := range r.Headers {
+		if r.repeated(x.Key, i) {
+			continue
+		}
+		if !f(x.Key, headerString(x.Value)) {
+			return
+		}
+	}
+}
+
+// repeated reports whether key appears again after index i.
+func (r *onDemandHeaders) repeated(key string, i int) bool {
+	for _, y := range r.Headers[i+1:] {
+		if y.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // headerString returns b, a header value of a fetched record, as a string
@@ -88,8 +140,8 @@ func headerString(b []byte) string {
 // origin returns the partition and offset d was first published at: its own
 // for a record of <topic>, the recorded ones for a retry copy.
 func origin(d *broker.Delivery) (int32, int64) {
-	part, errP := strconv.ParseInt(d.Headers[headerOriginPartition], 10, 32)
-	off, errO := strconv.ParseInt(d.Headers[headerOriginOffset], 10, 64)
+	part, errP := strconv.ParseInt(d.Header(headerOriginPartition), 10, 32)
+	off, errO := strconv.ParseInt(d.Header(headerOriginOffset), 10, 64)
 	if errP != nil || errO != nil {
 		return d.Partition, d.Offset
 	}

@@ -204,7 +204,7 @@ func (p *partition) process(r *kgo.Record) bool {
 	d, own := p.newDelivery(r)
 	var due time.Time
 	if own { // x-redrive-due-at is one of redrive's headers
-		due = wire.ParseTime(d.Headers[broker.HeaderDueAt])
+		due = wire.ParseTime(d.Header(broker.HeaderDueAt))
 	}
 	if !due.IsZero() && !p.sleepUntil(due) {
 		return false

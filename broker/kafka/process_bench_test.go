@@ -24,11 +24,17 @@ import (
 // franz-go's fetching that BenchmarkConsume includes, and much less
 // sensitive to a busy machine. cpu-ns/op is the process's user+system
 // time per record, steadier than ns/op when other processes share the CPUs.
-func BenchmarkPartitionWorker(b *testing.B) {
+func BenchmarkPartitionWorker(b *testing.B) { benchPartitionWorker(b, false) }
+
+// BenchmarkPartitionWorkerOnDemand is BenchmarkPartitionWorker for a
+// subscription with HeadersOnDemand: no Headers map per record.
+func BenchmarkPartitionWorkerOnDemand(b *testing.B) { benchPartitionWorker(b, true) }
+
+func benchPartitionWorker(b *testing.B, onDemand bool) {
 	cfg := Config{Brokers: []string{"unused:9092"}, InstanceID: "bench"}.withDefaults()
 	cfg.MaxBuffered, cfg.MaxBufferedBytes = 1<<40, 1<<40 // never throttled: no client here
 	br := &Broker{cfg: cfg, log: slog.New(slog.DiscardHandler)}
-	sub := broker.Subscription{Topic: "t", Group: "g", Concurrency: 3}.WithDefaults()
+	sub := broker.Subscription{Topic: "t", Group: "g", Concurrency: 3, HeadersOnDemand: onDemand}.WithDefaults()
 	c := newConsumer(br, sub, br.log)
 	c.hctx = context.Background()
 	var n atomic.Int64

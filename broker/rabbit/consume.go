@@ -230,7 +230,7 @@ func (c *consumer) process(ctx context.Context, m amqp.Delivery, fwd chan<- forw
 		c.hop(ctx, m, rem, fwd)
 		return
 	}
-	d := c.delivery(m)
+	d := c.delivery(m, c.sub.HeadersOnDemand)
 	dec := c.pipe.Process(ctx, d, c.h, c.claim(m, d))
 	switch dec.Action {
 	case pipeline.Ack:
@@ -248,7 +248,7 @@ func (c *consumer) process(ctx context.Context, m amqp.Delivery, fwd chan<- forw
 		return
 	}
 	if dec.Cause != nil {
-		d = c.delivery(m) // the handler may have changed d: the copy tells the story as delivered
+		d = c.delivery(m, false) // the handler may have changed d: the copy tells the story as delivered
 	}
 	h := storyTable(m, d, dec.Outcome, dec.At)
 	out := outgoing{exchange: c.b.names.DLX(), key: c.queue, msg: republish(m, h)}
@@ -363,9 +363,12 @@ func (c *consumer) forward(ctx context.Context, m amqp.Delivery, out outgoing) b
 	}
 }
 
-func (c *consumer) delivery(m amqp.Delivery) *broker.Delivery {
-	h := fromTable(m.Headers)
-	delete(h, broker.HeaderRemainingDelay)
+func (c *consumer) delivery(m amqp.Delivery, onDemand bool) *broker.Delivery {
+	var h map[string]string
+	if !onDemand {
+		h = fromTable(m.Headers)
+		delete(h, broker.HeaderRemainingDelay)
+	}
 	d := &broker.Delivery{
 		Message: broker.Message{
 			ID:        m.MessageId,
@@ -373,7 +376,6 @@ func (c *consumer) delivery(m amqp.Delivery) *broker.Delivery {
 			Headers:   h,
 			Timestamp: m.Timestamp,
 		},
-		Topic:       h[broker.HeaderTopic],
 		Group:       c.sub.Group,
 		Instance:    c.instance,
 		Source:      c.queue,
@@ -381,10 +383,14 @@ func (c *consumer) delivery(m amqp.Delivery) *broker.Delivery {
 		Offset:      -1,
 		Redelivered: m.Redelivered,
 	}
+	if onDemand {
+		d.SetHeaderReader(onDemandTable(m.Headers))
+	}
+	d.Topic = d.Header(broker.HeaderTopic)
 	if d.Topic == "" {
 		d.Topic = c.sub.Topic
 	}
-	if k, ok := h[broker.HeaderKey]; ok {
+	if k := d.Header(broker.HeaderKey); k != "" {
 		d.Key = []byte(k)
 	}
 	pipeline.ReadStory(d)

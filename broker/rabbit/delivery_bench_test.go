@@ -34,7 +34,7 @@ func BenchmarkDeliveryPath(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		m := ms[i%len(ms)]
-		d := c.delivery(m)
+		d := c.delivery(m, false)
 		if dec := c.pipe.Process(ctx, d, h, c.claim(m, d)); dec.Action != pipeline.Ack {
 			b.Fatalf("decision %v", dec.Action)
 		}

@@ -132,9 +132,24 @@ func FuzzForeignHeaders(f *testing.F) {
 		h := g.table(0)
 		m := amqp.Delivery{Headers: h, MessageId: "id", Body: []byte("b"), RoutingKey: "t"}
 
-		d := c.delivery(m)
+		d := c.delivery(m, false)
 		if d.Attempt < 1 || d.Attempt > pipeline.MaxAttempt {
 			t.Fatalf("attempt %d", d.Attempt)
+		}
+		// HeadersOnDemand reads the same headers and the same story.
+		od := c.delivery(m, true)
+		got := maps.Collect(od.AllHeaders())
+		if od.Headers != nil || !maps.Equal(got, d.Headers) {
+			t.Fatalf("on demand: Headers %v, AllHeaders %v; want nil and %v", od.Headers, got, d.Headers)
+		}
+		for k, v := range d.Headers {
+			if od.Header(k) != v {
+				t.Fatalf("on demand: Header(%q) = %q, want %q", k, od.Header(k), v)
+			}
+		}
+		if od.Topic != d.Topic || string(od.Key) != string(d.Key) || od.Attempt != d.Attempt || od.LastError != d.LastError ||
+			!od.FirstFailureAt.Equal(d.FirstFailureAt) || !od.LastFailureAt.Equal(d.LastFailureAt) {
+			t.Fatalf("on demand: delivery %+v, want %+v", od, d)
 		}
 		for k := range d.Headers {
 			if brokerOwned(k) || k == broker.HeaderRemainingDelay {

@@ -38,14 +38,44 @@ func fromTable(t amqp.Table) map[string]string {
 		if brokerOwned(k) {
 			continue
 		}
-		if d, ok := v.(amqp.Decimal); ok {
-			v = wire.Decimal{Scale: d.Scale, Value: d.Value}
-		}
-		if s, ok := wire.Text(v); ok {
+		if s, ok := headerText(v); ok {
 			h[k] = s
 		}
 	}
 	return h
+}
+
+// onDemandTable reads a delivery's AMQP headers for a HeadersOnDemand
+// delivery (broker.HeaderReader): the headers fromTable would give.
+type onDemandTable amqp.Table
+
+// Header implements broker.HeaderReader.
+func (t onDemandTable) Header(key string) (string, bool) {
+	v, ok := t[key]
+	if !ok || brokerOwned(key) || key == broker.HeaderRemainingDelay {
+		return "", false
+	}
+	return headerText(v)
+}
+
+// Range implements broker.HeaderReader.
+func (t onDemandTable) Range(f func(key, value string) bool) {
+	for k, v := range t {
+		if brokerOwned(k) || k == broker.HeaderRemainingDelay {
+			continue
+		}
+		if s, ok := headerText(v); ok && !f(k, s) {
+			return
+		}
+	}
+}
+
+// headerText is a header's value as the handler sees it (wire.Text).
+func headerText(v any) (string, bool) {
+	if d, ok := v.(amqp.Decimal); ok {
+		v = wire.Decimal{Scale: d.Scale, Value: d.Value}
+	}
+	return wire.Text(v)
 }
 
 // Death is one entry of RabbitMQ's x-death header: why and where the broker

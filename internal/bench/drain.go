@@ -78,7 +78,11 @@ func (d *drain) startup() time.Duration { return time.Unix(0, d.first.Load()).Su
 // handler is the redrive handler of a consume-side scenario.
 func (d *drain) handler(mode string) broker.Handler {
 	return func(_ context.Context, m *broker.Delivery) error {
-		seq, _ := strconv.Atoi(m.Headers[headerSeq])
+		if mode == failNone { // as the raw drains: no header read
+			d.hit()
+			return nil
+		}
+		seq, _ := strconv.Atoi(m.Header(headerSeq)) // Headers, or on demand
 		switch {
 		case mode == failRetry && seq%10 == 0 && m.Attempt <= 1:
 			return errBench

@@ -57,7 +57,9 @@ func Patch(t wire.Table, d *broker.Delivery, o Outcome, now time.Time, drop ...s
 func FailureHeaders(d *broker.Delivery, o Outcome, now time.Time) map[string]string {
 	set, del := Story(d, o, now)
 	h := make(map[string]string, len(d.Headers)+len(set))
-	maps.Copy(h, d.Headers)
+	for k, v := range d.AllHeaders() { // Headers, or the backend's (HeadersOnDemand)
+		h[k] = v
+	}
 	for _, k := range del {
 		delete(h, k)
 	}
@@ -72,14 +74,14 @@ func ReadStory(d *broker.Delivery) {
 	d.Attempt = 1
 	// A first delivery has no attempt header: Atoi("") would allocate
 	// its error, on every delivery of the consume path.
-	if s := d.Headers[broker.HeaderAttempt]; s != "" {
+	if s := d.Header(broker.HeaderAttempt); s != "" {
 		if n, err := strconv.Atoi(s); err == nil && n > 0 {
 			d.Attempt = min(n, MaxAttempt)
 		}
 	}
-	d.FirstFailureAt = wire.ParseTime(d.Headers[broker.HeaderFirstFailureAt])
-	d.LastFailureAt = wire.ParseTime(d.Headers[broker.HeaderLastFailureAt])
-	d.LastError = d.Headers[broker.HeaderError]
+	d.FirstFailureAt = wire.ParseTime(d.Header(broker.HeaderFirstFailureAt))
+	d.LastFailureAt = wire.ParseTime(d.Header(broker.HeaderLastFailureAt))
+	d.LastError = d.Header(broker.HeaderError)
 }
 
 // AppHeaders returns h without redrive's own headers (wire.Own): the

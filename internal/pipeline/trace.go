@@ -40,13 +40,27 @@ const (
 // traceContext reads a W3C traceparent and tracestate; it keeps no state.
 var traceContext = propagation.TraceContext{}
 
+// deliveryCarrier reads a delivery's headers for the propagator, from
+// Headers or, with HeadersOnDemand, from the backend.
+type deliveryCarrier struct{ d *broker.Delivery }
+
+func (c deliveryCarrier) Get(key string) string { return c.d.Header(key) }
+func (c deliveryCarrier) Set(string, string)    {} // extraction only
+func (c deliveryCarrier) Keys() []string {
+	var keys []string
+	for k := range c.d.AllHeaders() {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
 // traced is Process with a span around it: the child of the delivery's
 // traceparent (a new root when it has none or an invalid one), carried by
 // the handler's ctx, ended with the decision's outcome. Called only when
 // the subscription has a TracerProvider, so that tracing off costs
 // nothing.
 func (p *Pipeline) traced(ctx context.Context, d *broker.Delivery, h broker.Handler, in Input) Decision {
-	ctx = traceContext.Extract(ctx, propagation.MapCarrier(d.Headers))
+	ctx = traceContext.Extract(ctx, deliveryCarrier{d})
 	attempt := max(d.Attempt, 1)
 	ctx, span := p.tracer.Start(ctx, SpanPrefix+p.sub.Group,
 		trace.WithSpanKind(trace.SpanKindConsumer),
