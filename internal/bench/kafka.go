@@ -33,7 +33,7 @@ type kafkaEnv struct {
 }
 
 func runKafka(ctx context.Context, cfg Config, prefix string, peers *peerRunner) (rows []Row, err error) {
-	e := &kafkaEnv{base: base{cfg: cfg, broker: Kafka}, prefix: prefix, brokers: cfg.KafkaBrokers, peers: peers}
+	e := &kafkaEnv{base: base{cfg: cfg, broker: Kafka, rounds: consumeRounds}, prefix: prefix, brokers: cfg.KafkaBrokers, peers: peers}
 	if len(e.brokers) == 0 {
 		c, err := kfake.NewCluster(kfake.NumBrokers(3))
 		if err != nil {
@@ -203,10 +203,11 @@ func (e *kafkaEnv) fill(ctx context.Context, topic string, n int) error {
 	return nil
 }
 
-// consumeRounds is how many times the Kafka consume row drains its topic
-// through each client, alternating: at a million records a second one
-// drain lasts a tenth of a second, and a single one swung the ratio by
-// ±30 % (GC cycles, kfake's own work on the same two cores).
+// consumeRounds is how many times the Kafka consume, retry and dlq rows
+// drain their topic through each client (consume: alternating): at a
+// million records a second one drain lasts a tenth of a second, and a
+// single one swung the ratios by ±30 % and more (GC cycles, kfake's own
+// work on the same two cores).
 const consumeRounds = 5
 
 // consume: drain a pre-filled topic with a no-op handler and commit,
