@@ -54,7 +54,9 @@ type Message struct {
 	Timestamp time.Time
 }
 
-// Delivery is one message handed to a Handler, with its story.
+// Delivery is one message handed to a Handler, with its story. With
+// Subscription.HeadersOnDemand its Headers may be nil: Header and
+// AllHeaders read the headers in either case.
 type Delivery struct {
 	Message
 	// Topic is the topic the message was published to.
