@@ -207,23 +207,36 @@ func testReplayAllClaimsStayFresh(t *testing.T, s dlq.Store) {
 	fill(t, s, "fresh.dlq", "f", n, nil)
 	pub := &publisher{}
 	cfg := opsConfig(s, pub)
-	cfg.ReplayTimeout, cfg.ReconcileAfter = 100*time.Millisecond, 300*time.Millisecond
+	// ReplayTimeout leaves a publish ample time beyond its 40 ms (a busy
+	// machine running -race); ReconcileAfter must only exceed it.
+	cfg.ReplayTimeout, cfg.ReconcileAfter = 250*time.Millisecond, 300*time.Millisecond
 	ops := newOps(t, cfg)
-	var reconciling atomic.Bool
-	var reconciled atomic.Int64
-	var reconcileErr error
 	pub.during = func(dlq.Entry, string) {
 		time.Sleep(40 * time.Millisecond) // a slow broker: 12 entries take longer than ReconcileAfter
-		if reconciling.CompareAndSwap(false, true) {
-			defer reconciling.Store(false)
+	}
+	// The reconciler runs all the while, beside the replay-all, as it does
+	// in every replica.
+	var reconciled atomic.Int64
+	var reconcileErr error
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
 			m, err := ops.Reconcile(ctx)
 			reconciled.Add(int64(m))
 			if err != nil && reconcileErr == nil {
 				reconcileErr = err
 			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
 		}
-	}
+	}()
 	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: "fresh.dlq"}, dlq.ReplayAllOptions{Actor: "alice"})
+	close(stop)
+	<-stopped
 	pub.mu.Lock()
 	pub.during = nil
 	pub.mu.Unlock()
