@@ -22,11 +22,18 @@ func (d *Delivery) SetHeaderReader(r HeaderReader) { d.reader = r }
 // Header returns the value of header key as delivered ("" when absent):
 // from Headers when it is set, else from the backend (HeadersOnDemand).
 func (d *Delivery) Header(key string) string {
-	if d.Headers != nil || d.reader == nil {
-		return d.Headers[key]
-	}
-	v, _ := d.reader.Header(key)
+	v, _ := d.LookupHeader(key)
 	return v
+}
+
+// LookupHeader is Header that also reports whether the message has the
+// header (a header may be set to "").
+func (d *Delivery) LookupHeader(key string) (string, bool) {
+	if d.Headers != nil || d.reader == nil {
+		v, ok := d.Headers[key]
+		return v, ok
+	}
+	return d.reader.Header(key)
 }
 
 // AllHeaders yields every header as delivered, each name once: Headers

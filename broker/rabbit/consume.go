@@ -390,7 +390,7 @@ func (c *consumer) delivery(m amqp.Delivery, onDemand bool) *broker.Delivery {
 	if d.Topic == "" {
 		d.Topic = c.sub.Topic
 	}
-	if k := d.Header(broker.HeaderKey); k != "" {
+	if k, ok := d.LookupHeader(broker.HeaderKey); ok { // an empty key stays empty, not nil
 		d.Key = []byte(k)
 	}
 	pipeline.ReadStory(d)

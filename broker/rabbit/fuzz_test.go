@@ -147,7 +147,7 @@ func FuzzForeignHeaders(f *testing.F) {
 				t.Fatalf("on demand: Header(%q) = %q, want %q", k, od.Header(k), v)
 			}
 		}
-		if od.Topic != d.Topic || string(od.Key) != string(d.Key) || od.Attempt != d.Attempt || od.LastError != d.LastError ||
+		if od.Topic != d.Topic || string(od.Key) != string(d.Key) || (od.Key == nil) != (d.Key == nil) || od.Attempt != d.Attempt || od.LastError != d.LastError ||
 			!od.FirstFailureAt.Equal(d.FirstFailureAt) || !od.LastFailureAt.Equal(d.LastFailureAt) {
 			t.Fatalf("on demand: delivery %+v, want %+v", od, d)
 		}

@@ -176,10 +176,11 @@ func (b *Broker) subPlan(s broker.Subscription) []Declaration {
 		{Kind: "binding", Name: DLQ(q), Exchange: n.DLX(), Key: q},
 	}
 	if b.cfg.Delay.Mode == DelayRoute {
+		byTopic := b.tiers.routeBinding(routeTopic(s.Topic))
 		plan = append(plan,
 			Declaration{Kind: "binding", Name: q, Exchange: n.RouteFinal(), Key: b.tiers.routeBinding(q)},
-			Declaration{Kind: "binding", Name: q, Exchange: n.RouteFinal(), Key: b.tiers.routeBinding(routeTopic(s.Topic))},
-			Declaration{Kind: "exchange-binding", Name: n.RouteLevel(0), Exchange: n.RouteTopics(), Key: b.tiers.routeBinding(routeTopic(s.Topic))})
+			Declaration{Kind: "binding", Name: q, Exchange: n.RouteFinal(), Key: byTopic},
+			Declaration{Kind: "exchange-binding", Name: n.RouteLevel(0), Exchange: n.RouteTopics(), Key: byTopic})
 	}
 	return plan
 }
