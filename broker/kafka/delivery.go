@@ -21,9 +21,11 @@ const (
 )
 
 // delivery builds the Delivery of r in a Delivery of its own, its Headers
-// always built (see fill): the one a retry or dead-letter copy is made of.
+// always built (see fill), with room for the story of a failure
+// (pipeline.StoryLen): the one a retry in place or a retry or dead-letter
+// copy is made of.
 func (c *consumer) delivery(r *kgo.Record) *broker.Delivery {
-	d := new(broker.Delivery)
+	d := &broker.Delivery{Message: broker.Message{Headers: make(map[string]string, len(r.Headers)+pipeline.StoryLen)}}
 	c.fill(d, r, false)
 	return d
 }
@@ -46,7 +48,8 @@ func (p *partition) newDelivery(r *kgo.Record) (d *broker.Delivery, own bool) {
 	return d, p.c.fill(d, r, p.c.sub.HeadersOnDemand)
 }
 
-// fill builds the Delivery of r in d, which must be zero: every header
+// fill builds the Delivery of r in d, which must be zero but for an empty
+// Headers map to fill (delivery): every header
 // (redrive's story included), the message id from x-redrive-message-id,
 // the story from the x-redrive-* headers, and the original timestamp for
 // retry copies. A record without any x-redrive-* header (one a plain
@@ -69,7 +72,9 @@ func (c *consumer) fill(d *broker.Delivery, r *kgo.Record, onDemand bool) (own b
 		}
 		d.SetHeaderReader((*onDemandHeaders)(r))
 	} else {
-		h = make(map[string]string, len(r.Headers))
+		if h = d.Headers; h == nil {
+			h = make(map[string]string, len(r.Headers))
+		}
 		for _, x := range r.Headers {
 			h[x.Key] = headerString(x.Value)
 			own = own || wire.Own(x.Key)

@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"log/slog"
-	"maps"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -234,10 +233,10 @@ func (p *partition) process(r *kgo.Record) bool {
 // The handler gets d itself, not a copy (a copy of the delivery and of its
 // headers per call was a measurable part of consuming). A handler may
 // change it, so after a failure d is built again from r, as delivered:
-// with the headers of the last in-place retry when there was one.
+// with the story of the last in-place retry when there was one (last).
 func (p *partition) settle(r *kgo.Record, d *broker.Delivery, dec pipeline.Decision) (done, sent bool) {
-	first := dec               // holds the claim, if any
-	var kept map[string]string // d.Headers as delivered, after a retry in place
+	first := dec // holds the claim, if any
+	var last *inPlace
 	for {
 		switch dec.Action {
 		case pipeline.Ack:
@@ -247,9 +246,8 @@ func (p *partition) settle(r *kgo.Record, d *broker.Delivery, dec pipeline.Decis
 		}
 		if dec.Cause != nil { // the handler ran
 			d = p.c.delivery(r)
-			if kept != nil {
-				d.Headers = maps.Clone(kept)
-				pipeline.ReadStory(d)
+			if last != nil {
+				last.apply(d)
 			}
 		}
 		switch dec.Action {
@@ -265,10 +263,10 @@ func (p *partition) settle(r *kgo.Record, d *broker.Delivery, dec pipeline.Decis
 		if p.c.sub.RetryMode == broker.NonBlocking {
 			return p.retryLater(r, d, dec, first), true
 		}
-		if !p.retryInPlace(d, dec.Outcome, dec.At) {
+		last = &inPlace{attempt: d.Attempt, first: d.FirstFailureAt, o: dec.Outcome, at: dec.At}
+		if !p.retryInPlace(d, last) {
 			return false, false
 		}
-		kept = maps.Clone(d.Headers)
 		dec = p.pipe.Process(p.ctx, d, p.gated, pipeline.Input{})
 	}
 }

@@ -4,6 +4,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/retrypolicy"
 )
 
 // BenchmarkPartitionWorker measures a partition worker alone, without a
@@ -30,16 +32,29 @@ func BenchmarkPartitionWorker(b *testing.B) { benchPartitionWorker(b, false) }
 // subscription with HeadersOnDemand: no Headers map per record.
 func BenchmarkPartitionWorkerOnDemand(b *testing.B) { benchPartitionWorker(b, true) }
 
-func benchPartitionWorker(b *testing.B, onDemand bool) {
+// BenchmarkPartitionWorkerRetry is BenchmarkPartitionWorker with every
+// 10th record failing once, retried in place at once (blocking mode), as
+// `redrive bench`'s Kafka retry row: the failure path's own cost.
+func BenchmarkPartitionWorkerRetry(b *testing.B) { benchPartitionWorkerMode(b, false, 10) }
+
+func benchPartitionWorker(b *testing.B, onDemand bool) { benchPartitionWorkerMode(b, onDemand, 0) }
+
+// benchPartitionWorkerMode runs the partition worker benchmark; with
+// failEvery > 0, every failEvery-th record fails once.
+func benchPartitionWorkerMode(b *testing.B, onDemand bool, failEvery int) {
 	cfg := Config{Brokers: []string{"unused:9092"}, InstanceID: "bench"}.withDefaults()
 	cfg.MaxBuffered, cfg.MaxBufferedBytes = 1<<40, 1<<40 // never throttled: no client here
 	br := &Broker{cfg: cfg, log: slog.New(slog.DiscardHandler)}
-	sub := broker.Subscription{Topic: "t", Group: "g", Concurrency: 3, HeadersOnDemand: onDemand}.WithDefaults()
+	sub := broker.Subscription{Topic: "t", Group: "g", Concurrency: 3, HeadersOnDemand: onDemand,
+		Policy: retrypolicy.Policy{MaxRetries: 3, Backoff: retrypolicy.Schedule{Delays: []time.Duration{0}}}}.WithDefaults()
 	c := newConsumer(br, sub, br.log)
 	c.hctx = context.Background()
 	var n atomic.Int64
 	done := make(chan struct{})
-	c.h = func(context.Context, *broker.Delivery) error {
+	c.h = func(_ context.Context, d *broker.Delivery) error {
+		if failEvery > 0 && d.Attempt == 1 && d.Offset%int64(failEvery) == 0 {
+			return errFailOnce
+		}
 		if n.Add(1) == int64(b.N) {
 			close(done)
 		}
@@ -72,6 +87,8 @@ func benchPartitionWorker(b *testing.B, onDemand bool) {
 		b.Fatalf("watermark %d (%v), want %d", eo.Offset, ok, b.N)
 	}
 }
+
+var errFailOnce = errors.New("fails once")
 
 // processCPU is the process's user+system time so far.
 func processCPU(b *testing.B) time.Duration {

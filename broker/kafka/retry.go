@@ -12,14 +12,34 @@ import (
 )
 
 // retryInPlace is the blocking mode: d's story is updated as the next
-// delivery will see it and the worker waits out the back-off with its
-// partition paused (other partitions keep flowing; the poll loop keeps the
-// group session alive). It returns false when the worker is halted during
-// the wait: the record stays uncommitted and its next owner handles it.
-func (p *partition) retryInPlace(d *broker.Delivery, o pipeline.Outcome, now time.Time) bool {
-	d.Headers = pipeline.FailureHeaders(d, o, now)
-	pipeline.ReadStory(d)
-	return p.sleepUntil(now.Add(o.Delay))
+// delivery will see it (retry.apply) and the worker waits out the back-off
+// with its partition paused (other partitions keep flowing; the poll loop
+// keeps the group session alive). It returns false when the worker is
+// halted during the wait: the record stays uncommitted and its next owner
+// handles it.
+func (p *partition) retryInPlace(d *broker.Delivery, retry *inPlace) bool {
+	retry.apply(d)
+	return p.sleepUntil(retry.at.Add(retry.o.Delay))
+}
+
+// inPlace is one retry in place: the failure (o, at) and the story the
+// delivery had before it. Applied to a fresh delivery of the record, it
+// gives the headers and story of the retry, without keeping a copy of
+// them while the handler runs (after a retry in place, each delivery's
+// headers are the record's with the last failure's story: Story rewrites
+// every name an earlier one wrote).
+type inPlace struct {
+	attempt int
+	first   time.Time
+	o       pipeline.Outcome
+	at      time.Time
+}
+
+// apply makes d, a fresh delivery of the record, the delivery after the
+// retry.
+func (r *inPlace) apply(d *broker.Delivery) {
+	d.Attempt, d.FirstFailureAt = r.attempt, r.first
+	pipeline.RetryInPlace(d, r.o, r.at)
 }
 
 // retryLater is the non_blocking mode: a copy of d goes to the group's retry

@@ -293,3 +293,35 @@ func TestFormatParseTime(t *testing.T) {
 		}
 	}
 }
+
+// FormatTime writes its layout by hand: it must give what Format gives,
+// at the edges of its range and beyond them.
+func TestFormatTimeAsFormat(t *testing.T) {
+	times := []time.Time{
+		{},
+		time.Unix(0, 0),
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 6, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2024, 2, 29, 23, 59, 59, 999999, time.FixedZone("Y", 14*3600)),
+		time.Date(2025, 1, 15, 11, 45, 0, 1_000_000, time.FixedZone("X", -5*3600)),
+		time.Now(),
+	}
+	for i := range 1000 { // spread over years 0-9999 and the day
+		times = append(times, time.Unix(int64(i)*314159265359%253402300799-62135596800, int64(i)*7919*104729%1e9))
+	}
+	for _, ts := range times {
+		if got, want := FormatTime(ts), ts.UTC().Format(timeLayout); got != want {
+			t.Fatalf("FormatTime(%v) = %q, want %q", ts, got, want)
+		}
+	}
+}
+
+func BenchmarkFormatTime(b *testing.B) {
+	ts := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		FormatTime(ts)
+	}
+}

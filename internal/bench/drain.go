@@ -21,6 +21,9 @@ const (
 	failNone  = ""
 	failRetry = ScenarioRetry // every 10th message fails once
 	failDLQ   = ScenarioDLQ   // every 100th message is a permanent failure
+	// failNever reads the sequence header as failRetry and failDLQ do,
+	// and never fails: the failing rounds' baseline (failingRounds).
+	failNever = "never"
 )
 
 var errBench = errors.New("bench: induced failure")

@@ -208,7 +208,7 @@ func (e *kafkaEnv) fill(ctx context.Context, topic string, n int) error {
 // million records a second one drain lasts a tenth of a second, and a
 // single one swung the ratios by ±30 % and more (GC cycles, kfake's own
 // work on the same two cores).
-const consumeRounds = 5
+const consumeRounds = 7
 
 // consume: drain a pre-filled topic with a no-op handler and commit,
 // redrive Consume (one worker per partition) vs a raw group consumer with

@@ -9,39 +9,50 @@ import (
 	"github.com/redrive/redrive/broker/wire"
 )
 
+// StoryLen is the most headers Story sets.
+const StoryLen = 9
+
 // Story returns the x-redrive-* headers a copy of d carries after failure
 // o at now (set): for a retry, the attempt number of the next delivery; for
 // a dead letter, the reason; and those it no longer carries (del). Both
 // backends apply it to the copy's exact headers through Patch.
 func Story(d *broker.Delivery, o Outcome, now time.Time) (set map[string]string, del []string) {
-	set = make(map[string]string, 9)
+	set = make(map[string]string, StoryLen)
+	return set, writeStory(set, d, o, now)
+}
+
+// writeStory sets in h the x-redrive-* headers of Story and returns the
+// names to delete.
+func writeStory(h map[string]string, d *broker.Delivery, o Outcome, now time.Time) (del []string) {
 	first := d.FirstFailureAt
 	if first.IsZero() {
 		first = now
 	}
-	set[broker.HeaderFirstFailureAt] = wire.FormatTime(first)
-	set[broker.HeaderLastFailureAt] = wire.FormatTime(now)
-	set[broker.HeaderError] = o.Error
-	set[broker.HeaderErrorClass] = o.Class
-	set[broker.HeaderWorker] = d.Group
+	h[broker.HeaderFirstFailureAt] = wire.FormatTime(first)
+	h[broker.HeaderLastFailureAt] = wire.FormatTime(now)
+	h[broker.HeaderError] = o.Error
+	h[broker.HeaderErrorClass] = o.Class
+	h[broker.HeaderWorker] = d.Group
 	if d.Instance != "" {
-		set[broker.HeaderWorkerInstance] = d.Instance
+		h[broker.HeaderWorkerInstance] = d.Instance
 	}
 	if d.Source != "" {
-		set[broker.HeaderSource] = d.Source
+		h[broker.HeaderSource] = d.Source
 	}
 	if d.Topic != "" {
-		set[broker.HeaderTopic] = d.Topic
+		h[broker.HeaderTopic] = d.Topic
 	}
 	if o.Retry {
-		set[broker.HeaderAttempt] = strconv.Itoa(min(max(d.Attempt, 1), MaxAttempt-1) + 1)
-		del = []string{broker.HeaderReason}
-	} else {
-		set[broker.HeaderAttempt] = strconv.Itoa(max(d.Attempt, 1))
-		set[broker.HeaderReason] = string(o.Reason)
+		h[broker.HeaderAttempt] = strconv.Itoa(nextAttempt(d))
+		return []string{broker.HeaderReason}
 	}
-	return set, del
+	h[broker.HeaderAttempt] = strconv.Itoa(max(d.Attempt, 1))
+	h[broker.HeaderReason] = string(o.Reason)
+	return nil
 }
+
+// nextAttempt is the attempt number of d's next delivery after a retry.
+func nextAttempt(d *broker.Delivery) int { return min(max(d.Attempt, 1), MaxAttempt-1) + 1 }
 
 // Patch returns the exact headers t of a delivery d as a retry or
 // dead-letter copy carries them after failure o at now: t's headers in
@@ -65,6 +76,35 @@ func FailureHeaders(d *broker.Delivery, o Outcome, now time.Time) map[string]str
 	}
 	maps.Copy(h, set)
 	return h
+}
+
+// RetryInPlace turns d into its next delivery after failure o (a retry)
+// at now, without a copy: what FailureHeaders then ReadStory give, without
+// formatting the story and parsing it back. d.Headers must be d's own (a
+// backend's fresh delivery); they are changed in place, or built from
+// AllHeaders when nil (HeadersOnDemand).
+func RetryInPlace(d *broker.Delivery, o Outcome, now time.Time) {
+	h := d.Headers
+	if h == nil {
+		h = make(map[string]string, StoryLen)
+		for k, v := range d.AllHeaders() {
+			h[k] = v
+		}
+	}
+	first := d.FirstFailureAt
+	if first.IsZero() {
+		first = now
+	}
+	for _, k := range writeStory(h, d, o, now) {
+		delete(h, k)
+	}
+	d.Headers = h
+	// As ReadStory would read the headers just written: the times at the
+	// milliseconds FormatTime keeps, in UTC.
+	d.Attempt = nextAttempt(d)
+	d.FirstFailureAt = first.UTC().Truncate(time.Millisecond)
+	d.LastFailureAt = now.UTC().Truncate(time.Millisecond)
+	d.LastError = o.Error
 }
 
 // ReadStory fills d's Attempt, failure times and LastError from its

@@ -331,3 +331,85 @@ func TestReadStoryFirstDeliveryAllocatesNothing(t *testing.T) {
 		t.Errorf("Attempt = %d, want 1", d.Attempt)
 	}
 }
+
+// RetryInPlace must leave a delivery exactly as FailureHeaders then
+// ReadStory do (the blocking retry's old path), for first and later
+// deliveries, the attempt cap, foreign story headers and on-demand headers.
+func TestRetryInPlaceAsFailureHeadersThenReadStory(t *testing.T) {
+	cet := time.FixedZone("CET", 3600)
+	now := time.Date(2025, 1, 15, 10, 30, 0, 123456789, cet)
+	tests := []struct {
+		name     string
+		headers  map[string]string
+		onDemand bool
+		o        Outcome
+	}{
+		{"first delivery", map[string]string{"app": "v"}, false, Outcome{Retry: true, Class: "error", Error: "boom"}},
+		{"no headers", nil, false, Outcome{Retry: true, Class: "error"}},
+		{"later attempt", map[string]string{
+			broker.HeaderAttempt: "3", broker.HeaderFirstFailureAt: "2025-01-15T09:00:00.987654Z",
+			broker.HeaderLastFailureAt: "2025-01-15T09:10:00.000Z", broker.HeaderError: "old", "app": "v",
+		}, false, Outcome{Retry: true, Class: "timeout", Error: "new"}},
+		{"attempt cap", map[string]string{broker.HeaderAttempt: strconv.Itoa(MaxAttempt + 5)}, false, Outcome{Retry: true, Error: "x"}},
+		{"replayed dead letter", map[string]string{broker.HeaderReason: "max_retries", broker.HeaderAttempt: "1"}, false, Outcome{Retry: true, Error: "x"}},
+		{"malformed story", map[string]string{broker.HeaderAttempt: "two", broker.HeaderFirstFailureAt: "yesterday"}, false, Outcome{Retry: true, Error: "x"}},
+		{"on demand", map[string]string{"app": "v", broker.HeaderAttempt: "2", broker.HeaderFirstFailureAt: "2025-01-15T09:00:00.000Z"}, true, Outcome{Retry: true, Error: "x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			build := func() *broker.Delivery {
+				d := &broker.Delivery{Topic: "orders", Group: "billing", Instance: "w-1", Source: "orders.billing"}
+				if tt.onDemand {
+					d.SetHeaderReader(mapReader(tt.headers))
+				} else {
+					d.Headers = maps.Clone(tt.headers)
+				}
+				ReadStory(d)
+				return d
+			}
+			want := build()
+			want.Headers = FailureHeaders(want, tt.o, now)
+			ReadStory(want)
+			got := build()
+			RetryInPlace(got, tt.o, now)
+			if !maps.Equal(got.Headers, want.Headers) {
+				t.Errorf("Headers = %v, want %v", got.Headers, want.Headers)
+			}
+			if got.Attempt != want.Attempt || got.LastError != want.LastError {
+				t.Errorf("Attempt, LastError = %d, %q, want %d, %q", got.Attempt, got.LastError, want.Attempt, want.LastError)
+			}
+			if got.FirstFailureAt != want.FirstFailureAt || got.LastFailureAt != want.LastFailureAt {
+				t.Errorf("failure times = %v, %v, want %v, %v", got.FirstFailureAt, got.LastFailureAt, want.FirstFailureAt, want.LastFailureAt)
+			}
+		})
+	}
+}
+
+// mapReader is a broker.HeaderReader over a map, as a backend's on-demand
+// headers.
+type mapReader map[string]string
+
+func (m mapReader) Header(name string) (string, bool) { v, ok := m[name]; return v, ok }
+
+func (m mapReader) Range(f func(key, value string) bool) {
+	for k, v := range m {
+		if !f(k, v) {
+			return
+		}
+	}
+}
+
+func BenchmarkRetryInPlace(b *testing.B) {
+	h := map[string]string{
+		"content-type": "application/json", "traceparent": "00-abc-def-01",
+		broker.HeaderAttempt: "2", broker.HeaderFirstFailureAt: "2025-01-15T10:30:00.000Z",
+	}
+	o := Outcome{Retry: true, Delay: time.Second, Class: "error", Error: "boom"}
+	now := time.Now()
+	b.ReportAllocs()
+	for b.Loop() {
+		d := &broker.Delivery{Message: broker.Message{Headers: maps.Clone(h)}, Topic: "orders", Group: "billing", Source: "orders.billing"}
+		ReadStory(d)
+		RetryInPlace(d, o, now)
+	}
+}
