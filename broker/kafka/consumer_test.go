@@ -10,7 +10,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -692,5 +694,64 @@ func TestLargeBinaryMessageIsDeadLettered(t *testing.T) {
 	}
 	if n := len(dls[0].Record.Value); n <= 1_048_588 {
 		t.Errorf("the envelope is %d bytes, within Kafka's default max.message.bytes: the test proves nothing", n)
+	}
+}
+
+// A handler may change the delivery it gets. Each retry in place must
+// still see the record as delivered with the story of the last failure,
+// and the dead letter after them carries the record's own headers.
+func TestBlockingRetryIgnoresHandlerChanges(t *testing.T) {
+	brokers := kafkatest.Cluster(t)
+	b := kafkatest.New(t, brokers, nil)
+	topic := topicName(t)
+	sub := broker.Subscription{Topic: topic, Group: "meddler",
+		Policy: retrypolicy.Policy{MaxRetries: 2, Backoff: schedule(0)}}
+	if err := b.Declare(t.Context(), sub); err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		attempt     int
+		trace, last string
+		first       time.Time
+		headerN     string
+	}
+	calls := make(chan seen, 10)
+	var n atomic.Int32
+	testenv.Consume(t, b, sub, func(_ context.Context, d *broker.Delivery) error {
+		calls <- seen{d.Attempt, d.Headers["trace"], d.LastError, d.FirstFailureAt, d.Headers[broker.HeaderAttempt]}
+		d.Headers["trace"], d.Headers[broker.HeaderAttempt], d.Headers["added"] = "changed", "99", "x"
+		d.Attempt, d.FirstFailureAt, d.LastError = 42, time.Time{}, "changed"
+		return failure("call %d", n.Add(1))
+	})
+	if err := b.Publish(t.Context(), topic, msg("m-1")); err != nil {
+		t.Fatal(err)
+	}
+	var got []seen
+	for range 3 {
+		select {
+		case s := <-calls:
+			got = append(got, s)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%d calls after 30s, want 3", len(got))
+		}
+	}
+	for i, s := range got {
+		if s.attempt != i+1 || s.trace != "t-m-1" {
+			t.Errorf("call %d: attempt %d, trace %q, want %d, t-m-1", i+1, s.attempt, s.trace, i+1)
+		}
+		if i > 0 && (s.last != fmt.Sprintf("call %d", i) || !s.first.Equal(got[1].first) || s.first.IsZero() || s.headerN != strconv.Itoa(i+1)) {
+			t.Errorf("call %d: story %+v, want last error %q, the first failure of call 2, header attempt %d", i+1, s, fmt.Sprintf("call %d", i), i+1)
+		}
+	}
+	dl := readAll(t, brokers, kafka.DLQTopic(topic), 1)[0]
+	env, err := kafka.DecodeEnvelope(dl.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env.RetryCount != 2 || env.OriginalHeaders["trace"] != "t-m-1" || env.ErrorMessage != "call 3" {
+		t.Errorf("dead letter: retry count %d, trace %q, error %q; want 2, t-m-1, call 3", env.RetryCount, env.OriginalHeaders["trace"], env.ErrorMessage)
+	}
+	if _, ok := env.OriginalHeaders["added"]; ok {
+		t.Error("the dead letter carries a header the handler added")
 	}
 }
