@@ -46,11 +46,16 @@ Scenarios:
            idempotent (Kafka) vs raw amqp091-go deferred confirms /
            franz-go ProduceSync with the same batches
   consume  drain a pre-filled queue/topic, no-op handler, ack/commit; same
-           prefetch and concurrency on both sides
+           prefetch and concurrency on both sides. Kafka: 7 rounds, the
+           clients in turn; rows are median rounds, ratios the median
+           of the rounds' ratios
   retry    as consume, 10 % of messages fail once (vs redrive consume);
            RabbitMQ: graded against the ideal 1 / (1 + f + f x consume /
-           publish rate) of the same run (f = 0.1), target 0.9 x ideal
-  dlq      as consume, 1 % of messages go to the DLQ (vs redrive consume)
+           publish rate) of the same run (f = 0.1), target 0.9 x ideal.
+           Kafka: each round after a drain of the same topic by the same
+           handler without failures, the ratio the median of the pairs'
+  dlq      as consume, 1 % of messages go to the DLQ (vs redrive consume;
+           Kafka: paired rounds as retry)
   delay    RabbitMQ only: PublishDelayed with random delays in
            [0, --delay-span] (default 30 x resolution) through delay
            queues of --resolution x --delay-factor^k, --delay-levels

@@ -21,3 +21,29 @@ func medianRow(rows []Row) Row {
 	m.Note = fmt.Sprintf("median of %d rounds (msg/s %s); %s", len(rows), strings.Join(rates, ", "), m.Note)
 	return m
 }
+
+// compareRounds grades r against baseline by the median of the rounds'
+// ratios rows[i].Rate / bases[i].Rate (rounds run side by side: a pair
+// seconds apart cancels what drifts through a run — kfake's growing log,
+// the heap, other processes — which comparing two medians does not) and
+// names the ratios in r's note.
+func compareRounds(r *Row, rows, bases []Row, baseline string, target float64) {
+	ratios := make([]float64, 0, len(rows))
+	text := make([]string, 0, len(rows))
+	for i := range min(len(rows), len(bases)) {
+		if bases[i].Rate <= 0 {
+			continue
+		}
+		x := rows[i].Rate / bases[i].Rate
+		ratios = append(ratios, x)
+		text = append(text, strconv.FormatFloat(x, 'f', 2, 64))
+	}
+	if len(ratios) == 0 {
+		return
+	}
+	slices.Sort(ratios)
+	r.Ratio, r.Baseline = ratios[len(ratios)/2], baseline
+	r.Target = fmt.Sprintf("≥ %.2f × %s", target, baseline)
+	r.Met = r.Ratio >= target
+	r.Note = fmt.Sprintf("ratio: median of the rounds' ratios (%s); %s", strings.Join(text, ", "), r.Note)
+}

@@ -3,9 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redrive/redrive/broker"
@@ -152,10 +149,8 @@ func (e *base) publishTimed(ctx context.Context, scenario, topic string, n int, 
 // failingRounds runs the rounds of the failing scenario mode, each after
 // a no-failure drain of the same topic (a consume round beside it whose
 // handler reads the sequence header as the failing one does), and
-// returns the median round, its ratio the median of the rounds' failing /
-// no-failure rates: pairs a few seconds apart cancel what drifts through
-// a run (kfake's growing log, the heap, the other processes), which
-// comparing with the consume row's median, minutes earlier, did not.
+// returns the median round graded by the median of the rounds' ratios
+// (compareRounds).
 func failingRounds(ctx context.Context, d drainer, mode string) (Row, error) {
 	e := d.env()
 	n := e.cfg.Messages
@@ -167,8 +162,7 @@ func failingRounds(ctx context.Context, d drainer, mode string) (Row, error) {
 	if err := d.fill(ctx, s.Topic, n); err != nil {
 		return Row{}, err
 	}
-	rs := make([]Row, 0, e.rounds)
-	ratios := make([]float64, 0, e.rounds)
+	rs, bases := make([]Row, 0, e.rounds), make([]Row, 0, e.rounds)
 	for i := range e.rounds {
 		c := s
 		c.Group = fmt.Sprintf("%s-consume-%d", s.Group, i)
@@ -182,18 +176,10 @@ func failingRounds(ctx context.Context, d drainer, mode string) (Row, error) {
 		if err != nil {
 			return Row{}, err
 		}
-		rs = append(rs, r)
-		ratios = append(ratios, r.Rate/base.Rate)
+		rs, bases = append(rs, r), append(bases, base)
 	}
 	r := medianRow(rs)
-	text := make([]string, len(ratios))
-	for i, x := range ratios {
-		text[i] = strconv.FormatFloat(x, 'f', 2, 64)
-	}
-	slices.Sort(ratios)
-	const target = 0.8
-	r.Ratio, r.Baseline = ratios[len(ratios)/2], "consume"
-	r.Target, r.Met = fmt.Sprintf("≥ %.2f × consume", target), r.Ratio >= target
-	r.Note = fmt.Sprintf("ratio: median of the rounds' ratios to a drain of the same topic just before, the same handler without failures (%s); %s", strings.Join(text, ", "), r.Note)
+	compareRounds(&r, rs, bases, "consume", 0.8)
+	r.Note = "each round after a drain of the same topic by the same handler without failures; " + r.Note
 	return r, nil
 }
