@@ -3,17 +3,25 @@ package kafka
 import (
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/broker"
 )
 
 // The buffer of fetched records a partition worker holds, and the
 // pausing and resuming of fetching that bounds it.
 
 // maxTake bounds the records the worker takes off its buffer at once (see
-// take), and so the Deliveries of one slab (Delivery.go's newDelivery):
-// 128 of 256 bytes, the largest small allocation.
-const maxTake = 128
+// take), and so the Deliveries of one slab (delivery.go's newDelivery):
+// as many as fit the largest small allocation, 32 KiB (120 of 272 bytes;
+// a slab past it is a large allocation, zeroed and swept on its own).
+const maxTake = maxSmallAlloc / int(unsafe.Sizeof(broker.Delivery{}))
+
+// maxSmallAlloc is the Go runtime's largest small object (size-classed,
+// from a per-P cache).
+const maxSmallAlloc = 32 << 10
 
 // recordBytes is what r counts against Config.MaxBufferedBytes: its key,
 // value and headers.
