@@ -46,9 +46,9 @@ Scenarios:
            idempotent (Kafka) vs raw amqp091-go deferred confirms /
            franz-go ProduceSync with the same batches
   consume  drain a pre-filled queue/topic, no-op handler, ack/commit; same
-           prefetch and concurrency on both sides. Kafka: 7 rounds, the
-           clients in turn; rows are median rounds, ratios the median
-           of the rounds' ratios
+           prefetch and concurrency on both sides. Kafka: 7 rounds of
+           --kafka-messages, the clients in turn; rows are median
+           rounds, ratios the median of the rounds' ratios
   retry    as consume, 10 % of messages fail once (vs redrive consume);
            RabbitMQ: graded against the ideal 1 / (1 + f + f x consume /
            publish rate) of the same run (f = 0.1), target 0.9 x ideal.
@@ -97,6 +97,7 @@ one. --config is not read.`,
 	fs.StringVar(&o.broker, "broker", "all", "`BROKER` to measure: rabbitmq, kafka or all")
 	fs.StringVar(&o.scenarios, "scenarios", strings.Join(bench.AllScenarios, ","), "comma-separated `LIST` of scenarios")
 	fs.IntVar(&o.cfg.Messages, "messages", bench.DefaultMessages, "`N` messages per publish, consume, retry and dlq measurement")
+	fs.IntVar(&o.cfg.KafkaMessages, "kafka-messages", 0, "`N` messages per round of the Kafka consume, retry and dlq scenarios (default 5 × --messages)")
 	fs.IntVar(&o.cfg.DelayMessages, "delay-messages", bench.DefaultDelayMessages, "`N` messages of the delay scenario")
 	fs.IntVar(&o.cfg.ReplayMessages, "replay-messages", bench.DefaultReplayMessages, "`N` dead letters of the replay scenario")
 	fs.IntVar(&o.cfg.KeeperMessages, "keeper-messages", bench.DefaultKeeperMessages, "`N` dead letters of the keeper scenario")
@@ -158,6 +159,9 @@ func (o *benchOptions) config(inv *invocation) (bench.Config, error) {
 		if b = strings.TrimSpace(b); b != "" {
 			cfg.KafkaBrokers = append(cfg.KafkaBrokers, b)
 		}
+	}
+	if cfg.KafkaMessages < 0 {
+		return cfg, usageErrorf("--kafka-messages %d is negative (0: 5 × --messages)", cfg.KafkaMessages)
 	}
 	if cfg.Messages <= 0 || cfg.DelayMessages <= 0 || cfg.ReplayMessages <= 0 || cfg.KeeperMessages <= 0 || cfg.Size < 0 || cfg.Batch <= 0 || cfg.Concurrency <= 0 {
 		return cfg, usageErrorf("--messages, --delay-messages, --replay-messages, --keeper-messages, --batch and --concurrency must be positive, --size not negative")

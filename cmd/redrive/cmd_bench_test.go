@@ -15,6 +15,7 @@ func TestBenchBadInput(t *testing.T) {
 		{"bench", "--broker", "nats"},
 		{"bench", "--scenarios", "publish,bogus"},
 		{"bench", "--messages", "0"},
+		{"bench", "--kafka-messages", "-5"},
 		{"bench", "--resolution", "1500us"},
 		{"bench", "--delay-factor", "1"},
 		{"bench", "--delay-levels", "0"},

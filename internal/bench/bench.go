@@ -98,6 +98,12 @@ type Config struct {
 	Scenarios []string
 	// Messages per publish, consume, retry and dlq run; default 100,000.
 	Messages int
+	// KafkaMessages per round of the Kafka consume, retry and dlq
+	// scenarios (redrive, raw and peers); default 5 × Messages: at a
+	// million records a second, a round of 100,000 lasts a tenth of a
+	// second and its rate swung ±30 % (GC cycles, kfake on the same two
+	// cores).
+	KafkaMessages int
 	// DelayMessages of the delay scenario; default 10,000.
 	DelayMessages int
 	// ReplayMessages of the replay scenario; default 10,000.
@@ -183,6 +189,9 @@ func (c Config) WithDefaults() Config {
 	if c.Messages == 0 {
 		c.Messages = DefaultMessages
 	}
+	if c.KafkaMessages == 0 {
+		c.KafkaMessages = 5 * c.Messages
+	}
 	if c.DelayMessages == 0 {
 		c.DelayMessages = DefaultDelayMessages
 	}
@@ -264,6 +273,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Messages < 0:
 		return fmt.Errorf("%w: messages %d is negative", ErrInvalidConfig, c.Messages)
+	case c.KafkaMessages < 0:
+		return fmt.Errorf("%w: kafka messages %d is negative", ErrInvalidConfig, c.KafkaMessages)
 	case c.DelayMessages < 0:
 		return fmt.Errorf("%w: delay messages %d is negative", ErrInvalidConfig, c.DelayMessages)
 	case c.ReplayMessages < 0:

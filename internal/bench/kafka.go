@@ -219,7 +219,7 @@ const consumeRounds = 7
 // ratio the median of the rounds' ratios (compareRounds). A third row is
 // redrive with HeadersOnDemand (no Headers map per record).
 func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
-	n := e.cfg.Messages
+	n := e.drainMessages()
 	e.progress(ScenarioConsume, ClientRaw)
 	s, err := e.sub(ctx, ScenarioConsume)
 	if err != nil {

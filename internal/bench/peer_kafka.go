@@ -36,7 +36,10 @@ func (e *kafkaEnv) peer(ctx context.Context, scenario string) ([]Row, error) {
 }
 
 func (e *kafkaEnv) peerOne(ctx context.Context, peer, scenario string) (Row, error) {
-	n := e.cfg.Messages
+	n := e.cfg.Messages // publish: Sarama's SyncProducer does 5-8 k/s
+	if scenario != ScenarioPublish {
+		n = e.drainMessages()
+	}
 	e.progress(scenario, peer)
 	topic := e.prefix + ".peer." + peer + "." + scenario
 	if err := e.createTopic(ctx, topic); err != nil {

@@ -76,7 +76,7 @@ type drainer interface {
 // drains, each in a new group, when the topic can be read again).
 func redriveDrain(ctx context.Context, d drainer, scenario, mode string) (Row, error) {
 	e := d.env()
-	n := e.cfg.Messages
+	n := e.drainMessages()
 	e.progress(scenario, ClientRedrive)
 	s, err := d.sub(ctx, scenario)
 	if err != nil {
@@ -130,6 +130,15 @@ func failing(ctx context.Context, d drainer, mode string, notes map[string]strin
 	return []Row{r}, nil
 }
 
+// drainMessages is how many messages a consume, retry or dlq drain
+// takes: Config.KafkaMessages on Kafka, Config.Messages on RabbitMQ.
+func (e *base) drainMessages() int {
+	if e.broker == Kafka {
+		return e.cfg.KafkaMessages
+	}
+	return e.cfg.Messages
+}
+
 // publishTimed publishes batches to topic through the redrive broker,
 // timing each call, and returns the redrive row of scenario (n messages).
 func (e *base) publishTimed(ctx context.Context, scenario, topic string, n int, batches [][]broker.Message) (Row, error) {
@@ -153,7 +162,7 @@ func (e *base) publishTimed(ctx context.Context, scenario, topic string, n int, 
 // (compareRounds).
 func failingRounds(ctx context.Context, d drainer, mode string) (Row, error) {
 	e := d.env()
-	n := e.cfg.Messages
+	n := e.drainMessages()
 	e.progress(mode, ClientRedrive)
 	s, err := d.sub(ctx, mode)
 	if err != nil {
