@@ -14,9 +14,10 @@ type base struct {
 	cfg     Config
 	broker  string        // Kafka or RabbitMQ
 	redrive broker.Broker // the redrive broker under test, once connected
-	// rounds is how many times redriveDrain drains its pre-filled topic,
-	// each in a new group, reporting the median (Kafka; a RabbitMQ queue
-	// is drained once).
+	// rounds is how many times the consume, retry and dlq scenarios
+	// drain their pre-filled topic, each in a new group, reporting the
+	// median round (Kafka: kafkaEnv.consume, failingRounds; a RabbitMQ
+	// queue is drained once).
 	rounds int
 }
 
@@ -72,33 +73,27 @@ type drainer interface {
 }
 
 // redriveDrain pre-fills a new subscription's topic or queue and times
-// Consume draining it with the handler of mode (the median of e.rounds
-// drains, each in a new group, when the topic can be read again).
+// Consume draining it once with the handler of mode.
 func redriveDrain(ctx context.Context, d drainer, scenario, mode string) (Row, error) {
+	s, n, err := prepare(ctx, d, scenario)
+	if err != nil {
+		return Row{}, err
+	}
+	e := d.env()
+	return consumeThrough(ctx, e.redrive, s, n, scenario, e.broker, mode, e.cfg.Timeout)
+}
+
+// prepare declares the subscription of scenario and pre-fills its topic
+// or queue with the drain's messages (drainMessages), how many it returns.
+func prepare(ctx context.Context, d drainer, scenario string) (broker.Subscription, int, error) {
 	e := d.env()
 	n := e.drainMessages()
 	e.progress(scenario, ClientRedrive)
 	s, err := d.sub(ctx, scenario)
 	if err != nil {
-		return Row{}, err
+		return s, 0, err
 	}
-	if err := d.fill(ctx, s.Topic, n); err != nil {
-		return Row{}, err
-	}
-	if e.rounds <= 1 {
-		return consumeThrough(ctx, e.redrive, s, n, scenario, e.broker, mode, e.cfg.Timeout)
-	}
-	rs := make([]Row, 0, e.rounds)
-	for i := range e.rounds {
-		g := s
-		g.Group = fmt.Sprintf("%s-%d", s.Group, i)
-		r, err := consumeThrough(ctx, e.redrive, g, n, scenario, e.broker, mode, e.cfg.Timeout)
-		if err != nil {
-			return Row{}, err
-		}
-		rs = append(rs, r)
-	}
-	return medianRow(rs), nil
+	return s, n, d.fill(ctx, s.Topic, n)
 }
 
 // failing runs the retry or dlq scenario, notes saying what its handler
@@ -161,16 +156,11 @@ func (e *base) publishTimed(ctx context.Context, scenario, topic string, n int, 
 // returns the median round graded by the median of the rounds' ratios
 // (compareRounds).
 func failingRounds(ctx context.Context, d drainer, mode string) (Row, error) {
-	e := d.env()
-	n := e.drainMessages()
-	e.progress(mode, ClientRedrive)
-	s, err := d.sub(ctx, mode)
+	s, n, err := prepare(ctx, d, mode)
 	if err != nil {
 		return Row{}, err
 	}
-	if err := d.fill(ctx, s.Topic, n); err != nil {
-		return Row{}, err
-	}
+	e := d.env()
 	rs, bases := make([]Row, 0, e.rounds), make([]Row, 0, e.rounds)
 	for i := range e.rounds {
 		c := s
