@@ -31,12 +31,19 @@ import (
 func TestTwoKeepersStoreOnce(t *testing.T) {
 	t.Run("rabbitmq", func(t *testing.T) {
 		f := newRabbit(t)
+		run := broker.NewMessageID()[:8]
 		twoKeepers(t, broker.RabbitMQ, f.dlq, 400, func(i int) dlq.Source {
-			b, err := rabbit.New(t.Context(), rabbit.Config{URL: testenv.RabbitMQ.URL(), Prefix: fmt.Sprintf("dt-keeper%d", i), Logger: quiet})
+			// A prefix of its own, and its base topology deleted after.
+			b, err := rabbit.New(t.Context(), rabbit.Config{URL: testenv.RabbitMQ.URL(), Prefix: fmt.Sprintf("dt-keeper%d-%s", i, run), Logger: quiet})
 			if err != nil {
 				testenv.RabbitMQ.Fail(t, err)
 			}
-			t.Cleanup(func() { _ = b.Close() })
+			t.Cleanup(func() {
+				if _, err := b.Teardown(context.Background()); err != nil {
+					t.Errorf("teardown of keeper %d's topology: %v", i, err)
+				}
+				_ = b.Close()
+			})
 			return b
 		}, func() {
 			at := time.Now().Truncate(time.Second)
