@@ -325,3 +325,17 @@ func BenchmarkFormatTime(b *testing.B) {
 		FormatTime(ts)
 	}
 }
+
+// FuzzFormatTime checks FormatTime against Format at any instant and zone.
+func FuzzFormatTime(f *testing.F) {
+	f.Add(int64(0), int64(0), 0)
+	f.Add(int64(1736937000), int64(987654321), -5*3600)
+	f.Add(int64(253402300799), int64(999999999), 14*3600) // 9999-12-31T23:59:59.999Z
+	f.Add(int64(-62135596800), int64(0), 0)               // 0001-01-01
+	f.Fuzz(func(t *testing.T, sec, nsec int64, offset int) {
+		ts := time.Unix(sec, nsec).In(time.FixedZone("Z", offset%(24*3600)))
+		if got, want := FormatTime(ts), ts.UTC().Format(timeLayout); got != want {
+			t.Fatalf("FormatTime(%v) = %q, want %q", ts, got, want)
+		}
+	})
+}
