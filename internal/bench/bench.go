@@ -196,10 +196,14 @@ func compare(r *Row, base Row, baseline string, target float64) {
 	if base.Rate <= 0 {
 		return
 	}
-	r.Ratio = r.Rate / base.Rate
-	r.Baseline = baseline
+	grade(r, r.Rate/base.Rate, baseline, target)
+}
+
+// grade sets r's ratio to baseline and whether it meets target.
+func grade(r *Row, ratio float64, baseline string, target float64) {
+	r.Ratio, r.Baseline = ratio, baseline
 	r.Target = fmt.Sprintf("≥ %.2f × %s", target, baseline)
-	r.Met = r.Ratio >= target
+	r.Met = ratio >= target
 }
 
 // body returns a message body of size bytes.

@@ -42,8 +42,6 @@ func compareRounds(r *Row, rows, bases []Row, baseline string, target float64) {
 		return
 	}
 	slices.Sort(ratios)
-	r.Ratio, r.Baseline = ratios[len(ratios)/2], baseline
-	r.Target = fmt.Sprintf("≥ %.2f × %s", target, baseline)
-	r.Met = r.Ratio >= target
+	grade(r, ratios[len(ratios)/2], baseline, target)
 	r.Note = fmt.Sprintf("ratio: median of the rounds' ratios (%s); %s", strings.Join(text, ", "), r.Note)
 }
