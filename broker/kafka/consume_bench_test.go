@@ -23,10 +23,16 @@ import (
 // Kafka consume row measures, without the raw client beside it, for
 // -cpuprofile and -memprofile. cpu-ns/op is the process's user+system
 // time per record (kfake's included), steadier than ns/op on a busy machine.
-func BenchmarkConsume(b *testing.B) {
+func BenchmarkConsume(b *testing.B) { benchConsume(b, false) }
+
+// BenchmarkConsumeOnDemand is BenchmarkConsume with HeadersOnDemand: the
+// consume row's "headers on demand" client.
+func BenchmarkConsumeOnDemand(b *testing.B) { benchConsume(b, true) }
+
+func benchConsume(b *testing.B, onDemand bool) {
 	brokers, topic := consumeBenchTopic(b)
 	br := kafkatest.New(b, brokers, func(c *kafka.Config) { c.CommitInterval = time.Second })
-	sub := broker.Subscription{Topic: topic, Group: "g", Concurrency: 3}
+	sub := broker.Subscription{Topic: topic, Group: "g", Concurrency: 3, HeadersOnDemand: onDemand}
 	if err := br.Declare(b.Context(), sub); err != nil {
 		b.Fatal(err)
 	}

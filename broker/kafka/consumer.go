@@ -52,8 +52,8 @@ type consumer struct {
 	// waiting room of non_blocking retries, and where replays of the
 	// group's dead letters arrive (both modes).
 	retryTopic string
-	// sem bounds the handlers running at once (sub.Concurrency).
-	sem chan struct{}
+	// slots bounds the handlers running at once (sub.Concurrency).
+	slots *slots
 	// hctx is the parent of handler contexts: the values of Consume's
 	// context, canceled only when a stop gives up waiting.
 	hctx context.Context
@@ -122,7 +122,7 @@ func newConsumer(b *Broker, sub broker.Subscription, log *slog.Logger) *consumer
 		b:     b,
 		sub:   sub,
 		log:   log,
-		sem:   make(chan struct{}, sub.Concurrency),
+		slots: newSlots(sub.Concurrency),
 		room:  make(chan struct{}, 1),
 		parts: make(map[tp]*partition),
 	}

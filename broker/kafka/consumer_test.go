@@ -755,3 +755,50 @@ func TestBlockingRetryIgnoresHandlerChanges(t *testing.T) {
 		t.Error("the dead letter carries a header the handler added")
 	}
 }
+
+// TestConcurrencyBoundsHandlersAcrossPartitions: three partitions, two
+// slots: never more than two handlers at once, both slots used, every
+// message handled once.
+func TestConcurrencyBoundsHandlersAcrossPartitions(t *testing.T) {
+	brokers := kafkatest.Cluster(t)
+	b := kafkatest.New(t, brokers, nil)
+	topic := topicName(t)
+	const slots, n = 2, 45
+	sub := broker.Subscription{Topic: topic, Group: "g", Concurrency: slots}
+	if err := b.Declare(t.Context(), sub); err != nil {
+		t.Fatal(err)
+	}
+	var inFlight, most atomic.Int64
+	rec := newRecorder()
+	testenv.Consume(t, b, sub, rec.handler(1, func(*broker.Delivery) error {
+		k := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); k > m && !most.CompareAndSwap(m, k); m = most.Load() {
+		}
+		time.Sleep(10 * time.Millisecond) // the handler's work, long enough for the others to come
+		return nil
+	}))
+	var msgs []broker.Message
+	for i := range n {
+		msgs = append(msgs, msg(fmt.Sprintf("m-%02d", i)))
+	}
+	if err := b.Publish(t.Context(), topic, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	got := rec.WaitUntil(t, 30*time.Second, "every message handled", func(c []call) bool { return len(c) >= n })
+	parts := map[int32]bool{}
+	seen := map[string]int{}
+	for _, c := range got {
+		parts[c.d.Partition] = true
+		seen[c.d.ID]++
+	}
+	if len(parts) < 3 {
+		t.Fatalf("messages on %d partitions; the test needs 3", len(parts))
+	}
+	if len(seen) != n || len(got) != n {
+		t.Errorf("%d calls for %d distinct messages, want %d and %d", len(got), len(seen), n, n)
+	}
+	if m := most.Load(); m != slots {
+		t.Errorf("at most %d handlers at once, want exactly Concurrency %d", m, slots)
+	}
+}

@@ -140,13 +140,11 @@ func (p *partition) keep(rs []*kgo.Record, handle func(context.Context, []dlq.De
 	}
 	backoff := p.c.b.cfg.WriteRetryBackoff
 	for {
-		select {
-		case p.c.sem <- struct{}{}:
-		case <-p.halted:
+		if !p.c.slots.take(p.halted) {
 			return false
 		}
 		errs := handle(p.ctx, dls)
-		<-p.c.sem
+		p.c.slots.give()
 		left := dls[:0]
 		for i, err := range errs {
 			if err != nil {

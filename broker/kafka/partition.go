@@ -116,24 +116,30 @@ func (p *partition) run() {
 		p.runBatches()
 		return
 	}
+	// batch holds the records taken off the buffer, next the index of
+	// the next one to handle. Handled records are cleared all at once when
+	// the batch is done, not one by one: a pointer written in the heap
+	// goes through the collector's write barrier while it marks.
 	var batch []*kgo.Record
+	next := 0
 	for {
 		if !p.settleCopies(0) {
 			return
 		}
-		if len(batch) == 0 {
+		if next == len(batch) {
+			clear(batch)
 			var ok bool
 			if batch, ok = p.take(batch[:0]); !ok {
 				return
 			}
+			next = 0
 			if len(batch) == 0 { // woken by a refused copy
 				continue
 			}
 			p.slab = make([]broker.Delivery, len(batch))
 		}
-		r := batch[0]
-		batch[0] = nil
-		batch = batch[1:]
+		r := batch[next]
+		next++
 		if !p.c.proc(p, r) {
 			return
 		}
@@ -275,16 +281,10 @@ func (p *partition) settle(r *kgo.Record, d *broker.Delivery, dec pipeline.Decis
 // concurrency slot is free, and returns pipeline.ErrStopped, without
 // calling it, when the worker is halted first.
 func (p *partition) gate(ctx context.Context, d *broker.Delivery) error {
-	select { // the usual case, a free slot, without a blocking select
-	case p.c.sem <- struct{}{}:
-	default:
-		select {
-		case p.c.sem <- struct{}{}:
-		case <-p.halted:
-			return pipeline.ErrStopped
-		}
+	if !p.c.slots.take(p.halted) {
+		return pipeline.ErrStopped
 	}
-	defer func() { <-p.c.sem }()
+	defer p.c.slots.give()
 	if p.isHalted() {
 		return pipeline.ErrStopped
 	}
