@@ -52,8 +52,9 @@ func (b *Broker) publish(ctx context.Context, topic string, due time.Time, msgs 
 		return nil
 	}
 	recs := make([]*kgo.Record, len(msgs))
+	now := time.Now() // one clock read a call, not a message
 	for i, m := range msgs {
-		r := newRecord(topic, m, due)
+		r := newRecord(topic, m, due, now)
 		if n := recordSize(r); n > b.cfg.MaxMessageBytes {
 			return fmt.Errorf("kafka: publish to %q: message %d (id %s) is about %d bytes, over the %d byte limit: %w",
 				topic, i, messageID(r), n, b.cfg.MaxMessageBytes, broker.ErrTooLarge)
@@ -88,13 +89,14 @@ func (b *Broker) produce(ctx context.Context, recs ...*kgo.Record) error {
 }
 
 // newRecord builds the record of m: key, headers plus the message id, the
-// due time when delayed, and the message's timestamp (now when zero).
+// due time when delayed, and the message's timestamp (now when zero: the
+// messages of one Publish call share it).
 //
 // The headers are built directly as record headers, the application's
 // sorted by name (so that records are reproducible), then
 // x-redrive-message-id and x-redrive-due-at; all header values share one
 // allocation.
-func newRecord(topic string, m broker.Message, due time.Time) *kgo.Record {
+func newRecord(topic string, m broker.Message, due, now time.Time) *kgo.Record {
 	id := m.ID
 	var dueAt string
 	if !due.IsZero() {
@@ -150,7 +152,7 @@ func newRecord(topic string, m broker.Message, due time.Time) *kgo.Record {
 	}
 	ts := m.Timestamp
 	if ts.IsZero() {
-		ts = time.Now()
+		ts = now
 	}
 	return &kgo.Record{Topic: topic, Key: m.Key, Value: m.Value, Headers: hs, Timestamp: ts}
 }

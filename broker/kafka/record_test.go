@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +16,10 @@ import (
 // application header and no id (Publish's per-message work).
 func BenchmarkNewRecord(b *testing.B) {
 	m := broker.Message{Value: make([]byte, 1024), Headers: map[string]string{"seq": "12345"}}
+	now := time.Now() // Publish reads the clock once a call
 	b.ReportAllocs()
 	for b.Loop() {
-		sink = newRecord("topic", m, time.Time{})
+		sink = newRecord("topic", m, time.Time{}, now)
 	}
 }
 
@@ -55,11 +57,14 @@ func TestNewRecordHeaders(t *testing.T) {
 			time.Time{}, []string{"x=y", broker.HeaderMessageID + "=from-header"}},
 		{"due replaces the header", broker.Message{ID: "id-3", Headers: map[string]string{broker.HeaderDueAt: "stale"}},
 			due, []string{broker.HeaderMessageID + "=id-3", broker.HeaderDueAt + "=" + wire.FormatTime(due)}},
+		{"own timestamp kept", broker.Message{ID: "id-5", Timestamp: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)},
+			time.Time{}, []string{broker.HeaderMessageID + "=id-5"}},
 		{"due header kept without a delay", broker.Message{ID: "id-4", Headers: map[string]string{broker.HeaderDueAt: "kept"}},
 			time.Time{}, []string{broker.HeaderDueAt + "=kept", broker.HeaderMessageID + "=id-4"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRecord("t", tc.m, tc.due)
+			now := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)
+			r := newRecord("t", tc.m, tc.due, now)
 			got := names(r)
 			if len(got) != len(tc.want) {
 				t.Fatalf("headers %v, want %v", got, tc.want)
@@ -69,8 +74,8 @@ func TestNewRecordHeaders(t *testing.T) {
 					t.Fatalf("headers %v, want %v", got, tc.want)
 				}
 			}
-			if r.Timestamp.IsZero() {
-				t.Error("no timestamp")
+			if want := cmp.Or(tc.m.Timestamp, now); !r.Timestamp.Equal(want) {
+				t.Errorf("timestamp %s, want %s (the message's, else the call's)", r.Timestamp, want)
 			}
 		})
 	}
@@ -79,7 +84,8 @@ func TestNewRecordHeaders(t *testing.T) {
 	for i := range 20 {
 		h[string(rune('a'+i))] = strings.Repeat("v", i)
 	}
-	r1, r2 := newRecord("t", broker.Message{Headers: h}, time.Time{}), newRecord("t", broker.Message{Headers: h}, time.Time{})
+	now := time.Now()
+	r1, r2 := newRecord("t", broker.Message{Headers: h}, time.Time{}, now), newRecord("t", broker.Message{Headers: h}, time.Time{}, now)
 	if len(r1.Headers) != 21 || messageID(r1) == "" || messageID(r1) == messageID(r2) || len(messageID(r1)) != 32 {
 		t.Fatalf("ids %q %q, %d headers", messageID(r1), messageID(r2), len(r1.Headers))
 	}

@@ -49,6 +49,10 @@ const Redis = "redis"
 const (
 	ClientRedrive = "redrive"
 	ClientRaw     = "raw"
+	// ClientRawID is the raw Kafka producer writing the message id header
+	// redrive writes (x-redrive-message-id, 32 hex characters) besides
+	// the message's own: the same bytes on the wire.
+	ClientRawID = "raw, id header"
 	// ClientOnDemand is redrive with Subscription.HeadersOnDemand (the
 	// Kafka consume row).
 	ClientOnDemand = "redrive, headers on demand"

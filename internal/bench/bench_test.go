@@ -64,7 +64,7 @@ func TestRunTiny(t *testing.T) {
 		{ScenarioDelay, RabbitMQ, ClientRedrive},
 		{ScenarioReplay, RabbitMQ, ClientRaw}, {ScenarioReplay, RabbitMQ, ClientRedrive},
 		{ScenarioKeeper, RabbitMQ, ClientRaw}, {ScenarioKeeper, RabbitMQ, ClientRedrive},
-		{ScenarioPublish, Kafka, ClientRaw}, {ScenarioPublish, Kafka, ClientRedrive},
+		{ScenarioPublish, Kafka, ClientRaw}, {ScenarioPublish, Kafka, ClientRawID}, {ScenarioPublish, Kafka, ClientRedrive},
 		{ScenarioConsume, Kafka, ClientRaw}, {ScenarioConsume, Kafka, ClientRedrive}, {ScenarioConsume, Kafka, ClientOnDemand},
 		{ScenarioRetry, Kafka, ClientRedrive}, {ScenarioDLQ, Kafka, ClientRedrive},
 		{ScenarioKeeper, Kafka, ClientRaw}, {ScenarioKeeper, Kafka, ClientRedrive},
@@ -134,6 +134,9 @@ func TestRunTiny(t *testing.T) {
 		}
 		if k.scenario == ScenarioRetry && k.broker == RabbitMQ && (!strings.Contains(r.Target, "ideal") || !strings.Contains(r.Note, "× ideal")) {
 			t.Errorf("rabbitmq retry: not graded against its ideal: target %q note %q", r.Target, r.Note)
+		}
+		if k.scenario == ScenarioPublish && k.broker == Kafka && k.client == ClientRedrive && !strings.Contains(r.Note, "× raw with the same id header") {
+			t.Errorf("kafka publish: note lacks the ratio to the raw producer writing the id header: %s", r.Note)
 		}
 	}
 	var buf bytes.Buffer

@@ -18,7 +18,7 @@ func medianRow(rows []Row) Row {
 	for i, r := range rows {
 		rates[i] = strconv.FormatFloat(r.Rate, 'f', 0, 64)
 	}
-	m.Note = fmt.Sprintf("median of %d rounds (msg/s %s); %s", len(rows), strings.Join(rates, ", "), m.Note)
+	m.Note = strings.TrimSuffix(fmt.Sprintf("median of %d rounds (msg/s %s); %s", len(rows), strings.Join(rates, ", "), m.Note), "; ")
 	return m
 }
 
@@ -28,6 +28,17 @@ func medianRow(rows []Row) Row {
 // the heap, other processes — which comparing two medians does not) and
 // names the ratios in r's note.
 func compareRounds(r *Row, rows, bases []Row, baseline string, target float64) {
+	x, text, ok := medianRatio(rows, bases)
+	if !ok {
+		return
+	}
+	grade(r, x, baseline, target)
+	r.Note = fmt.Sprintf("ratio: median of the rounds' ratios (%s); %s", text, r.Note)
+}
+
+// medianRatio is the median of the rounds' ratios rows[i].Rate /
+// bases[i].Rate, and the ratios as text; false when there is none.
+func medianRatio(rows, bases []Row) (float64, string, bool) {
 	ratios := make([]float64, 0, len(rows))
 	text := make([]string, 0, len(rows))
 	for i := range min(len(rows), len(bases)) {
@@ -39,9 +50,8 @@ func compareRounds(r *Row, rows, bases []Row, baseline string, target float64) {
 		text = append(text, strconv.FormatFloat(x, 'f', 2, 64))
 	}
 	if len(ratios) == 0 {
-		return
+		return 0, "", false
 	}
 	slices.Sort(ratios)
-	grade(r, ratios[len(ratios)/2], baseline, target)
-	r.Note = fmt.Sprintf("ratio: median of the rounds' ratios (%s); %s", strings.Join(text, ", "), r.Note)
+	return ratios[len(ratios)/2], strings.Join(text, ", "), true
 }
