@@ -49,9 +49,11 @@ Scenarios:
            "raw, id header" row writes the message id header redrive
            writes, the same bytes, for the note's second ratio
   consume  drain a pre-filled queue/topic, no-op handler, ack/commit; same
-           prefetch and concurrency on both sides. Kafka: 7 rounds of
-           --kafka-messages, the clients in turn; rows are median
-           rounds, ratios the median of the rounds' ratios
+           prefetch and concurrency on both sides. Kafka: an untimed
+           drain, then 7 rounds of --kafka-messages, the clients in
+           turn; RabbitMQ: 3 rounds of a third of --messages, each
+           client filling and draining its queue in turn; rows are
+           median rounds, ratios the median of the rounds' ratios
   retry    as consume, 10 % of messages fail once (vs redrive consume);
            RabbitMQ: graded against the ideal 1 / (1 + f + f x consume /
            publish rate) of the same run (f = 0.1), target 0.9 x ideal.
