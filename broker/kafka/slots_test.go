@@ -1,10 +1,16 @@
 package kafka
 
 import (
+	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/broker"
 )
 
 // TestSlotsBound runs workers that take and give back slots as fast as
@@ -186,15 +192,15 @@ func awaitWaiting(t *testing.T, s *slots, n int64) {
 	}
 }
 
-// next receives from c within 5 s: a slot given back and never handed
-// on fails the test instead of hanging it.
+// next receives from c within 5 s: a slot never handed on, or a worker
+// that never exits, fails the test instead of hanging it.
 func next[T any](t *testing.T, c <-chan T) T {
 	t.Helper()
 	select {
 	case v := <-c:
 		return v
 	case <-time.After(5 * time.Second):
-		t.Fatal("nothing after 5s: a slot given back was not handed on")
+		t.Fatal("nothing after 5s: a slot not handed on, or a worker still running")
 		panic("unreachable")
 	}
 }
@@ -205,4 +211,41 @@ func waitGroup(t *testing.T, wg *sync.WaitGroup) {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	next(t, done)
+}
+
+// TestHaltedWorkerLeavesTheLine: a partition worker waiting in line for
+// the only slot (taken here) exits when halted (its partition revoked,
+// the consumer stopping), without the slot and without calling the
+// handler; the slot given back afterwards is free.
+func TestHaltedWorkerLeavesTheLine(t *testing.T) {
+	cfg := Config{Brokers: []string{"unused:9092"}, InstanceID: "test"}.withDefaults()
+	cfg.MaxBuffered, cfg.MaxBufferedBytes = 1<<20, 1<<30 // never paused: no client here
+	br := &Broker{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+	sub := broker.Subscription{Topic: "t", Group: "g", Concurrency: 1}.WithDefaults()
+	c := newConsumer(br, sub, br.log)
+	c.hctx = t.Context()
+	var calls atomic.Int64
+	c.h = func(context.Context, *broker.Delivery) error { calls.Add(1); return nil }
+	if !c.slots.take(nil) {
+		t.Fatal("take of the only slot failed")
+	}
+	p := newPartition(c, "t", 0)
+	p.push([]*kgo.Record{{Topic: "t", Offset: 0}, {Topic: "t", Offset: 1}}, 2)
+	go p.run()
+	awaitWaiting(t, c.slots, 1)
+	p.halt()
+	next(t, p.exited)
+	if n := calls.Load(); n != 0 {
+		t.Errorf("the handler ran %d times without a slot", n)
+	}
+	if f, w := c.slots.free.Load(), c.slots.waiting.Load(); f != 0 || w != 0 {
+		t.Errorf("after the halt: %d free, %d waiting; want 0 and 0 (the slot still ours)", f, w)
+	}
+	if eo, ok := p.uncommitted(); ok {
+		t.Errorf("offset %d marked done though no record was handled", eo.Offset)
+	}
+	c.slots.give()
+	if !c.slots.take(nil) {
+		t.Error("the slot given back is not free")
+	}
 }
