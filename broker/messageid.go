@@ -22,7 +22,7 @@ var idPool struct {
 	off int // bytes of buf already handed out
 }
 
-// idsPerRead is how many ids one crypto/rand read provides.
+// idsPerRead is how many ids one read of idPool.src provides.
 const idsPerRead = 256
 
 func init() {

@@ -219,17 +219,17 @@ func (e *kafkaEnv) publish(ctx context.Context) ([]Row, error) {
 	return []Row{raw, id, rd}, nil
 }
 
-// publishRaw times the raw producer writing batches to topic as records
-// makes them, after a warm-up record.
-func (e *kafkaEnv) publishRaw(ctx context.Context, topic string, n int, batches [][]broker.Message, records func(string, []broker.Message) []*kgo.Record) (Row, error) {
-	if err := e.produce(ctx, records(topic, batches[0][:1])); err != nil { // warm-up
+// publishRaw times the raw producer writing batches to topic as build
+// makes them (records, recordsWithID), after a warm-up record.
+func (e *kafkaEnv) publishRaw(ctx context.Context, topic string, n int, batches [][]broker.Message, build func(string, []broker.Message) []*kgo.Record) (Row, error) {
+	if err := e.produce(ctx, build(topic, batches[0][:1])); err != nil { // warm-up
 		return Row{}, err
 	}
 	lat := make([]time.Duration, 0, len(batches))
 	m := startMeter()
 	for _, batch := range batches {
 		t0 := time.Now()
-		if err := e.produce(ctx, records(topic, batch)); err != nil {
+		if err := e.produce(ctx, build(topic, batch)); err != nil {
 			return Row{}, err
 		}
 		lat = append(lat, time.Since(t0))
