@@ -56,7 +56,9 @@ Scenarios:
            median rounds, ratios the median of the rounds' ratios
   retry    as consume, 10 % of messages fail once (vs redrive consume);
            RabbitMQ: graded against the ideal 1 / (1 + f + f x consume /
-           publish rate) of the same run (f = 0.1), target 0.9 x ideal.
+           publish rate) of the same run (f = 0.1), target 0.9 x ideal,
+           and beside a raw row doing the same work (the copy published
+           back and confirmed before the ack): the broker's limit
            Kafka: each round after a drain of the same topic by the same
            handler without failures, the ratio the median of the pairs'
   dlq      as consume, 1 % of messages go to the DLQ (vs redrive consume;

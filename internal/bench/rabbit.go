@@ -57,11 +57,16 @@ func runRabbit(ctx context.Context, cfg Config, prefix string, peers *peerRunner
 		{ScenarioPublish, e.publish},
 		{ScenarioConsume, e.consume},
 		{ScenarioRetry, func(ctx context.Context) ([]Row, error) {
+			raw, err := e.rawRetry(ctx)
+			if err != nil {
+				return nil, err
+			}
 			rs, err := failing(ctx, e, failRetry, rabbitNotes, rows)
 			for i := range rs {
 				gradeIdeal(&rs[i], rows, retryFraction)
+				besideRaw(&rs[i], raw, rows, retryFraction)
 			}
-			return rs, err
+			return append([]Row{raw}, rs...), err
 		}},
 		{ScenarioDLQ, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failDLQ, rabbitNotes, rows) }},
 		{ScenarioDelay, e.delay},
