@@ -37,8 +37,9 @@ func (c *consumer) delivery(r *kgo.Record) *broker.Delivery {
 // record. A handler that keeps its *Delivery after returning keeps that
 // slice (32 KiB at most) alive with it, as it keeps the fetch's buffer
 // alive through Value. Without a slab (a record of the retry topic) it
-// allocates. own reports whether r has x-redrive-* headers.
-func (p *partition) newDelivery(r *kgo.Record) (d *broker.Delivery, own bool) {
+// allocates. story reports whether r has x-redrive-* headers besides the
+// message id (see fill).
+func (p *partition) newDelivery(r *kgo.Record) (d *broker.Delivery, story bool) {
 	if len(p.slab) > 0 {
 		d = &p.slab[0]
 		p.slab = p.slab[1:]
@@ -49,25 +50,30 @@ func (p *partition) newDelivery(r *kgo.Record) (d *broker.Delivery, own bool) {
 }
 
 // fill builds the Delivery of r in d, which must be zero but for an empty
-// Headers map to fill (delivery): every header
-// (redrive's story included), the message id from x-redrive-message-id,
-// the story from the x-redrive-* headers, and the original timestamp for
-// retry copies. A record without any x-redrive-* header (one a plain
-// producer wrote) is read in one pass over its headers, without looking
-// anything up; fill reports whether r had any (own).
+// Headers map to fill (delivery): every header (redrive's story
+// included), the message id from x-redrive-message-id, the story from the
+// x-redrive-* headers, and the original timestamp for retry copies. One
+// pass over the headers finds the message id and whether any other
+// x-redrive-* header is there (story, what fill reports): a record
+// without one (a plain producer's, or redrive's before any failure) is
+// read without looking anything up.
 //
 // Header values share r's memory (headerString): building a map of copies
 // was the larger part of consuming a record.
 //
 // onDemand (Subscription.HeadersOnDemand) leaves Headers nil: the handler
 // and the story read them from r (onDemandHeaders).
-func (c *consumer) fill(d *broker.Delivery, r *kgo.Record, onDemand bool) (own bool) {
+func (c *consumer) fill(d *broker.Delivery, r *kgo.Record, onDemand bool) (story bool) {
 	var h map[string]string
+	var id string
 	if onDemand {
 		for _, x := range r.Headers {
 			if wire.Own(x.Key) {
-				own = true
-				break
+				if x.Key == broker.HeaderMessageID {
+					id = headerString(x.Value) // the last one, as Header gives
+				} else {
+					story = true
+				}
 			}
 		}
 		d.SetHeaderReader((*onDemandHeaders)(r))
@@ -76,19 +82,25 @@ func (c *consumer) fill(d *broker.Delivery, r *kgo.Record, onDemand bool) (own b
 			h = make(map[string]string, len(r.Headers))
 		}
 		for _, x := range r.Headers {
-			h[x.Key] = headerString(x.Value)
-			own = own || wire.Own(x.Key)
+			v := headerString(x.Value)
+			h[x.Key] = v
+			if wire.Own(x.Key) {
+				if x.Key == broker.HeaderMessageID {
+					id = v
+				} else {
+					story = true
+				}
+			}
 		}
 	}
 	// Field by field: d is zero, and one composite assignment would copy
 	// all 256 bytes through the write barrier while the GC runs.
-	d.Key, d.Value, d.Headers, d.Timestamp = r.Key, r.Value, h, r.Timestamp
+	d.ID, d.Key, d.Value, d.Headers, d.Timestamp = id, r.Key, r.Value, h, r.Timestamp
 	d.Topic, d.Group, d.Instance, d.Source = c.sub.Topic, c.sub.Group, c.b.cfg.InstanceID, r.Topic
 	d.Partition, d.Offset, d.Attempt = r.Partition, r.Offset, 1
-	if !own {
+	if !story {
 		return false
 	}
-	d.ID = d.Header(broker.HeaderMessageID)
 	if t := wire.ParseTime(d.Header(headerOriginTimestamp)); !t.IsZero() {
 		d.Timestamp = t
 	}

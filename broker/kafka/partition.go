@@ -206,9 +206,9 @@ func (p *partition) committedUpTo(offset int64) {
 // waits for r's due time, runs it through the pipeline and settles the
 // decision.
 func (p *partition) process(r *kgo.Record) bool {
-	d, own := p.newDelivery(r)
+	d, story := p.newDelivery(r)
 	var due time.Time
-	if own { // x-redrive-due-at is one of redrive's headers
+	if story { // x-redrive-due-at is one of redrive's headers
 		due = wire.ParseTime(d.Header(broker.HeaderDueAt))
 	}
 	if !due.IsZero() && !p.sleepUntil(due) {

@@ -126,7 +126,7 @@ func (f *feed) run(b *testing.B, push func([]*kgo.Record)) {
 	cpu0 := processCPU(b)
 	b.ResetTimer()
 	go func() {
-		now := time.Now()
+		now, id := time.Now(), []byte(broker.NewMessageID())
 		for start := 0; start < b.N; start += maxPollRecords {
 			select {
 			case <-f.room:
@@ -137,7 +137,10 @@ func (f *feed) run(b *testing.B, push func([]*kgo.Record)) {
 			for i := range recs {
 				o := start + i
 				recs[i] = &kgo.Record{Topic: "t", Value: value, Offset: int64(o), Timestamp: now,
-					Headers: []kgo.RecordHeader{{Key: "bench-seq", Value: strconv.AppendInt(nil, int64(o), 10)}}}
+					Headers: []kgo.RecordHeader{
+						{Key: broker.HeaderMessageID, Value: id}, // as Publish writes it
+						{Key: "bench-seq", Value: strconv.AppendInt(nil, int64(o), 10)},
+					}}
 			}
 			push(recs)
 		}
