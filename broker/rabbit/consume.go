@@ -270,7 +270,9 @@ func (c *consumer) delayed(m amqp.Delivery, h amqp.Table, delay time.Duration, p
 			delete(h, broker.HeaderRemainingDelay)
 		}
 		h[HeaderTierPasses] = int64(passes + stored)
-		return outgoing{exchange: c.b.names.RouteLevel(0), key: key, msg: republish(m, h)}
+		msg := republish(m, h)
+		msg.Expiration = c.b.tiers.firstExpiration(delay)
+		return outgoing{exchange: c.b.names.RouteLevel(0), key: key, msg: msg}
 	}
 	tier, left := c.b.tiers.next(delay)
 	if tier == 0 {

@@ -119,9 +119,9 @@ func (b *Broker) publishTopic(ctx context.Context, topic string, delay time.Dura
 		if m.Key != nil {
 			h[broker.HeaderKey] = string(m.Key)
 		}
-		ex, key := b.names.Topics(), topic
+		ex, key, expire := b.names.Topics(), topic, ""
 		if delay > 0 {
-			ex, key = b.delayRoute(h, topic, delay)
+			ex, key, expire = b.delayRoute(h, topic, delay)
 		}
 		id := m.ID
 		if id == "" {
@@ -136,6 +136,7 @@ func (b *Broker) publishTopic(ctx context.Context, topic string, delay time.Dura
 			DeliveryMode: amqp.Persistent,
 			MessageId:    id,
 			Timestamp:    ts,
+			Expiration:   expire,
 			Body:         m.Value,
 		}}
 	}
@@ -153,18 +154,19 @@ func (b *Broker) publishTopic(ctx context.Context, topic string, delay time.Dura
 // due; what exceeds the route's range is left in x-remaining-delay for
 // the group's consumer. Hops mode: every group queue of the topic at once, with the
 // whole delay in x-remaining-delay; each group's consumer moves it through
-// the tiers.
-func (b *Broker) delayRoute(h amqp.Table, topic string, delay time.Duration) (exchange, key string) {
+// the tiers. expire is the message's expiration property on the route
+// (tiers.firstExpiration), "" in hops mode.
+func (b *Broker) delayRoute(h amqp.Table, topic string, delay time.Duration) (exchange, key, expire string) {
 	if b.cfg.Delay.Mode != DelayRoute {
 		h[broker.HeaderRemainingDelay] = ceilMS(delay)
-		return b.names.Topics(), topic
+		return b.names.Topics(), topic, ""
 	}
 	key, left, stored := b.tiers.routeKey(delay, routeTopic(topic))
 	if left > 0 {
 		h[broker.HeaderRemainingDelay] = left
 	}
 	h[HeaderTierPasses] = int64(stored)
-	return b.names.RouteTopics(), key
+	return b.names.RouteTopics(), key, b.tiers.firstExpiration(delay)
 }
 
 // viaGroups sends again, the hops-mode way, the delayed messages the route
@@ -177,6 +179,7 @@ func (b *Broker) viaGroups(ctx context.Context, topic string, delay time.Duratio
 	for i, o := range returned {
 		o.msg.Headers[broker.HeaderRemainingDelay] = ceilMS(delay)
 		delete(o.msg.Headers, HeaderTierPasses)
+		o.msg.Expiration = "" // the route's: it would expire in a group queue
 		again[i] = outgoing{exchange: b.names.Topics(), key: topic, msg: o.msg}
 	}
 	return b.pub.publish(ctx, again...)

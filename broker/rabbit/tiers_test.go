@@ -1,6 +1,8 @@
 package rabbit
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -107,6 +109,60 @@ func TestRouteKey(t *testing.T) {
 	}
 	if got := tr.routeBinding("q.g"); got != "*.*.*.q.g" {
 		t.Errorf("routeBinding = %q", got)
+	}
+}
+
+// TestFirstExpiration: the first queue of a route holds a message for its
+// TTL less what rounding the delay up to whole resolutions added, so the
+// route's queues hold it for the delay itself; nothing when rounding added
+// nothing or the delay exceeds the route.
+func TestFirstExpiration(t *testing.T) {
+	tr, err := newTiers(DelayConfig{Resolution: 100 * time.Millisecond, Factor: 4, Levels: 3}) // 100, 400, 1600 ms
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{time.Millisecond, "1"},                        // one resolution, 99 ms added
+		{time.Microsecond, "1"},                        // rounded up to a millisecond first: never early
+		{3700 * time.Millisecond, ""},                  // whole resolutions: the TTLs are exact
+		{3650 * time.Millisecond, "50"},                // 1.1.2: the first queue, 100 ms, less 50
+		{350 * time.Millisecond, "350"},                // 0.1.0: the 400 ms queue less 50
+		{1550 * time.Millisecond, "1550"},              // 0.0.1: the 1600 ms queue less 50
+		{6250 * time.Millisecond, "250"},               // 3.3.3: the 300 ms queue less 50
+		{6300 * time.Millisecond, ""},                  // the route's maximum, exactly
+		{7050 * time.Millisecond, ""},                  // over the route: the consumer waits the rest
+		{0, ""},                                        // no delay
+		{1599*time.Millisecond + time.Microsecond, ""}, // 1600 ms once rounded to the millisecond: whole resolutions
+	} {
+		if got := tr.firstExpiration(tt.d); got != tt.want {
+			t.Errorf("firstExpiration(%s) = %q, want %q", tt.d, got, tt.want)
+		}
+		// The route holds the message no less than the delay: the first
+		// queue's expiration plus the other queues' TTLs.
+		if tt.want == "" {
+			continue
+		}
+		key, _, _ := tr.routeKey(tt.d, "q")
+		var held time.Duration
+		first := true
+		for k, digit := range strings.Split(key, ".")[:3] {
+			d, _ := strconv.Atoi(digit)
+			if d == 0 {
+				continue
+			}
+			ttl := time.Duration(int64(d)*tr.ms[k]) * time.Millisecond
+			if first {
+				ms, _ := strconv.Atoi(tt.want)
+				ttl, first = time.Duration(ms)*time.Millisecond, false
+			}
+			held += ttl
+		}
+		if held < tt.d || held >= tt.d+time.Millisecond {
+			t.Errorf("%s: the route holds it %s", tt.d, held)
+		}
 	}
 }
 
