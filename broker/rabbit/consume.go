@@ -263,16 +263,16 @@ func (c *consumer) process(ctx context.Context, m amqp.Delivery, fwd chan<- forw
 // fits with the rest in x-remaining-delay.
 func (c *consumer) delayed(m amqp.Delivery, h amqp.Table, delay time.Duration, passes int) outgoing {
 	if c.b.cfg.Delay.Mode == DelayRoute && delay > 0 {
-		key, left, stored := c.b.tiers.routeKey(delay, c.queue)
-		if left > 0 {
-			h[broker.HeaderRemainingDelay] = left
+		r := c.b.tiers.routeKey(delay, c.queue)
+		if r.leftMS > 0 {
+			h[broker.HeaderRemainingDelay] = r.leftMS
 		} else {
 			delete(h, broker.HeaderRemainingDelay)
 		}
-		h[HeaderTierPasses] = int64(passes + stored)
+		h[HeaderTierPasses] = int64(passes + r.stored)
 		msg := republish(m, h)
-		msg.Expiration = c.b.tiers.firstExpiration(delay)
-		return outgoing{exchange: c.b.names.RouteLevel(0), key: key, msg: msg}
+		msg.Expiration = r.expire
+		return outgoing{exchange: c.b.names.RouteLevel(0), key: r.key, msg: msg}
 	}
 	tier, left := c.b.tiers.next(delay)
 	if tier == 0 {

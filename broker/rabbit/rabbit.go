@@ -155,18 +155,18 @@ func (b *Broker) publishTopic(ctx context.Context, topic string, delay time.Dura
 // the group's consumer. Hops mode: every group queue of the topic at once, with the
 // whole delay in x-remaining-delay; each group's consumer moves it through
 // the tiers. expire is the message's expiration property on the route
-// (tiers.firstExpiration), "" in hops mode.
+// (route.expire), "" in hops mode.
 func (b *Broker) delayRoute(h amqp.Table, topic string, delay time.Duration) (exchange, key, expire string) {
 	if b.cfg.Delay.Mode != DelayRoute {
 		h[broker.HeaderRemainingDelay] = ceilMS(delay)
 		return b.names.Topics(), topic, ""
 	}
-	key, left, stored := b.tiers.routeKey(delay, routeTopic(topic))
-	if left > 0 {
-		h[broker.HeaderRemainingDelay] = left
+	r := b.tiers.routeKey(delay, routeTopic(topic))
+	if r.leftMS > 0 {
+		h[broker.HeaderRemainingDelay] = r.leftMS
 	}
-	h[HeaderTierPasses] = int64(stored)
-	return b.names.RouteTopics(), key, b.tiers.firstExpiration(delay)
+	h[HeaderTierPasses] = int64(r.stored)
+	return b.names.RouteTopics(), r.key, r.expire
 }
 
 // viaGroups sends again, the hops-mode way, the delayed messages the route

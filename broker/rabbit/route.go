@@ -41,64 +41,57 @@ func checkTopic(topic string) error {
 	return nil
 }
 
-// routeKey returns the routing key that delays a message for queue by
-// remaining (rounded up to whole resolutions, at most t.max()) and what is
-// left beyond the route's range (0 unless remaining exceeds it).
-func (t tiers) routeKey(remaining time.Duration, queue string) (key string, leftMS int64, stored int) {
-	units, _ := t.units(remaining)
-	maxUnits := t.maxUnits()
-	if units > maxUnits {
-		leftMS = (units - maxUnits) * t.res
-		units = maxUnits
+// route is how a route delays a message for a target queue (routeKey).
+type route struct {
+	// key is the routing key: the delay in base-factor digits, then the
+	// queue.
+	key string
+	// leftMS is what remains beyond the route's range, for the consumer
+	// (0 unless the delay exceeds it).
+	leftMS int64
+	// stored is how many queues the message is stored in.
+	stored int
+	// expire is the per-message expiration (RabbitMQ's expiration
+	// property, in milliseconds) that takes back what rounding the delay up
+	// to whole resolutions added: the TTL of the first queue the message
+	// is stored in, less that, so the route holds it for the delay itself,
+	// not up to a resolution more. The queue dead-letters the message at
+	// the lower of its TTL and the expiration, once at its head; the
+	// messages before it entered earlier with the same TTL, so it leaves
+	// no later than the TTL alone would let it. RabbitMQ removes the
+	// property when it dead-letters a message, so the later queues keep
+	// their own TTL. "" when rounding added nothing, or when the delay
+	// exceeds the route (the consumer waits the rest).
+	expire string
+}
+
+// routeKey returns the route that delays a message for queue by remaining
+// (rounded up to whole resolutions, at most t.max()).
+func (t tiers) routeKey(remaining time.Duration, queue string) route {
+	var r route
+	ms := ceilMS(remaining)
+	units := max((ms+t.res-1)/t.res, 0)
+	added := max(units*t.res-ms, 0)
+	if maxUnits := t.max().Milliseconds() / t.res; units > maxUnits {
+		r.leftMS = (units - maxUnits) * t.res
+		units, added = maxUnits, 0 // the rounding is in what is left
 	}
 	var b strings.Builder
-	for range t.ms {
+	for _, ttl := range t.ms {
 		d := units % t.factor
 		units /= t.factor
 		if d != 0 {
-			stored++
+			if r.stored == 0 && added > 0 {
+				r.expire = strconv.FormatInt(d*ttl-added, 10)
+			}
+			r.stored++
 		}
 		b.WriteString(strconv.FormatInt(d, 10))
 		b.WriteByte('.')
 	}
 	b.WriteString(queue)
-	return b.String(), leftMS, stored
-}
-
-// units returns remaining in whole resolutions, rounded up (never early),
-// and the milliseconds rounding up added.
-func (t tiers) units(remaining time.Duration) (units, addedMS int64) {
-	r := ceilMS(remaining)
-	units = max((r+t.res-1)/t.res, 0)
-	return units, max(units*t.res-r, 0)
-}
-
-// maxUnits is the most whole resolutions the route holds.
-func (t tiers) maxUnits() int64 { return t.max().Milliseconds() / t.res }
-
-// firstExpiration returns the per-message expiration (RabbitMQ's
-// expiration property, in milliseconds) that takes back what rounding
-// remaining up to whole resolutions added: the TTL of the first queue of
-// remaining's route less that, so the route holds the message for
-// remaining itself, not up to a resolution more. The queue dead-letters
-// the message at the lower of its TTL and the expiration, once at its
-// head; the messages before it entered earlier with the same TTL, so it
-// leaves no later than the TTL alone would let it. RabbitMQ removes the
-// property when it dead-letters a message, so the later queues keep their
-// own TTL. "" when rounding added nothing, or when remaining exceeds the
-// route (the consumer waits the rest).
-func (t tiers) firstExpiration(remaining time.Duration) string {
-	units, added := t.units(remaining)
-	if added == 0 || units == 0 || units > t.maxUnits() {
-		return ""
-	}
-	for _, ms := range t.ms {
-		if d := units % t.factor; d != 0 {
-			return strconv.FormatInt(d*ms-added, 10)
-		}
-		units /= t.factor
-	}
-	return ""
+	r.key = b.String()
+	return r
 }
 
 // routeBinding is the binding key of a group queue on the final exchange

@@ -102,9 +102,9 @@ func TestRouteKey(t *testing.T) {
 		{6300 * time.Millisecond, "3.3.3.q.g", 0, 3}, // exactly the maximum
 	}
 	for _, tt := range tests {
-		key, left, stored := tr.routeKey(tt.d, "q.g")
-		if key != tt.key || left != tt.left || stored != tt.stored {
-			t.Errorf("routeKey(%s) = %q, %d, %d; want %q, %d, %d", tt.d, key, left, stored, tt.key, tt.left, tt.stored)
+		r := tr.routeKey(tt.d, "q.g")
+		if r.key != tt.key || r.leftMS != tt.left || r.stored != tt.stored {
+			t.Errorf("routeKey(%s) = %q, %d, %d; want %q, %d, %d", tt.d, r.key, r.leftMS, r.stored, tt.key, tt.left, tt.stored)
 		}
 	}
 	if got := tr.routeBinding("q.g"); got != "*.*.*.q.g" {
@@ -112,11 +112,11 @@ func TestRouteKey(t *testing.T) {
 	}
 }
 
-// TestFirstExpiration: the first queue of a route holds a message for its
+// TestRouteExpiration: the first queue of a route holds a message for its
 // TTL less what rounding the delay up to whole resolutions added, so the
 // route's queues hold it for the delay itself; nothing when rounding added
 // nothing or the delay exceeds the route.
-func TestFirstExpiration(t *testing.T) {
+func TestRouteExpiration(t *testing.T) {
 	tr, err := newTiers(DelayConfig{Resolution: 100 * time.Millisecond, Factor: 4, Levels: 3}) // 100, 400, 1600 ms
 	if err != nil {
 		t.Fatal(err)
@@ -137,18 +137,18 @@ func TestFirstExpiration(t *testing.T) {
 		{0, ""},                                        // no delay
 		{1599*time.Millisecond + time.Microsecond, ""}, // 1600 ms once rounded to the millisecond: whole resolutions
 	} {
-		if got := tr.firstExpiration(tt.d); got != tt.want {
-			t.Errorf("firstExpiration(%s) = %q, want %q", tt.d, got, tt.want)
+		r := tr.routeKey(tt.d, "q")
+		if r.expire != tt.want {
+			t.Errorf("routeKey(%s).expire = %q, want %q", tt.d, r.expire, tt.want)
 		}
 		// The route holds the message no less than the delay: the first
 		// queue's expiration plus the other queues' TTLs.
 		if tt.want == "" {
 			continue
 		}
-		key, _, _ := tr.routeKey(tt.d, "q")
 		var held time.Duration
 		first := true
-		for k, digit := range strings.Split(key, ".")[:3] {
+		for k, digit := range strings.Split(r.key, ".")[:3] {
 			d, _ := strconv.Atoi(digit)
 			if d == 0 {
 				continue
@@ -192,9 +192,9 @@ func TestRouteTenMilliseconds(t *testing.T) {
 		{time.Millisecond, "1.0.0.0.0.0.0.0.0.0.0.0.q", 1},                       // below one unit: one unit
 		{10*time.Millisecond + time.Microsecond, "2.0.0.0.0.0.0.0.0.0.0.0.q", 1}, // never early
 	} {
-		key, left, stored := tr.routeKey(tt.d, "q")
-		if key != tt.key || left != 0 || stored != tt.stored {
-			t.Errorf("routeKey(%s) = %q, %d, %d; want %q, 0, %d", tt.d, key, left, stored, tt.key, tt.stored)
+		r := tr.routeKey(tt.d, "q")
+		if r.key != tt.key || r.leftMS != 0 || r.stored != tt.stored {
+			t.Errorf("routeKey(%s) = %q, %d, %d; want %q, 0, %d", tt.d, r.key, r.leftMS, r.stored, tt.key, tt.stored)
 		}
 	}
 }

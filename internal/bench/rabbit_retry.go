@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strconv"
 	"sync"
 
@@ -32,14 +33,11 @@ func (e *rabbitEnv) rawRetry(ctx context.Context) (Row, error) {
 	if err := e.rawFill(ctx, exchange, "retry", n); err != nil {
 		return Row{}, err
 	}
-	conn, ch, err := e.dial()
+	conn, ch, err := e.consumerChannel()
 	if err != nil {
 		return Row{}, err
 	}
 	defer conn.Close()
-	if err := ch.Qos(8*e.cfg.Concurrency, 0, false); err != nil {
-		return Row{}, fmt.Errorf("raw: qos: %w", err)
-	}
 	pconn, pch, err := e.dial()
 	if err != nil {
 		return Row{}, err
@@ -66,9 +64,7 @@ func (e *rabbitEnv) rawRetry(ctx context.Context) (Row, error) {
 					continue
 				}
 				h := amqp.Table{headerRawAttempt: int32(2), "bench-error": errBench.Error()}
-				for k, v := range d.Headers {
-					h[k] = v
-				}
+				maps.Copy(h, d.Headers)
 				dc, err := pch.PublishWithDeferredConfirmWithContext(ctx, exchange, "retry", true, false, amqp.Publishing{
 					Headers: h, DeliveryMode: amqp.Persistent, MessageId: d.MessageId,
 					Timestamp: d.Timestamp, Body: d.Body,

@@ -148,14 +148,11 @@ func (e *rabbitEnv) consume(ctx context.Context) ([]Row, error) {
 // scenarios' prefetch (8 × Concurrency) and Concurrency goroutines acking
 // each, and returns the raw row of scenario.
 func (e *rabbitEnv) rawDrain(ctx context.Context, scenario, queue string, n int) (Row, error) {
-	conn, ch, err := e.dial()
+	conn, ch, err := e.consumerChannel()
 	if err != nil {
 		return Row{}, err
 	}
 	defer conn.Close()
-	if err := ch.Qos(8*e.cfg.Concurrency, 0, false); err != nil {
-		return Row{}, fmt.Errorf("raw: qos: %w", err)
-	}
 	m := startMeter()
 	dr := newDrain(n)
 	deliveries, err := ch.Consume(queue, "", false, false, false, false, nil)
@@ -180,6 +177,20 @@ func (e *rabbitEnv) rawDrain(ctx context.Context, scenario, queue string, n int)
 		return Row{}, fmt.Errorf("raw: %w", err)
 	}
 	return dr.row(scenario, RabbitMQ, ClientRaw, u), nil
+}
+
+// consumerChannel opens a raw connection and channel with the scenarios'
+// prefetch (8 × Concurrency), as redrive's consumers get.
+func (e *rabbitEnv) consumerChannel() (*amqp.Connection, *amqp.Channel, error) {
+	conn, ch, err := e.dial()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ch.Qos(8*e.cfg.Concurrency, 0, false); err != nil {
+		_ = conn.Close()
+		return nil, nil, fmt.Errorf("raw: qos: %w", err)
+	}
+	return conn, ch, nil
 }
 
 // rawFill publishes n messages through the raw client (not measured).
