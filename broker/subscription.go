@@ -62,6 +62,15 @@ type Subscription struct {
 	// through Header and must not write Headers. Retry and dead-letter
 	// copies carry every header as usual. Default false.
 	HeadersOnDemand bool
+	// ReuseDeliveries lets the backend hand a later message in the same
+	// Delivery, and its Headers map, once the handler returned: the
+	// handler must not keep d or d.Headers, nor use them from another
+	// goroutine, after it returns (Key, Value and header values may be
+	// kept; they are never reused). On Kafka a partition's worker then
+	// allocates nothing per record (a fresh Delivery and map were more
+	// than half of redrive's own cost per record); RabbitMQ gives every
+	// delivery its own. Default false: a handler may keep its *Delivery.
+	ReuseDeliveries bool
 	// ShutdownTimeout bounds how long in-flight handlers may run after the
 	// context ends. Default 30 s.
 	ShutdownTimeout time.Duration

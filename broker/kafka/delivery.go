@@ -31,22 +31,63 @@ func (c *consumer) delivery(r *kgo.Record) *broker.Delivery {
 }
 
 // newDelivery builds the Delivery of r (see fill) in the next free
-// Delivery of the worker's slab: run allocates the Deliveries of the
-// records it takes off its buffer at once (up to maxTake, the records of
-// one fetch or less) in one slice, one allocation instead of one per
-// record. A handler that keeps its *Delivery after returning keeps that
-// slice (32 KiB at most) alive with it, as it keeps the fetch's buffer
-// alive through Value. Without a slab (a record of the retry topic) it
-// allocates. story reports whether r has x-redrive-* headers besides the
+// Delivery of the worker's slab (newSlab). Without a slab (a record of the
+// retry topic) it allocates. With Subscription.ReuseDeliveries and a
+// Headers map, the Delivery's map of the last batch is cleared and filled
+// again, unless it held more than maxReusedHeaders entries: a Go map never
+// shrinks, and one record with many headers must not keep its map's
+// memory. story reports whether r has x-redrive-* headers besides the
 // message id (see fill).
 func (p *partition) newDelivery(r *kgo.Record) (d *broker.Delivery, story bool) {
-	if len(p.slab) > 0 {
-		d = &p.slab[0]
-		p.slab = p.slab[1:]
-	} else {
+	if len(p.slab) == 0 {
 		d = new(broker.Delivery)
+		return d, p.c.fill(d, r, p.c.sub.HeadersOnDemand)
 	}
-	return d, p.c.fill(d, r, p.c.sub.HeadersOnDemand)
+	d = &p.slab[0]
+	p.slab = p.slab[1:]
+	if len(p.maps) == 0 {
+		return d, p.c.fill(d, r, p.c.sub.HeadersOnDemand)
+	}
+	m := p.maps[0]
+	if len(m) > maxReusedHeaders {
+		m = nil
+	}
+	clear(m)
+	d.Headers = m
+	story = p.c.fill(d, r, false)
+	p.maps[0] = d.Headers // kept before the handler may replace it
+	p.maps = p.maps[1:]
+	return d, story
+}
+
+// maxReusedHeaders bounds the Headers map a reused Delivery keeps for the
+// next record (newDelivery).
+const maxReusedHeaders = 64
+
+// newSlab makes the slab of the n records (at most maxTake) run took off
+// the buffer at once: their Deliveries in one allocation instead of one
+// per record. A handler that keeps its *Delivery after returning keeps
+// that slice (32 KiB at most) alive with it, as it keeps the fetch's
+// buffer alive through Value. With Subscription.ReuseDeliveries the
+// worker refills one slab instead, cleared (the handlers of the last
+// batch have returned), and reuses its Deliveries' Headers maps: nothing
+// is allocated per record.
+func (p *partition) newSlab(n int) {
+	if !p.c.sub.ReuseDeliveries {
+		p.slab = make([]broker.Delivery, n)
+		return
+	}
+	if p.reuse == nil {
+		p.reuse = make([]broker.Delivery, maxTake)
+		if !p.c.sub.HeadersOnDemand {
+			p.reuseMaps = make([]map[string]string, maxTake)
+		}
+	}
+	p.slab = p.reuse[:n]
+	clear(p.slab)
+	if p.reuseMaps != nil {
+		p.maps = p.reuseMaps[:n]
+	}
 }
 
 // fill builds the Delivery of r in d, which must be zero but for an empty

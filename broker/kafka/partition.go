@@ -42,8 +42,14 @@ type partition struct {
 	// handled when due, earliest first, not in offset order (see runByDue).
 	byDue bool
 	// slab holds the Deliveries of the records run took off the buffer
-	// and has not handled yet (see newDelivery). Only the worker uses it.
-	slab []broker.Delivery
+	// and has not handled yet (see newDelivery); maps, with
+	// Subscription.ReuseDeliveries, the Headers maps they reuse. reuse and
+	// reuseMaps are what newSlab refills for each batch then. Only the
+	// worker uses them.
+	slab      []broker.Delivery
+	maps      []map[string]string
+	reuse     []broker.Delivery
+	reuseMaps []map[string]string
 
 	mu      sync.Mutex
 	queue   []*kgo.Record
@@ -136,7 +142,7 @@ func (p *partition) run() {
 			if len(batch) == 0 { // woken by a refused copy
 				continue
 			}
-			p.slab = make([]broker.Delivery, len(batch))
+			p.newSlab(len(batch))
 		}
 		r := batch[next]
 		next++

@@ -34,10 +34,25 @@ func BenchmarkPartitionWorker(b *testing.B) { benchPartitionWorker(b, false) }
 // subscription with HeadersOnDemand: no Headers map per record.
 func BenchmarkPartitionWorkerOnDemand(b *testing.B) { benchPartitionWorker(b, true) }
 
+// BenchmarkPartitionWorkerReuse is BenchmarkPartitionWorker for a
+// subscription with ReuseDeliveries: the Deliveries and their Headers
+// maps are reused, nothing is allocated per record.
+func BenchmarkPartitionWorkerReuse(b *testing.B) {
+	benchPartitionWorkerMode(b, workerMode{reuse: true})
+}
+
+// BenchmarkPartitionWorkerOnDemandReuse is BenchmarkPartitionWorker with
+// both HeadersOnDemand and ReuseDeliveries.
+func BenchmarkPartitionWorkerOnDemandReuse(b *testing.B) {
+	benchPartitionWorkerMode(b, workerMode{onDemand: true, reuse: true})
+}
+
 // BenchmarkPartitionWorkerRetry is BenchmarkPartitionWorker with every
 // 10th record failing once, retried in place at once (blocking mode), as
 // `redrive bench`'s Kafka retry row: the failure path's own cost.
-func BenchmarkPartitionWorkerRetry(b *testing.B) { benchPartitionWorkerMode(b, false, 10) }
+func BenchmarkPartitionWorkerRetry(b *testing.B) {
+	benchPartitionWorkerMode(b, workerMode{failEvery: 10})
+}
 
 // BenchmarkPartitionWorkerRaw is BenchmarkPartitionWorker's reference:
 // the feeder's batches handed over a channel to a goroutine that calls
@@ -57,21 +72,28 @@ func BenchmarkPartitionWorkerRaw(b *testing.B) {
 	close(batches)
 }
 
-func benchPartitionWorker(b *testing.B, onDemand bool) { benchPartitionWorkerMode(b, onDemand, 0) }
+func benchPartitionWorker(b *testing.B, onDemand bool) {
+	benchPartitionWorkerMode(b, workerMode{onDemand: onDemand})
+}
 
-// benchPartitionWorkerMode runs the partition worker benchmark; with
-// failEvery > 0, every failEvery-th record fails once.
-func benchPartitionWorkerMode(b *testing.B, onDemand bool, failEvery int) {
+// workerMode is how a partition worker benchmark runs.
+type workerMode struct {
+	onDemand, reuse bool // Subscription.HeadersOnDemand, ReuseDeliveries
+	failEvery       int  // > 0: every failEvery-th record fails once
+}
+
+// benchPartitionWorkerMode runs the partition worker benchmark in mode m.
+func benchPartitionWorkerMode(b *testing.B, m workerMode) {
 	cfg := Config{Brokers: []string{"unused:9092"}, InstanceID: "bench"}.withDefaults()
 	cfg.MaxBuffered, cfg.MaxBufferedBytes = 1<<40, 1<<40 // the feeder bounds what is buffered
 	br := &Broker{cfg: cfg, log: slog.New(slog.DiscardHandler)}
-	sub := broker.Subscription{Topic: "t", Group: "g", Concurrency: 3, HeadersOnDemand: onDemand,
+	sub := broker.Subscription{Topic: "t", Group: "g", Concurrency: 3, HeadersOnDemand: m.onDemand, ReuseDeliveries: m.reuse,
 		Policy: retrypolicy.Policy{MaxRetries: 3, Backoff: retrypolicy.Schedule{Delays: []time.Duration{0}}}}.WithDefaults()
 	c := newConsumer(br, sub, br.log)
 	c.hctx = context.Background()
 	f := newFeed(b)
 	c.h = func(_ context.Context, d *broker.Delivery) error {
-		if failEvery > 0 && d.Attempt == 1 && d.Offset%int64(failEvery) == 0 {
+		if m.failEvery > 0 && d.Attempt == 1 && d.Offset%int64(m.failEvery) == 0 {
 			return errFailOnce
 		}
 		f.handled()
