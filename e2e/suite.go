@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +26,7 @@ func Run(t *testing.T, env Env) {
 	t.Run("PublishConsume", s.publishConsume)
 	t.Run("RetryThenSucceed", s.retryThenSucceed)
 	t.Run("HeadersOnDemand", s.headersOnDemand)
+	t.Run("ReuseDeliveries", s.reuseDeliveries)
 	t.Run("AlwaysFailsToDLQ", s.alwaysFails)
 	t.Run("PermanentAndRetryAfter", s.permanentAndRetryAfter)
 	t.Run("RetryOnlyFailingGroup", s.retryOnlyFailingGroup)
@@ -220,6 +223,82 @@ func (s *suite) headersOnDemand(t *testing.T) {
 		if c.attempt == 1 && c.d.Headers != nil {
 			t.Errorf("%s attempt 1: Headers built (%v) with HeadersOnDemand", c.d.ID, c.d.Headers)
 		}
+	}
+}
+
+// reuseDeliveries: with Subscription.ReuseDeliveries a handler that keeps
+// nothing of its delivery, but writes its Headers, sees on every attempt
+// its own message's value and headers, never what an earlier message or
+// call left (Kafka refills the same Deliveries and maps; RabbitMQ gives
+// each its own). A failure is retried and dead-lettered with the headers
+// as published. Counted: published = handled + dead-lettered.
+func (s *suite) reuseDeliveries(t *testing.T) {
+	b := s.broker(t)
+	topic := topicName(t)
+	sub := s.sub(topic, "worker", retrypolicy.Policy{MaxRetries: 1, Backoff: s.schedule(1)})
+	sub.ReuseDeliveries = true
+	declare(t, b, sub)
+	const n = 600 // several batches of a Kafka partition's worker
+	msgs := messages("reuse", n)
+	index := map[string]int{}
+	for i := range msgs {
+		if i%3 == 0 {
+			msgs[i].Headers["third"] = ""
+		}
+		index[msgs[i].ID] = i
+	}
+	var (
+		mu    sync.Mutex
+		wrong []string // what a call saw that was not its message's
+	)
+	rec := newRecorder()
+	testenv.Consume(t, b, sub, rec.handler("worker", 1, func(d *broker.Delivery) error {
+		i, ok := index[d.ID]
+		got := map[string]string{}
+		for k, v := range d.AllHeaders() {
+			if !strings.HasPrefix(k, "x-") { // redrive's and the broker's
+				got[k] = v
+			}
+		}
+		if !ok || !bytes.Equal(d.Value, msgs[i].Value) || !maps.Equal(got, msgs[i].Headers) {
+			mu.Lock()
+			wrong = append(wrong, fmt.Sprintf("%s attempt %d: value %q headers %v", d.ID, d.Attempt, d.Value, got))
+			mu.Unlock()
+		}
+		if d.Headers != nil {
+			d.Headers["scratch"] = d.ID
+		}
+		switch {
+		case i == 0:
+			return failing("always")
+		case d.Attempt == 1 && i%7 == 0:
+			return failing("once")
+		}
+		return nil
+	}))
+	for start := 0; start < n; start += 100 {
+		publish(t, b, topic, msgs[start:start+100]...)
+	}
+	dls := s.env.DeadLetters(t.Context(), t, topic, "worker", 1, 3*s.r)
+	calls := rec.WaitUntil(t, 60*time.Second, "every message handled or dead-lettered", func(c []call) bool {
+		return len(successes(c, "worker")) == n-1
+	})
+	for id, k := range successes(calls, "worker") {
+		if k != 1 {
+			t.Errorf("%s handled %d times", id, k)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(wrong) > 0 {
+		t.Fatalf("%d calls saw another message's value or headers, first: %s", len(wrong), wrong[0])
+	}
+	if len(dls) != 1 || dls[0].MessageID != msgs[0].ID {
+		t.Fatalf("dead letters %v, want %s alone", dls, msgs[0].ID)
+	}
+	h := dls[0].OriginalHeaders
+	if third, ok := h["third"]; h["trace-id"] != "t-"+msgs[0].ID || !ok || third != "" || h["scratch"] != "" {
+		t.Errorf("dead letter's headers %v, want the published trace-id and third, no scratch", h)
 	}
 }
 
