@@ -53,7 +53,9 @@ Scenarios:
            drain, then 7 rounds of --kafka-messages, the clients in
            turn; RabbitMQ: 3 rounds of a third of --messages, each
            client filling and draining its queue in turn; rows are
-           median rounds, ratios the median of the rounds' ratios
+           median rounds, ratios the median of the rounds' ratios.
+           Kafka rows: redrive by default (a Headers map), with
+           HeadersOnDemand, and with ReuseDeliveries too
   retry    as consume, 10 % of messages fail once (vs redrive consume);
            RabbitMQ: graded against the ideal 1 / (1 + f + f x consume /
            publish rate) of the same run (f = 0.1), target 0.9 x ideal,

@@ -56,6 +56,10 @@ const (
 	// ClientOnDemand is redrive with Subscription.HeadersOnDemand (the
 	// Kafka consume row).
 	ClientOnDemand = "redrive, headers on demand"
+	// ClientReuse is redrive with Subscription.HeadersOnDemand and
+	// ReuseDeliveries (the Kafka consume row): a handler that keeps
+	// nothing, nothing allocated per record.
+	ClientReuse = "redrive, on demand, reused"
 )
 
 // AllScenarios lists every scenario in the order Run runs them.

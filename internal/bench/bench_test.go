@@ -65,7 +65,7 @@ func TestRunTiny(t *testing.T) {
 		{ScenarioReplay, RabbitMQ, ClientRaw}, {ScenarioReplay, RabbitMQ, ClientRedrive},
 		{ScenarioKeeper, RabbitMQ, ClientRaw}, {ScenarioKeeper, RabbitMQ, ClientRedrive},
 		{ScenarioPublish, Kafka, ClientRaw}, {ScenarioPublish, Kafka, ClientRawID}, {ScenarioPublish, Kafka, ClientRedrive},
-		{ScenarioConsume, Kafka, ClientRaw}, {ScenarioConsume, Kafka, ClientRedrive}, {ScenarioConsume, Kafka, ClientOnDemand},
+		{ScenarioConsume, Kafka, ClientRaw}, {ScenarioConsume, Kafka, ClientRedrive}, {ScenarioConsume, Kafka, ClientOnDemand}, {ScenarioConsume, Kafka, ClientReuse},
 		{ScenarioRetry, Kafka, ClientRedrive}, {ScenarioDLQ, Kafka, ClientRedrive},
 		{ScenarioKeeper, Kafka, ClientRaw}, {ScenarioKeeper, Kafka, ClientRedrive},
 		{ScenarioScrape, Kafka, ClientRedrive}, {ScenarioMonitor, Redis, ClientRedrive},

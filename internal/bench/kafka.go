@@ -274,8 +274,9 @@ const consumeRounds = 7
 // commit (every second, as redrive's default CommitInterval). Both read
 // the same topic, each round in a new group, consumeRounds rounds
 // alternating the clients; each row is its client's median round, its
-// ratio the median of the rounds' ratios (compareRounds). A third row is
-// redrive with HeadersOnDemand (no Headers map per record).
+// ratio the median of the rounds' ratios (compareRounds). Two more rows
+// are redrive with HeadersOnDemand (no Headers map per record), and with
+// ReuseDeliveries too (nothing allocated per record).
 func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
 	n := e.drainMessages()
 	e.progress(ScenarioConsume, ClientRaw)
@@ -292,7 +293,7 @@ func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
 	if _, err := e.rawDrain(ctx, ScenarioConsume, s.Topic, e.prefix+".raw.consume.warm-up", n); err != nil {
 		return nil, err
 	}
-	var raws, rds, ods []Row
+	var raws, rds, ods, rus []Row
 	for i := range consumeRounds {
 		raw, err := e.rawDrain(ctx, ScenarioConsume, s.Topic, fmt.Sprintf("%s.raw.consume.%d", e.prefix, i), n)
 		if err != nil {
@@ -311,12 +312,23 @@ func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
 			return nil, err
 		}
 		od.Client = ClientOnDemand
-		raws, rds, ods = append(raws, raw), append(rds, rd), append(ods, od)
+		rs.Group, rs.ReuseDeliveries = rs.Group+"-reuse", true // and on demand
+		ru, err := consumeThrough(ctx, e.redrive, rs, n, ScenarioConsume, e.broker, failNone, e.cfg.Timeout)
+		if err != nil {
+			return nil, err
+		}
+		ru.Client = ClientReuse
+		raws, rds, ods, rus = append(raws, raw), append(rds, rd), append(ods, od), append(rus, ru)
 	}
-	raw, rd, od := medianRow(raws), medianRow(rds), medianRow(ods)
-	compareRounds(&rd, rds, raws, ClientRaw, 0.9)
-	compareRounds(&od, ods, raws, ClientRaw, 0.9) // issue 19's target for Kafka consume
-	return []Row{raw, rd, od}, nil
+	raw, rd, od, ru := medianRow(raws), medianRow(rds), medianRow(ods), medianRow(rus)
+	// issue 19's target for Kafka consume
+	for _, r := range []struct {
+		row    *Row
+		rounds []Row
+	}{{&rd, rds}, {&od, ods}, {&ru, rus}} {
+		compareRounds(r.row, r.rounds, raws, ClientRaw, 0.9)
+	}
+	return []Row{raw, rd, od, ru}, nil
 }
 
 // rawDrain drains n records of topic as group through a raw group
