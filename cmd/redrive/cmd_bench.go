@@ -55,7 +55,7 @@ Scenarios:
            client filling and draining its queue in turn; rows are
            median rounds, ratios the median of the rounds' ratios.
            Kafka rows: redrive by default (a Headers map), with
-           HeadersOnDemand, and with ReuseDeliveries too
+           HeadersOnDemand, with ReuseDeliveries, and with both
   retry    as consume, 10 % of messages fail once (vs redrive consume);
            RabbitMQ: graded against the ideal 1 / (1 + f + f x consume /
            publish rate) of the same run (f = 0.1), target 0.9 x ideal,

@@ -56,10 +56,12 @@ const (
 	// ClientOnDemand is redrive with Subscription.HeadersOnDemand (the
 	// Kafka consume row).
 	ClientOnDemand = "redrive, headers on demand"
-	// ClientReuse is redrive with Subscription.HeadersOnDemand and
-	// ReuseDeliveries (the Kafka consume row): a handler that keeps
-	// nothing, nothing allocated per record.
-	ClientReuse = "redrive, on demand, reused"
+	// ClientReuse is redrive with Subscription.ReuseDeliveries (the Kafka
+	// consume row): a handler that keeps nothing, the Headers map reused.
+	ClientReuse = "redrive, reused deliveries"
+	// ClientLean is redrive with HeadersOnDemand and ReuseDeliveries (the
+	// Kafka consume row): nothing allocated per record.
+	ClientLean = "redrive, on demand, reused"
 )
 
 // AllScenarios lists every scenario in the order Run runs them.
