@@ -54,6 +54,22 @@ func successes(calls []call, group string) map[string]int {
 	return out
 }
 
+// waitHandledOnce waits up to within until n messages were handled by
+// group (a call returned nil), fails t for each handled more than once,
+// and returns the calls.
+func (r *recorder) waitHandledOnce(t *testing.T, group string, n int, within time.Duration) []call {
+	t.Helper()
+	calls := r.WaitUntil(t, within, fmt.Sprintf("%d messages handled by %s", n, group), func(c []call) bool {
+		return len(successes(c, group)) >= n
+	})
+	for id, k := range successes(calls, group) {
+		if k != 1 {
+			t.Errorf("%s handled %d times", id, k)
+		}
+	}
+	return calls
+}
+
 // callsOf returns the calls of group for message id, in order.
 func callsOf(calls []call, group, id string) []call {
 	var out []call

@@ -202,14 +202,7 @@ func (s *suite) headersOnDemand(t *testing.T) {
 	}))
 	publish(t, b, topic, msgs...)
 	dls := s.env.DeadLetters(t.Context(), t, topic, "worker", 1, 3*s.r)
-	calls := rec.WaitUntil(t, 30*time.Second, "every message handled or dead-lettered", func(c []call) bool {
-		return len(successes(c, "worker")) == n-1
-	})
-	for id, k := range successes(calls, "worker") {
-		if k != 1 {
-			t.Errorf("%s handled %d times", id, k)
-		}
-	}
+	calls := rec.waitHandledOnce(t, "worker", n-1, 30*time.Second)
 	if len(dls) != 1 || dls[0].MessageID != msgs[0].ID {
 		t.Fatalf("dead letters %v, want %s alone", dls, msgs[0].ID)
 	}
@@ -280,14 +273,7 @@ func (s *suite) reuseDeliveries(t *testing.T) {
 		publish(t, b, topic, msgs[start:start+100]...)
 	}
 	dls := s.env.DeadLetters(t.Context(), t, topic, "worker", 1, 3*s.r)
-	calls := rec.WaitUntil(t, 60*time.Second, "every message handled or dead-lettered", func(c []call) bool {
-		return len(successes(c, "worker")) == n-1
-	})
-	for id, k := range successes(calls, "worker") {
-		if k != 1 {
-			t.Errorf("%s handled %d times", id, k)
-		}
-	}
+	rec.waitHandledOnce(t, "worker", n-1, 60*time.Second)
 	mu.Lock()
 	defer mu.Unlock()
 	if len(wrong) > 0 {
