@@ -41,11 +41,11 @@ func (c *consumer) delivery(r *kgo.Record) *broker.Delivery {
 func (p *partition) newDelivery(r *kgo.Record) (d *broker.Delivery, story bool) {
 	if len(p.slab) == 0 {
 		d = new(broker.Delivery)
-		return d, p.c.fill(d, r, p.c.sub.HeadersOnDemand)
+	} else {
+		d = &p.slab[0]
+		p.slab = p.slab[1:]
 	}
-	d = &p.slab[0]
-	p.slab = p.slab[1:]
-	if len(p.maps) == 0 {
+	if len(p.maps) == 0 { // as long as the slab, when there are any
 		return d, p.c.fill(d, r, p.c.sub.HeadersOnDemand)
 	}
 	m := p.maps[0]
