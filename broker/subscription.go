@@ -44,10 +44,7 @@ type Subscription struct {
 	// number of partitions handled at once (Kafka). Default 1, at most
 	// MaxConcurrency.
 	Concurrency int
-	// Prefetch bounds unacknowledged messages per consumer (RabbitMQ QoS)
-	// waiting for or in a handler. On a classic queue, up to Prefetch more
-	// may wait for the confirm of their retry or dead-letter copy (they do
-	// not hold up the handlers); on a quorum queue they count against it.
+	// Prefetch bounds unacknowledged messages per consumer (RabbitMQ QoS).
 	// Default 2 × Concurrency, at most MaxPrefetch.
 	Prefetch int
 	// MaxAge: a message older than this when it is received (or, on

@@ -99,9 +99,8 @@ func (c *consumer) session(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("rabbit: open consume channel: %w", err)
 	}
-	win := newConfirmWindow(c.sub.Prefetch, c.b.cfg.QueueType == Classic)
-	if err := win.setup(ch); err != nil {
-		return err
+	if err := ch.Qos(c.sub.Prefetch, 0, false); err != nil {
+		return fmt.Errorf("rabbit: set prefetch %d: %w", c.sub.Prefetch, err)
 	}
 	hold, sub := c.b.holds.Of(c.sub.Topic, c.sub.Group), &subscriber{c: c, ch: ch}
 	held, holdChanged := hold.State()
@@ -125,21 +124,16 @@ func (c *consumer) session(ctx context.Context) error {
 	defer hcancel()
 	// Forwarders publish retry, dead-letter and delay-hop copies and ack
 	// once the broker confirmed, so a handler slot never waits on a confirm
-	// and the copies of many deliveries are in flight at once. The
-	// consumer's prefetch bounds them (every one holds an unacked
-	// delivery); on a classic queue they do not count against the
-	// subscription's Prefetch (confirmWindow).
+	// and the copies of many deliveries are in flight at once. Prefetch
+	// bounds them: every one holds an unacked delivery.
 	fwd, fwdStop := make(chan forwardJob), make(chan struct{})
 	var fwg sync.WaitGroup
-	for range max(win.forwarders(), c.sub.Concurrency) {
+	for range max(c.sub.Prefetch, c.sub.Concurrency) {
 		fwg.Go(func() {
 			for {
 				select {
 				case j := <-fwd:
-					win.add(1)
-					ok := c.forward(hctx, j.m, j.out)
-					win.add(-1)
-					if ok && j.then != nil {
+					if c.forward(hctx, j.m, j.out) && j.then != nil {
 						j.then()
 					}
 				case <-fwdStop:
@@ -186,10 +180,6 @@ loop:
 		case <-holdChanged:
 			held, holdChanged = hold.State()
 			if sessionErr = sub.follow(held, 0); sessionErr != nil {
-				break loop
-			}
-		case <-win.changed:
-			if sessionErr = win.apply(ch); sessionErr != nil {
 				break loop
 			}
 		case <-ctx.Done():

@@ -269,9 +269,8 @@ type Worker struct {
 	// instances).
 	Concurrency int `yaml:"concurrency"`
 	// Prefetch is the number of unacknowledged messages per consumer
-	// (RabbitMQ) waiting for or in a handler; on classic queues up to as
-	// many more wait for their retry or dead-letter copy's confirm; 0 to
-	// 65535, RabbitMQ's largest; default 2 × concurrency (at most 65535).
+	// (RabbitMQ); 0 to 65535, RabbitMQ's largest; default 2 × concurrency
+	// (at most 65535).
 	Prefetch int `yaml:"prefetch"`
 	// MaxClaims dead-letters a message with reason max_claims once it was
 	// delivered this many times without its handler finishing (a handler

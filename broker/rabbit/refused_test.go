@@ -16,27 +16,21 @@ import (
 	"github.com/redrive/redrive/internal/testenv"
 )
 
-// TestRefusedCopiesOutsidePrefetch: a delivery whose dead-letter copy the
-// broker refuses stays unacked while its forwarder tries again. On a
-// classic queue it stops counting against Prefetch (the channel limit
-// rises), so the handler gets up to Prefetch more deliveries, and no more;
-// on a quorum queue (no channel limit) it counts. Once the dead letters
-// are taken again every message is in them exactly once: nothing lost.
-func TestRefusedCopiesOutsidePrefetch(t *testing.T) {
+// TestRefusedDeadLetters: while the dead-letter queue refuses copies (a
+// nack: full with reject-publish), a failed delivery stays unacked, its
+// forwarder trying again, and holds its prefetch slot: the handler gets
+// Prefetch deliveries and no more, on classic and quorum queues alike.
+// Once the dead letters are taken again every message is in them exactly
+// once: nothing lost, nothing doubled.
+func TestRefusedDeadLetters(t *testing.T) {
 	const prefetch, n = 3, 20
 	const refusal = "rabbit: forwarding failed; retrying"
-	for _, tc := range []struct {
-		queueType string
-		handled   int // while the copies are refused
-	}{
-		{rabbit.Classic, 2 * prefetch},
-		{rabbit.Quorum, prefetch},
-	} {
-		t.Run(tc.queueType, func(t *testing.T) {
-			s := sub("window." + broker.NewMessageID()[:6])
+	for _, queueType := range []string{rabbit.Classic, rabbit.Quorum} {
+		t.Run(queueType, func(t *testing.T) {
+			s := sub("refused." + broker.NewMessageID()[:6])
 			s.Concurrency, s.Prefetch = 1, prefetch // MaxRetries 0: the first failure dead-letters
 			var logs testenv.Logs
-			b := newBroker(t, func(c *rabbit.Config) { c.QueueType, c.Logger = tc.queueType, logs.Logger() }, s)
+			b := newBroker(t, func(c *rabbit.Config) { c.QueueType, c.Logger = queueType, logs.Logger() }, s)
 			if err := b.Declare(t.Context(), s); err != nil {
 				t.Fatal(err)
 			}
@@ -63,19 +57,19 @@ func TestRefusedCopiesOutsidePrefetch(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			eventually(t, fmt.Sprintf("%d deliveries handled", tc.handled), func() bool { return calls.Load() >= int64(tc.handled) })
+			eventually(t, fmt.Sprintf("%d deliveries handled", prefetch), func() bool { return calls.Load() >= int64(prefetch) })
 			// Each waiting copy refused three times over: time enough for
 			// a delivery past the bound to arrive.
-			eventually(t, "refused copies", func() bool { return logs.Count(slog.LevelWarn, refusal) >= 3*tc.handled })
+			eventually(t, "refused copies", func() bool { return logs.Count(slog.LevelWarn, refusal) >= 3*prefetch })
 			// A quorum queue may take one message past its length: that
 			// one's delivery is acked and frees its place.
 			took, err := ch.QueueDeclarePassive(bind.Name, true, false, false, false, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := calls.Load(); got != int64(tc.handled+took.Messages) {
-				t.Fatalf("handled %d while the copies are refused (%d taken), want %d + %d (prefetch %d, %s)",
-					got, took.Messages, tc.handled, took.Messages, prefetch, tc.queueType)
+			if got := calls.Load(); got != int64(prefetch+took.Messages) {
+				t.Fatalf("handled %d while the copies are refused (%d taken), want %d + %d (%s)",
+					got, took.Messages, prefetch, took.Messages, queueType)
 			}
 
 			got := getN(t, ch, takeDeadLetters(t, ch, bind), n-took.Messages)
