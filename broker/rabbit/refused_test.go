@@ -19,7 +19,8 @@ import (
 // TestRefusedDeadLetters: while the dead-letter queue refuses copies (a
 // nack: full with reject-publish), a failed delivery stays unacked, its
 // forwarder trying again, and holds its prefetch slot: the handler gets
-// Prefetch deliveries and no more, on classic and quorum queues alike.
+// Prefetch deliveries and no more, on classic and quorum queues alike (a
+// prefetch under 4 has no reserve consumer: TestReserveConsumer).
 // Once the dead letters are taken again every message is in them exactly
 // once: nothing lost, nothing doubled.
 func TestRefusedDeadLetters(t *testing.T) {
