@@ -127,18 +127,15 @@ func (c *consumer) session(ctx context.Context) error {
 	// and the copies of many deliveries are in flight at once. Prefetch
 	// bounds them: every one holds an unacked delivery.
 	fwd, fwdStop := make(chan forwardJob), make(chan struct{})
-	res := newReserve(c.sub.Prefetch)
 	var fwg sync.WaitGroup
-	for range max(c.sub.Prefetch+res.size, c.sub.Concurrency) {
+	for range max(c.sub.Prefetch, c.sub.Concurrency) {
 		fwg.Go(func() {
 			for {
 				select {
 				case j := <-fwd:
-					res.hold()
 					if c.forward(hctx, j.m, j.out) && j.then != nil {
 						j.then()
 					}
-					res.release()
 				case <-fwdStop:
 					return
 				}
@@ -176,24 +173,6 @@ func (c *consumer) session(ctx context.Context) error {
 		}
 	}
 
-	// dispatch hands m to a handler; it reports false when the session
-	// ends meanwhile (m is requeued).
-	dispatch := func(m amqp.Delivery) bool {
-		select {
-		case work <- m:
-		case <-holdChanged:
-			// Paused while every handler is busy: m goes back with the
-			// rest (resumed at once: the stream goes on).
-			_ = m.Nack(false, true)
-			held, holdChanged = hold.State()
-			_ = sub.follow(held, 1) // a cancel cannot fail
-		case <-ctx.Done():
-			_ = m.Nack(false, true)
-			return false
-		}
-		return true
-	}
-	var linger <-chan time.Time // armed while the reserve runs and no delivery waits
 	var sessionErr error
 loop:
 	for {
@@ -203,22 +182,10 @@ loop:
 			if sessionErr = sub.follow(held, 0); sessionErr != nil {
 				break loop
 			}
-			res.signal() // resumed while copies wait: the reserve again
-		case <-res.changed:
-			switch {
-			case sub.reserved == nil && sub.deliveries != nil && res.wanted():
-				if sessionErr = sub.startReserve(res.size); sessionErr != nil {
-					break loop
-				}
-			case sub.reserved != nil && res.idle():
-				linger = time.After(reserveLinger)
-			}
-		case <-linger:
-			linger = nil
-			if res.idle() {
-				sub.stopReserve()
-			}
 		case <-ctx.Done():
+			if sub.deliveries != nil {
+				_ = ch.Cancel(sub.tag, false)
+			}
 			break loop
 		case e := <-closed:
 			if e != nil {
@@ -232,32 +199,19 @@ loop:
 				sessionErr = errors.New("rabbit: delivery stream ended")
 				break loop
 			}
-			if !dispatch(m) {
+			select {
+			case work <- m:
+			case <-holdChanged:
+				// Paused while every handler is busy: m goes back with
+				// the rest (resumed at once: the stream goes on).
+				_ = m.Nack(false, true)
+				held, holdChanged = hold.State()
+				_ = sub.follow(held, 1) // a cancel cannot fail
+			case <-ctx.Done():
+				_ = m.Nack(false, true)
+				_ = ch.Cancel(sub.tag, false)
 				break loop
 			}
-		case m, ok := <-sub.reserved:
-			if !ok {
-				if !sub.reserveDraining {
-					sessionErr = errors.New("rabbit: reserve delivery stream ended")
-					break loop
-				}
-				sub.reserved, sub.reserveDraining = nil, false
-				if res.wanted() {
-					res.signal() // copies wait again: start a new one
-				}
-				continue
-			}
-			if !dispatch(m) {
-				break loop
-			}
-		}
-	}
-	if ctx.Err() != nil {
-		if sub.deliveries != nil {
-			_ = ch.Cancel(sub.tag, false)
-		}
-		if sub.reserved != nil && !sub.reserveDraining {
-			_ = ch.Cancel(sub.reserveTag, false)
 		}
 	}
 	c.consuming.CompareAndSwap(session, 0)

@@ -39,11 +39,6 @@ type subscriber struct {
 	ch         *amqp.Channel
 	tag        string
 	deliveries <-chan amqp.Delivery // nil while cancelled: never ready
-	// reserved is the reserve consumer's stream (reserve.go), nil while
-	// it does not run; reserveDraining: cancelled, the rest still arriving.
-	reserved        <-chan amqp.Delivery
-	reserveTag      string
-	reserveDraining bool
 }
 
 // follow consumes when held is false and cancels when it is true; a
@@ -52,7 +47,7 @@ type subscriber struct {
 func (s *subscriber) follow(held bool, taken int) error {
 	switch {
 	case held && s.deliveries != nil:
-		n := cancelAndReturn(s.ch, s.tag, s.deliveries) + s.returnReserve()
+		n := cancelAndReturn(s.ch, s.tag, s.deliveries)
 		s.deliveries = nil
 		s.c.log.Info("rabbit: consumer paused; prefetched deliveries returned to the queue", "returned", n+taken)
 	case !held && s.deliveries == nil:

@@ -19,8 +19,7 @@ import (
 // TestRefusedDeadLetters: while the dead-letter queue refuses copies (a
 // nack: full with reject-publish), a failed delivery stays unacked, its
 // forwarder trying again, and holds its prefetch slot: the handler gets
-// Prefetch deliveries and no more, on classic and quorum queues alike (a
-// prefetch under 4 has no reserve consumer: TestReserveConsumer).
+// Prefetch deliveries and no more, on classic and quorum queues alike.
 // Once the dead letters are taken again every message is in them exactly
 // once: nothing lost, nothing doubled.
 func TestRefusedDeadLetters(t *testing.T) {
