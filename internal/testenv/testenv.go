@@ -18,9 +18,11 @@ package testenv
 import (
 	"crypto/rand"
 	"encoding/hex"
+	mrand "math/rand/v2"
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -102,9 +104,25 @@ func RandomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// ClosedAddr returns a loopback address on which nothing listens.
+// ClosedAddr returns a loopback address on which nothing listens, for a
+// server the test starts next. Its port is below the kernel's ephemeral
+// range: a port from that range (":0") is also what every outgoing
+// connection of the test binary binds, and one of them could take it
+// before the server does (seen: "bind: address already in use" for a
+// port picked this way while other packages' tests ran).
 func ClosedAddr(t testing.TB) string {
 	t.Helper()
+	low := ephemeralLow()
+	for range 100 {
+		port := closedPortMin + mrand.IntN(low-closedPortMin)
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue // taken: another
+		}
+		addr := ln.Addr().String()
+		_ = ln.Close()
+		return addr
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +130,28 @@ func ClosedAddr(t testing.TB) string {
 	addr := ln.Addr().String()
 	_ = ln.Close()
 	return addr
+}
+
+// closedPortMin is the lowest port ClosedAddr picks.
+const closedPortMin = 10_000
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// ip_local_port_range), 32768 where it cannot be read.
+func ephemeralLow() int {
+	const fallback = 32768
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return fallback
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return fallback
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil || n <= closedPortMin+1000 {
+		return fallback
+	}
+	return n
 }
 
 // Eventually polls cond every 10 ms until it holds, failing t with what

@@ -1,7 +1,9 @@
 package testenv
 
 import (
+	"net"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -39,5 +41,28 @@ func TestServiceURL(t *testing.T) {
 	}
 	if r := redacted(s.URL()); strings.Contains(r, "secret") {
 		t.Errorf("redacted = %q", r)
+	}
+}
+
+// ClosedAddr's port is outside the ephemeral range outgoing connections
+// take theirs from, and free: a server can listen on it.
+func TestClosedAddr(t *testing.T) {
+	t.Parallel()
+	low := ephemeralLow()
+	for range 20 {
+		addr := ClosedAddr(t)
+		_, p, err := net.SplitHostPort(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		port, err := strconv.Atoi(p)
+		if err != nil || port < closedPortMin || port >= low {
+			t.Fatalf("ClosedAddr = %s, want a port in [%d, %d)", addr, closedPortMin, low)
+		}
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("listen on ClosedAddr's %s: %v", addr, err)
+		}
+		_ = ln.Close()
 	}
 }
