@@ -105,16 +105,18 @@ func RandomHex(n int) string {
 }
 
 // ClosedAddr returns a loopback address on which nothing listens, for a
-// server the test starts next. Its port is below the kernel's ephemeral
-// range: a port from that range (":0") is also what every outgoing
-// connection of the test binary binds, and one of them could take it
-// before the server does (seen: "bind: address already in use" for a
-// port picked this way while other packages' tests ran).
+// server the test starts next. Its port is from 10000 to 19999, below the
+// kernel's ephemeral range: a port from that range (":0") is also what
+// every outgoing connection binds, and one of them could take it before
+// the server does (seen: "bind: address already in use" for a port
+// picked this way while other packages' tests ran). The range also stays
+// clear of the RabbitMQ nodes' distribution ports (AMQP port + 20000,
+// internal/rabbitcluster).
 func ClosedAddr(t testing.TB) string {
 	t.Helper()
-	low := ephemeralLow()
+	high := min(closedPortMax, ephemeralLow())
 	for range 100 {
-		port := closedPortMin + mrand.IntN(low-closedPortMin)
+		port := closedPortMin + mrand.IntN(high-closedPortMin)
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
 			continue // taken: another
@@ -132,8 +134,12 @@ func ClosedAddr(t testing.TB) string {
 	return addr
 }
 
-// closedPortMin is the lowest port ClosedAddr picks.
-const closedPortMin = 10_000
+// ClosedAddr picks ports from closedPortMin up to, not including,
+// closedPortMax (or the ephemeral range's start, if lower).
+const (
+	closedPortMin = 10_000
+	closedPortMax = 20_000
+)
 
 // ephemeralLow is the first port of the kernel's ephemeral range (Linux's
 // ip_local_port_range), 32768 where it cannot be read.
