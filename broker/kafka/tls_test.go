@@ -3,7 +3,6 @@ package kafka_test
 import (
 	"context"
 	"log/slog"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/internal/tlstest"
 )
 
@@ -61,12 +61,7 @@ func TestTLSFilesReachTheDialer(t *testing.T) {
 // checks the error for the password.
 func TestConnectErrorsHideTheSASLPassword(t *testing.T) {
 	const secret = "sasl-S3CRET-pw"
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
+	addr := testenv.ClosedAddr(t)
 	for _, mech := range []string{config.SASLPlain, config.SASLScramSHA256, config.SASLScramSHA512} {
 		cfg, err := backend.ConfigOf[kafka.Config](&config.Config{Kafka: config.Kafka{
 			Brokers: []string{addr},
