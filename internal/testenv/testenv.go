@@ -105,59 +105,43 @@ func RandomHex(n int) string {
 }
 
 // ClosedAddr returns a loopback address on which nothing listens, for a
-// server the test starts next. Its port is from 10000 to 19999, below the
-// kernel's ephemeral range: a port from that range (":0") is also what
-// every outgoing connection binds, and one of them could take it before
-// the server does (seen: "bind: address already in use" for a port
-// picked this way while other packages' tests ran). The range also stays
-// clear of the RabbitMQ nodes' distribution ports (AMQP port + 20000,
-// internal/rabbitcluster).
+// server the test starts next. Its port is from closedPortMin to
+// closedPortMax-1, below the kernel's ephemeral range (Linux: from 32768):
+// a port from that range (":0") is also what every outgoing connection
+// binds, and one of them could take it before the server does (seen:
+// "bind: address already in use" for a port picked this way while other
+// packages' tests ran). The range also stays clear of the RabbitMQ
+// nodes' distribution ports (AMQP port + 20000, internal/rabbitcluster).
 func ClosedAddr(t testing.TB) string {
 	t.Helper()
-	high := min(closedPortMax, ephemeralLow())
 	for range 100 {
-		port := closedPortMin + mrand.IntN(high-closedPortMin)
-		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			continue // taken: another
+		port := closedPortMin + mrand.IntN(closedPortMax-closedPortMin)
+		if addr, err := listenClose(net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err == nil {
+			return addr
 		}
-		addr := ln.Addr().String()
-		_ = ln.Close()
-		return addr
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := listenClose("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
 	return addr
 }
 
-// ClosedAddr picks ports from closedPortMin up to, not including,
-// closedPortMax (or the ephemeral range's start, if lower).
+// The ports ClosedAddr picks from.
 const (
 	closedPortMin = 10_000
 	closedPortMax = 20_000
 )
 
-// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
-// ip_local_port_range), 32768 where it cannot be read.
-func ephemeralLow() int {
-	const fallback = 32768
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+// listenClose listens on addr and closes at once: it returns the address
+// that was free.
+func listenClose(addr string) (string, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fallback
+		return "", err
 	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return fallback
-	}
-	n, err := strconv.Atoi(f[0])
-	if err != nil || n <= closedPortMin+1000 {
-		return fallback
-	}
-	return n
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // Eventually polls cond every 10 ms until it holds, failing t with what
