@@ -55,7 +55,9 @@ Scenarios:
            client filling and draining its queue in turn; rows are
            median rounds, ratios the median of the rounds' ratios.
            Kafka rows: redrive by default (a Headers map), with
-           HeadersOnDemand, with ReuseDeliveries, and with both
+           HeadersOnDemand, with ReuseDeliveries, and with both; a
+           "raw, headers map" row builds the map a Delivery's Headers
+           is for each record, for the default row's second ratio
   retry    as consume, 10 % of messages fail once (vs redrive consume);
            RabbitMQ: graded against the ideal 1 / (1 + f + f x consume /
            publish rate) of the same run (f = 0.1), target 0.9 x ideal,

@@ -53,6 +53,11 @@ const (
 	// redrive writes (x-redrive-message-id, 32 hex characters) besides
 	// the message's own: the same bytes on the wire.
 	ClientRawID = "raw, id header"
+	// ClientRawHeaders is the raw Kafka consumer building, for each
+	// record, the map of its headers that redrive's Delivery.Headers is
+	// (the Kafka consume row): the work redrive's default promises a
+	// handler, done by hand.
+	ClientRawHeaders = "raw, headers map"
 	// ClientOnDemand is redrive with Subscription.HeadersOnDemand (the
 	// Kafka consume row).
 	ClientOnDemand = "redrive, headers on demand"

@@ -13,13 +13,13 @@ import (
 	"github.com/redrive/redrive/internal/testenv"
 )
 
+// probesRE finds the delay row's count of raw hop probes.
+var probesRE = regexp.MustCompile(`\((\d+) probes\)`)
+
 // TestRunTiny runs every scenario with a few hundred messages against the
 // real RabbitMQ (RABBITMQ_URL, default local) and an in-process kfake
 // cluster, and checks the table has its rows with sane figures. It never
 // asserts a timing or a target.
-// probesRE finds the delay row's count of raw hop probes.
-var probesRE = regexp.MustCompile(`\((\d+) probes\)`)
-
 func TestRunTiny(t *testing.T) {
 	if testing.Short() {
 		t.Skip("talks to RabbitMQ and kfake")
@@ -65,7 +65,7 @@ func TestRunTiny(t *testing.T) {
 		{ScenarioReplay, RabbitMQ, ClientRaw}, {ScenarioReplay, RabbitMQ, ClientRedrive},
 		{ScenarioKeeper, RabbitMQ, ClientRaw}, {ScenarioKeeper, RabbitMQ, ClientRedrive},
 		{ScenarioPublish, Kafka, ClientRaw}, {ScenarioPublish, Kafka, ClientRawID}, {ScenarioPublish, Kafka, ClientRedrive},
-		{ScenarioConsume, Kafka, ClientRaw}, {ScenarioConsume, Kafka, ClientRedrive}, {ScenarioConsume, Kafka, ClientOnDemand}, {ScenarioConsume, Kafka, ClientReuse},
+		{ScenarioConsume, Kafka, ClientRaw}, {ScenarioConsume, Kafka, ClientRawHeaders}, {ScenarioConsume, Kafka, ClientRedrive}, {ScenarioConsume, Kafka, ClientOnDemand}, {ScenarioConsume, Kafka, ClientReuse},
 		{ScenarioConsume, Kafka, ClientLean},
 		{ScenarioRetry, Kafka, ClientRedrive}, {ScenarioDLQ, Kafka, ClientRedrive},
 		{ScenarioKeeper, Kafka, ClientRaw}, {ScenarioKeeper, Kafka, ClientRedrive},
@@ -140,6 +140,9 @@ func TestRunTiny(t *testing.T) {
 		}
 		if k.scenario == ScenarioPublish && k.broker == Kafka && k.client == ClientRedrive && !strings.Contains(r.Note, "× raw with the same id header") {
 			t.Errorf("kafka publish: note lacks the ratio to the raw producer writing the id header: %s", r.Note)
+		}
+		if k.scenario == ScenarioConsume && k.broker == Kafka && k.client == ClientRedrive && !strings.Contains(r.Note, "× raw building the same headers map") {
+			t.Errorf("kafka consume: note lacks the ratio to the raw consumer building the headers map: %s", r.Note)
 		}
 	}
 	var buf bytes.Buffer

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -291,7 +292,7 @@ func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
 	// An untimed drain first: the first one of a topic was the slowest
 	// by far (0.5 × the next ones), which paired its round with an odd
 	// ratio (1.4–1.7).
-	if _, err := e.rawDrain(ctx, ScenarioConsume, s.Topic, e.prefix+".raw.consume.warm-up", n); err != nil {
+	if _, err := e.rawDrain(ctx, ScenarioConsume, s.Topic, e.prefix+".raw.consume.warm-up", n, false); err != nil {
 		return nil, err
 	}
 	// By default, then with each option that lightens a record.
@@ -299,14 +300,19 @@ func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
 		client          string
 		onDemand, reuse bool
 	}{{ClientRedrive, false, false}, {ClientOnDemand, true, false}, {ClientReuse, false, true}, {ClientLean, true, true}}
-	var raws []Row
+	var raws, maps []Row
 	rounds := make([][]Row, len(variants))
 	for i := range consumeRounds {
-		raw, err := e.rawDrain(ctx, ScenarioConsume, s.Topic, fmt.Sprintf("%s.raw.consume.%d", e.prefix, i), n)
+		raw, err := e.rawDrain(ctx, ScenarioConsume, s.Topic, fmt.Sprintf("%s.raw.consume.%d", e.prefix, i), n, false)
 		if err != nil {
 			return nil, err
 		}
-		raws = append(raws, raw)
+		m, err := e.rawDrain(ctx, ScenarioConsume, s.Topic, fmt.Sprintf("%s.raw.consume.map.%d", e.prefix, i), n, true)
+		if err != nil {
+			return nil, err
+		}
+		m.Client = ClientRawHeaders
+		raws, maps = append(raws, raw), append(maps, m)
 		e.progress(ScenarioConsume, ClientRedrive)
 		for k, v := range variants {
 			rs := s
@@ -320,10 +326,15 @@ func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
 			rounds[k] = append(rounds[k], rd)
 		}
 	}
-	rows := []Row{medianRow(raws)}
+	rows := []Row{medianRow(raws), medianRow(maps)}
 	for k := range variants {
 		rd := medianRow(rounds[k])
 		compareRounds(&rd, rounds[k], raws, ClientRaw, 0.9) // issue 19's target for Kafka consume
+		if k == 0 {
+			if x, _, ok := medianRatio(rounds[k], maps); ok {
+				rd.Note = fmt.Sprintf("%.2f × raw building the same headers map (median of the rounds' ratios); %s", x, rd.Note)
+			}
+		}
 		rows = append(rows, rd)
 	}
 	return rows, nil
@@ -332,8 +343,10 @@ func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
 // rawDrain drains n records of topic as group through a raw group
 // consumer, one goroutine per partition marking records for franz-go's
 // periodic commit (every second, as redrive's default CommitInterval),
-// and returns the raw row of scenario.
-func (e *kafkaEnv) rawDrain(ctx context.Context, scenario, topic, group string, n int) (Row, error) {
+// and returns the raw row of scenario. With headers, each record's
+// headers are also made into the map redrive's Delivery.Headers is
+// (headersMap) and handed to a handler (keepHeaders).
+func (e *kafkaEnv) rawDrain(ctx context.Context, scenario, topic, group string, n int, headers bool) (Row, error) {
 	m := startMeter()
 	dr := newDrain(n)
 	cl, err := kgo.NewClient(
@@ -368,7 +381,10 @@ func (e *kafkaEnv) rawDrain(ctx context.Context, scenario, topic, group string, 
 				workers[p.Partition] = w
 				wg.Go(func() {
 					for recs := range w {
-						for range recs {
+						for _, r := range recs {
+							if headers {
+								keepHeaders(headersMap(r))
+							}
 							dr.hit()
 						}
 						cl.MarkCommitRecords(recs...)
@@ -395,12 +411,28 @@ func (e *kafkaEnv) rawDrain(ctx context.Context, scenario, topic, group string, 
 	return dr.row(scenario, Kafka, ClientRaw, u), nil
 }
 
+// headersMap returns r's headers by name, built as redrive's consumer
+// builds Delivery.Headers: a map sized for them, values sharing the
+// record's memory, the last of a repeated name winning.
+func headersMap(r *kgo.Record) map[string]string {
+	m := make(map[string]string, len(r.Headers))
+	for _, h := range r.Headers {
+		m[h.Key] = unsafe.String(unsafe.SliceData(h.Value), len(h.Value))
+	}
+	return m
+}
+
+// keepHeaders is the raw drain's handler of a headers map: called through
+// a variable, the map escapes to the heap as a Delivery's does, where
+// the compiler would otherwise build a map that goes nowhere on the stack.
+var keepHeaders = func(map[string]string) {}
+
 // dlqOf names the DLQ topic of s's topic.
 func (e *kafkaEnv) dlqOf(s broker.Subscription) string { return kafka.DLQTopic(s.Topic) }
 
 // rawDrainDLQ drains n dead letters of topic through a raw group consumer.
 func (e *kafkaEnv) rawDrainDLQ(ctx context.Context, topic string, n int) (Row, error) {
-	return e.rawDrain(ctx, ScenarioKeeper, topic, e.prefix+".raw.keeper", n)
+	return e.rawDrain(ctx, ScenarioKeeper, topic, e.prefix+".raw.keeper", n, false)
 }
 
 // keeperSource is the redrive broker: its ConsumeDeadLetterBatches as
