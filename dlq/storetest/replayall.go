@@ -207,12 +207,13 @@ func testReplayAllClaimsStayFresh(t *testing.T, s dlq.Store) {
 	fill(t, s, "fresh.dlq", "f", n, nil)
 	pub := &publisher{}
 	cfg := opsConfig(s, pub)
-	// ReplayTimeout leaves a publish ample time beyond its 40 ms (a busy
-	// machine running -race); ReconcileAfter must only exceed it.
-	cfg.ReplayTimeout, cfg.ReconcileAfter = 250*time.Millisecond, 300*time.Millisecond
+	// ReplayTimeout leaves a publish ample time beyond its 120 ms (a busy
+	// machine running -race: 250 ms against 40 once ran out in CI);
+	// ReconcileAfter must only exceed it.
+	cfg.ReplayTimeout, cfg.ReconcileAfter = time.Second, 1100*time.Millisecond
 	ops := newOps(t, cfg)
 	pub.during = func(dlq.Entry, string) {
-		time.Sleep(40 * time.Millisecond) // a slow broker: 12 entries take longer than ReconcileAfter
+		time.Sleep(120 * time.Millisecond) // a slow broker: 12 entries take longer than ReconcileAfter
 	}
 	// The reconciler runs all the while, beside the replay-all, as it does
 	// in every replica.
