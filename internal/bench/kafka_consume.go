@@ -133,10 +133,12 @@ func (e *kafkaEnv) rawDrain(ctx context.Context, scenario, topic, group string, 
 				workers[p.Partition] = w
 				wg.Go(func() {
 					for recs := range w {
-						for _, r := range recs {
-							if headers {
+						if headers {
+							for _, r := range recs {
 								keepHeaders(headersMap(r))
 							}
+						}
+						for range recs { // the plain raw drain's whole work
 							dr.hit()
 						}
 						cl.MarkCommitRecords(recs...)
