@@ -133,7 +133,7 @@ func toEntry(r dlq.Record, target func(dlq.Record) (dlq.Route, error)) Entry {
 	if rt, err := target(r); err != nil {
 		out.ReplayRefused, out.OriginMismatch = err.Error(), errors.Is(err, dlq.ErrOriginMismatch)
 	} else {
-		out.ReplayDestination = dlq.Destination(r.Broker, rt.Target, rt.Worker)
+		out.ReplayDestination = rt.Destination(r.Broker)
 	}
 	if e.OriginalPartition >= 0 && e.OriginalOffset >= 0 {
 		out.OriginalPartition, out.OriginalOffset = &e.OriginalPartition, &e.OriginalOffset

@@ -269,7 +269,7 @@ func (c *Console) entry(w http.ResponseWriter, r *http.Request, ss *session) {
 	if rt, err := c.ops.Target(rec); err != nil {
 		view.Refused, view.OriginMismatch = err.Error(), errors.Is(err, dlq.ErrOriginMismatch)
 	} else {
-		view.Destination = dlq.Destination(rec.Broker, rt.Target, rt.Worker)
+		view.Destination = rt.Destination(rec.Broker)
 	}
 	c.renderPage(w, r, ss, http.StatusOK, "entry", page{Title: name + " / " + id, Nav: "dlqs", Data: view})
 }
