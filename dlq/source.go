@@ -52,6 +52,11 @@ type Source interface {
 type Router interface {
 	// Route returns the replay route of worker of topic.
 	Route(topic, worker string) Route
+	// TopicRoute returns the replay route of worker of topic declared
+	// foreign (written in another language, it consumes topic itself):
+	// the same DLQ as Route's, replaying to topic, which every group of
+	// it receives (Route.EveryGroup).
+	TopicRoute(topic, worker string) Route
 }
 
 // BatchSource is a Source that hands the keeper several dead letters at
