@@ -35,7 +35,7 @@ const settleTimeout = 15 * time.Second
 // ErrNoRoute; one whose original message is unknown (stored raw, reason
 // unparseable) ErrUnknownMessage, since a replay never invents a message
 // (ReplayAsStored sends its stored bytes when the operator says so). Each
-// leaves it pending, untouched.
+// leaves it pending, untouched. The record returned is whole.
 func (o *Ops) Replay(ctx context.Context, dlq, id, actor string) (Record, error) {
 	return o.replay(ctx, dlq, id, actor, false)
 }
@@ -109,7 +109,14 @@ func (o *Ops) replay(ctx context.Context, dlq, id, actor string, asStored bool) 
 	if err != nil {
 		return Record{}, fmt.Errorf("dlq: replay %s: %w", ReplayedFrom(dlq, id), err)
 	}
-	return o.republish(ctx, r, full.Entry, rt, actor)
+	done, err := o.republish(ctx, r, full.Entry, rt, actor)
+	if err != nil {
+		return Record{}, err
+	}
+	// Whole, so that its route reads as it was taken (an x-death route
+	// resolves from the entry).
+	done.Entry, done.Brief = full.Entry, false
+	return done, nil
 }
 
 // republish calls the Republisher for r, which is replaying, with its
