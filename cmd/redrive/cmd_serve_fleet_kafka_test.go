@@ -103,7 +103,9 @@ exporter: {listen: %q}
 		p, err := st.List(t.Context(), dlq.Query{DLQ: "payments.dlq", Limit: dlq.MaxLimit})
 		stored = p.Records
 		return err == nil && len(stored) == len(referenceEnvelopes)
-	}, func() string { return fmt.Sprintf("%d of %d stored\n%s", len(stored), len(referenceEnvelopes), d.stderr) })
+	}, func() string {
+		return fmt.Sprintf("%d of %d stored\n%s", len(stored), len(referenceEnvelopes), d.stderr)
+	})
 	get := func(i int) dlq.Entry {
 		t.Helper()
 		r, err := st.Get(t.Context(), "payments.dlq", fmt.Sprintf("0-%d", i))

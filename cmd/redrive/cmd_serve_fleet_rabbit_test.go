@@ -30,7 +30,7 @@ func attuneTable(i int) amqp.Table {
 		"execution-id": fmt.Sprintf("exec-%d", i), "attempt": int32(i), "big": int64(1) << 40, "small": int8(-3), "short": int16(300),
 		"ratio": float64(0.25), "f32": float32(1.5), "ok": true, "price": amqp.Decimal{Scale: 2, Value: 1999},
 		"at": time.Date(2025, 1, 15, 10, 30, 0, 0, time.UTC), "raw": []byte{0, 0xff}, "none": nil,
-		"ctx": amqp.Table{"tenant": "acme", "ids": []any{int32(1), "two", amqp.Table{"deep": true}}},
+		"ctx":  amqp.Table{"tenant": "acme", "ids": []any{int32(1), "two", amqp.Table{"deep": true}}},
 		"tags": []any{"a", int64(2)},
 	}
 }
