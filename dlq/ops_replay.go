@@ -60,7 +60,11 @@ var ErrUnknownMessage = errors.New("the original message is unknown (the entry w
 // UnknownMessage reports whether r's original message is unknown: its
 // entry was stored raw (reason unparseable). Replay refuses it
 // (ErrUnknownMessage); ReplayAsStored sends its stored bytes as they are.
-func UnknownMessage(r Record) bool { return r.Entry.Reason == string(ReasonUnparseable) }
+func UnknownMessage(r Record) bool { return r.Entry.unknown() }
+
+// unknown reports whether e was stored raw: its original message is
+// unknown.
+func (e Entry) unknown() bool { return e.Reason == string(ReasonUnparseable) }
 
 // ActionReplayAsStored is the audit action of a replay an operator forced
 // with ReplayAsStored for an entry whose original message is unknown: its
@@ -152,7 +156,7 @@ func (o *Ops) republish(ctx context.Context, r Record, e Entry, rt Route, actor 
 // unknown (only ReplayAsStored sends one), ActionReplayAsStored saying its
 // stored bytes were sent as they are.
 func replayAudit(e Entry, dest string) (action, reason string) {
-	if e.Reason == string(ReasonUnparseable) {
+	if e.unknown() {
 		return ActionReplayAsStored, auditTo(dest) + ": as stored: the original message is unknown (the entry was stored raw); its stored bytes were sent as they are"
 	}
 	return ActionReplay, auditTo(dest)

@@ -73,12 +73,24 @@ func storyFromDeath(e *dlq.Entry, deaths []Death) {
 	}
 }
 
-// deathMessage tells the story of deaths, the latest first:
+// Bounds of deathMessage: the deaths it tells and the routing keys of
+// each (the whole x-death stays in the entry's wire form).
+const (
+	toldDeaths = 8
+	toldKeys   = 4
+)
+
+// deathMessage tells the story of deaths, the latest first, at most
+// toldDeaths of them with toldKeys routing keys each:
 //
 //	dead-lettered by RabbitMQ from queue attune.executions.q: expired (1 time, 2025-01-15T10:30:00Z; published to exchange "attune.executions" with routing keys ["execution.requested"])
 func deathMessage(deaths []Death) string {
 	var b strings.Builder
 	for i, d := range deaths {
+		if i == toldDeaths {
+			fmt.Fprintf(&b, "; and %d earlier deaths (see x-death)", len(deaths)-i)
+			break
+		}
 		if i > 0 {
 			b.WriteString("; before that from queue ")
 		} else {
@@ -100,6 +112,10 @@ func deathMessage(deaths []Death) string {
 		b.WriteString(strconv.Quote(d.Exchange))
 		b.WriteString(" with routing keys [")
 		for j, k := range d.RoutingKeys {
+			if j == toldKeys {
+				fmt.Fprintf(&b, " +%d", len(d.RoutingKeys)-j)
+				break
+			}
 			if j > 0 {
 				b.WriteByte(' ')
 			}

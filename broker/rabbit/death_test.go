@@ -106,3 +106,24 @@ func TestForeignRoute(t *testing.T) {
 		}
 	}
 }
+
+// A hostile x-death (64 deaths of 16 long routing keys each) makes a
+// bounded error message; the whole table stays in the wire form.
+func TestDeathMessageBounded(t *testing.T) {
+	keys := make([]any, 16)
+	for i := range keys {
+		keys[i] = strings.Repeat("k", 255)
+	}
+	deaths := make([]any, 64)
+	for i := range deaths {
+		deaths[i] = amqp.Table{"queue": strings.Repeat("q", 255), "reason": "expired", "count": int64(i), "exchange": strings.Repeat("e", 255), "routing-keys": keys}
+	}
+	e := EntryFromDelivery(amqp.Delivery{Headers: amqp.Table{"x-death": deaths}})
+	if n := len(e.ErrorMessage); n > 16<<10 || !strings.HasSuffix(e.ErrorMessage, "and 56 earlier deaths (see x-death)") || !strings.Contains(e.ErrorMessage, " +12])") {
+		t.Errorf("error message of %d bytes: %.300q…", n, e.ErrorMessage)
+	}
+	f, err := wire.Decode(e.OriginalWire)
+	if err != nil || len(f.Headers) != 1 || len(f.Headers[0].Value.([]any)) != 64 {
+		t.Errorf("wire form = %v, %v; want the whole x-death", len(f.Headers), err)
+	}
+}
