@@ -184,6 +184,10 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		[]byte(`{"original_topic":"t","original_headers":{"a":null},"original_headers_encoding":{"a":"utf8"}}`),
 		[]byte(`{"original_topic":"t","first_failure_at":"2025-01-15T10:30:00+01:00","error_details":{"stack_trace":"` + strings.Repeat("x", 600) + `"}}`),
 		[]byte("\xef\xbb\xbf{}"),
+		// The reference envelope of other languages.
+		[]byte(`{"original_topic":"t","original_value":{"a": [1, 2.5e3, null]},"original_key":7,"first_failure_at":1736937000123}`),
+		[]byte(`{"original_topic":"t","original_value":"text \u00e9","original_headers":{"a":1,"b":null,"c":{"d":[]}}}`),
+		[]byte(`{"original_topic":"t","original_value":null,"last_failure_at":"2025-01-15T10:30:00.123456789+05:30"}`),
 	} {
 		f.Add(s)
 	}
