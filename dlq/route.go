@@ -34,19 +34,17 @@ type Route struct {
 	// whatever origin it records (that application's, not redrive's
 	// workers').
 	Foreign bool
-	// EveryGroup marks a route whose Target is the topic itself, which
-	// every group of the topic receives, not only Worker: the route of a
-	// worker declared foreign (written in another language, it consumes
-	// the topic itself and never reads redrive's retry route; see
-	// Router.TopicRoute) and of a foreign DLQ topic (ForeignRoute). On
-	// RabbitMQ a replay then goes to the topic exchange with the topic as
-	// routing key.
+	// EveryGroup marks a Kafka route whose Target is the topic itself,
+	// which every consumer group of the topic receives, not only Worker:
+	// the route of a worker declared foreign (written in another language,
+	// it consumes the topic itself and never reads redrive's retry topic;
+	// see Router.ForeignWorkerRoute) and of a foreign DLQ topic
+	// (ForeignRoute).
 	EveryGroup bool
 	// Exchange is, on RabbitMQ, the exchange a replay is published to,
 	// with Target as its routing key: a foreign DLQ's configured target,
-	// or the one Resolve found. Empty: the backend's own (the retry
-	// exchange with the queue as routing key; the topic exchange when
-	// EveryGroup).
+	// or the one Resolve found. Empty: the retry exchange, with the
+	// queue Target as routing key.
 	Exchange string
 	// Exchanges are the exchanges Resolve may pick (the operator's
 	// allow-list), named by Destination while the route is unresolved.

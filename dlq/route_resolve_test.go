@@ -137,7 +137,6 @@ func TestRouteDestination(t *testing.T) {
 		{dlq.Route{Target: "a.w", Worker: "w"}, broker.RabbitMQ, "queue a.w (worker w)"},
 		{dlq.Route{Target: "a.retry.w", Worker: "w"}, broker.Kafka, "topic a.retry.w (worker w)"},
 		{dlq.Route{Target: "a", Worker: "w", EveryGroup: true}, broker.Kafka, "topic a (every consumer group of it, worker w among them)"},
-		{dlq.Route{Target: "a", Worker: "w", EveryGroup: true}, broker.RabbitMQ, "topic a (every queue bound to it, worker w among them)"},
 		{dlq.ForeignRoute("orders.DLT", "orders"), broker.Kafka, "topic orders (every consumer group of it)"},
 		{dlq.Route{Exchange: "x", Target: ""}, broker.RabbitMQ, `exchange x, routing key "" (every queue it routes to)`},
 		{dlq.Route{}, broker.Kafka, ""},

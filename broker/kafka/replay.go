@@ -78,24 +78,26 @@ func Route(topic, group string) dlq.Route {
 	return dlq.Route{DLQ: DLQTopic(topic), Topic: topic, Worker: group, Target: retry, Sources: []string{topic, retry}}
 }
 
-// TopicRoute is the replay route of a worker (topic, group) declared
-// foreign (written in another language, it consumes topic itself, never
-// redrive's retry topic): its entries sit in "<topic>.dlq" too, and replay
-// to topic, which every consumer group of the topic receives
-// (Route.EveryGroup).
-func TopicRoute(topic, group string) dlq.Route {
+// ForeignWorkerRoute is the replay route of a worker (topic, group)
+// declared foreign (written in another language, it consumes topic
+// itself, never redrive's retry topic): its entries sit in "<topic>.dlq"
+// too, and replay to topic, which every consumer group of the topic
+// receives (Route.EveryGroup).
+func ForeignWorkerRoute(topic, group string) dlq.Route {
 	return dlq.Route{DLQ: DLQTopic(topic), Topic: topic, Worker: group, Target: topic, Sources: []string{topic}, EveryGroup: true}
 }
 
-// Router is the dlq.Router of Kafka: its Route is Route, its TopicRoute
-// TopicRoute.
+// Router is the dlq.Router of Kafka: its Route is Route, its
+// ForeignWorkerRoute ForeignWorkerRoute.
 type Router struct{}
 
 // Route returns Route(topic, worker).
 func (Router) Route(topic, worker string) dlq.Route { return Route(topic, worker) }
 
-// TopicRoute returns TopicRoute(topic, worker).
-func (Router) TopicRoute(topic, worker string) dlq.Route { return TopicRoute(topic, worker) }
+// ForeignWorkerRoute returns ForeignWorkerRoute(topic, worker).
+func (Router) ForeignWorkerRoute(topic, worker string) dlq.Route {
+	return ForeignWorkerRoute(topic, worker)
+}
 
 // topicExists reports whether topic exists, remembering the ones that do.
 func (b *Broker) topicExists(ctx context.Context, topic string) (bool, error) {

@@ -17,10 +17,8 @@ import (
 // Republish implements dlq.Republisher: it puts a dead letter back on
 // its route (from the configuration), and only there: a worker's queue
 // (to.Target) through the retry exchange with that queue as routing key;
-// for a worker declared foreign (to.EveryGroup), the topic exchange with
-// the topic as routing key, which every queue bound to the topic
-// receives; for a foreign DLQ, the exchange it names (to.Exchange) with
-// to.Target as routing key. The body, key, application headers with their
+// for a foreign DLQ, the exchange it names (to.Exchange) with to.Target as
+// routing key. The body, key, application headers with their
 // AMQP types and the properties are the original ones (entries stored
 // before redrive kept the wire form replay with their string headers,
 // persistent); the headers RabbitMQ wrote when it dead-lettered the
@@ -39,8 +37,6 @@ func (b *Broker) Republish(ctx context.Context, e dlq.Entry, to dlq.Route, repla
 		exchange = to.Exchange
 	case to.Target == "":
 		return errors.New("rabbit: republish: the route has no target queue")
-	case to.EveryGroup:
-		exchange = b.names.Topics()
 	}
 	var msg amqp.Publishing
 	if e.OriginalWire != nil {
@@ -88,23 +84,15 @@ func Route(topic, group string) dlq.Route {
 	return dlq.Route{DLQ: DLQ(q), Topic: topic, Worker: group, Target: q, Sources: []string{q}}
 }
 
-// TopicRoute is the replay route of a worker (topic, group) declared
-// foreign (written in another language, it consumes the topic from a
-// queue of its own): its DLQ is "<topic>.<group>.dlq" as for every worker,
-// and its entries replay to the topic, through the topic exchange with
-// the topic as routing key, which every queue bound to the topic receives
-// (Route.EveryGroup).
-func TopicRoute(topic, group string) dlq.Route {
-	q := Queue(topic, group)
-	return dlq.Route{DLQ: DLQ(q), Topic: topic, Worker: group, Target: topic, Sources: []string{q}, EveryGroup: true}
-}
-
-// Router is the dlq.Router of RabbitMQ: its Route is Route, its
-// TopicRoute TopicRoute.
+// Router is the dlq.Router of RabbitMQ: its Route is Route, and so is its
+// ForeignWorkerRoute.
 type Router struct{}
 
 // Route returns Route(topic, worker).
 func (Router) Route(topic, worker string) dlq.Route { return Route(topic, worker) }
 
-// TopicRoute returns TopicRoute(topic, worker).
-func (Router) TopicRoute(topic, worker string) dlq.Route { return TopicRoute(topic, worker) }
+// ForeignWorkerRoute returns Route(topic, worker): a worker declared
+// foreign (written in another language, not run by redrive) consumes its
+// group queue "<topic>.<group>", which redrive declares, so a replay
+// through the retry exchange reaches it, and only it.
+func (Router) ForeignWorkerRoute(topic, worker string) dlq.Route { return Route(topic, worker) }

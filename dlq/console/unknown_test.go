@@ -45,7 +45,7 @@ func TestReplayUnknownMessage(t *testing.T) {
 // every group of the topic receives it, on the button and beside it, and
 // so does the audit row.
 func TestReplayToEveryGroup(t *testing.T) {
-	f := newFixtureRoutes(t, stores[0].Open(t), []dlq.Route{kafka.TopicRoute(topic, group)}, nil)
+	f := newFixtureRoutes(t, stores[0].Open(t), []dlq.Route{kafka.ForeignWorkerRoute(topic, group)}, nil)
 	rec := f.insert(1, nil)[0]
 	const dest = "topic orders (every consumer group of it, worker billing among them)"
 	c := f.client().login(opToken)

@@ -258,16 +258,18 @@ type Worker struct {
 	// down, instead of retrying and dead-lettering every message of the
 	// outage; off unless enabled (see the configuration guide).
 	KillSwitch KillSwitch `yaml:"kill_switch"`
-	// Foreign declares a worker redrive does not run: written in another
-	// language (a Spring Kafka consumer, a Python service), it consumes
-	// topic itself as the group name and writes its own dead letters to
-	// the topic's DLQ. redrive keeps, lists and alerts on them like its
-	// own workers', and a replay of its dead letters goes to topic itself,
-	// which every group of the topic receives (a foreign worker never
-	// reads redrive's retry route <topic>.retry.<name>); the admin API,
-	// the console and the audit log say so. worker.Load runs no handler
-	// for it. Default false: replays go to the worker's retry route only
-	// (see docs/operations.md, "Where a replay goes").
+	// Foreign declares a worker redrive does not run, written in another
+	// language: on Kafka a consumer group of that name (a Spring Kafka
+	// consumer) that reads topic itself and writes its own dead letters to
+	// <topic>.dlq; on RabbitMQ a service consuming the group queue
+	// <topic>.<name> that redrive declares. redrive keeps, lists and
+	// alerts on its dead letters like its own workers', and worker.Load
+	// runs no handler for it. On Kafka a replay of its dead letters goes
+	// to topic itself, which every group of the topic receives (it never
+	// reads redrive's retry topic <topic>.retry.<name>); the admin API, the
+	// console and the audit log say so. On RabbitMQ it goes to its queue,
+	// as for every worker. Default false (see docs/operations.md, "Where
+	// a replay goes").
 	Foreign bool `yaml:"foreign"`
 }
 

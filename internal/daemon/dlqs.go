@@ -36,14 +36,14 @@ func keptDLQs(c *config.Config, r dlq.Router) map[string]dlq.Policy {
 	return out
 }
 
-// replayRoutes returns the replay route of every configured worker (a
-// worker declared foreign replays to its topic) and foreign DLQ: where the
+// replayRoutes returns the replay route of every configured worker (one
+// declared foreign: the backend's ForeignWorkerRoute) and foreign DLQ: where the
 // entries of its DLQ go back to (never where a message says).
 func replayRoutes(c *config.Config, r dlq.Router) []dlq.Route {
 	out := make([]dlq.Route, 0, len(c.Workers))
 	for _, w := range c.Workers {
 		if w.Foreign {
-			out = append(out, r.TopicRoute(w.Topic, w.Name))
+			out = append(out, r.ForeignWorkerRoute(w.Topic, w.Name))
 			continue
 		}
 		out = append(out, r.Route(w.Topic, w.Name))
