@@ -61,32 +61,32 @@ func replayRoutes(c *config.Config, r dlq.Router) []dlq.Route {
 // foreignQueues returns the foreign DLQ queues of c with their defaults;
 // none unless the broker is RabbitMQ.
 func foreignQueues(c *config.Config) []config.ForeignQueue {
-	if c.Broker != broker.RabbitMQ {
-		return nil
-	}
-	out := make([]config.ForeignQueue, len(c.RabbitMQ.ForeignDLQs))
-	for i, q := range c.RabbitMQ.ForeignDLQs {
-		out[i] = q.WithDefaults()
-	}
-	return out
+	return withDefaults(c, broker.RabbitMQ, c.RabbitMQ.ForeignDLQs)
 }
 
 // foreignDLQs returns the foreign DLQ topics of c with their defaults;
 // none unless the broker is Kafka.
 func foreignDLQs(c *config.Config) []config.ForeignDLQ {
-	if c.Broker != broker.Kafka {
+	return withDefaults(c, broker.Kafka, c.Kafka.ForeignDLQs)
+}
+
+// withDefaults returns list with each element's defaults when c's broker
+// is b; none otherwise (the section of another broker is not read).
+func withDefaults[T interface{ WithDefaults() T }](c *config.Config, b broker.Backend, list []T) []T {
+	if c.Broker != b {
 		return nil
 	}
-	out := make([]config.ForeignDLQ, len(c.Kafka.ForeignDLQs))
-	for i, f := range c.Kafka.ForeignDLQs {
-		out[i] = f.WithDefaults()
+	out := make([]T, len(list))
+	for i, v := range list {
+		out[i] = v.WithDefaults()
 	}
 	return out
 }
 
 // DLQNames lists the DLQs the keeper of c keeps, sorted: the configured
 // workers' as the backend's router names them, and the foreign DLQ topics
-// (kafka.foreign_dlqs). The CLI completes DLQ arguments with them.
+// and queues (kafka.foreign_dlqs, rabbitmq.foreign_dlqs). The CLI
+// completes DLQ arguments with them.
 func DLQNames(c *config.Config) ([]string, error) {
 	r, err := backend.RouterOf(c)
 	if err != nil {
