@@ -177,6 +177,7 @@ func TestDLQShowBoundedPayloads(t *testing.T) {
 				if code != exitOK || !bytes.Contains(out.b, []byte(tc.marker)) {
 					t.Errorf("%s: dlq show = %d, %d bytes (want at most 300 KiB with %q): %.300s %s", tc.name, code, len(out.b), tc.marker, out.b, errOut.b)
 				}
+				t.Logf("%s: dlq show: %d bytes allocated (server and client), the payload %d bytes", tc.name, alloc, len(tc.v))
 				if alloc > tc.alloc {
 					t.Errorf("%s: dlq show allocated %d bytes, want at most %d", tc.name, alloc, tc.alloc)
 				}
@@ -186,6 +187,7 @@ func TestDLQShowBoundedPayloads(t *testing.T) {
 				if code != exitOK || json.Unmarshal(out.b, &d) != nil {
 					t.Errorf("%s: dlq show --output json = %d, %d bytes: %.300s %s", tc.name, code, len(out.b), out.b, errOut.b)
 				}
+				t.Logf("%s: dlq show --output json: %d bytes allocated (server and client), the payload %d bytes", tc.name, alloc, len(tc.v))
 				if alloc > tc.alloc {
 					t.Errorf("%s: dlq show --output json allocated %d bytes, want at most %d", tc.name, alloc, tc.alloc)
 				}

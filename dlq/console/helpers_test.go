@@ -60,8 +60,14 @@ func kafkaBroker(t *testing.T) *kafka.Broker {
 
 func newFixture(t *testing.T, s dlq.Store, edit func(*console.Config)) *fixture {
 	t.Helper()
+	return newFixturePreview(t, s, 1024, edit)
+}
+
+// newFixturePreview is newFixture showing preview bytes of a payload.
+func newFixturePreview(t *testing.T, s dlq.Store, preview int, edit func(*console.Config)) *fixture {
+	t.Helper()
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: kafkaBroker(t), Logger: quiet,
-		Routes: []dlq.Route{kafka.Route(topic, group)}, MaxPayloadPreview: 1024,
+		Routes: []dlq.Route{kafka.Route(topic, group)}, MaxPayloadPreview: preview,
 		Policies: map[string]dlq.Policy{kafka.DLQTopic(topic): {Severity: broker.SeverityCritical}, "empty.dlq": {}}})
 	if err != nil {
 		t.Fatal(err)
