@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -129,6 +130,49 @@ func TestThrottleAcrossRolesAndCookies(t *testing.T) {
 		// elsewhere, is another key; a new browser at this address is not.
 		expect(t, "a new browser at the address", f.client().post("/login", url.Values{"token": {opToken}}), http.StatusTooManyRequests)
 	}
+}
+
+// TestLoggedOutCookieStaysDead: an operator's session cookie, kept after
+// logout, stays dead while viewers log in and out past the bound of
+// remembered logouts (issue 40: after 10,050 cycles it worked again); the
+// bound is lowered to 20 here (TestLogoutNeverComesBack runs the real one).
+func TestLoggedOutCookieStaysDead(t *testing.T) {
+	f := newFixture(t, stores[0].Open(t), nil)
+	console.SetMaxRevoked(f.con, 20)
+	var mu sync.Mutex
+	now := time.Now()
+	console.SetClock(f.con, func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	})
+	op := f.client().login(opToken)
+	u, _ := url.Parse(f.web.URL + "/")
+	var session *http.Cookie
+	for _, ck := range op.http.Jar.Cookies(u) {
+		if ck.Name == "redrive_session" {
+			session = ck
+		}
+	}
+	other := f.client().login(opToken) // the operator's other browser
+	if r := op.post("/logout", nil); r.status != http.StatusSeeOther || session == nil {
+		t.Fatalf("logout = %d, session cookie %v", r.status, session)
+	}
+	replay := f.client()
+	replay.http.Jar.SetCookies(u, []*http.Cookie{session})
+	mu.Lock()
+	now = now.Add(time.Minute) // the viewers' sessions expire after the operator's
+	mu.Unlock()
+	for i := range 30 {
+		v := f.client().login(viewerToken)
+		if r := v.post("/logout", nil); r.status != http.StatusSeeOther {
+			t.Fatalf("viewer logout %d = %d", i, r.status)
+		}
+		if r := replay.get("/"); r.status != http.StatusSeeOther || !strings.HasPrefix(r.location, "/login") {
+			t.Fatalf("the logged-out operator cookie after %d viewer logouts: %d %q", i+1, r.status, r.location)
+		}
+	}
+	expect(t, "the operator's other browser", other.get("/"), http.StatusOK)
 }
 
 // TestCookieSecure: cookies are Secure when admin.cookie_secure says so,

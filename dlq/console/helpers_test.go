@@ -44,6 +44,7 @@ type fixture struct {
 	ops   *dlq.Ops
 	srv   *admin.Server
 	web   *httptest.Server
+	con   *console.Console
 	dlq   string
 	seq   int
 }
@@ -92,7 +93,7 @@ func newFixturePreview(t *testing.T, s dlq.Store, preview int, edit func(*consol
 	if err != nil {
 		t.Fatal(err)
 	}
-	ui = c.Handler()
+	ui, f.con = c.Handler(), c
 	f.web = httptest.NewServer(f.srv.Handler())
 	t.Cleanup(f.web.Close)
 	return f
