@@ -216,6 +216,11 @@ func (js *Jobs) create(ctx context.Context, kind string, q Query, actor, reason 
 		return Job{}, fmt.Errorf("%w: %q", ErrUnknownDLQ, q.DLQ)
 	}
 	now := time.Now().UTC()
+	if !q.Since.IsZero() && !q.Since.Before(now) {
+		// The job takes the entries received before it starts: a since
+		// from now on selects none, and would fail the job.
+		return Job{}, BadField("since", "%s is not in the past: a job takes the entries received before it starts", q.Since.UTC().Format(time.RFC3339))
+	}
 	lease := now.Add(js.lease)
 	st := JobState{Job: Job{
 		ID: NewID(now), Kind: kind, Reason: reason, DLQ: q.DLQ, Actor: actor, Rate: rate, State: JobRunning, StartedAt: now,
