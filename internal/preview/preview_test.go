@@ -189,3 +189,15 @@ var errFull = &json.UnsupportedValueError{Str: "disk full"}
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\ufffd") == s }
+
+// TestText: text is cut like JSON, with the same marker, on a character
+// boundary.
+func TestText(t *testing.T) {
+	if got := preview.Text([]byte("short"), 0); got != "short" {
+		t.Errorf("Text(short) = %q", got)
+	}
+	got := preview.Text([]byte("aé"+strings.Repeat("b", 10)), 2)
+	if got != "a\n… 12 more bytes not shown: the preview's text stops at 2 bytes" {
+		t.Errorf("Text cut inside é = %q", got)
+	}
+}
