@@ -60,7 +60,7 @@ exporter: {listen: %q}
 	envelope, _ := json.Marshal(map[string]any{
 		"original_topic": "payments", "original_partition": 0, "original_offset": 3, "original_key": "k", "original_value": map[string]int{"n": 1}, "original_value_encoding": "json",
 		"error_details": map[string]string{"exception_class": strings.Repeat("C", 100<<10), "message": huge, "stack_trace": huge},
-		"reason": "max_retries", "retry_count": 5, "worker_instance": "billing-1",
+		"reason":        "max_retries", "retry_count": 5, "worker_instance": "billing-1",
 	})
 	handWritten := &kgo.Record{Topic: "payments.dlq", Key: []byte("k"), Value: envelope}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ProducerBatchMaxBytes(16<<20))
@@ -77,7 +77,9 @@ exporter: {listen: %q}
 		t.Fatal(err)
 	}
 	defer st.Close()
-	cut := func(n int) string { return strings.Repeat("é", n) + "… (" + strconv.Itoa(1<<20-n) + " more characters cut)" }
+	cut := func(n int) string {
+		return strings.Repeat("é", n) + "… (" + strconv.Itoa(1<<20-n) + " more characters cut)"
+	}
 	for _, name := range []string{"orders.DLT", "payments.dlq"} {
 		var r dlq.Record
 		eventually(t, name+" stored", func() bool {

@@ -8,32 +8,12 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/testenv"
 )
-
-// hostile are values anyone can send: NUL and other control characters,
-// terminal escapes, invalid UTF-8, a bidi override, path traversal, markup,
-// SQL, and an over-long value.
-var hostile = []string{
-	"\x00", "a\x00b", "\x01", "tab\there", "line\nbreak", "\x1b[2J\x1b]52;c;ZXZpbA==\x07", "\x7f", "\u0085", "\u009b31m",
-	"\xff\xfe", "bad \xc3", "\u202eexe.gnp", "../../etc/passwd", "..", "%2e%2e%2f", "a/../b", "<script>alert(1)</script>",
-	"' OR '1'='1", "{{.}}", strings.Repeat("x", 100<<10),
-}
-
-// controlled reports whether v is a value every text filter refuses:
-// a control character, invalid UTF-8 or over dlq.MaxFilterLen bytes.
-func controlled(v string) bool {
-	if len(v) > dlq.MaxFilterLen || !utf8.ValidString(v) {
-		return true
-	}
-	return strings.IndexFunc(v, unicode.IsControl) >= 0
-}
 
 // TestHostileInputEveryRoute sends every hostile value in every place of
 // every route of the API (path segments, each query parameter, each body
@@ -71,7 +51,7 @@ func TestHostileInputEveryRoute(t *testing.T) {
 			t.Cleanup(f.srv.Close)
 			rec := f.insert("h.dlq", 1, nil)[0]
 			const base = "/internal/v1/"
-			for _, v := range hostile {
+			for _, v := range testenv.Hostile {
 				pv, qv := url.PathEscape(v), url.QueryEscape(v)
 				body := func(fields ...string) string {
 					m := map[string]string{}
@@ -127,7 +107,7 @@ func TestHostileInputEveryRoute(t *testing.T) {
 						continue // f.do reported it
 					}
 					switch {
-					case tc.param != "" && controlled(v):
+					case tc.param != "" && testenv.Controlled(v, dlq.MaxFilterLen):
 						if w.Code != http.StatusBadRequest {
 							t.Errorf("%s %.120q: %d, want 400 naming %s: %.300s", tc.method, tc.target, w.Code, tc.param, w.Body)
 						} else if m := decode(t, w); m["param"] != tc.param {

@@ -3,6 +3,8 @@ package testenv
 import (
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // NestedJSON returns depth arrays nested in each other, "[[[…]]]": 2 ×
@@ -36,4 +38,21 @@ func FlatJSON(size int) []byte {
 	}
 	b.WriteByte('}')
 	return []byte(b.String())
+}
+
+// Hostile are values anyone can send in a path segment, a parameter, a
+// form or body field or a header: NUL and other control characters,
+// terminal escapes, C1 controls, invalid UTF-8, a bidi override, path
+// traversal, markup, SQL, a template action, and a 100 KB value.
+var Hostile = []string{
+	"\x00", "a\x00b", "\x01", "tab\there", "line\nbreak", "\x1b[2J\x1b]52;c;ZXZpbA==\x07", "\x7f", "\u0085", "\u009b31m",
+	"\xff\xfe", "bad \xc3", "\u202eexe.gnp", "../../etc/passwd", "..", "%2e%2e%2f", "a/../b", "<script>alert(1)</script>",
+	"' OR '1'='1", "{{.}}", strings.Repeat("x", 100<<10),
+}
+
+// Controlled reports whether v is text every filter refuses
+// (dlq.CheckText): longer than max bytes, invalid UTF-8, or with a
+// control character.
+func Controlled(v string, max int) bool {
+	return len(v) > max || !utf8.ValidString(v) || strings.IndexFunc(v, unicode.IsControl) >= 0
 }
