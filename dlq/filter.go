@@ -3,6 +3,8 @@ package dlq
 import (
 	"fmt"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // FieldError is bad input naming its field: a query parameter of the
@@ -27,6 +29,27 @@ func BadField(field, format string, args ...any) error {
 // accepts, in bytes.
 const MaxFilterLen = 1024
 
+// CheckText refuses text a client gave for field that cannot be kept or
+// matched as given: longer than max bytes, invalid UTF-8, or a control
+// character (NUL, an escape, DEL, C1; tabs and line breaks too, unless
+// lines). A store cannot keep NUL or invalid UTF-8 in text (PostgreSQL
+// refuses them: issue 40 saw a 500), and stored text never holds them
+// (CleanText), so nothing would match them anyway.
+func CheckText(field, s string, max int, lines bool) error {
+	switch {
+	case len(s) > max:
+		return BadField(field, "longer than %d bytes", max)
+	case !utf8.ValidString(s):
+		return BadField(field, "not valid UTF-8")
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) && !(lines && (r == '\t' || r == '\n' || r == '\r')) {
+			return BadField(field, "contains the control character %U", r)
+		}
+	}
+	return nil
+}
+
 // Filter is a listing's filter as a client or a person gives it: the
 // parameters of the admin API's listing and replay-all, the fields of the
 // console's filter form. The admin API and the console parse it here, in
@@ -43,15 +66,15 @@ type Filter struct {
 var FormTimeLayouts = []string{"2006-01-02T15:04:05", "2006-01-02T15:04", "2006-01-02 15:04:05", "2006-01-02 15:04", "2006-01-02"}
 
 // Apply checks f and sets on q what it gives: ErrorClass and Text (at most
-// MaxFilterLen bytes each); Group (a fingerprint, see ValidFingerprint); Since and Until, RFC 3339 times or, with
+// MaxFilterLen bytes each, UTF-8 without control characters: CheckText); Group (a fingerprint, see ValidFingerprint); Since and Until, RFC 3339 times or, with
 // layouts, one of those too (Since before Until); Status when given (a
 // valid Status; empty keeps q's); Order when given ("newest" or "oldest";
 // empty keeps q.NewestFirst, the caller's default). A bad field is a
 // *FieldError naming it.
 func (f Filter) Apply(q *Query, layouts ...string) error {
 	for _, fl := range []struct{ name, v string }{{"error_class", f.ErrorClass}, {"q", f.Text}} {
-		if len(fl.v) > MaxFilterLen {
-			return BadField(fl.name, "longer than %d bytes", MaxFilterLen)
+		if err := CheckText(fl.name, fl.v, MaxFilterLen, false); err != nil {
+			return err
 		}
 	}
 	q.ErrorClass, q.Text = f.ErrorClass, f.Text

@@ -180,8 +180,9 @@ func (js *Jobs) Close() {
 // runs until it is done, it is cancelled (Cancel) or Close is called. It
 // returns the new job; with ErrJobRunning, the job already running for
 // that DLQ (on any replica sharing the store); ErrUnknownDLQ for a DLQ
-// neither configured nor holding records; ErrShuttingDown once Close was
-// called.
+// neither configured nor holding records; a *FieldError naming since when
+// q.Since is not in the past (the job takes the entries received before
+// it starts); ErrShuttingDown once Close was called.
 func (js *Jobs) StartReplayAll(ctx context.Context, q Query, actor string, rate float64) (Job, error) {
 	if rate < 0 {
 		rate = js.rate
@@ -205,6 +206,7 @@ func (js *Jobs) create(ctx context.Context, kind string, q Query, actor, reason 
 	if actor == "" {
 		actor = DefaultJobActor
 	}
+	actor, reason = cleanActor(actor), clip(reason) // storable as the audit rows keep them
 	if js.ctx.Err() != nil {
 		return Job{}, ErrShuttingDown
 	}
@@ -216,6 +218,11 @@ func (js *Jobs) create(ctx context.Context, kind string, q Query, actor, reason 
 		return Job{}, fmt.Errorf("%w: %q", ErrUnknownDLQ, q.DLQ)
 	}
 	now := time.Now().UTC()
+	if !q.Since.IsZero() && !q.Since.Before(now) {
+		// The job takes the entries received before it starts: a since
+		// from now on selects none, and would fail the job.
+		return Job{}, BadField("since", "%s is not in the past: a job takes the entries received before it starts", q.Since.UTC().Format(time.RFC3339))
+	}
 	lease := now.Add(js.lease)
 	st := JobState{Job: Job{
 		ID: NewID(now), Kind: kind, Reason: reason, DLQ: q.DLQ, Actor: actor, Rate: rate, State: JobRunning, StartedAt: now,
@@ -330,6 +337,7 @@ func (js *Jobs) Cancel(ctx context.Context, id, actor string) (Job, error) {
 	if actor == "" {
 		actor = DefaultJobActor
 	}
+	actor = cleanActor(actor) // storable as the audit rows keep it
 	st, err := js.store.CancelJob(ctx, id, actor, time.Now().UTC())
 	if errors.Is(err, ErrJobNotRunning) {
 		return st.Job, err

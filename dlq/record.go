@@ -196,11 +196,55 @@ func CleanText(s string) string {
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
+// Bounds of an entry's text, applied by PrepareInsert to every entry of
+// every source (redrive's own dead letters, foreign envelopes, Spring
+// Kafka and Kafka Connect headers, RabbitMQ x-death): what a producer
+// writes there is kept up to a bound, in characters.
+const (
+	// MaxErrorMessageLen bounds Entry.ErrorMessage; a longer one keeps its
+	// first MaxErrorMessageLen characters and a marker saying how many
+	// were cut ("… (2093056 more characters cut)").
+	MaxErrorMessageLen = 8192
+	// MaxStackTraceLen bounds Entry.StackTrace: its first 500 characters,
+	// as the envelope's stack_trace ("first 500 chars"), no marker.
+	MaxStackTraceLen = 500
+	// MaxTextLen bounds the other text fields (MessageID, OriginalTopic,
+	// ErrorClass, Reason, Worker, WorkerInstance, Source), with the marker
+	// of MaxErrorMessageLen. Names that long are no configured name: an
+	// entry claiming one is an origin mismatch.
+	MaxTextLen = 1024
+)
+
+// CutText returns s cut to its first max characters followed by a marker
+// saying how many more were cut, or s when it has at most max.
+func CutText(s string, max int) string {
+	if len(s) <= max {
+		return s // bytes >= characters
+	}
+	head := firstRunes(s, max)
+	if len(head) == len(s) {
+		return s
+	}
+	return head + "… (" + strconv.Itoa(utf8.RuneCountInString(s[len(head):])) + " more characters cut)"
+}
+
+// firstRunes returns the first n characters of s.
+func firstRunes(s string, n int) string {
+	for i := range s {
+		if n == 0 {
+			return s[:i]
+		}
+		n--
+	}
+	return s
+}
+
 // PrepareInsert validates r and fills what Insert sets: an ID when none is
 // given (NewID), Identity = ID when empty, Severity "warning" when empty,
 // ReceivedAt = now when zero, status pending changed at now, Version 1;
 // times in UTC cut to microseconds (what PostgreSQL keeps); the Entry's text
-// fields through CleanText; Fingerprint from the cleaned Entry. Store implementations call it first in Insert,
+// fields through CleanText and cut to their bounds (MaxErrorMessageLen,
+// MaxStackTraceLen, MaxTextLen); Fingerprint from the cleaned Entry. Store implementations call it first in Insert,
 // so that every store accepts and keeps the same things.
 func (r Record) PrepareInsert(now time.Time) (Record, error) {
 	switch {
@@ -237,10 +281,11 @@ func (r Record) PrepareInsert(now time.Time) (Record, error) {
 	r.ValueSize, r.Brief = int64(len(r.Entry.OriginalValue)), false
 
 	e := &r.Entry
-	for _, s := range []*string{&e.MessageID, &e.OriginalTopic, &e.ErrorClass, &e.ErrorMessage,
-		&e.StackTrace, &e.Reason, &e.Worker, &e.WorkerInstance, &e.Source} {
-		*s = CleanText(*s)
+	for _, s := range []*string{&e.MessageID, &e.OriginalTopic, &e.ErrorClass, &e.Reason, &e.Worker, &e.WorkerInstance, &e.Source} {
+		*s = CutText(CleanText(*s), MaxTextLen)
 	}
+	e.ErrorMessage = CutText(CleanText(e.ErrorMessage), MaxErrorMessageLen)
+	e.StackTrace = firstRunes(CleanText(e.StackTrace), MaxStackTraceLen)
 	e.FirstFailureAt = StoreTime(e.FirstFailureAt)
 	e.LastFailureAt = StoreTime(e.LastFailureAt)
 	r.Fingerprint = Fingerprint(*e)

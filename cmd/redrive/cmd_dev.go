@@ -125,8 +125,8 @@ func (f *devFlags) check() error {
 		return usageErrorf("--stall-every %s is negative", f.stallEvery)
 	case f.outageEvery < 0:
 		return usageErrorf("--outage-every %s is negative", f.outageEvery)
-	case f.token != "" && len(f.token) < config.MinTokenLen:
-		return usageErrorf("--token is shorter than %d characters", config.MinTokenLen)
+	case f.token != "" && config.TokenProblem(f.token) != "":
+		return usageErrorf("--token: %s", config.TokenProblem(f.token))
 	}
 	if _, err := daemon.ListenAddr("--listen", f.listen, ""); err != nil {
 		return daemonError(err)
@@ -141,8 +141,9 @@ func dev(ctx context.Context, inv *invocation, f devFlags) error {
 	}
 	token := f.token
 	if token == "" {
-		if token = os.Getenv("REDRIVE_ADMIN_TOKEN"); token != "" && len(token) < config.MinTokenLen {
-			return usageErrorf("$REDRIVE_ADMIN_TOKEN is shorter than %d characters", config.MinTokenLen)
+		token = os.Getenv("REDRIVE_ADMIN_TOKEN")
+		if msg := config.TokenProblem(token); token != "" && msg != "" {
+			return usageErrorf("$REDRIVE_ADMIN_TOKEN: %s", msg)
 		}
 	}
 	if token == "" {

@@ -42,7 +42,7 @@ func TestDevBadInput(t *testing.T) {
 		{[]string{"--crash-every", "-1s"}, "--crash-every -1s is negative"},
 		{[]string{"--crash-every", "soon"}, `"soon" is not a duration`},
 		{[]string{"--stall-every", "-1s"}, "--stall-every -1s is negative"},
-		{[]string{"--token", "short"}, "--token is shorter than 8 characters"},
+		{[]string{"--token", "short"}, "--token: shorter than 8 characters"},
 		{[]string{"--listen", "8080"}, `--listen "8080" is not host:port`},
 	}
 	for _, tt := range tests {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive/dlq/admin"
+	"github.com/redrive/redrive/internal/preview"
 	"github.com/spf13/cobra"
 )
 
@@ -201,21 +200,20 @@ func dlqLs(ctx context.Context, inv *invocation, a adminFlags, f lsFlags) error 
 	})
 }
 
-// get GETs path and prints the answer: as the server's JSON (indented)
-// with asJSON, else by decoding it into out and calling render.
+// get GETs path and prints the answer: as the server's JSON with asJSON
+// (indented, levels deeper than preview.MaxDepth compact: a payload
+// nested 10,000 deep prints as its size, not as 200 MB of indentation),
+// else by decoding it into out and calling render.
 func (c *adminClient) get(ctx context.Context, inv *invocation, path string, q url.Values, asJSON bool, out any, render func() error) error {
 	if asJSON {
-		var raw json.RawMessage
+		var raw []byte
 		if err := c.do(ctx, http.MethodGet, path, q, nil, &raw); err != nil {
 			return err
 		}
-		var buf bytes.Buffer
-		if err := json.Indent(&buf, raw, "", "  "); err != nil {
-			return fmt.Errorf("indent the answer: %w", err)
+		if _, ok := preview.Scan(raw); !ok {
+			return fmt.Errorf("the answer of GET %s is not JSON", printable(path))
 		}
-		buf.WriteByte('\n')
-		_, err := inv.stdout.Write(buf.Bytes())
-		return err
+		return preview.Indent(inv.stdout, raw)
 	}
 	if err := c.do(ctx, http.MethodGet, path, q, nil, out); err != nil {
 		return err

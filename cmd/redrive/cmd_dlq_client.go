@@ -94,7 +94,7 @@ func (e *apiError) Error() string {
 }
 
 // do sends a request to path (under /internal/v1/dlq) and decodes a 2xx
-// JSON answer into out. A 4xx answer is bad input (exit 2) carrying the
+// JSON answer into out (a *[]byte receives it as it is). A 4xx answer is bad input (exit 2) carrying the
 // server's message; a 5xx answer or an unreachable server is a runtime
 // failure (exit 1).
 func (c *adminClient) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
@@ -132,7 +132,12 @@ func (c *adminClient) do(ctx context.Context, method, path string, query url.Val
 		return fmt.Errorf("admin API at %s unreachable: %w", c.base.Redacted(), err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	var buf bytes.Buffer // sized by Content-Length: no doubling for a large answer
+	if n := resp.ContentLength; n > 0 {
+		buf.Grow(int(min(n, maxAnswer)) + bytes.MinRead)
+	}
+	_, err = buf.ReadFrom(io.LimitReader(resp.Body, maxAnswer))
+	data := buf.Bytes()
 	if err != nil {
 		return fmt.Errorf("read the answer of %s %s: %w", method, u.Path, err)
 	}
@@ -146,7 +151,11 @@ func (c *adminClient) do(ctx context.Context, method, path string, query url.Val
 		}
 		return e
 	}
-	if out == nil {
+	switch raw := out.(type) {
+	case nil:
+		return nil
+	case *[]byte:
+		*raw = data
 		return nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
@@ -163,6 +172,9 @@ func errorCode(data []byte) string {
 	_ = json.Unmarshal(data, &e)
 	return e.Code
 }
+
+// maxAnswer bounds an answer of the admin API the CLI reads.
+const maxAnswer = 64 << 20
 
 // errorMessage extracts the message of an error body, on one line.
 func errorMessage(data []byte) string {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
+	"github.com/redrive/redrive/internal/preview"
 )
 
 // The renderers below print what the admin API answered; every string
@@ -170,26 +170,34 @@ func renderWire(w io.Writer, v wire.View) {
 	}
 }
 
-// payloadText renders a payload as the API shows it: JSON indented, text
-// as is, base64 as is.
+// payloadText renders a payload as the API shows it, with the console's
+// renderer (preview): JSON (payload_encoding json, or utf8 text that is
+// JSON, as a payload nested deeper than the API embeds) indented, levels
+// deeper than preview.MaxDepth as one marker each; text and base64 as
+// they are; each cut at preview.MaxText with a marker. Its time and
+// memory follow the payload's size, not its shape.
 func payloadText(p json.RawMessage, enc string) string {
 	switch {
 	case len(p) == 0 || string(p) == "null":
 		return "(none)"
 	case enc == "json":
-		var buf bytes.Buffer
-		if json.Indent(&buf, p, "", "  ") == nil {
-			return buf.String()
+		if text, ok := preview.JSON(p, 0); ok {
+			return text
 		}
 	}
 	var s string
-	if json.Unmarshal(p, &s) == nil {
-		if s == "" {
-			return "(empty)"
-		}
-		return s
+	if p[0] != '"' || json.Unmarshal(p, &s) != nil {
+		return preview.Text(p, 0)
 	}
-	return string(p)
+	if s == "" {
+		return "(empty)"
+	}
+	if enc == "utf8" {
+		if text, ok := preview.JSON([]byte(s), 0); ok {
+			return text
+		}
+	}
+	return preview.Text([]byte(s), 0)
 }
 
 func indent(s string) string {

@@ -87,8 +87,8 @@ func tokenFromEnv(c *config.Config) error {
 	switch {
 	case c.Admin.Token != "" || tok == "":
 		return nil
-	case len(tok) < config.MinTokenLen:
-		return usageErrorf("$REDRIVE_ADMIN_TOKEN is shorter than %d characters", config.MinTokenLen)
+	case config.TokenProblem(tok) != "":
+		return usageErrorf("$REDRIVE_ADMIN_TOKEN: %s", config.TokenProblem(tok))
 	case tok == c.Admin.ViewerToken:
 		return usageErrorf("$REDRIVE_ADMIN_TOKEN is admin.viewer_token: the operator's token must differ from the viewer's")
 	}

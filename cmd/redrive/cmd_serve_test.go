@@ -348,9 +348,25 @@ func TestServeBadInput(t *testing.T) {
 			t.Errorf("serve %v = %d %q %q, want exit 2 and one line containing %q", tt.args, code, out, errOut, tt.want)
 		}
 	}
-	t.Setenv("REDRIVE_ADMIN_TOKEN", "short")
-	if code, _, errOut := cli(t, "serve", "--config", local); code != exitUsage || !strings.Contains(errOut, "$REDRIVE_ADMIN_TOKEN is shorter than 8 characters") {
-		t.Errorf("serve with a short $REDRIVE_ADMIN_TOKEN = %d %q", code, errOut)
+	// $REDRIVE_ADMIN_TOKEN is checked as admin.token is (issue 40: " tok "
+	// started a serve nobody could log into: presented tokens are trimmed).
+	for tok, want := range map[string]string{
+		"short":              "$REDRIVE_ADMIN_TOKEN: shorter than 8 characters",
+		" operator-token-1 ": "$REDRIVE_ADMIN_TOKEN: has white space at its start or end",
+		"operator-token-1\n": "$REDRIVE_ADMIN_TOKEN: has white space at its start or end",
+		"\toperator-token-1": "$REDRIVE_ADMIN_TOKEN: has white space at its start or end",
+		"        ":           "$REDRIVE_ADMIN_TOKEN: blank",
+	} {
+		t.Setenv("REDRIVE_ADMIN_TOKEN", tok)
+		if code, out, errOut := cli(t, "serve", "--config", local); code != exitUsage || out != "" || !strings.Contains(errOut, want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("serve with $REDRIVE_ADMIN_TOKEN=%q = %d %q %q, want exit 2 and one line with %q", tok, code, out, errOut, want)
+		}
+		if code, _, errOut := cli(t, "dev", "--no-samples", "--listen", "127.0.0.1:1"); code != exitUsage || !strings.Contains(errOut, want) {
+			t.Errorf("dev with $REDRIVE_ADMIN_TOKEN=%q = %d %q, want exit 2 with %q", tok, code, errOut, want)
+		}
+	}
+	if code, _, errOut := cli(t, "dev", "--token", " operator-token-1"); code != exitUsage || !strings.Contains(errOut, "--token: has white space") {
+		t.Errorf("dev --token with a space = %d %q", code, errOut)
 	}
 }
 

@@ -297,10 +297,8 @@ func checkReason(inBody, inQuery, what string) error {
 		return bad("reason", "given both in the query and in the body")
 	case strings.TrimSpace(reason) == "":
 		return bad("reason", "required: say why %s", what)
-	case len(reason) > dlq.MaxReasonLen:
-		return bad("reason", "longer than %d bytes", dlq.MaxReasonLen)
 	}
-	return nil
+	return dlq.CheckText("reason", reason, dlq.MaxReasonLen, true)
 }
 
 func (s *Server) discard(w http.ResponseWriter, r *http.Request) {

@@ -84,7 +84,7 @@ func (s *Server) startJob(w http.ResponseWriter, r *http.Request, discard bool) 
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "", err.Error())
 		return
 	case err != nil:
-		s.fail(w, r, err)
+		s.reject(w, r, err) // a *dlq.FieldError: a since not in the past
 		return
 	}
 	w.Header().Set("Location", "/internal/v1/dlq/jobs/"+j.ID)

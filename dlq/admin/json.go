@@ -1,24 +1,26 @@
 package admin
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/internal/preview"
 )
 
 // Payload encodings of the entry view.
 const (
-	// EncodingJSON: the payload is valid JSON, shown as a JSON value
-	// (re-indented or compacted: for the bytes, ask for base64).
+	// EncodingJSON: the payload is valid JSON nested at most
+	// MaxPayloadDepth levels, shown as a JSON value (compacted: the bytes
+	// themselves are the download's, PayloadURL).
 	EncodingJSON = "json"
 	// EncodingUTF8: the payload is UTF-8 text, shown as a JSON string.
 	EncodingUTF8 = "utf8"
@@ -26,22 +28,32 @@ const (
 	EncodingBase64 = "base64"
 )
 
-// writeJSON writes v with status.
+// writeJSON writes v with status. The encoder writes its whole text in
+// one Write, once v is encoded: the status goes out with it, and a value
+// that does not encode is a 500 instead; the text is not copied again
+// (an entry's payload preview may be megabytes).
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	enc := json.NewEncoder(&statusWriter{w: w, status: status})
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		status = http.StatusInternalServerError
-		buf.Reset()
-		buf.WriteString(`{"error":"internal error: encoding the response","code":"internal"}` + "\n")
+		(&statusWriter{w: w, status: http.StatusInternalServerError}).Write([]byte(`{"error":"internal error: encoding the response","code":"internal"}` + "\n"))
 	}
-	h := w.Header()
+}
+
+// statusWriter writes the JSON headers and its status before the body.
+type statusWriter struct {
+	w      http.ResponseWriter
+	status int
+}
+
+func (s *statusWriter) Write(b []byte) (int, error) {
+	h := s.w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	s.w.WriteHeader(s.status)
+	return s.w.Write(b)
 }
 
 // Entry is an entry as listings show it: everything but the payload,
@@ -235,11 +247,20 @@ func completeRunes(v []byte) []byte {
 	return v
 }
 
-// renderPayload shows v as JSON when it is (UTF-8) JSON, else as a UTF-8
-// string, else as base64.
+// MaxPayloadDepth is the deepest JSON payload an entry embeds as JSON
+// (payload_encoding json); a deeper one is given as its text (utf8), so
+// that the answer stays readable by clients whose JSON readers stop at
+// 1,000 levels (Jackson, Python) and costs what its size costs.
+const MaxPayloadDepth = 512
+
+// renderPayload shows v as JSON when it is UTF-8 JSON nested at most
+// MaxPayloadDepth levels, else as a UTF-8 string, else as base64. It
+// reads v once, allocating nothing for its nesting (preview.Scan).
 func renderPayload(v []byte) (json.RawMessage, string) {
-	if utf8.Valid(v) && json.Valid(v) {
-		return json.RawMessage(v), EncodingJSON
+	if utf8.Valid(v) {
+		if depth, ok := preview.Scan(v); ok && depth <= MaxPayloadDepth {
+			return json.RawMessage(v), EncodingJSON
+		}
 	}
 	var s string
 	enc := EncodingUTF8

@@ -68,8 +68,8 @@ func (c *Console) discard(w http.ResponseWriter, r *http.Request, ss *session) {
 	case err != nil:
 	case reason == "":
 		err = bad("reason", "required: say why the entry is discarded")
-	case len(reason) > dlq.MaxReasonLen:
-		err = bad("reason", "longer than %d bytes", dlq.MaxReasonLen)
+	default:
+		err = dlq.CheckText("reason", reason, dlq.MaxReasonLen, true)
 	}
 	if err != nil {
 		c.fail(w, r, ss, err)
@@ -114,8 +114,8 @@ func (c *Console) startJob(w http.ResponseWriter, r *http.Request, ss *session, 
 	case err != nil || !discard:
 	case reason == "":
 		err = bad("reason", "required: say why the entries are discarded")
-	case len(reason) > dlq.MaxReasonLen:
-		err = bad("reason", "longer than %d bytes", dlq.MaxReasonLen)
+	default:
+		err = dlq.CheckText("reason", reason, dlq.MaxReasonLen, true)
 	}
 	if err != nil {
 		c.fail(w, r, ss, err)

@@ -95,7 +95,8 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request, _ *session) {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
-	key, client := c.throttleKey(r), c.proxies.ClientIP(r)
+	keys, client := c.throttleKeys(r), c.proxies.ClientIP(r)
+	key := keys[len(keys)-1]
 	if left, blocked := c.throttle.blocked(key); blocked {
 		c.log.Warn("console: login refused: too many wrong tokens", "client", client, "throttled", key)
 		w.Header().Set("Retry-After", strconv.Itoa(int(left.Seconds())+1))
@@ -105,18 +106,19 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request, _ *session) {
 	}
 	u, ok := c.checkToken(strings.TrimSpace(r.PostFormValue("token")))
 	if !ok {
-		c.throttle.fail(key)
+		for _, k := range keys {
+			c.throttle.fail(k)
+		}
 		c.log.Warn("console: login refused: wrong token", "client", client)
 		c.render(w, r, nil, http.StatusUnauthorized, "login", "Log in", loginView{Next: next, Error: "token: not a valid token"})
 		return
 	}
-	c.throttle.succeed(key)
 	if old := c.current(r); old != nil {
 		c.sessions.drop(old.id)
 	}
 	ss := c.sessions.create(u)
 	c.setCookie(w, r, ss.id, int(SessionTTL.Seconds()))
-	c.rememberDevice(w, r)
+	c.rememberDevice(w, r, u.Name)
 	c.log.Info("console: login", "user", u.Name, "read_only", u.ReadOnly, "client", client)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }

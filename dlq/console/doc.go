@@ -14,9 +14,11 @@
 // Users log in with a token (POST /login) and get a session cookie
 // (HttpOnly, SameSite=Strict, Secure over TLS, behind a trusted proxy
 // that says HTTPS, or always with Config.CookieSecure); sessions live in
-// memory. Wrong tokens are throttled per client: its device cookie when it
-// logged in before, else its address (behind Config.TrustedProxies, the
-// one they forward). Every POST needs the session's CSRF token (a hidden
+// memory. Wrong tokens are throttled per address (behind
+// Config.TrustedProxies, the one they forward), whatever cookies the
+// client carries, and a success clears nothing; a browser that logged in
+// before is judged on its device cookie's user at that address, so that
+// others' wrong tokens do not lock it out. Every POST needs the session's CSRF token (a hidden
 // form field) and, when the browser sends Origin or Referer, the same
 // host. Read-only users see no buttons and get 403 on every mutation. The
 // audit log names the user. Replay-all jobs are listed (GET /jobs) and

@@ -44,6 +44,7 @@ type fixture struct {
 	ops   *dlq.Ops
 	srv   *admin.Server
 	web   *httptest.Server
+	con   *console.Console
 	dlq   string
 	seq   int
 }
@@ -60,14 +61,27 @@ func kafkaBroker(t *testing.T) *kafka.Broker {
 
 func newFixture(t *testing.T, s dlq.Store, edit func(*console.Config)) *fixture {
 	t.Helper()
-	return newFixtureRoutes(t, s, []dlq.Route{kafka.Route(topic, group)}, edit)
+	return newFixtureRoutesPreview(t, s, []dlq.Route{kafka.Route(topic, group)}, 1024, edit)
 }
 
 // newFixtureRoutes is newFixture with the replay routes given.
 func newFixtureRoutes(t *testing.T, s dlq.Store, routes []dlq.Route, edit func(*console.Config)) *fixture {
 	t.Helper()
+	return newFixtureRoutesPreview(t, s, routes, 1024, edit)
+}
+
+// newFixturePreview is newFixture showing preview bytes of a payload.
+func newFixturePreview(t *testing.T, s dlq.Store, preview int, edit func(*console.Config)) *fixture {
+	t.Helper()
+	return newFixtureRoutesPreview(t, s, []dlq.Route{kafka.Route(topic, group)}, preview, edit)
+}
+
+// newFixtureRoutesPreview is newFixture with the replay routes and the
+// preview size given.
+func newFixtureRoutesPreview(t *testing.T, s dlq.Store, routes []dlq.Route, preview int, edit func(*console.Config)) *fixture {
+	t.Helper()
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: kafkaBroker(t), Logger: quiet,
-		Routes: routes, MaxPayloadPreview: 1024,
+		Routes: routes, MaxPayloadPreview: preview,
 		Policies: map[string]dlq.Policy{kafka.DLQTopic(topic): {Severity: broker.SeverityCritical}, "empty.dlq": {}}})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +106,7 @@ func newFixtureRoutes(t *testing.T, s dlq.Store, routes []dlq.Route, edit func(*
 	if err != nil {
 		t.Fatal(err)
 	}
-	ui = c.Handler()
+	ui, f.con = c.Handler(), c
 	f.web = httptest.NewServer(f.srv.Handler())
 	t.Cleanup(f.web.Close)
 	return f

@@ -1,7 +1,6 @@
 package console
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redrive/redrive/broker/wire"
+	"github.com/redrive/redrive/internal/preview"
 )
 
 // Payload kinds.
@@ -29,33 +29,30 @@ type payload struct {
 }
 
 // maxShown bounds what a page shows of one payload.
-const maxShown = 256 << 10
+const maxShown = preview.MaxText
 
-// renderPayload shows b as indented JSON when it is JSON, as text when it
-// is printable UTF-8, else as a hex dump.
+// renderPayload shows b as indented JSON when it is JSON (preview.JSON:
+// levels deeper than preview.MaxDepth as one marker each, cut at
+// maxShown), as text when it is printable UTF-8, else as a hex dump. Its
+// time and memory follow len(b), not the shape of what b holds.
 func renderPayload(b []byte) payload {
 	p := payload{Bytes: int64(len(b))}
-	switch {
-	case b == nil:
+	if b == nil {
 		p.Kind = kindNone
-	case utf8.Valid(b) && json.Valid(b):
-		var buf bytes.Buffer
-		if err := json.Indent(&buf, b, "", "  "); err == nil {
-			p.Kind, p.Text = kindJSON, buf.String()
-		} else {
-			p.Kind, p.Text = kindText, string(b)
-		}
-	case utf8.Valid(b) && printable(b):
-		p.Kind, p.Text = kindText, string(b)
-	default:
-		shown := b
-		if len(shown) > maxShown/4 {
-			shown = shown[:maxShown/4]
-		}
-		p.Kind, p.Text = kindBinary, hex.Dump(shown)
+		return p
 	}
-	if len(p.Text) > maxShown {
-		p.Text = clip(p.Text, maxShown)
+	valid := utf8.Valid(b)
+	if valid {
+		if text, ok := preview.JSON(b, maxShown); ok {
+			p.Kind, p.Text = kindJSON, text
+			return p
+		}
+	}
+	switch {
+	case valid && printable(b):
+		p.Kind, p.Text = kindText, preview.Text(b, maxShown)
+	default:
+		p.Kind, p.Text = kindBinary, hex.Dump(b[:min(len(b), maxShown/4)])
 	}
 	return p
 }

@@ -15,8 +15,8 @@ import (
 // cookieName is the session cookie's name.
 const cookieName = "redrive_session"
 
-// maxRevoked bounds the logged-out sessions remembered; beyond it the one
-// closest to expiry is forgotten.
+// maxRevoked bounds the logged-out sessions remembered one by one;
+// beyond it, the user with the most is revoked by expiry (sessions.drop).
 const maxRevoked = 10000
 
 // session is one login: who, its CSRF token, until when.
@@ -35,6 +35,15 @@ type session struct {
 // the process that served it until the cookie would have expired; the
 // browser drops the cookie, but a copy of it stays valid on the other
 // replicas until then.
+//
+// A logged-out session never comes back, in bounded memory: at most max
+// logouts are remembered one by one; when they are full, the user with
+// the most of them is revoked by expiry instead (issue 40: 10,050 viewer
+// logins and logouts used to push an operator's logout out of the list).
+// Every session of that user expiring no later than the last of its
+// remembered logouts ends here, so a user who logs out that often may
+// have to log in again on other browsers too; other users' logouts stay
+// remembered one by one.
 type sessions struct {
 	ttl  time.Duration
 	now  func() time.Time
@@ -43,7 +52,14 @@ type sessions struct {
 	max  int
 
 	mu      sync.Mutex
-	revoked map[string]time.Time // logged-out ids until their expiry
+	revoked map[string]revoked   // logged-out ids until their expiry
+	before  map[string]time.Time // user → its sessions expiring at or before are ended
+}
+
+// revoked is a logged-out session: its user and expiry.
+type revoked struct {
+	user    string
+	expires time.Time
 }
 
 // newSessions returns the sessions of users (user), signed with secret;
@@ -54,7 +70,8 @@ func newSessions(ttl time.Duration, now func() time.Time, secret string, user fu
 		key = make([]byte, 32)
 		_, _ = rand.Read(key) // never fails (crypto/rand)
 	}
-	return &sessions{ttl: ttl, now: now, key: key, user: user, max: maxRevoked, revoked: map[string]time.Time{}}
+	return &sessions{ttl: ttl, now: now, key: key, user: user, max: maxRevoked,
+		revoked: map[string]revoked{}, before: map[string]time.Time{}}
 }
 
 // randomToken returns 32 random bytes, URL-safe base64.
@@ -75,6 +92,11 @@ func (s *sessions) mac(purpose, body string, sum [sha256.Size]byte) string {
 // create starts a session for u.
 func (s *sessions) create(u User) *session {
 	exp := s.now().Add(s.ttl).Truncate(time.Second)
+	s.mu.Lock()
+	if b, ok := s.before[u.Name]; ok && !exp.After(b) {
+		exp = b.Add(time.Second) // a session ended by expiry ends no later: this one must live
+	}
+	s.mu.Unlock()
 	body := base64.RawURLEncoding.EncodeToString([]byte(u.Name)) + "." + strconv.FormatInt(exp.Unix(), 10) + "." + randomToken()
 	sum := sha256.Sum256([]byte(u.Token))
 	id := body + "." + s.mac("session", body, sum)
@@ -107,6 +129,9 @@ func (s *sessions) get(id string) *session {
 	}
 	s.mu.Lock()
 	_, gone := s.revoked[id]
+	if b, ok := s.before[string(name)]; ok && !exp.After(b) {
+		gone = true
+	}
 	s.mu.Unlock()
 	if gone {
 		return nil
@@ -114,7 +139,9 @@ func (s *sessions) get(id string) *session {
 	return &session{id: id, csrf: s.mac("csrf", id, sum), user: u, expires: exp}
 }
 
-// drop ends session id here (logout), forgetting expired logouts.
+// drop ends session id here (logout). Over max remembered logouts, it
+// forgets the expired ones, and if they are still over, revokes the user
+// with the most by expiry (see sessions).
 func (s *sessions) drop(id string) {
 	ss := s.get(id)
 	if ss == nil {
@@ -123,19 +150,51 @@ func (s *sessions) drop(id string) {
 	now := s.now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var oldest string
-	for old, exp := range s.revoked {
-		switch {
-		case now.After(exp):
-			delete(s.revoked, old)
-		case oldest == "" || exp.Before(s.revoked[oldest]):
-			oldest = old
+	for u, b := range s.before {
+		if now.After(b) {
+			delete(s.before, u)
 		}
 	}
-	if oldest != "" && len(s.revoked) >= s.max {
-		delete(s.revoked, oldest)
+	s.revoked[id] = revoked{user: ss.user.Name, expires: ss.expires}
+	if len(s.revoked) <= s.max {
+		return
 	}
-	s.revoked[id] = ss.expires
+	for old, r := range s.revoked {
+		if now.After(r.expires) {
+			delete(s.revoked, old)
+		}
+	}
+	if len(s.revoked) > s.max {
+		s.revokeBusiest()
+	}
+}
+
+// revokeBusiest turns the remembered logouts of the user who has the most
+// into one bound: its sessions expiring at or before the last of them end.
+func (s *sessions) revokeBusiest() {
+	counts := map[string]int{}
+	busiest := ""
+	for _, r := range s.revoked {
+		counts[r.user]++
+		if busiest == "" || counts[r.user] > counts[busiest] {
+			busiest = r.user
+		}
+	}
+	last := s.before[busiest]
+	for id, r := range s.revoked {
+		if r.user == busiest {
+			last = maxTime(last, r.expires)
+			delete(s.revoked, id)
+		}
+	}
+	s.before[busiest] = last
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // checkToken returns the user whose token is tok. Every user's token is

@@ -58,21 +58,65 @@ func TestSessions(t *testing.T) {
 		t.Error("a removed user's session is live")
 	}
 	users["b"] = User{Name: "b", Token: "token-of-b", ReadOnly: true}
-	// Logout, here only; the bound forgets the logout closest to expiry.
+	// Logout, here only.
 	s.drop(a.id)
 	if s.get(a.id) != nil || other.get(a.id) == nil {
 		t.Error("a logged-out session is live here, or dead on the other replica")
 	}
 	now = now.Add(time.Minute)
-	c, d := s.create(users["a"]), s.create(users["b"])
+	c, d, live := s.create(users["a"]), s.create(users["b"]), s.create(users["b"])
 	s.drop(c.id)
-	s.drop(d.id) // over the bound: a's logout, the oldest, is forgotten
-	if len(s.revoked) != 2 || s.get(a.id) == nil || s.get(c.id) != nil || s.get(d.id) != nil {
-		t.Errorf("the bound kept %d logouts; want c's and d's", len(s.revoked))
+	s.drop(d.id) // over the bound: a, the user with the most logouts, is revoked by expiry
+	if len(s.revoked) != 1 || len(s.before) != 1 || s.get(a.id) != nil || s.get(c.id) != nil || s.get(d.id) != nil || s.get(live.id) == nil {
+		t.Errorf("over the bound: %d logouts and %d users revoked by expiry remembered; a %v, c %v, d %v, b's live session %v",
+			len(s.revoked), len(s.before), s.get(a.id) == nil, s.get(c.id) == nil, s.get(d.id) == nil, s.get(live.id) != nil)
+	}
+	// A's next session, in the same second as c, lives.
+	if e := s.create(users["a"]); s.get(e.id) == nil {
+		t.Error("a session created after its user was revoked by expiry is dead")
 	}
 	now = now.Add(2 * time.Hour)
 	if s.get(c.id) != nil || other.get(b.id) != nil {
 		t.Error("an expired session is still live")
+	}
+	s.drop(s.create(users["b"]).id)
+	s.drop(s.create(users["b"]).id) // over the bound: the expired are forgotten
+	if len(s.revoked) != 2 || len(s.before) != 0 {
+		t.Errorf("after every expiry: %d logouts, %d users revoked by expiry remembered", len(s.revoked), len(s.before))
+	}
+}
+
+// TestLogoutNeverComesBack is issue 40's case at the real bound: an
+// operator's logged-out session stays dead through 10,050 viewer logins
+// and logouts (it used to be forgotten at 10,000), while memory stays
+// bounded and the operator's other sessions live.
+func TestLogoutNeverComesBack(t *testing.T) {
+	now := time.Date(2025, 1, 15, 10, 0, 0, 0, time.UTC)
+	users := map[string]User{"op": {Name: "op", Token: "token-of-op"}, "viewer": {Name: "viewer", Token: "token-of-viewer", ReadOnly: true}}
+	s := newSessions(SessionTTL, func() time.Time { return now }, "", func(name string) (User, [sha256.Size]byte, bool) {
+		u, ok := users[name]
+		return u, sha256.Sum256([]byte(u.Token)), ok
+	})
+	out, in := s.create(users["op"]), s.create(users["op"])
+	s.drop(out.id)
+	for i := range maxRevoked + 50 {
+		if i%100 == 0 {
+			now = now.Add(time.Second)
+		}
+		v := s.create(users["viewer"])
+		s.drop(v.id)
+		if s.get(v.id) != nil {
+			t.Fatalf("viewer logout %d is live", i)
+		}
+		if s.get(out.id) != nil {
+			t.Fatalf("the operator's logged-out session came back after %d viewer logouts", i+1)
+		}
+	}
+	if s.get(in.id) == nil {
+		t.Error("the operator's other session ended")
+	}
+	if len(s.revoked) > maxRevoked || len(s.before) > 1 {
+		t.Errorf("%d logouts and %d users revoked by expiry remembered", len(s.revoked), len(s.before))
 	}
 }
 

@@ -5,13 +5,22 @@ import (
 	"time"
 )
 
-// Login throttling: a client with MaxLoginFailures wrong tokens within
-// LoginWindow is refused (429) until the window of its first failure has
-// passed, so that tokens cannot be guessed at speed. Refused attempts
-// neither count nor extend the lockout: a correct token is let in at the
-// latest when the current window ends. A client is its device cookie when
-// it carries a valid one (a browser that logged in before), else its
-// address (behind Config.TrustedProxies, the one they forward).
+// Login throttling: MaxLoginFailures wrong tokens within LoginWindow block
+// a client (429) until the window of its first failure has passed, so that
+// tokens cannot be guessed at speed. Refused attempts neither count nor
+// extend the lockout; a correct token is let in at the latest when the
+// current window ends. A successful login clears nothing: failures only
+// age out, so a token one has (a viewer's) buys no fresh guesses at
+// another (an operator's).
+//
+// Every wrong token counts against the client's address (behind
+// Config.TrustedProxies, the one they forward), whatever cookie it
+// carries. A browser with a valid device cookie (devices.go) is judged,
+// and also counted, on its own key instead: the cookie's user at that
+// address. So wrong tokens from others at the same address (a NAT, a
+// proxy not configured as trusted) do not lock out a browser that logged
+// in before, while cookies one can mint by logging in (any viewer can)
+// add at most MaxLoginFailures guesses per user and address per window.
 const (
 	MaxLoginFailures = 5
 	LoginWindow      = time.Minute
@@ -64,13 +73,6 @@ func (t *throttle) fail(key string) {
 		t.fails[key] = f
 	}
 	f.n++
-}
-
-// succeed forgets the failures of client key.
-func (t *throttle) succeed(key string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.fails, key)
 }
 
 func (t *throttle) evictOldest() {

@@ -60,23 +60,30 @@ func (js jobStore) CreateJob(ctx context.Context, j dlq.JobState) (dlq.JobState,
 		return j, fmt.Errorf("pgstore: create job: %w", err)
 	}
 	p := j.Progress
-	_, err = js.s.pool.Exec(ctx, `INSERT INTO dlq_jobs (id, dlq, actor, filter, until_at, rate, state, started_at,
+	// The running job that refused the insert may end before it is read:
+	// then the insert is tried again.
+	for attempt := 0; ; attempt++ {
+		_, err = js.s.pool.Exec(ctx, `INSERT INTO dlq_jobs (id, dlq, actor, filter, until_at, rate, state, started_at,
 		total, replayed, skipped, failed, mismatched, duplicates, resume_after, owner, lease_expires, kind, reason, discarded)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
-		j.ID, j.DLQ, j.Actor, filter, j.Until, j.Rate, j.State, j.StartedAt,
-		p.Total, p.Replayed, p.Skipped, p.Failed, p.Mismatched, p.Duplicates, j.Cursor, j.Owner, j.LeaseExpires, j.Kind, j.Reason, p.Discarded)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "dlq_jobs_running" {
-		cur, gerr := scanJob(js.s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM dlq_jobs WHERE dlq = $1 AND state = 'running'`, j.DLQ))
-		if gerr != nil {
-			return j, fmt.Errorf("pgstore: create job: the running job of %s: %w", j.DLQ, gerr)
+			j.ID, j.DLQ, j.Actor, filter, j.Until, j.Rate, j.State, j.StartedAt,
+			p.Total, p.Replayed, p.Skipped, p.Failed, p.Mismatched, p.Duplicates, j.Cursor, j.Owner, j.LeaseExpires, j.Kind, j.Reason, p.Discarded)
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "dlq_jobs_running" {
+			cur, gerr := scanJob(js.s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM dlq_jobs WHERE dlq = $1 AND state = 'running'`, j.DLQ))
+			if errors.Is(gerr, pgx.ErrNoRows) && attempt < 3 {
+				continue
+			}
+			if gerr != nil {
+				return j, fmt.Errorf("pgstore: create job: the running job of %s: %w", j.DLQ, gerr)
+			}
+			return cur, dlq.ErrJobRunning
 		}
-		return cur, dlq.ErrJobRunning
+		if err != nil {
+			return j, fmt.Errorf("pgstore: create job of %s: %w", j.DLQ, err)
+		}
+		return j, nil
 	}
-	if err != nil {
-		return j, fmt.Errorf("pgstore: create job of %s: %w", j.DLQ, err)
-	}
-	return j, nil
 }
 
 // GetJob implements dlq.JobStore.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -226,5 +227,43 @@ func testInsertCleansText(t *testing.T, s dlq.Store) {
 	}
 	if string(back.Entry.OriginalKey) != "\x00key\xff" {
 		t.Errorf("key = %q, want the bytes unchanged", back.Entry.OriginalKey)
+	}
+}
+
+// testInsertBoundsText: whatever a producer wrote, an entry keeps at most
+// dlq.MaxErrorMessageLen characters of its error message and
+// dlq.MaxTextLen of its names, each with a marker counting the rest, and
+// the first dlq.MaxStackTraceLen of its stack trace, by Insert and by
+// InsertBatch (issue 40: a foreign DLQ's 2 MB message was kept whole).
+func testInsertBoundsText(t *testing.T, s dlq.Store) {
+	huge := strings.Repeat("é", 1<<20) // 2 MB
+	bounded := func(r *dlq.Record) {
+		r.Entry.ErrorMessage, r.Entry.StackTrace, r.Entry.ErrorClass, r.Entry.Worker = huge, huge, huge, huge
+	}
+	one := record("bounds.dlq", "one", 1)
+	bounded(&one)
+	many := record("bounds.dlq", "many", 2)
+	bounded(&many)
+	res, err := s.InsertBatch(context.Background(), []dlq.Record{many})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("InsertBatch: %v %v", err, res)
+	}
+	for _, id := range []string{mustInsert(t, s, one).ID, res[0].Stored.ID} {
+		e := get(t, s, "bounds.dlq", id).Entry
+		cut := func(n int) string {
+			return strings.Repeat("é", n) + "… (" + strconv.Itoa(1<<20-n) + " more characters cut)"
+		}
+		if e.ErrorMessage != cut(dlq.MaxErrorMessageLen) || e.ErrorClass != cut(dlq.MaxTextLen) || e.Worker != cut(dlq.MaxTextLen) ||
+			e.StackTrace != strings.Repeat("é", dlq.MaxStackTraceLen) {
+			t.Errorf("entry %s keeps %d, %d, %d and %d bytes of error message, class, worker and stack trace; want %d, %d, %d and %d characters",
+				id, len(e.ErrorMessage), len(e.ErrorClass), len(e.Worker), len(e.StackTrace),
+				dlq.MaxErrorMessageLen, dlq.MaxTextLen, dlq.MaxTextLen, dlq.MaxStackTraceLen)
+		}
+	}
+	// At the bound nothing is cut.
+	r := record("bounds.dlq", "exact", 3)
+	r.Entry.ErrorMessage = strings.Repeat("é", dlq.MaxErrorMessageLen)
+	if e := get(t, s, "bounds.dlq", mustInsert(t, s, r).ID).Entry; e.ErrorMessage != r.Entry.ErrorMessage {
+		t.Errorf("a message of exactly %d characters was changed", dlq.MaxErrorMessageLen)
 	}
 }

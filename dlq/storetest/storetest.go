@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) dlq.Store) {
 		{"InsertIDs", testInsertIDs},
 		{"InsertInvalid", testInsertInvalid},
 		{"InsertCleansText", testInsertCleansText},
+		{"InsertBoundsText", testInsertBoundsText},
 		{"InsertBatch", testInsertBatch},
 		{"InsertBatchConcurrent", testInsertBatchConcurrent},
 		{"ListPaging", testListPaging},

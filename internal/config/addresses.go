@@ -38,14 +38,10 @@ func (a Admin) validate(p *problems) {
 		p.add("admin.token", fmt.Sprintf("required when admin.listen (%s) is not a loopback address", shown(a.Listen)))
 	}
 	for _, t := range []struct{ path, tok string }{{"admin.token", a.Token}, {"admin.viewer_token", a.ViewerToken}} {
-		switch {
-		case t.tok == "":
-		case strings.TrimSpace(t.tok) == "":
-			p.add(t.path, "blank (only white space): nobody could log in")
-		case strings.TrimSpace(t.tok) != t.tok:
-			p.add(t.path, "has white space at its start or end: presented tokens are trimmed, so nobody could log in (remove it; check the variable it comes from)")
-		case len(t.tok) < MinTokenLen:
-			p.add(t.path, fmt.Sprintf("shorter than %d characters: too easy to guess", MinTokenLen))
+		if t.tok != "" {
+			if msg := TokenProblem(t.tok); msg != "" {
+				p.add(t.path, msg)
+			}
 		}
 	}
 	switch {
@@ -67,6 +63,22 @@ func (a Admin) validate(p *problems) {
 			p.add(fmt.Sprintf("admin.trusted_proxies[%d]", i), err.Error())
 		}
 	}
+}
+
+// TokenProblem says what makes tok unusable as an admin or viewer token
+// (blank, white space at its ends, shorter than MinTokenLen), or "" when
+// it is fine. The configuration and every variable a token comes from
+// ($REDRIVE_ADMIN_TOKEN) are checked with it.
+func TokenProblem(tok string) string {
+	switch {
+	case strings.TrimSpace(tok) == "":
+		return "blank (only white space): nobody could log in"
+	case strings.TrimSpace(tok) != tok:
+		return "has white space at its start or end: presented tokens are trimmed, so nobody could log in (remove it; check the variable it comes from)"
+	case len(tok) < MinTokenLen:
+		return fmt.Sprintf("shorter than %d characters: too easy to guess", MinTokenLen)
+	}
+	return ""
 }
 
 // checkURL checks a broker or database URL: it parses, with one of the
