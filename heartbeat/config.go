@@ -23,6 +23,13 @@ const (
 	DefaultIdleAfter          = 5 * time.Minute
 	DefaultShutdownStuckAfter = 2 * time.Minute
 	DefaultForgetAfter        = 24 * time.Hour
+	// DefaultMaxInstances bounds the instances one check reads (and so
+	// the rows of `redrive workers`, /healthz and the console, and the
+	// series of /metrics).
+	DefaultMaxInstances = 10_000
+	// DefaultScanKeysPerCheck bounds the keys one check's discovery SCAN
+	// examines (100 round trips of 1,000).
+	DefaultScanKeysPerCheck = 100_000
 )
 
 // PublisherConfig configures a Publisher.
@@ -125,6 +132,20 @@ type MonitorConfig struct {
 	// LagThresholds maps a worker type to the thresholds of its topic.
 	// Types without an entry are not graded on lag.
 	LagThresholds map[string]LagThreshold
+	// Workers are the configured worker types: read first, so that
+	// instances beyond MaxInstances are never theirs. Default none.
+	Workers []string
+	// MaxInstances bounds the instances one check reads; the others are
+	// left out and counted (Monitor.Dropped). Default
+	// DefaultMaxInstances (10,000).
+	MaxInstances int
+	// ScanKeysPerCheck bounds the keys one check's discovery of heartbeat
+	// keys (SCAN) examines: in a Redis holding more keys, a pass spans
+	// several checks. Default DefaultScanKeysPerCheck (100,000).
+	ScanKeysPerCheck int
+	// Logger receives the failures to record discovered instances, once
+	// per outage. Default slog.Default().
+	Logger *slog.Logger
 }
 
 // WithDefaults returns c with the documented defaults filled in.
@@ -140,6 +161,15 @@ func (c MonitorConfig) WithDefaults() MonitorConfig {
 	}
 	if c.ForgetAfter <= 0 {
 		c.ForgetAfter = DefaultForgetAfter
+	}
+	if c.MaxInstances <= 0 {
+		c.MaxInstances = DefaultMaxInstances
+	}
+	if c.ScanKeysPerCheck <= 0 {
+		c.ScanKeysPerCheck = DefaultScanKeysPerCheck
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
 	}
 	return c
 }
@@ -157,6 +187,10 @@ func (c MonitorConfig) Validate() error {
 		return fmt.Errorf("%w: forget after %s is negative", ErrInvalidConfig, c.ForgetAfter)
 	case c.ForgetAfter > 0 && c.MissingAfter > 0 && c.ForgetAfter <= c.MissingAfter:
 		return fmt.Errorf("%w: forget after %s must exceed missing after %s", ErrInvalidConfig, c.ForgetAfter, c.MissingAfter)
+	case c.MaxInstances < 0:
+		return fmt.Errorf("%w: max instances %d is negative", ErrInvalidConfig, c.MaxInstances)
+	case c.ScanKeysPerCheck < 0:
+		return fmt.Errorf("%w: scan keys per check %d is negative", ErrInvalidConfig, c.ScanKeysPerCheck)
 	}
 	for typ, t := range c.LagThresholds {
 		switch {

@@ -78,7 +78,7 @@ func TestPausedBeat(t *testing.T) {
 	if err := p.Beat(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hb, err := decodeHeartbeat(rdb.Get(ctx, p.Key()).Val())
+	hb, err := decodeHeartbeat(rdb.Get(ctx, p.Key()).Val(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestPausedBeat(t *testing.T) {
 	if err := p.Beat(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if hb, _ := decodeHeartbeat(rdb.Get(ctx, p.Key()).Val()); hb.Status != StatusRunning || hb.PausedBy != "" {
+	if hb, _ := decodeHeartbeat(rdb.Get(ctx, p.Key()).Val(), time.Now()); hb.Status != StatusRunning || hb.PausedBy != "" {
 		t.Fatalf("beat after SetRunning = %+v", hb)
 	}
 }
