@@ -74,8 +74,9 @@ func (m *Monitor) readValues(ctx context.Context, cands []candidate, now time.Ti
 		}
 		errMu.Unlock()
 	}
+	stops := stoppingReads(cands)
 	wg.Go(func() {
-		if err := m.readStopping(ctx, cands, now); err != nil {
+		if err := m.readStopping(ctx, stops, now); err != nil {
 			fail(err)
 		}
 	})
@@ -90,6 +91,11 @@ func (m *Monitor) readValues(ctx context.Context, cands []candidate, now time.Ti
 		})
 	}
 	wg.Wait()
+	for _, st := range stops {
+		for k, i := range st.cands {
+			cands[i].StoppingSince = st.since[k]
+		}
+	}
 	return first
 }
 
@@ -147,44 +153,58 @@ func (m *Monitor) readChunk(ctx context.Context, part []candidate, now time.Time
 	return nil
 }
 
-// readStopping reads the shutdown marks of the registered candidates
-// (HMGET of their instances, one per type, in one pipeline).
-func (m *Monitor) readStopping(ctx context.Context, cands []candidate, now time.Time) error {
-	byType := map[string][]int{}
-	var order []string
-	for i, c := range cands {
+// stoppingRead is the HMGET of one type's shutdown marks.
+type stoppingRead struct {
+	typ       string
+	instances []string
+	cands     []int       // their index in the candidates
+	since     []time.Time // what readStopping found, zero for none
+}
+
+// stoppingReads lists the shutdown marks to read: one HMGET per type of
+// the registered candidates (a publisher that writes no registry writes
+// no marks).
+func stoppingReads(cands []candidate) []*stoppingRead {
+	byType := map[string]*stoppingRead{}
+	var out []*stoppingRead
+	for i := range cands {
+		c := &cands[i]
 		if !c.registered {
 			continue
 		}
-		if _, ok := byType[c.Type]; !ok {
-			order = append(order, c.Type)
+		st := byType[c.Type]
+		if st == nil {
+			st = &stoppingRead{typ: c.Type}
+			byType[c.Type] = st
+			out = append(out, st)
 		}
-		byType[c.Type] = append(byType[c.Type], i)
+		st.instances = append(st.instances, c.Instance)
+		st.cands = append(st.cands, i)
 	}
-	if len(order) == 0 {
+	return out
+}
+
+// readStopping reads the shutdown marks of stops in one pipeline.
+func (m *Monitor) readStopping(ctx context.Context, stops []*stoppingRead, now time.Time) error {
+	if len(stops) == 0 {
 		return nil
 	}
-	cmds := make([]*redis.SliceCmd, len(order))
+	cmds := make([]*redis.SliceCmd, len(stops))
 	_, err := m.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
-		for j, t := range order {
-			fields := make([]string, len(byType[t]))
-			for k, i := range byType[t] {
-				fields[k] = cands[i].Instance
-			}
-			cmds[j] = pipe.HMGet(ctx, m.keys.Stopping(t), fields...)
+		for j, st := range stops {
+			cmds[j] = pipe.HMGet(ctx, m.keys.Stopping(st.typ), st.instances...)
 		}
 		return nil
 	})
 	if err != nil && !isWrongType(err) {
 		return err
 	}
-	for j, t := range order {
+	for j, st := range stops {
+		st.since = make([]time.Time, len(st.instances))
 		for k, v := range cmds[j].Val() {
 			s, _ := v.(string)
-			if f, err := strconv.ParseFloat(s, 64); err == nil {
-				if at, err := scoreTime(f, now); err == nil {
-					cands[byType[t][k]].StoppingSince = at
-				}
+			if f, err := strconv.ParseFloat(s, 64); err == nil && k < len(st.since) {
+				st.since[k], _ = scoreTime(f, now)
 			}
 		}
 	}
