@@ -47,6 +47,11 @@ type PublisherConfig struct {
 	ShutdownTTL time.Duration
 	// ForgetAfter: registry entries older than this are pruned; default 24 h.
 	ForgetAfter time.Duration
+	// MissingAfter is the monitor's heartbeat.missing_after: a publisher
+	// whose Instance is this process's default (hostname-pid) retires the
+	// instances of its type that ran on the same host, whose process is
+	// gone and whose last beat is older than this (MISSING); default 60 s.
+	MissingAfter time.Duration
 	// Prefix goes in front of every key (see Keys); default "".
 	Prefix string
 	// Lag, when set, is asked for the consumer lag before every beat
@@ -75,6 +80,9 @@ func (c PublisherConfig) WithDefaults() PublisherConfig {
 	if c.ForgetAfter <= 0 {
 		c.ForgetAfter = DefaultForgetAfter
 	}
+	if c.MissingAfter <= 0 {
+		c.MissingAfter = DefaultMissingAfter
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -98,6 +106,8 @@ func (c PublisherConfig) Validate() error {
 		return fmt.Errorf("%w: shutdown ttl %s is negative", ErrInvalidConfig, c.ShutdownTTL)
 	case c.ForgetAfter < 0:
 		return fmt.Errorf("%w: forget after %s is negative", ErrInvalidConfig, c.ForgetAfter)
+	case c.MissingAfter < 0:
+		return fmt.Errorf("%w: missing after %s is negative", ErrInvalidConfig, c.MissingAfter)
 	}
 	return nil
 }

@@ -112,6 +112,9 @@ func parseRFC3339(s string) (time.Time, error) {
 		s = strings.ToUpper(s) // RFC 3339 allows lower case; time.Parse does not
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
+	if err == nil && t.IsZero() {
+		return t, fmt.Errorf("%w: %s is before 2000", errBadTime, s) // Go's zero time: not "absent"
+	}
 	if err != nil {
 		if len(s) >= 19 && !strings.ContainsAny(s[19:], "Z+-") {
 			return time.Time{}, fmt.Errorf("%q has no time zone: RFC 3339 needs Z or an offset such as +00:00", cut(s, 40))
@@ -193,7 +196,7 @@ func fastDecode(s string) (Heartbeat, error) {
 			switch {
 			case isNull && key != "timestamp":
 			case isString:
-				if t, err = time.Parse(time.RFC3339Nano, val); err != nil {
+				if t, err = time.Parse(time.RFC3339Nano, val); err != nil || t.IsZero() {
 					return hb, errSlowPath
 				}
 			case !isNull:

@@ -128,7 +128,7 @@ func (m *Monitor) Read(ctx context.Context) ([]Observation, error) {
 	drop := Dropped{Limit: m.cfg.MaxInstances}
 	found := make(chan scanResult, 1)
 	go func() { found <- m.scan(ctx) }()
-	cands, err := m.registered(ctx, now, &drop)
+	cands, regTotal, err := m.registered(ctx, now, &drop)
 	scanned := <-found
 	if err != nil {
 		return nil, err
@@ -137,7 +137,7 @@ func (m *Monitor) Read(ctx context.Context) ([]Observation, error) {
 		return nil, scanned.err
 	}
 	drop.BadNames += scanned.badNames
-	cands = m.withFound(cands, scanned.keys, &drop)
+	cands = m.withFound(cands, scanned.keys, regTotal, &drop)
 	if err := m.readValues(ctx, cands, now); err != nil {
 		return nil, err
 	}
@@ -195,10 +195,10 @@ func (m *Monitor) types(ctx context.Context, drop *Dropped) ([]string, error) {
 // registered returns the instances of the registries and the discovered
 // sets seen within ForgetAfter, newest first per type, at most
 // MaxInstances in all.
-func (m *Monitor) registered(ctx context.Context, now time.Time, drop *Dropped) ([]candidate, error) {
+func (m *Monitor) registered(ctx context.Context, now time.Time, drop *Dropped) ([]candidate, int, error) {
 	types, err := m.types(ctx, drop)
 	if err != nil || len(types) == 0 {
-		return nil, err
+		return nil, 0, err
 	}
 	cutoff := strconv.FormatFloat(unixSeconds(now.Add(-m.cfg.ForgetAfter)), 'f', 3, 64)
 	regN := make([]*redis.IntCmd, len(types))
@@ -211,10 +211,10 @@ func (m *Monitor) registered(ctx context.Context, now time.Time, drop *Dropped) 
 		return nil
 	})
 	if err != nil && !isWrongType(err) {
-		return nil, fmt.Errorf("%w: read registry: %w", ErrUnavailable, err)
+		return nil, 0, fmt.Errorf("%w: read registry: %w", ErrUnavailable, err)
 	}
 	// Each type gets what it holds while the budget lasts, in order.
-	budget := m.cfg.MaxInstances
+	budget, total := m.cfg.MaxInstances, 0
 	alloc := make([][2]int64, len(types))
 	for i := range types {
 		for j, c := range []*redis.IntCmd{regN[i], discN[i]} {
@@ -226,7 +226,7 @@ func (m *Monitor) registered(ctx context.Context, now time.Time, drop *Dropped) 
 			take := min(n, int64(budget))
 			alloc[i][j] = take
 			budget -= int(take)
-			drop.OverLimit += int(n - take)
+			total += int(n)
 		}
 	}
 	by := func(n int64) *redis.ZRangeBy { return &redis.ZRangeBy{Min: cutoff, Max: "+inf", Count: n} }
@@ -244,7 +244,7 @@ func (m *Monitor) registered(ctx context.Context, now time.Time, drop *Dropped) 
 		return nil
 	})
 	if err != nil && !isWrongType(err) {
-		return nil, fmt.Errorf("%w: read registry: %w", ErrUnavailable, err)
+		return nil, 0, fmt.Errorf("%w: read registry: %w", ErrUnavailable, err)
 	}
 	var out []candidate
 	for i, t := range types {
@@ -257,6 +257,7 @@ func (m *Monitor) registered(ctx context.Context, now time.Time, drop *Dropped) 
 				inst, _ := z.Member.(string)
 				if !validName(inst, false) {
 					drop.BadNames++
+					total--
 					continue
 				}
 				if seen[inst] {
@@ -274,12 +275,15 @@ func (m *Monitor) registered(ctx context.Context, now time.Time, drop *Dropped) 
 			}
 		}
 	}
-	return out, nil
+	return out, total, nil
 }
 
 // withFound adds the instances found by their key alone to cands and keeps
-// at most MaxInstances: the configured types' first, then by type.
-func (m *Monitor) withFound(cands []candidate, found []typeInstance, drop *Dropped) []candidate {
+// at most MaxInstances: the configured types' first, then by type. The
+// instances left out are counted from the larger of what the registries
+// hold (regTotal) and what was found: a registered instance beyond the
+// limit is most likely found by its key too.
+func (m *Monitor) withFound(cands []candidate, found []typeInstance, regTotal int, drop *Dropped) []candidate {
 	have := make(map[typeInstance]bool, len(cands))
 	for _, c := range cands {
 		have[typeInstance{c.Type, c.Instance}] = true
@@ -290,6 +294,7 @@ func (m *Monitor) withFound(cands []candidate, found []typeInstance, drop *Dropp
 			cands = append(cands, candidate{Observation: Observation{Type: k.typ, Instance: k.instance}})
 		}
 	}
+	drop.OverLimit = max(regTotal, len(cands)) - min(len(cands), m.cfg.MaxInstances)
 	if len(cands) <= m.cfg.MaxInstances {
 		return cands
 	}
@@ -302,7 +307,6 @@ func (m *Monitor) withFound(cands []candidate, found []typeInstance, drop *Dropp
 	slices.SortStableFunc(cands, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(rank(a.Type), rank(b.Type)), cmp.Compare(a.Type, b.Type))
 	})
-	drop.OverLimit += len(cands) - m.cfg.MaxInstances
 	return cands[:m.cfg.MaxInstances]
 }
 

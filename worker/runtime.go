@@ -388,12 +388,13 @@ func (r *Runtime) publisher(s broker.Subscription, probe consumerProbe) (*heartb
 		return nil, nil
 	}
 	cfg := heartbeat.PublisherConfig{
-		Type:     s.Group,
-		Instance: r.Instance(),
-		Interval: r.hb.Interval.Duration(),
-		TTL:      r.hb.TTL.Duration(),
-		Prefix:   r.prefix,
-		Logger:   r.log,
+		Type:         s.Group,
+		Instance:     r.Instance(),
+		Interval:     r.hb.Interval.Duration(),
+		TTL:          r.hb.TTL.Duration(),
+		MissingAfter: r.hb.MissingAfter.Duration(),
+		Prefix:       r.prefix,
+		Logger:       r.log,
 	}
 	if probe != nil {
 		cfg.Lag = func(ctx context.Context) (int64, error) { return probe.ConsumerLag(ctx, s.Topic, s.Group) }
