@@ -28,8 +28,9 @@ const (
 	// series of /metrics).
 	DefaultMaxInstances = 10_000
 	// DefaultScanKeysPerCheck bounds the keys one check's discovery SCAN
-	// examines (100 round trips of 1,000).
-	DefaultScanKeysPerCheck = 100_000
+	// examines (two round trips of 5,000): a pass over a Redis of N keys
+	// spans N/10,000 checks, each of bounded cost.
+	DefaultScanKeysPerCheck = 10_000
 )
 
 // PublisherConfig configures a Publisher.
@@ -151,7 +152,10 @@ type MonitorConfig struct {
 	MaxInstances int
 	// ScanKeysPerCheck bounds the keys one check's discovery of heartbeat
 	// keys (SCAN) examines: in a Redis holding more keys, a pass spans
-	// several checks. Default DefaultScanKeysPerCheck (100,000).
+	// several checks, and an instance found by its key alone is recorded
+	// (workers:{type}:discovered) so that later checks read it without
+	// scanning. Default DefaultScanKeysPerCheck (10,000); a one-shot
+	// reader (redrive workers) sets it high enough for a whole pass.
 	ScanKeysPerCheck int
 	// Logger receives the failures to record discovered instances, once
 	// per outage. Default slog.Default().

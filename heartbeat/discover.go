@@ -13,7 +13,7 @@ import (
 
 // scanCount is the COUNT of one discovery SCAN: the keys Redis examines
 // per round trip.
-const scanCount = 1000
+const scanCount = 5000
 
 // typeInstance names one instance.
 type typeInstance struct{ typ, instance string }

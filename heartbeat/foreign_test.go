@@ -289,3 +289,33 @@ func TestPrefixIsolates(t *testing.T) {
 		t.Errorf("rows under %q: %+v", prefix+"ours*:", rows)
 	}
 }
+
+// TestDiscoveryBudget: with the smallest budget (one SCAN per check) a
+// pass over the shared Redis spans checks, goes on where the last one
+// stopped, and each key-only instance it finds is recorded, so that it
+// stays in the table at every later check.
+func TestDiscoveryBudget(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := newRedis(t)
+	ctx := t.Context()
+	keys := Keys{Prefix: prefix}
+	v := `{"timestamp":"` + time.Now().UTC().Format(time.RFC3339Nano) + `","status":"RUNNING"}`
+	for i := range 5 {
+		rdb.Set(ctx, keys.Heartbeat("budget", strconv.Itoa(i)), v, time.Minute)
+	}
+	m := newMonitor(t, rdb, MonitorConfig{Prefix: prefix, ScanKeysPerCheck: 1})
+	seen := 0
+	for checks := 1; seen < 5; checks++ {
+		rows := mustCheck(t, m)
+		if len(rows) < seen {
+			t.Fatalf("check %d: %d rows, fewer than the %d seen before: a recorded instance was lost", checks, len(rows), seen)
+		}
+		seen = len(rows)
+		if checks > 10_000 {
+			t.Fatalf("after %d checks only %d of 5 instances found: the pass does not go on", checks, seen)
+		}
+	}
+	if n, _ := rdb.ZCard(ctx, keys.Discovered("budget")).Result(); n != 5 {
+		t.Errorf("%d instances recorded, want 5", n)
+	}
+}

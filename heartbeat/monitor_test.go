@@ -13,8 +13,14 @@ import (
 	"github.com/redrive/redrive/internal/testenv"
 )
 
+// newMonitor returns a monitor of cfg; unless cfg bounds it, its
+// discovery makes a whole pass over the shared Redis at every check (the
+// keys of tests running beside this one must not delay what it checks).
 func newMonitor(t testing.TB, rdb redis.Cmdable, cfg MonitorConfig) *Monitor {
 	t.Helper()
+	if cfg.ScanKeysPerCheck == 0 {
+		cfg.ScanKeysPerCheck = 1 << 30
+	}
 	m, err := NewMonitor(rdb, cfg)
 	if err != nil {
 		t.Fatalf("NewMonitor: %v", err)

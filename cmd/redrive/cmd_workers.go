@@ -86,7 +86,9 @@ func workers(ctx context.Context, inv *invocation, timeout time.Duration, retire
 	log := logger()
 	rdb := daemon.RedisClient(c, log)
 	defer rdb.Close()
-	mon, err := daemon.HeartbeatMonitor(c, rdb, log)
+	mcfg := daemon.HeartbeatMonitorConfig(c, log)
+	mcfg.ScanKeysPerCheck = wholeScan // one check: every key found by its key alone, within --timeout
+	mon, err := heartbeat.NewMonitor(rdb, mcfg)
 	if err != nil {
 		return badInput(err)
 	}
@@ -133,6 +135,10 @@ func workers(ctx context.Context, inv *invocation, timeout time.Duration, retire
 	}
 	return workersExit(rows, names)
 }
+
+// wholeScan is the discovery budget of `redrive workers`: a whole pass
+// over any Redis it is likely to meet, bounded by --timeout.
+const wholeScan = 100_000_000
 
 // workersExit is the exit of `redrive workers`: the worst severity of the
 // configured workers' rows (of every row when none is configured), 0 for

@@ -185,13 +185,20 @@ func (m *monitoring) close() {
 // heartbeatMonitor is the monitor of the configured heartbeat thresholds;
 // each worker type is graded on the lag thresholds of its topic.
 func HeartbeatMonitor(c *config.Config, rdb redis.Cmdable, log *slog.Logger) (*heartbeat.Monitor, error) {
+	return heartbeat.NewMonitor(rdb, HeartbeatMonitorConfig(c, log))
+}
+
+// HeartbeatMonitorConfig is the monitor configuration of c: its
+// heartbeat thresholds, prefix and limit; each worker type is graded on
+// the lag thresholds of its topic.
+func HeartbeatMonitorConfig(c *config.Config, log *slog.Logger) heartbeat.MonitorConfig {
 	th := map[string]heartbeat.LagThreshold{}
 	for _, w := range c.Workers {
 		if t, ok := c.Lag.Thresholds[w.Topic]; ok {
 			th[w.Name] = heartbeat.LagThreshold{Warning: t.Warning, Critical: t.Critical}
 		}
 	}
-	return heartbeat.NewMonitor(rdb, heartbeat.MonitorConfig{
+	return heartbeat.MonitorConfig{
 		Prefix:             c.Redis.Prefix,
 		MissingAfter:       c.Heartbeat.MissingAfter.Duration(),
 		IdleAfter:          c.Heartbeat.IdleAfter.Duration(),
@@ -200,7 +207,7 @@ func HeartbeatMonitor(c *config.Config, rdb redis.Cmdable, log *slog.Logger) (*h
 		Workers:            WorkerNames(c),
 		MaxInstances:       c.Heartbeat.MaxInstances,
 		Logger:             log,
-	})
+	}
 }
 
 // HeartbeatKeys names the heartbeat keys of c's Redis (redis.prefix).
