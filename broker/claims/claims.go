@@ -152,7 +152,11 @@ func (c *Counter) Claim(ctx context.Context, key string) (int64, error) {
 // notACount reports whether err is Redis refusing to count because the
 // key holds something else than a count (a value someone else wrote).
 func notACount(err error) bool {
-	return err != nil && (strings.HasPrefix(err.Error(), "WRONGTYPE") || strings.Contains(err.Error(), "not an integer"))
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.HasPrefix(msg, "WRONGTYPE") || strings.Contains(msg, "not an integer") || strings.Contains(msg, "overflow")
 }
 
 // reset replaces a key that holds no count (another type, text, a number
