@@ -49,6 +49,9 @@ func (c *Console) workers(w http.ResponseWriter, r *http.Request, ss *session) {
 		v.Paused = pausedTypes(v.Rows)
 		v.Chart = c.workersChart(c.now())
 		for _, r := range v.Rows {
+			if r.Instance == heartbeat.NeverSeenInstance && r.LastSeen.IsZero() {
+				continue // configured, never beat: nothing to pause
+			}
 			if r.Type != "*" && !slices.Contains(v.Types, r.Type) {
 				v.Types = append(v.Types, r.Type)
 			}
