@@ -94,9 +94,12 @@ func Retire(ctx context.Context, rdb redis.Cmdable, keys Keys, typ, instance, ac
 	return r, nil
 }
 
-// Retirements returns the retirements among the last n audit records,
-// newest first (the stream holds pauses and resumes too).
+// Retirements returns the retirements among the last n audit records
+// (at most 10,000, the stream's length), newest first (the stream holds
+// pauses and resumes too). Fields are cut to their bounds and times that
+// are no time are zero: the stream is read as anyone may have written it.
 func Retirements(ctx context.Context, rdb redis.Cmdable, keys Keys, n int64) ([]Retirement, error) {
+	n = min(n, auditLen)
 	msgs, err := rdb.XRevRangeN(ctx, keys.Audit(), "+", "-", n).Result()
 	if err != nil {
 		return nil, fmt.Errorf("%w: read %s: %w", ErrUnavailable, keys.Audit(), err)
