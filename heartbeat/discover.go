@@ -93,7 +93,9 @@ func (m *Monitor) readValues(ctx context.Context, cands []candidate, now time.Ti
 	wg.Wait()
 	for _, st := range stops {
 		for k, i := range st.cands {
-			cands[i].StoppingSince = st.since[k]
+			if k < len(st.since) { // none when the read failed
+				cands[i].StoppingSince = st.since[k]
+			}
 		}
 	}
 	return first
