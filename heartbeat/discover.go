@@ -101,12 +101,16 @@ func (m *Monitor) readValues(ctx context.Context, cands []candidate, now time.Ti
 	return first
 }
 
+// The bounds of GETRANGE, boxed once: a check reads thousands of keys.
+var argZero, argMaxValue any = 0, MaxValueLen
+
 // readChunk reads and decodes the keys of part.
 func (m *Monitor) readChunk(ctx context.Context, part []candidate, now time.Time) error {
 	cmds := make([]*redis.StringCmd, len(part))
 	_, err := m.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, c := range part {
-			cmds[i] = pipe.GetRange(ctx, m.keys.Heartbeat(c.Type, c.Instance), 0, MaxValueLen)
+			cmds[i] = redis.NewStringCmd(ctx, "getrange", m.keys.Heartbeat(c.Type, c.Instance), argZero, argMaxValue)
+			_ = pipe.Process(ctx, cmds[i])
 		}
 		return nil
 	})
@@ -205,6 +209,9 @@ func (m *Monitor) readStopping(ctx context.Context, stops []*stoppingRead, now t
 		st.since = make([]time.Time, len(st.instances))
 		for k, v := range cmds[j].Val() {
 			s, _ := v.(string)
+			if s == "" {
+				continue // no mark (most instances): no parse, no error to allocate
+			}
 			if f, err := strconv.ParseFloat(s, 64); err == nil && k < len(st.since) {
 				st.since[k], _ = scoreTime(f, now)
 			}

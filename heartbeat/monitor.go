@@ -112,6 +112,32 @@ type candidate struct {
 	registered bool    // in workers:{type}: its publisher keeps it
 	discovered float64 // its score in workers:{type}:discovered; 0 = none
 	badScore   error   // its registry score is no time
+	read       bool    // its key was read
+}
+
+// readNew reads the keys of the candidates not read yet (found by
+// discovery alone).
+func (m *Monitor) readNew(ctx context.Context, cands []candidate, now time.Time) error {
+	var idx []int
+	for i := range cands {
+		if !cands[i].read {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	fresh := make([]candidate, len(idx))
+	for j, i := range idx {
+		fresh[j] = cands[i]
+	}
+	if err := m.readValues(ctx, fresh, now); err != nil {
+		return err
+	}
+	for j, i := range idx {
+		cands[i] = fresh[j]
+	}
+	return nil
 }
 
 // Read returns what Redis holds about every instance seen within
@@ -126,9 +152,15 @@ type candidate struct {
 func (m *Monitor) Read(ctx context.Context) ([]Observation, error) {
 	now := m.now()
 	drop := Dropped{Limit: m.cfg.MaxInstances}
+	// Discovery runs beside the registry's instances and their keys; the
+	// keys it finds that no registry names (none in the steady state:
+	// they were recorded) are read after it.
 	found := make(chan scanResult, 1)
 	go func() { found <- m.scan(ctx) }()
 	cands, regTotal, err := m.registered(ctx, now, &drop)
+	if err == nil {
+		err = m.readValues(ctx, cands, now)
+	}
 	scanned := <-found
 	if err != nil {
 		return nil, err
@@ -137,8 +169,11 @@ func (m *Monitor) Read(ctx context.Context) ([]Observation, error) {
 		return nil, scanned.err
 	}
 	drop.BadNames += scanned.badNames
+	for i := range cands {
+		cands[i].read = true
+	}
 	cands = m.withFound(cands, scanned.keys, regTotal, &drop)
-	if err := m.readValues(ctx, cands, now); err != nil {
+	if err := m.readNew(ctx, cands, now); err != nil {
 		return nil, err
 	}
 	m.record(ctx, cands, now)
