@@ -440,4 +440,3 @@ func TestLoginThrottled(t *testing.T) {
 		t.Error("429 without Retry-After")
 	}
 }
-
