@@ -23,6 +23,14 @@ const (
 	DefaultIdleAfter          = 5 * time.Minute
 	DefaultShutdownStuckAfter = 2 * time.Minute
 	DefaultForgetAfter        = 24 * time.Hour
+	// DefaultMaxInstances bounds the instances one check reads (and so
+	// the rows of `redrive workers`, /healthz and the console, and the
+	// series of /metrics).
+	DefaultMaxInstances = 10_000
+	// DefaultScanKeysPerCheck bounds the keys one check's discovery SCAN
+	// examines (two round trips of 5,000): a pass over a Redis of N keys
+	// spans N/10,000 checks, each of bounded cost.
+	DefaultScanKeysPerCheck = 10_000
 )
 
 // PublisherConfig configures a Publisher.
@@ -40,6 +48,11 @@ type PublisherConfig struct {
 	ShutdownTTL time.Duration
 	// ForgetAfter: registry entries older than this are pruned; default 24 h.
 	ForgetAfter time.Duration
+	// MissingAfter is the monitor's heartbeat.missing_after: a publisher
+	// whose Instance is this process's default (hostname-pid) retires the
+	// instances of its type that ran on the same host, whose process is
+	// gone and whose last beat is older than this (MISSING); default 60 s.
+	MissingAfter time.Duration
 	// Prefix goes in front of every key (see Keys); default "".
 	Prefix string
 	// Lag, when set, is asked for the consumer lag before every beat
@@ -68,6 +81,9 @@ func (c PublisherConfig) WithDefaults() PublisherConfig {
 	if c.ForgetAfter <= 0 {
 		c.ForgetAfter = DefaultForgetAfter
 	}
+	if c.MissingAfter <= 0 {
+		c.MissingAfter = DefaultMissingAfter
+	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -91,6 +107,8 @@ func (c PublisherConfig) Validate() error {
 		return fmt.Errorf("%w: shutdown ttl %s is negative", ErrInvalidConfig, c.ShutdownTTL)
 	case c.ForgetAfter < 0:
 		return fmt.Errorf("%w: forget after %s is negative", ErrInvalidConfig, c.ForgetAfter)
+	case c.MissingAfter < 0:
+		return fmt.Errorf("%w: missing after %s is negative", ErrInvalidConfig, c.MissingAfter)
 	}
 	return nil
 }
@@ -125,6 +143,23 @@ type MonitorConfig struct {
 	// LagThresholds maps a worker type to the thresholds of its topic.
 	// Types without an entry are not graded on lag.
 	LagThresholds map[string]LagThreshold
+	// Workers are the configured worker types: read first, so that
+	// instances beyond MaxInstances are never theirs. Default none.
+	Workers []string
+	// MaxInstances bounds the instances one check reads; the others are
+	// left out and counted (Monitor.Dropped). Default
+	// DefaultMaxInstances (10,000).
+	MaxInstances int
+	// ScanKeysPerCheck bounds the keys one check's discovery of heartbeat
+	// keys (SCAN) examines: in a Redis holding more keys, a pass spans
+	// several checks, and an instance found by its key alone is recorded
+	// (workers:{type}:discovered) so that later checks read it without
+	// scanning. Default DefaultScanKeysPerCheck (10,000); a one-shot
+	// reader (redrive workers) sets it high enough for a whole pass.
+	ScanKeysPerCheck int
+	// Logger receives the failures to record discovered instances, once
+	// per outage. Default slog.Default().
+	Logger *slog.Logger
 }
 
 // WithDefaults returns c with the documented defaults filled in.
@@ -140,6 +175,15 @@ func (c MonitorConfig) WithDefaults() MonitorConfig {
 	}
 	if c.ForgetAfter <= 0 {
 		c.ForgetAfter = DefaultForgetAfter
+	}
+	if c.MaxInstances <= 0 {
+		c.MaxInstances = DefaultMaxInstances
+	}
+	if c.ScanKeysPerCheck <= 0 {
+		c.ScanKeysPerCheck = DefaultScanKeysPerCheck
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
 	}
 	return c
 }
@@ -157,6 +201,10 @@ func (c MonitorConfig) Validate() error {
 		return fmt.Errorf("%w: forget after %s is negative", ErrInvalidConfig, c.ForgetAfter)
 	case c.ForgetAfter > 0 && c.MissingAfter > 0 && c.ForgetAfter <= c.MissingAfter:
 		return fmt.Errorf("%w: forget after %s must exceed missing after %s", ErrInvalidConfig, c.ForgetAfter, c.MissingAfter)
+	case c.MaxInstances < 0:
+		return fmt.Errorf("%w: max instances %d is negative", ErrInvalidConfig, c.MaxInstances)
+	case c.ScanKeysPerCheck < 0:
+		return fmt.Errorf("%w: scan keys per check %d is negative", ErrInvalidConfig, c.ScanKeysPerCheck)
 	}
 	for typ, t := range c.LagThresholds {
 		switch {

@@ -73,7 +73,9 @@ func evaluate(cfg MonitorConfig, now time.Time, o Observation) WorkerStatus {
 	case o.DecodeErr != nil:
 		ws.Status = StatusUnknown
 		add(ConditionMalformed, "heartbeat key holds no valid heartbeat: %v", o.DecodeErr)
-		missing(o.LastSeen)
+		if !o.LastSeen.IsZero() {
+			missing(o.LastSeen)
+		}
 	case hb == nil && !o.StoppingSince.IsZero():
 		ws.Status = StatusShuttingDown
 		shutdown(o.StoppingSince)

@@ -24,7 +24,7 @@ func WithExpected(rows []WorkerStatus, expected []string, now time.Time) []Worke
 		out = append(out, WorkerStatus{
 			Type: typ, Instance: NeverSeenInstance, Status: StatusMissing, Severity: SeverityCritical,
 			Conditions: []Condition{ConditionMissing}, CheckedAt: now,
-			Reason: "configured, but no heartbeat seen: not running, or running without heartbeats (worker.Config.HeartbeatRedis)",
+			Reason: "configured, but no heartbeat seen: not running, or running without heartbeats (a redis: section in its configuration, or a publisher of docs/heartbeat-protocol.md)",
 		})
 	}
 	return out

@@ -13,8 +13,14 @@ import (
 	"github.com/redrive/redrive/internal/testenv"
 )
 
+// newMonitor returns a monitor of cfg; unless cfg bounds it, its
+// discovery makes a whole pass over the shared Redis at every check (the
+// keys of tests running beside this one must not delay what it checks).
 func newMonitor(t testing.TB, rdb redis.Cmdable, cfg MonitorConfig) *Monitor {
 	t.Helper()
+	if cfg.ScanKeysPerCheck == 0 {
+		cfg.ScanKeysPerCheck = 1 << 30
+	}
 	m, err := NewMonitor(rdb, cfg)
 	if err != nil {
 		t.Fatalf("NewMonitor: %v", err)
@@ -305,5 +311,48 @@ func TestMonitorConfigValidate(t *testing.T) {
 	d := MonitorConfig{}.WithDefaults()
 	if d.MissingAfter != time.Minute || d.IdleAfter != 5*time.Minute || d.ShutdownStuckAfter != 2*time.Minute || d.ForgetAfter != 24*time.Hour {
 		t.Errorf("defaults = %+v, want 60s / 5m / 2m / 24h", d)
+	}
+}
+
+// cutAt takes p down when a pipeline holding cmd is about to be sent.
+type cutAt struct {
+	p   *tcpproxy.Proxy
+	cmd string
+}
+
+func (h cutAt) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h cutAt) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h cutAt) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if c.Name() == h.cmd {
+				h.p.SetUp(false)
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestMonitorOutageMidCheck: Redis lost between the registry reads and
+// the reads of the keys and shutdown marks (a real outage, at that point
+// of the check) is an UNKNOWN check, never a crash of the sampler.
+func TestMonitorOutageMidCheck(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{"hmget", "getrange", "zrevrangebyscore"} {
+		t.Run(cmd, func(t *testing.T) {
+			direct, prefix := newRedis(t)
+			for _, inst := range []string{"a", "b"} {
+				if err := newPublisher(t, direct, PublisherConfig{Type: "w", Instance: inst, Prefix: prefix}).Beat(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			px := tcpproxy.New(t, testenv.Redis.URL())
+			rdb := client(t, px.Addr())
+			rdb.AddHook(cutAt{px, cmd})
+			rows, err := newMonitor(t, rdb, MonitorConfig{Prefix: prefix}).Check(t.Context())
+			if !errors.Is(err, ErrUnavailable) || len(rows) != 1 || rows[0].Severity != SeverityUnknown {
+				t.Fatalf("Check cut at %s: %+v, %v; want one UNKNOWN row and ErrUnavailable", cmd, rows, err)
+			}
+		})
 	}
 }

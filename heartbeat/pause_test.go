@@ -26,6 +26,17 @@ func TestPauses(t *testing.T) {
 			t.Fatalf("Pause(reason %q) = %v, want ErrBadReason", bad, err)
 		}
 	}
+	for _, bad := range []string{"", " ", " alice", "\x1b]52;c;ZXZpbA==\x07", "al\u202eice", "\xff", strings.Repeat("a", MaxActorLen+1)} {
+		if _, err := ps.Pause(ctx, "payout", bad, "maintenance"); !errors.Is(err, ErrBadActor) {
+			t.Fatalf("Pause(actor %q) = %v, want ErrBadActor", bad, err)
+		}
+		if _, err := ps.Resume(ctx, "payout", bad); !errors.Is(err, ErrBadActor) {
+			t.Fatalf("Resume(actor %q) = %v, want ErrBadActor", bad, err)
+		}
+		if _, err := Retire(ctx, rdb, keys, "payout", "a", bad, "gone"); !errors.Is(err, ErrBadActor) {
+			t.Fatalf("Retire(actor %q) = %v, want ErrBadActor", bad, err)
+		}
+	}
 	if _, err := ps.Resume(ctx, "payout", "alice"); !errors.Is(err, ErrNotPaused) {
 		t.Fatalf("Resume(not paused) = %v, want ErrNotPaused", err)
 	}
@@ -78,7 +89,7 @@ func TestPausedBeat(t *testing.T) {
 	if err := p.Beat(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hb, err := decodeHeartbeat(rdb.Get(ctx, p.Key()).Val())
+	hb, err := decodeHeartbeat(rdb.Get(ctx, p.Key()).Val(), time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +109,30 @@ func TestPausedBeat(t *testing.T) {
 	if err := p.Beat(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if hb, _ := decodeHeartbeat(rdb.Get(ctx, p.Key()).Val()); hb.Status != StatusRunning || hb.PausedBy != "" {
+	if hb, _ := decodeHeartbeat(rdb.Get(ctx, p.Key()).Val(), time.Now()); hb.Status != StatusRunning || hb.PausedBy != "" {
 		t.Fatalf("beat after SetRunning = %+v", hb)
+	}
+}
+
+// TestPauseReadAsWritten: a pause hash written by hand (a huge reason,
+// escapes, a time that is no time, extra fields, no fields the worker
+// knows, the wrong type) reads as a pause, bounded, never an error.
+func TestPauseReadAsWritten(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := newRedis(t)
+	ctx := t.Context()
+	keys := Keys{Prefix: prefix}
+	ps := Pauses{RDB: rdb, Keys: keys}
+	rdb.HSet(ctx, keys.Paused("a"), "actor", strings.Repeat("x", 1<<20), "reason", "\x1b[2J"+strings.Repeat("r", 1<<20), "at", "1e300", "junk", "y")
+	rdb.HSet(ctx, keys.Paused("b"), "junk", "y")
+	rdb.Set(ctx, keys.Paused("c"), "a string", time.Minute)
+	for _, typ := range []string{"a", "b", "c"} {
+		pa, ok, err := ps.Get(ctx, typ)
+		if err != nil || !ok {
+			t.Fatalf("Get(%s) = %v, %v, want a pause", typ, ok, err)
+		}
+		if len(pa.Actor) > MaxActorLen+3 || len(pa.Reason) > MaxPauseReasonLen+3 || !pa.At.IsZero() {
+			t.Errorf("Get(%s) = actor of %d bytes, reason of %d, at %s: not bounded", typ, len(pa.Actor), len(pa.Reason), pa.At)
+		}
 	}
 }

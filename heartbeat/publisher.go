@@ -33,6 +33,7 @@ type Publisher struct {
 	down    sampling.Outage            // Redis unreachable
 	lagDown sampling.Outage            // cfg.Lag failing
 	pause   atomic.Pointer[pauseState] // nil while running
+	succ    *successor                 // nil unless the instance is hostname-pid
 
 	now    func() time.Time
 	onBeat func(Status, error) // test hook, called after each beat of Run
@@ -54,6 +55,7 @@ func NewPublisher(rdb redis.Cmdable, cfg PublisherConfig) (*Publisher, error) {
 		key:     keys.Heartbeat(cfg.Type, cfg.Instance),
 		started: time.Now(),
 		now:     time.Now,
+		succ:    newSuccessor(cfg.Instance),
 	}, nil
 }
 
@@ -128,13 +130,18 @@ func (p *Publisher) Beat(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("heartbeat: encode %s: %w", p.key, err)
 	}
+	var stale *redis.ZSliceCmd
 	_, err = p.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		pipe.Set(ctx, p.key, data, p.cfg.TTL)
 		p.register(ctx, pipe, hb.Timestamp)
 		pipe.HDel(ctx, p.keys.Stopping(p.cfg.Type), p.cfg.Instance)
+		stale = p.staleQuery(ctx, pipe, hb.Timestamp)
 		return nil
 	})
-	return p.observe("beat", err)
+	if err = p.observe("beat", err); err == nil {
+		p.retirePredecessors(ctx, stale)
+	}
+	return err
 }
 
 // Shutdown writes a SHUTTING_DOWN heartbeat with the shutdown TTL and

@@ -2,6 +2,7 @@ package heartbeat
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -96,32 +97,60 @@ func (h Heartbeat) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
-// UnmarshalJSON reads the wire form; timestamps may be any RFC 3339 time.
+// UnmarshalJSON reads the wire form of any publisher (see
+// docs/heartbeat-protocol.md): timestamps RFC 3339 of any precision or
+// epoch milliseconds; a missing timestamp is an error. It does not judge
+// whether the times are plausible: the monitor does.
 func (h *Heartbeat) UnmarshalJSON(data []byte) error {
-	var w heartbeatJSON
+	var w wireJSON
 	if err := json.Unmarshal(data, &w); err != nil {
+		return jsonError(err)
+	}
+	out, err := w.heartbeat()
+	if err != nil {
 		return err
 	}
-	ts, err := time.Parse(time.RFC3339Nano, w.Timestamp)
-	if err != nil {
-		return fmt.Errorf("timestamp: %w", err)
-	}
-	out := Heartbeat{Timestamp: ts, Status: w.Status, ConsumerLag: w.ConsumerLag, PausedBy: w.PausedBy, PauseReason: w.PauseReason}
-	if w.LastMessageAt != nil {
-		if out.LastMessageAt, err = time.Parse(time.RFC3339Nano, *w.LastMessageAt); err != nil {
-			return fmt.Errorf("last_message_at: %w", err)
-		}
-	}
-	if w.StartedAt != "" {
-		if out.StartedAt, err = time.Parse(time.RFC3339Nano, w.StartedAt); err != nil {
-			return fmt.Errorf("started_at: %w", err)
-		}
-	}
-	if w.NextProbeAt != "" {
-		if out.NextProbeAt, err = time.Parse(time.RFC3339Nano, w.NextProbeAt); err != nil {
-			return fmt.Errorf("next_probe_at: %w", err)
-		}
+	if out.Timestamp.IsZero() {
+		return errors.New("timestamp is missing")
 	}
 	*h = out
 	return nil
+}
+
+// wireJSON is what a heartbeat value may hold: the timestamps are kept
+// raw, since a publisher may write a string or a number.
+type wireJSON struct {
+	Timestamp     json.RawMessage `json:"timestamp"`
+	Status        Status          `json:"status"`
+	LastMessageAt json.RawMessage `json:"last_message_at"`
+	ConsumerLag   *int64          `json:"consumer_lag"`
+	StartedAt     json.RawMessage `json:"started_at"`
+	PausedBy      string          `json:"paused_by"`
+	PauseReason   string          `json:"pause_reason"`
+	NextProbeAt   json.RawMessage `json:"next_probe_at"`
+}
+
+// heartbeat converts w, naming the field whose time cannot be read.
+func (w wireJSON) heartbeat() (Heartbeat, error) {
+	out := Heartbeat{Status: w.Status, PausedBy: w.PausedBy, PauseReason: w.PauseReason}
+	if w.ConsumerLag != nil {
+		out.ConsumerLag = *w.ConsumerLag
+	}
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+		dst  *time.Time
+	}{
+		{"timestamp", w.Timestamp, &out.Timestamp},
+		{"last_message_at", w.LastMessageAt, &out.LastMessageAt},
+		{"started_at", w.StartedAt, &out.StartedAt},
+		{"next_probe_at", w.NextProbeAt, &out.NextProbeAt},
+	} {
+		t, err := parseTime(f.raw)
+		if err != nil {
+			return Heartbeat{}, fmt.Errorf("%s: %w", f.name, err)
+		}
+		*f.dst = t
+	}
+	return out, nil
 }

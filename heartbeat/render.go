@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"text/tabwriter"
 	"time"
+
+	"github.com/redrive/redrive/internal/termtext"
 )
 
 // Render writes rows as the table of `redrive workers`: one line per
@@ -29,8 +31,8 @@ func Render(w io.Writer, rows []WorkerStatus) error {
 			lag = strconv.FormatInt(r.Lag, 10)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			r.Type, r.Instance, r.Status, r.Severity,
-			ago(r.CheckedAt, r.LastSeen), ago(r.CheckedAt, r.LastMessageAt), lag, reason)
+			cell(r.Type), cell(r.Instance), cell(string(r.Status)), cell(string(r.Severity)),
+			ago(r.CheckedAt, r.LastSeen), ago(r.CheckedAt, r.LastMessageAt), lag, termtext.Printable(reason))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("heartbeat: render: %w", err)
@@ -41,6 +43,16 @@ func Render(w io.Writer, rows []WorkerStatus) error {
 		return fmt.Errorf("heartbeat: render: %w", err)
 	}
 	return nil
+}
+
+// cell is a value from Redis as a cell of the table: escaped for the
+// terminal (termtext.Printable), and never empty, which would shift the
+// columns.
+func cell(s string) string {
+	if s == "" {
+		return `""`
+	}
+	return termtext.Printable(s)
 }
 
 // ago renders t relative to now: "-" for a zero time, "3s ago", or "in 2s"

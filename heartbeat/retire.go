@@ -44,27 +44,42 @@ type Retirement struct {
 // (heartbeat.instance) needs no retiring: it takes over its own key.
 func Retire(ctx context.Context, rdb redis.Cmdable, keys Keys, typ, instance, actor, reason string) (Retirement, error) {
 	r := Retirement{At: time.Now(), Type: typ, Instance: instance, Actor: actor, Reason: reason}
-	score, err := rdb.ZScore(ctx, keys.Registry(typ), instance).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return r, fmt.Errorf("%w: %s/%s", ErrNoInstance, typ, instance)
-	case err != nil:
+	if err := CheckActor(actor); err != nil {
+		return r, err
+	}
+	if err := checkText(ErrBadReason, reason, MaxPauseReasonLen, "say why it is retired"); err != nil {
+		return r, err
+	}
+	var reg, disc *redis.FloatCmd
+	_, err := rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
+		reg = pipe.ZScore(ctx, keys.Registry(typ), instance)
+		disc = pipe.ZScore(ctx, keys.Discovered(typ), instance)
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) && !isWrongType(err) {
 		return r, fmt.Errorf("%w: read %s: %w", ErrUnavailable, keys.Registry(typ), err)
 	}
-	r.LastSeen = fromUnixSeconds(score)
+	score, err := reg.Result()
+	if err != nil {
+		if score, err = disc.Result(); err != nil {
+			return r, fmt.Errorf("%w: %s/%s", ErrNoInstance, typ, instance)
+		}
+	}
+	r.LastSeen, _ = scoreTime(score, r.At) // zero when it is no time
 	key := keys.Heartbeat(typ, instance)
-	raw, err := rdb.Get(ctx, key).Result()
+	raw, err := rdb.GetRange(ctx, key, 0, MaxValueLen).Result()
 	switch {
-	case errors.Is(err, redis.Nil):
+	case isWrongType(err), err == nil && raw == "":
 	case err != nil:
 		return r, fmt.Errorf("%w: read %s: %w", ErrUnavailable, key, err)
 	default:
-		if hb, err := decodeHeartbeat(raw); err == nil && hb.Status == StatusRunning {
+		if hb, err := decodeHeartbeat(raw, r.At); err == nil && hb.Status == StatusRunning {
 			return r, fmt.Errorf("%w: %s/%s beat %s ago", ErrInstanceRunning, typ, instance, short(time.Since(hb.Timestamp)))
 		}
 	}
 	_, err = rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 		pipe.ZRem(ctx, keys.Registry(typ), instance)
+		pipe.ZRem(ctx, keys.Discovered(typ), instance)
 		pipe.HDel(ctx, keys.Stopping(typ), instance)
 		pipe.Del(ctx, key)
 		pipe.XAdd(ctx, &redis.XAddArgs{Stream: keys.Audit(), MaxLen: auditLen, Approx: true, Values: map[string]any{
@@ -79,27 +94,38 @@ func Retire(ctx context.Context, rdb redis.Cmdable, keys Keys, typ, instance, ac
 	return r, nil
 }
 
-// Retirements returns the retirements among the last n audit records,
-// newest first (the stream holds pauses and resumes too).
+// Retirements returns the retirements among the last n audit records
+// (at most 10,000, the stream's length), newest first (the stream holds
+// pauses and resumes too). Fields are cut to their bounds and times that
+// are no time are zero: the stream is read as anyone may have written it.
 func Retirements(ctx context.Context, rdb redis.Cmdable, keys Keys, n int64) ([]Retirement, error) {
+	n = min(n, auditLen)
 	msgs, err := rdb.XRevRangeN(ctx, keys.Audit(), "+", "-", n).Result()
 	if err != nil {
 		return nil, fmt.Errorf("%w: read %s: %w", ErrUnavailable, keys.Audit(), err)
 	}
+	now := time.Now()
 	out := make([]Retirement, 0, len(msgs))
 	for _, m := range msgs {
 		str := func(k string) string { s, _ := m.Values[k].(string); return s }
 		if a := str("action"); a != "" && a != "retire" {
 			continue
 		}
-		r := Retirement{Type: str("type"), Instance: str("instance"), Actor: str("actor"), Reason: str("reason")}
-		if f, err := strconv.ParseFloat(str("at"), 64); err == nil {
-			r.At = fromUnixSeconds(f)
-		}
-		if f, err := strconv.ParseFloat(str("last_seen"), 64); err == nil {
-			r.LastSeen = fromUnixSeconds(f)
-		}
+		r := Retirement{Type: cut(str("type"), MaxNameLen), Instance: cut(str("instance"), MaxNameLen),
+			Actor: cut(str("actor"), MaxActorLen), Reason: cut(str("reason"), MaxPauseReasonLen),
+			At: auditTime(str("at"), now), LastSeen: auditTime(str("last_seen"), now)}
 		out = append(out, r)
 	}
 	return out, nil
+}
+
+// auditTime reads a time of the audit stream (unix seconds); zero when it
+// is none.
+func auditTime(s string, now time.Time) time.Time {
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	t, _ := scoreTime(f, now)
+	return t
 }

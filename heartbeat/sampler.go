@@ -23,6 +23,8 @@ const (
 	MetricWorkerStatus       = "redrive_worker_status"
 	MetricRunningInstances   = "redrive_worker_running_instances"
 	MetricWorkerPaused       = "redrive_worker_paused"
+	MetricInstancesDropped   = "redrive_worker_instances_dropped"
+	MetricInstancesLimit     = "redrive_worker_instances_limit"
 )
 
 // LabelInstance is the label of a worker instance on the sampler's series.
@@ -70,16 +72,19 @@ type Sampler struct {
 	mon *Monitor
 	cfg SamplerConfig
 
-	mu   sync.RWMutex
-	rows []WorkerStatus
-	at   time.Time
-	err  error
-	hist *timeseries.History
+	mu      sync.RWMutex
+	rows    []WorkerStatus
+	at      time.Time
+	err     error
+	dropped Dropped
+	hist    *timeseries.History
 
 	tsDesc      *prometheus.Desc
 	statusDesc  *prometheus.Desc
 	runningDesc *prometheus.Desc
 	pausedDesc  *prometheus.Desc
+	droppedDesc *prometheus.Desc
+	limitDesc   *prometheus.Desc
 }
 
 // Validate returns nil when c is usable, else an error naming the first
@@ -134,6 +139,12 @@ func NewSampler(mon *Monitor, cfg SamplerConfig) (*Sampler, error) {
 		pausedDesc: prometheus.NewDesc(MetricWorkerPaused,
 			"1 for each worker instance that beats PAUSED: reason operator (redrive workers pause) or kill_switch (its kill switch tripped); dlq_severity is the configured worker's.",
 			[]string{"type", LabelInstance, "reason", "dlq_severity"}, nil),
+		droppedDesc: prometheus.NewDesc(MetricInstancesDropped,
+			"Worker instances the last sample left out: reason over_limit (beyond heartbeat.max_instances; configured workers are read first) or bad_name (a name or registry key no worker can have), as of the last sample.",
+			[]string{"reason"}, nil),
+		limitDesc: prometheus.NewDesc(MetricInstancesLimit,
+			"The most worker instances a sample reads (heartbeat.max_instances).",
+			nil, nil),
 	}, nil
 }
 
@@ -142,13 +153,40 @@ func NewSampler(mon *Monitor, cfg SamplerConfig) (*Sampler, error) {
 func (s *Sampler) Sample(ctx context.Context) error {
 	rows, err := s.mon.Check(ctx)
 	at := time.Now()
-	if err == nil {
-		s.recordHistory(at, rows)
-	}
 	s.mu.Lock()
+	before := s.dropped
+	if err == nil {
+		s.dropped = s.mon.Dropped()
+	}
+	after := s.dropped
 	s.rows, s.at, s.err = rows, at, err
 	s.mu.Unlock()
+	if err == nil {
+		s.recordHistory(at, rows)
+		s.logDropped(before, after)
+	}
 	return err
+}
+
+// logDropped says when a sample begins or stops leaving instances out,
+// and when what it leaves out changes.
+func (s *Sampler) logDropped(before, after Dropped) {
+	switch {
+	case after.OverLimit == before.OverLimit && after.BadNames == before.BadNames:
+	case after.Total() == 0:
+		s.cfg.Logger.Info("heartbeat: every worker instance is read again")
+	default:
+		s.cfg.Logger.Warn("heartbeat: worker instances left out of the table, /healthz and /metrics",
+			"over_limit", after.OverLimit, "limit", after.Limit, "bad_name", after.BadNames,
+			"hint", "raise heartbeat.max_instances, or look for what writes these keys (redis.prefix isolates applications)")
+	}
+}
+
+// Dropped returns what the last sample left out (see Monitor.Dropped).
+func (s *Sampler) Dropped() Dropped {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.dropped
 }
 
 // Run samples now and then every Interval until ctx ends, and returns nil
@@ -163,11 +201,22 @@ func (s *Sampler) Run(ctx context.Context) error {
 }
 
 // Last returns the rows of the last sample, when it was taken and its
-// error; zero values before the first sample.
+// error; zero values before the first sample. Like `redrive workers`, it
+// has a MISSING row (instance NeverSeenInstance) for every configured
+// worker of which no heartbeat was seen (WithExpected), unless Redis
+// could not be read.
 func (s *Sampler) Last() ([]WorkerStatus, time.Time, error) {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.rows, s.at, s.err
+	rows, at, err := s.rows, s.at, s.err
+	s.mu.RUnlock()
+	if at.IsZero() || err != nil || len(s.cfg.Workers) == 0 {
+		return rows, at, err
+	}
+	types := make([]string, len(s.cfg.Workers))
+	for i, w := range s.cfg.Workers {
+		types[i] = w.Type
+	}
+	return WithExpected(rows, types, at), at, nil
 }
 
 // Describe implements prometheus.Collector.
@@ -176,6 +225,8 @@ func (s *Sampler) Describe(ch chan<- *prometheus.Desc) {
 	ch <- s.statusDesc
 	ch <- s.runningDesc
 	ch <- s.pausedDesc
+	ch <- s.droppedDesc
+	ch <- s.limitDesc
 }
 
 // Collect implements prometheus.Collector from the cached sample.
@@ -185,9 +236,14 @@ func (s *Sampler) Describe(ch chan<- *prometheus.Desc) {
 // cannot be read.
 func (s *Sampler) Collect(ch chan<- prometheus.Metric) {
 	s.mu.RLock()
-	rows, at, err := s.rows, s.at, s.err
+	rows, at, err, dropped := s.rows, s.at, s.err, s.dropped
 	s.mu.RUnlock()
+	if !at.IsZero() {
+		ch <- constMetric(s.limitDesc, prometheus.GaugeValue, float64(s.mon.cfg.MaxInstances))
+	}
 	if !at.IsZero() && err == nil {
+		ch <- constMetric(s.droppedDesc, prometheus.GaugeValue, float64(dropped.OverLimit), "over_limit")
+		ch <- constMetric(s.droppedDesc, prometheus.GaugeValue, float64(dropped.BadNames), "bad_name")
 		running := make(map[string]int, len(s.cfg.Workers))
 		for _, r := range rows {
 			if r.Running() || r.Paused() {

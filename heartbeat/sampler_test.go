@@ -143,3 +143,52 @@ func newSampler(t *testing.T, m *Monitor, cfg SamplerConfig) *Sampler {
 	}
 	return s
 }
+
+// TestSamplerSameRowsAsTheCLI: Sampler.Last (what the console and
+// /healthz show) holds, like `redrive workers`, a MISSING row for every
+// configured worker never seen; the scrape has no series for it, and
+// says what the sample left out and the limit.
+func TestSamplerSameRowsAsTheCLI(t *testing.T) {
+	t.Parallel()
+	rdb, prefix := newRedis(t)
+	ctx := t.Context()
+	keys := Keys{Prefix: prefix}
+	v := `{"timestamp":"` + time.Now().UTC().Format(time.RFC3339Nano) + `","status":"RUNNING"}`
+	for _, inst := range []string{"a", "b", "c"} {
+		rdb.Set(ctx, keys.Heartbeat("seen", inst), v, time.Minute)
+	}
+	m := newMonitor(t, rdb, MonitorConfig{Prefix: prefix, MaxInstances: 2})
+	s := newSampler(t, m, SamplerConfig{Workers: []Worker{{Type: "seen"}, {Type: "never", DLQSeverity: "critical"}}})
+	if err := s.Sample(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, at, err := s.Last()
+	raw, _ := m.Check(ctx)
+	want := WithExpected(raw, []string{"seen", "never"}, at)
+	if err != nil || len(rows) != len(want) || len(rows) != 3 {
+		t.Fatalf("Last = %d rows, %v; want the CLI's %d", len(rows), err, len(want))
+	}
+	never := rowOf(t, rows, "never", NeverSeenInstance)
+	wantRow(t, never, StatusMissing, SeverityCritical, ConditionMissing)
+	if d := s.Dropped(); d.OverLimit != 1 || d.Limit != 2 {
+		t.Errorf("Dropped = %+v, want 1 over the limit of 2", d)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s)
+	fams := testenv.Scrape(t, reg)
+	if n := series(t, reg, MetricWorkerStatus, "never") + series(t, reg, MetricHeartbeatTimestamp, "never"); n != 0 {
+		t.Errorf("%d instance series for a worker never seen (NoActiveWorkers pages for it)", n)
+	}
+	if n := series(t, reg, MetricWorkerStatus, "seen"); n != 2 {
+		t.Errorf("%d status series of the worker seen, want 2 (the limit)", n)
+	}
+	if v, ok := testenv.Gauge(fams, MetricInstancesDropped, map[string]string{"reason": "over_limit"}); !ok || v != 1 {
+		t.Errorf("%s{over_limit} = %v (%v), want 1", MetricInstancesDropped, v, ok)
+	}
+	if v, ok := testenv.Gauge(fams, MetricInstancesLimit, nil); !ok || v != 2 {
+		t.Errorf("%s = %v (%v), want 2", MetricInstancesLimit, v, ok)
+	}
+	if v, ok := testenv.Gauge(fams, MetricRunningInstances, map[string]string{"type": "never", "dlq_severity": "critical"}); !ok || v != 0 {
+		t.Errorf("running instances of the worker never seen = %v (%v), want 0", v, ok)
+	}
+}

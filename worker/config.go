@@ -49,8 +49,15 @@ type Config struct {
 	// drains, and removes it after a clean stop; the operator's pause
 	// (`redrive workers pause`) is read there too, and claims are counted
 	// there unless ClaimsRedis is set. Redis being down never stops the
-	// workers. Default nil: no heartbeat, no operator pause.
+	// workers. Default nil: for a runtime from Load or Parse whose
+	// configuration has a redis: section, a client of that Redis (closed
+	// when Run returns); else no heartbeat, no operator pause. Run says
+	// at start which it is.
 	HeartbeatRedis redis.Cmdable
+	// RedisPrefix goes in front of every Redis key the workers write and
+	// read (heartbeats, pauses, claims), overriding the configuration's
+	// redis.prefix. Default "": the configuration's, else none.
+	RedisPrefix string
 	// HeartbeatInterval is the heartbeat refresh interval. Default 0: the
 	// configuration's heartbeat.interval (Load, Parse), else the heartbeat
 	// package's default; >= 0.

@@ -54,6 +54,12 @@ type Runtime struct {
 	// claimsRDB counts claims (Config.ClaimsRedis, HeartbeatRedis); nil = none.
 	claimsRDB redis.Cmdable
 	hb        config.Heartbeat // intervals, from the configuration when loaded
+	// redisCfg is the configuration's redis: section; prefix its keys'
+	// prefix (redis.prefix). ownRDB is the client Load opened for a
+	// configuration with a redis: section, closed when Run ends.
+	redisCfg config.Redis
+	prefix   string
+	ownRDB   *redis.Client
 	// instance names this process (Config.Instance, heartbeat.instance);
 	// empty until Run, which falls back to the broker's or hostname-pid.
 	instance string
@@ -97,8 +103,13 @@ func Parse(ctx context.Context, yaml []byte, cfg Config) (*Runtime, error) {
 }
 
 func fromConfig(ctx context.Context, file *config.Config, cfg Config) (*Runtime, error) {
-	r := &Runtime{own: true, subs: file.RunSubscriptions(), hb: file.Heartbeat,
+	r := &Runtime{own: true, subs: file.RunSubscriptions(), hb: file.Heartbeat, redisCfg: file.Redis, prefix: file.Redis.Prefix,
 		instance: file.Heartbeat.Instance, healthAddr: file.Health.Listen, switches: file.KillSwitches()}
+	if cfg.HeartbeatRedis == nil && file.Redis.Configured() {
+		// The configuration's Redis: heartbeats, pauses and claims there.
+		r.ownRDB = redis.NewClient(&redis.Options{Addr: file.Redis.Addr, Password: file.Redis.Password, DB: file.Redis.DB})
+		cfg.HeartbeatRedis = r.ownRDB
+	}
 	r.apply(cfg)
 	file.Heartbeat.Instance = r.instance // the broker names its dead letters alike
 	tp, err := tracing.New(ctx, file.Tracing)
@@ -114,6 +125,7 @@ func fromConfig(ctx context.Context, file *config.Config, cfg Config) (*Runtime,
 	b, err := backend.Open(ctx, file, r.log)
 	if err != nil {
 		r.flushTraces()
+		r.closeRedis()
 		return nil, err
 	}
 	r.b = b
@@ -139,6 +151,7 @@ func (r *Runtime) apply(cfg Config) {
 	r.rdb = cfg.HeartbeatRedis
 	r.claimsRDB = cmp.Or[redis.Cmdable](cfg.ClaimsRedis, cfg.HeartbeatRedis)
 	r.instance = cmp.Or(cfg.Instance, r.instance)
+	r.prefix = cmp.Or(cfg.RedisPrefix, r.prefix)
 	r.healthAddr = cmp.Or(cfg.Health, r.healthAddr)
 	if cfg.HeartbeatInterval > 0 {
 		r.hb.Interval = config.Duration(cfg.HeartbeatInterval)
@@ -190,6 +203,7 @@ func (r *Runtime) Subscriptions() []broker.Subscription { return slices.Clone(r.
 // error is returned.
 func (r *Runtime) Run(ctx context.Context, handlers Handlers) error {
 	defer r.flushTraces()
+	defer r.closeRedis()
 	if err := r.check(handlers); err != nil {
 		if r.own {
 			_ = r.b.Close()
@@ -210,8 +224,30 @@ func (r *Runtime) Run(ctx context.Context, handlers Handlers) error {
 	return err
 }
 
+// closeRedis closes the Redis client Load opened, if any.
+func (r *Runtime) closeRedis() {
+	if r.ownRDB != nil {
+		_ = r.ownRDB.Close()
+	}
+}
+
+// sayHeartbeats logs at start where the workers' heartbeats go, or that
+// there are none and how to have them.
+func (r *Runtime) sayHeartbeats() {
+	if r.rdb == nil {
+		r.log.Info("worker: no heartbeats: the configuration has no redis: section (and worker.Config.HeartbeatRedis is nil); `redrive workers` will not see these workers")
+		return
+	}
+	args := []any{"instance", r.Instance(), "interval", r.hb.Interval.Duration(), "ttl", r.hb.TTL.Duration(), "prefix", r.prefix}
+	if r.ownRDB != nil {
+		args = append(args, "redis", r.redisCfg.Addr)
+	}
+	r.log.Info("worker: heartbeats to redis, one key per worker: "+heartbeat.Keys{Prefix: r.prefix}.Heartbeat("{worker}", r.Instance()), args...)
+}
+
 func (r *Runtime) run(ctx context.Context, handlers Handlers) error {
 	probe, _ := r.b.(consumerProbe)
+	r.sayHeartbeats()
 	hs := &health{probe: probe, subs: r.subs}
 	if r.healthAddr != "" {
 		stop, err := serveHealth(r.healthAddr, hs, &r.healthBound)
@@ -305,7 +341,7 @@ func (r *Runtime) gate(s broker.Subscription, pub *heartbeat.Publisher, m *metri
 	}
 	var pauses *heartbeat.Pauses
 	if r.rdb != nil {
-		pauses = &heartbeat.Pauses{RDB: r.rdb}
+		pauses = &heartbeat.Pauses{RDB: r.rdb, Keys: heartbeat.Keys{Prefix: r.prefix}}
 	}
 	var trips prometheus.Counter
 	if m != nil && sw != nil {
@@ -325,7 +361,7 @@ func (r *Runtime) wireClaims() ([]broker.Subscription, error) {
 	if r.claimsRDB == nil {
 		return subs, nil
 	}
-	cc := claims.Config{Logger: r.log}
+	cc := claims.Config{Logger: r.log, Prefix: r.prefix}
 	if r.reg != nil {
 		unavailable, err := register(r.reg, claims.NewUnavailableCounter())
 		if err != nil {
@@ -352,11 +388,13 @@ func (r *Runtime) publisher(s broker.Subscription, probe consumerProbe) (*heartb
 		return nil, nil
 	}
 	cfg := heartbeat.PublisherConfig{
-		Type:     s.Group,
-		Instance: r.Instance(),
-		Interval: r.hb.Interval.Duration(),
-		TTL:      r.hb.TTL.Duration(),
-		Logger:   r.log,
+		Type:         s.Group,
+		Instance:     r.Instance(),
+		Interval:     r.hb.Interval.Duration(),
+		TTL:          r.hb.TTL.Duration(),
+		MissingAfter: r.hb.MissingAfter.Duration(),
+		Prefix:       r.prefix,
+		Logger:       r.log,
 	}
 	if probe != nil {
 		cfg.Lag = func(ctx context.Context) (int64, error) { return probe.ConsumerLag(ctx, s.Topic, s.Group) }

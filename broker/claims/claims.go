@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,7 @@ var ErrUnavailable = errors.New("claims: redis unavailable")
 // Counter counts claims in Redis. It is safe for concurrent use.
 type Counter struct {
 	rdb         redis.Cmdable
+	prefix      string
 	ttl         time.Duration
 	timeout     time.Duration
 	log         *slog.Logger
@@ -53,6 +55,10 @@ type Config struct {
 	TTL time.Duration
 	// Timeout bounds one Redis round trip. Default DefaultTimeout; >= 0.
 	Timeout time.Duration
+	// Prefix goes in front of every key the counter writes (the
+	// configuration's redis.prefix), so that applications sharing a
+	// Redis do not count each other's claims. Default "".
+	Prefix string
 	// Logger receives the outages, once each. Default slog.Default().
 	Logger *slog.Logger
 	// Unavailable counts the claims that could not be counted, instead of
@@ -89,6 +95,7 @@ func New(rdb redis.Cmdable, cfg Config) (*Counter, error) {
 	}
 	c := &Counter{
 		rdb:         rdb,
+		prefix:      cfg.Prefix,
 		ttl:         cmp.Or(cfg.TTL, DefaultTTL),
 		timeout:     cmp.Or(cfg.Timeout, DefaultTimeout),
 		log:         cfg.Logger,
@@ -115,6 +122,7 @@ func (c *Counter) Unavailable() float64 {
 // Claim increments key and refreshes its expiry in one round trip and
 // returns the count.
 func (c *Counter) Claim(ctx context.Context, key string) (int64, error) {
+	key = c.prefix + key
 	var incr *redis.IntCmd
 	err := c.bounded(ctx, func(ctx context.Context) error {
 		_, err := c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -124,6 +132,9 @@ func (c *Counter) Claim(ctx context.Context, key string) (int64, error) {
 		})
 		return err
 	})
+	if notACount(err) || err == nil && incr.Val() < 1 {
+		return c.reset(ctx, key, err)
+	}
 	if err != nil {
 		c.unavailable.Inc()
 		if !c.down.Swap(true) {
@@ -138,8 +149,45 @@ func (c *Counter) Claim(ctx context.Context, key string) (int64, error) {
 	return incr.Val(), nil
 }
 
+// notACount reports whether err is Redis refusing to count because the
+// key holds something else than a count (a value someone else wrote).
+func notACount(err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	return strings.HasPrefix(msg, "WRONGTYPE") || strings.Contains(msg, "not an integer") || strings.Contains(msg, "overflow")
+}
+
+// reset replaces a key that holds no count (another type, text, a number
+// out of range or below 1: written by someone else) with this claim,
+// count 1, and logs it: the value was unreadable, and a message must not
+// lose its poison-pill protection for the key's life.
+func (c *Counter) reset(ctx context.Context, key string, cause error) (int64, error) {
+	err := c.bounded(ctx, func(ctx context.Context) error {
+		_, err := c.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Del(ctx, key)
+			p.Set(ctx, key, 1, c.ttl)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		c.unavailable.Inc()
+		return 0, fmt.Errorf("%w: reset claim %q: %w", ErrUnavailable, key, err)
+	}
+	why := "a count below 1"
+	if cause != nil {
+		why = cause.Error()
+	}
+	c.log.Warn("claims: a claim key held no count (written by someone else); counting starts again at 1",
+		"key", key, "found", why)
+	return 1, nil
+}
+
 // Release deletes key.
 func (c *Counter) Release(ctx context.Context, key string) error {
+	key = c.prefix + key
 	err := c.bounded(ctx, func(ctx context.Context) error { return c.rdb.Del(ctx, key).Err() })
 	if err != nil {
 		return fmt.Errorf("%w: release %q: %w", ErrUnavailable, key, err)

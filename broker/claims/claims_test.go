@@ -137,3 +137,42 @@ func TestRedisSlowDoesNotStall(t *testing.T) {
 		t.Errorf("Claim took %s against a silent Redis, want about the 50ms timeout", took)
 	}
 }
+
+// TestClaimKeysWrittenByHand: under a prefix (redis.prefix), a claim key
+// holding what someone else wrote — text, a hash, a count below 1 — is
+// replaced by this claim's count 1 (and logged), never an outage: the
+// message keeps its poison-pill protection.
+func TestClaimKeysWrittenByHand(t *testing.T) {
+	rdb := testenv.RedisClient(t)
+	prefix := testenv.RedisPrefix(t, rdb)
+	logs := &testenv.Logs{}
+	c := newCounter(t, rdb, claims.Config{TTL: time.Minute, Prefix: prefix, Logger: slog.New(logs)})
+	ctx := t.Context()
+	for name, write := range map[string]func(key string){
+		"text":     func(k string) { rdb.Set(ctx, k, "not a count", time.Minute) },
+		"hash":     func(k string) { rdb.HSet(ctx, k, "a", "b") },
+		"negative": func(k string) { rdb.Set(ctx, k, "-1000", time.Minute) },
+		"too big":  func(k string) { rdb.Set(ctx, k, "9223372036854775807", time.Minute) },
+	} {
+		key := pipeline.ClaimKey("hand", name, "1")
+		write(prefix + key)
+		if n, err := c.Claim(ctx, key); err != nil || n != 1 {
+			t.Errorf("%s: Claim = %d, %v; want 1, nil", name, n, err)
+		}
+		if n, err := c.Claim(ctx, key); err != nil || n != 2 {
+			t.Errorf("%s: second Claim = %d, %v; want 2, nil", name, n, err)
+		}
+		if ttl := rdb.TTL(ctx, prefix+key).Val(); ttl <= 0 {
+			t.Errorf("%s: the reset key has no TTL (%s)", name, ttl)
+		}
+	}
+	if got := logs.Count(slog.LevelWarn, "claims: a claim key held no count (written by someone else); counting starts again at 1"); got != 4 {
+		t.Errorf("%d warnings, want one per key: %v", got, logs.All())
+	}
+	if c.Unavailable() != 0 {
+		t.Errorf("%v claims counted as unavailable, want none: Redis answered", c.Unavailable())
+	}
+	if n, _ := rdb.Exists(ctx, pipeline.ClaimKey("hand", "text", "1")).Result(); n != 0 {
+		t.Error("a claim key was written without the prefix")
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -34,8 +35,10 @@ const (
 type liveDeployment struct {
 	id, dir                   string
 	pay, mail, stall, fleet   string // worker names
+	host, py                  string // a hostname-pid worker; a foreign (Python) one
 	serveConfig               string
 	payMail, stallCfg, fleetC string // worker process configurations
+	hostCfg                   string
 	admin, metrics            string // addresses of serve
 }
 
@@ -43,7 +46,7 @@ func newLiveDeployment(t *testing.T) *liveDeployment {
 	t.Helper()
 	id := strings.ToLower(broker.NewMessageID()[:8])
 	d := &liveDeployment{id: id, dir: t.TempDir(), pay: "pay-" + id, mail: "mail-" + id, stall: "stall-" + id, fleet: "fleet-" + id,
-		admin: testenv.ClosedAddr(t), metrics: testenv.ClosedAddr(t)}
+		host: "host-" + id, py: "py-" + id, admin: testenv.ClosedAddr(t), metrics: testenv.ClosedAddr(t)}
 	head := fmt.Sprintf(`broker: rabbitmq
 rabbitmq: {url: %q, prefix: live-%s, delay: {resolution: 100ms, factor: 2, levels: 2}}
 redis: {addr: %q}
@@ -57,6 +60,7 @@ workers:
 		d.mail:  fmt.Sprintf("  - {name: %s, topic: live.mail.%s, retry: {max_retries: 0, backoff: 100ms}, dlq: {severity: warning}}\n", d.mail, id),
 		d.stall: fmt.Sprintf("  - {name: %s, topic: live.stall.%s, concurrency: 1, prefetch: 1, retry: {backoff: 100ms}}\n", d.stall, id),
 		d.fleet: fmt.Sprintf("  - {name: %s, topic: live.fleet.%s, concurrency: 1, prefetch: 1, retry: {backoff: 100ms}, dlq: {severity: critical}}\n", d.fleet, id),
+		d.host:  fmt.Sprintf("  - {name: %s, topic: live.host.%s, retry: {backoff: 100ms}}\n", d.host, id),
 	}
 	write := func(name string, workers ...string) string {
 		doc := head
@@ -69,10 +73,11 @@ workers:
 		}
 		return p
 	}
-	d.serveConfig = write("serve", d.pay, d.mail, d.stall, d.fleet)
+	d.serveConfig = write("serve", d.pay, d.mail, d.stall, d.fleet, d.host)
 	d.payMail = write("paymail", d.pay, d.mail)
 	d.stallCfg = write("stall", d.stall)
 	d.fleetC = write("fleet", d.fleet)
+	d.hostCfg = write("host", d.host)
 	t.Cleanup(func() { d.cleanup(t) })
 	return d
 }
@@ -92,9 +97,9 @@ func (d *liveDeployment) cleanup(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: testenv.Redis.URL()})
 	defer rdb.Close()
 	ctx := context.Background()
-	for _, typ := range []string{d.pay, d.mail, d.stall, d.fleet} {
+	for _, typ := range []string{d.pay, d.mail, d.stall, d.fleet, d.host, d.py} {
 		keys, _ := rdb.Keys(ctx, "worker:"+typ+":*").Result()
-		rdb.Del(ctx, append(keys, "workers:"+typ, "workers:"+typ+":stopping")...)
+		rdb.Del(ctx, append(keys, "workers:"+typ, "workers:"+typ+":stopping", "workers:"+typ+":discovered")...)
 		rdb.SRem(ctx, "workers", typ)
 	}
 }
@@ -139,7 +144,12 @@ func (d *liveDeployment) publish(t *testing.T, topic string, bodies ...string) {
 //     WorkerHeartbeatMissing, no sooner than heartbeat.missing_after; the
 //     other fires WorkerShutdownStuck; with none left NoActiveWorkers
 //     fires; a restart under the same identity resolves both, and retiring
-//     the drained one resolves its alert.
+//     the drained one resolves its alert;
+//   - a foreign worker (the Python publisher of docs/examples, writing only
+//     its heartbeat key) killed fires WorkerHeartbeatMissing, which
+//     resolves when it is back;
+//   - a hostname-pid worker killed fires WorkerHeartbeatMissing, which
+//     resolves when its successor on the same host retires it.
 func TestAlertsLive(t *testing.T) {
 	start := time.Now()
 	d := newLiveDeployment(t)
@@ -233,7 +243,75 @@ func TestAlertsLive(t *testing.T) {
 		t.Fatalf("workers retire: %d %s%s", code, out, errOut)
 	}
 	prom.waitResolved(t, "WorkerShutdownStuck", map[string]string{"worker_instance": "b-" + d.id})
+
+	foreignMissingResolves(t, d, prom)
+	hostnamePidRestartResolves(t, d, prom)
 	t.Logf("live alert test took %s", time.Since(start).Round(time.Second))
+}
+
+// foreignMissingResolves: a worker redrive did not write — the protocol
+// page's Python publisher, writing only its key — is exported; killed, it
+// fires WorkerHeartbeatMissing; back under the same identity, the alert
+// resolves.
+func foreignMissingResolves(t *testing.T, d *liveDeployment, prom *promServer) {
+	t.Helper()
+	py := startLivePython(t, d.py, "py-a")
+	ts := fmt.Sprintf(`worker_heartbeat_timestamp_seconds{type=%q,worker_instance="py-a"}`, d.py)
+	poll(t, "the python publisher's heartbeat scraped", func() bool { return len(prom.query(t, ts)) == 1 },
+		func() string { return fmt.Sprint(prom.query(t, ts)) })
+	_ = py.Process.Kill()
+	_ = py.Wait()
+	miss := map[string]string{"type": d.py, "worker_instance": "py-a"}
+	prom.waitAlert(t, "WorkerHeartbeatMissing", miss)
+	startLivePython(t, d.py, "py-a")
+	prom.waitResolved(t, "WorkerHeartbeatMissing", miss)
+}
+
+// hostnamePidRestartResolves: a worker without heartbeat.instance beats
+// as hostname-pid; killed, it fires WorkerHeartbeatMissing; its
+// successor on the same host (a new pid) retires it, audited with the
+// successor as the actor, and the alert resolves without an operator.
+func hostnamePidRestartResolves(t *testing.T, d *liveDeployment, prom *promServer) {
+	t.Helper()
+	host, err := os.Hostname()
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := startLiveWorker(t, d.hostCfg, "", d.dir) // ${LIVE_POD} empty: hostname-pid
+	inst := host + "-" + fmt.Sprint(first.cmd.Process.Pid)
+	running := fmt.Sprintf(`redrive_worker_running_instances{type=%q}`, d.host)
+	poll(t, "the hostname-pid worker running", func() bool {
+		s := prom.query(t, running)
+		return len(s) == 1 && s[0].Value == "1"
+	}, first.log.String)
+	first.kill(t)
+	miss := map[string]string{"type": d.host, "worker_instance": inst}
+	prom.waitAlert(t, "WorkerHeartbeatMissing", miss)
+	second := startLiveWorker(t, d.hostCfg, "", d.dir)
+	prom.waitResolved(t, "WorkerHeartbeatMissing", miss)
+	code, out, errOut := cli(t, "workers", "--config", d.serveConfig, "--retired", "5")
+	successor := host + "-" + fmt.Sprint(second.cmd.Process.Pid)
+	if code != exitOK || !strings.Contains(out, inst) || !strings.Contains(out, successor) {
+		t.Errorf("the retirement of %s by %s is not in the audit: %d\n%s%s", inst, successor, code, out, errOut)
+	}
+}
+
+// startLivePython runs docs/examples/heartbeat_publisher.py for typ and
+// instance with the live test's heartbeat timing; killed at the end.
+func startLivePython(t *testing.T, typ, instance string) *exec.Cmd {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatalf("python3 is not on PATH (Debian's python3; .ci/run installs it): %v", err)
+	}
+	cmd := exec.Command(py, filepath.Join("..", "..", "docs", "examples", "heartbeat_publisher.py"))
+	cmd.Env = append(os.Environ(), "REDIS_ADDR="+testenv.Redis.URL(), "WORKER_TYPE="+typ, "WORKER_INSTANCE="+instance,
+		"HEARTBEAT_INTERVAL="+fmt.Sprint(liveBeat.Seconds()), "HEARTBEAT_TTL=1", "HEARTBEAT_SHUTDOWN_TTL=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start the python publisher: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
 }
 
 // checkDeadLetterOrigin: the stored entry names its worker and the worker

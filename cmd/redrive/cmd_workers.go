@@ -86,7 +86,9 @@ func workers(ctx context.Context, inv *invocation, timeout time.Duration, retire
 	log := logger()
 	rdb := daemon.RedisClient(c, log)
 	defer rdb.Close()
-	mon, err := daemon.HeartbeatMonitor(c, rdb)
+	mcfg := daemon.HeartbeatMonitorConfig(c, log)
+	mcfg.ScanKeysPerCheck = wholeScan // one check: every key found by its key alone, within --timeout
+	mon, err := heartbeat.NewMonitor(rdb, mcfg)
 	if err != nil {
 		return badInput(err)
 	}
@@ -96,7 +98,7 @@ func workers(ctx context.Context, inv *invocation, timeout time.Duration, retire
 		defer cancel()
 	}
 	if retired > 0 {
-		rs, err := heartbeat.Retirements(ctx, rdb, heartbeat.Keys{}, int64(retired))
+		rs, err := heartbeat.Retirements(ctx, rdb, daemon.HeartbeatKeys(c), int64(retired))
 		if err != nil {
 			return fmt.Errorf("cannot read the retirements from redis at %s: %w", c.Redis.Addr, err)
 		}
@@ -112,18 +114,31 @@ func workers(ctx context.Context, inv *invocation, timeout time.Duration, retire
 	names := daemon.WorkerNames(c)
 	now := time.Now()
 	rows = heartbeat.WithExpected(rows, names, now)
+	dropped := mon.Dropped()
 	if output.json() {
 		// The rows as /healthz reports them (components.workers).
-		h := exporter.Evaluate(exporter.Snapshot{At: now, Workers: &exporter.WorkersSample{Rows: rows, At: now}})
-		err = writeJSON(inv.stdout, map[string]any{"workers": h.Components.Workers})
+		h := exporter.Evaluate(exporter.Snapshot{At: now, Workers: &exporter.WorkersSample{Rows: rows, At: now, Dropped: dropped}})
+		out := map[string]any{"workers": h.Components.Workers}
+		if h.Components.WorkersLeftOut != nil {
+			out["workers_left_out"] = h.Components.WorkersLeftOut
+		}
+		err = writeJSON(inv.stdout, out)
 	} else {
 		err = heartbeat.Render(inv.stdout, rows)
+		if err == nil && dropped.Total() > 0 {
+			_, err = fmt.Fprintf(inv.stdout, "%d instance(s) left out: %d beyond heartbeat.max_instances (%d), %d with a name no worker can have\n",
+				dropped.Total(), dropped.OverLimit, dropped.Limit, dropped.BadNames)
+		}
 	}
 	if err != nil {
 		return err
 	}
 	return workersExit(rows, names)
 }
+
+// wholeScan is the discovery budget of `redrive workers`: a whole pass
+// over any Redis it is likely to meet, bounded by --timeout.
+const wholeScan = 100_000_000
 
 // workersExit is the exit of `redrive workers`: the worst severity of the
 // configured workers' rows (of every row when none is configured), 0 for
@@ -148,31 +163,44 @@ func retireWorker(ctx context.Context, inv *invocation, actor, reason string) er
 	if reason == "" {
 		return usageErrorf("--reason is required: the audit records why")
 	}
-	rdb, addr, err := fleetRedis(inv)
+	actor, err := auditActor(actor)
+	if err != nil {
+		return err
+	}
+	rdb, keys, addr, err := fleetRedis(inv)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
-	r, err := heartbeat.Retire(ctx, rdb, heartbeat.Keys{}, inv.args[0], inv.args[1], actorOrUser(actor), reason)
+	r, err := heartbeat.Retire(ctx, rdb, keys, inv.args[0], inv.args[1], actor, reason)
 	switch {
-	case errors.Is(err, heartbeat.ErrNoInstance), errors.Is(err, heartbeat.ErrInstanceRunning):
+	case errors.Is(err, heartbeat.ErrNoInstance), errors.Is(err, heartbeat.ErrInstanceRunning),
+		errors.Is(err, heartbeat.ErrBadActor), errors.Is(err, heartbeat.ErrBadReason):
 		return badInput(err)
 	case err != nil:
 		return fmt.Errorf("redis at %s: %w", addr, err)
 	}
-	_, err = fmt.Fprintf(inv.stdout, "retired %s/%s (last beat %s) by %s: %s\n", r.Type, r.Instance,
-		r.LastSeen.UTC().Format(time.RFC3339), r.Actor, r.Reason)
+	_, err = fmt.Fprintf(inv.stdout, "retired %s/%s (last beat %s) by %s: %s\n", printable(r.Type), printable(r.Instance),
+		timeOrDash(r.LastSeen), printable(r.Actor), printable(r.Reason))
 	return err
+}
+
+// timeOrDash is t in RFC 3339 UTC, "-" for the zero time (unknown).
+func timeOrDash(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 func renderRetirements(inv *invocation, rs []heartbeat.Retirement) error {
 	tw := tabwriter.NewWriter(inv.stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "RETIRED AT\tTYPE\tINSTANCE\tLAST BEAT\tBY\tREASON")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.At.UTC().Format(time.RFC3339), r.Type, r.Instance,
-			r.LastSeen.UTC().Format(time.RFC3339), r.Actor, r.Reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", timeOrDash(r.At), printable(r.Type), printable(r.Instance),
+			timeOrDash(r.LastSeen), printable(r.Actor), printable(r.Reason))
 	}
 	return tw.Flush()
 }

@@ -66,43 +66,54 @@ func pauseWorker(ctx context.Context, inv *invocation, actor, reason string) err
 	if err := heartbeat.CheckPauseReason(reason); err != nil {
 		return usageErrorf("--reason: %v", errors.Unwrap(err))
 	}
-	rdb, addr, err := fleetRedis(inv)
+	actor, err := auditActor(actor)
+	if err != nil {
+		return err
+	}
+	rdb, keys, addr, err := fleetRedis(inv)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
-	p, err := heartbeat.Pauses{RDB: rdb}.Pause(ctx, inv.args[0], actorOrUser(actor), reason)
+	p, err := heartbeat.Pauses{RDB: rdb, Keys: keys}.Pause(ctx, inv.args[0], actor, reason)
 	switch {
-	case errors.Is(err, heartbeat.ErrUnknownType), errors.Is(err, heartbeat.ErrBadReason):
+	case errors.Is(err, heartbeat.ErrUnknownType), errors.Is(err, heartbeat.ErrBadReason), errors.Is(err, heartbeat.ErrBadActor):
 		return badInput(err)
 	case err != nil:
 		return fmt.Errorf("redis at %s: %w", addr, err)
 	}
 	_, err = fmt.Fprintf(inv.stdout, "paused %s by %s: %s (its instances stop taking messages within %s)\n",
-		p.Type, p.Actor, p.Reason, worker.DefaultPausePoll)
+		printable(p.Type), printable(p.Actor), printable(p.Reason), worker.DefaultPausePoll)
 	return err
 }
 
 func resumeWorker(ctx context.Context, inv *invocation, actor string) error {
-	rdb, addr, err := fleetRedis(inv)
+	actor, err := auditActor(actor)
+	if err != nil {
+		return err
+	}
+	rdb, keys, addr, err := fleetRedis(inv)
 	if err != nil {
 		return err
 	}
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(ctx, fleetTimeout)
 	defer cancel()
-	actor = actorOrUser(actor)
-	p, err := heartbeat.Pauses{RDB: rdb}.Resume(ctx, inv.args[0], actor)
+	p, err := heartbeat.Pauses{RDB: rdb, Keys: keys}.Resume(ctx, inv.args[0], actor)
 	switch {
-	case errors.Is(err, heartbeat.ErrNotPaused):
+	case errors.Is(err, heartbeat.ErrNotPaused), errors.Is(err, heartbeat.ErrBadActor):
 		return badInput(err)
 	case err != nil:
 		return fmt.Errorf("redis at %s: %w", addr, err)
 	}
-	_, err = fmt.Fprintf(inv.stdout, "resumed %s by %s (paused by %s since %s: %s)\n", p.Type, actor, p.Actor,
-		p.At.UTC().Format(time.RFC3339), p.Reason)
+	since := "an unknown time"
+	if !p.At.IsZero() {
+		since = p.At.UTC().Format(time.RFC3339)
+	}
+	_, err = fmt.Fprintf(inv.stdout, "resumed %s by %s (paused by %s since %s: %s)\n", printable(p.Type), printable(actor),
+		printable(p.Actor), since, printable(p.Reason))
 	return err
 }
 
@@ -111,13 +122,14 @@ func resumeWorker(ctx context.Context, inv *invocation, actor string) error {
 const fleetTimeout = 10 * time.Second
 
 // fleetRedis opens the configuration's Redis for an audited change of the
-// fleet and returns its address for error messages.
-func fleetRedis(inv *invocation) (*redis.Client, string, error) {
+// fleet and returns the names of its keys (redis.prefix) and its address
+// for error messages.
+func fleetRedis(inv *invocation) (*redis.Client, heartbeat.Keys, string, error) {
 	c, err := inv.loadConfig()
 	if err != nil {
-		return nil, "", err
+		return nil, heartbeat.Keys{}, "", err
 	}
-	return daemon.RedisClient(c, logger()), c.Redis.Addr, nil
+	return daemon.RedisClient(c, logger()), daemon.HeartbeatKeys(c), c.Redis.Addr, nil
 }
 
 // actorOrUser is the audit's actor: the --actor flag, else $USER.
@@ -126,4 +138,18 @@ func actorOrUser(actor string) string {
 		return os.Getenv("USER")
 	}
 	return actor
+}
+
+// auditActor is the actor of an audited change of the fleet (pause,
+// resume, retire): --actor, else $USER, refused (bad input) when it is
+// empty or holds what a terminal would obey (heartbeat.CheckActor).
+func auditActor(flag string) (string, error) {
+	actor := actorOrUser(flag)
+	if err := heartbeat.CheckActor(actor); err != nil {
+		if flag == "" {
+			return "", usageErrorf("--actor: $USER is %q: %v; name who does it with --actor", actor, errors.Unwrap(err))
+		}
+		return "", usageErrorf("--actor: %v", errors.Unwrap(err))
+	}
+	return actor, nil
 }

@@ -34,7 +34,7 @@ func TestWorkersPauseResume(t *testing.T) {
 	if code, _, errOut := cli(t, "workers", "pause", "--config", cfg, name); code != exitUsage || !strings.Contains(errOut, "reason") {
 		t.Fatalf("pause without a reason: %d %s", code, errOut)
 	}
-	if code, _, errOut := cli(t, "workers", "pause", "--config", cfg, "--reason", "x", name+"-typo"); code != exitUsage || !strings.Contains(errOut, "no such worker type") {
+	if code, _, errOut := cli(t, "workers", "pause", "--config", cfg, "--reason", "x", "--actor", "alice", name+"-typo"); code != exitUsage || !strings.Contains(errOut, "no such worker type") {
 		t.Fatalf("pause of an unknown worker: %d %s", code, errOut)
 	}
 	code, out, errOut := cli(t, "workers", "pause", "--config", cfg, name, "--reason", "bank maintenance", "--actor", "alice")
@@ -49,7 +49,7 @@ func TestWorkersPauseResume(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "resumed "+name+" by bob (paused by alice") {
 		t.Fatalf("resume: %d %s%s", code, out, errOut)
 	}
-	if code, _, errOut := cli(t, "workers", "resume", "--config", cfg, name); code != exitUsage || !strings.Contains(errOut, "not paused") {
+	if code, _, errOut := cli(t, "workers", "resume", "--config", cfg, "--actor", "bob", name); code != exitUsage || !strings.Contains(errOut, "not paused") {
 		t.Fatalf("resume of a running worker: %d %s", code, errOut)
 	}
 }

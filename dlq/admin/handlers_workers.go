@@ -123,6 +123,10 @@ func (s *Server) failWorker(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusConflict, CodeNotPaused, "", "the worker is not paused")
 	case errors.Is(err, heartbeat.ErrBadReason):
 		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "reason", errors.Unwrap(err).Error())
+	case errors.Is(err, heartbeat.ErrBadActor):
+		// The authenticated name (a token's, or a proxy's header) cannot
+		// be audited as it is.
+		writeError(w, http.StatusBadRequest, CodeInvalidRequest, "actor", errors.Unwrap(err).Error())
 	case errors.Is(err, heartbeat.ErrUnavailable):
 		s.log.Warn("admin: worker pause: redis unavailable", "path", r.URL.Path, "err", err)
 		writeError(w, http.StatusServiceUnavailable, CodeUnavailable, "", "redis cannot be reached; nothing changed")

@@ -25,6 +25,9 @@ type workersView struct {
 	Paused   map[string]bool
 	// Chart is the instances by state over the last samples.
 	Chart template.HTML
+	// LeftOut is what the table leaves out (heartbeat.max_instances);
+	// nil when it leaves nothing out.
+	LeftOut *heartbeat.Dropped
 }
 
 // workers serves GET /workers: the heartbeat table.
@@ -37,10 +40,18 @@ func (c *Console) workers(w http.ResponseWriter, r *http.Request, ss *session) {
 		if err != nil {
 			v.Err = err.Error()
 		}
+		if d, ok := c.cfg.Workers.(interface{ Dropped() heartbeat.Dropped }); ok {
+			if left := d.Dropped(); left.Total() > 0 {
+				v.LeftOut = &left
+			}
+		}
 		v.CanPause = c.cfg.Pauser != nil && ss != nil && !ss.user.ReadOnly
 		v.Paused = pausedTypes(v.Rows)
 		v.Chart = c.workersChart(c.now())
 		for _, r := range v.Rows {
+			if r.Instance == heartbeat.NeverSeenInstance && r.LastSeen.IsZero() {
+				continue // configured, never beat: nothing to pause
+			}
 			if r.Type != "*" && !slices.Contains(v.Types, r.Type) {
 				v.Types = append(v.Types, r.Type)
 			}

@@ -74,6 +74,8 @@ func (c *Console) failWorker(w http.ResponseWriter, r *http.Request, ss *session
 		c.errorPage(w, r, ss, http.StatusNotFound, "worker: no worker of that name ever beat in redis")
 	case errors.Is(err, heartbeat.ErrNotPaused):
 		c.errorPage(w, r, ss, http.StatusConflict, "the worker is not paused; reload the page")
+	case errors.Is(err, heartbeat.ErrBadActor):
+		c.errorPage(w, r, ss, http.StatusBadRequest, "your name cannot be audited as it is: "+errors.Unwrap(err).Error())
 	case errors.Is(err, heartbeat.ErrUnavailable):
 		c.log.Warn("console: worker pause: redis unavailable", "err", err)
 		c.errorPage(w, r, ss, http.StatusServiceUnavailable, "redis cannot be reached; nothing changed")

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/redrive/redrive/internal/termtext"
 )
 
 //go:embed templates/*.html
@@ -38,6 +40,19 @@ var funcs = template.FuncMap{
 	"add":       func(a, b int64) int64 { return a + b },
 	"dur":       duration,
 	"sparkline": sparkline,
+	// shown: a value from Redis (a worker's name, status, reason) with
+	// every control and bidirectional character written as an escape, as
+	// the CLI prints it: html/template escapes markup, not U+202E.
+	"shown": termtext.Printable,
+	// cls is v, lower-cased, as a CSS class name when it is one of
+	// letters and underscores (a known status), else "other".
+	"cls": func(v any) string {
+		s := strings.ToLower(fmt.Sprint(v))
+		if s == "" || strings.Trim(s, "abcdefghijklmnopqrstuvwxyz_") != "" || len(s) > 32 {
+			return "other"
+		}
+		return s
+	},
 }
 
 // parsePages parses every page with the layout.

@@ -54,6 +54,7 @@ const (
 	DefaultHeartbeatMissingAfter  = 60 * time.Second
 	DefaultHeartbeatIdleAfter     = 5 * time.Minute
 	DefaultHeartbeatShutdownStuck = 2 * time.Minute
+	DefaultHeartbeatMaxInstances  = 10_000
 
 	DefaultQueueTTL     = 5 * time.Minute
 	DefaultConcurrency  = 1
@@ -114,6 +115,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&h.MissingAfter, Duration(DefaultHeartbeatMissingAfter))
 	setDefault(&h.IdleAfter, Duration(DefaultHeartbeatIdleAfter))
 	setDefault(&h.ShutdownStuckAfter, Duration(DefaultHeartbeatShutdownStuck))
+	setDefault(&h.MaxInstances, DefaultHeartbeatMaxInstances)
 
 	for i := range c.Workers {
 		c.Workers[i] = c.Workers[i].WithDefaults()

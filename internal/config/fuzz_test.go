@@ -70,6 +70,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("output does not parse back: %v\n%s", err, out.Bytes())
 		}
+		c2.Redis.set = c.Redis.set // WriteYAML writes every section, redis: too
 		if !reflect.DeepEqual(c, c2) {
 			t.Fatalf("round trip differs:\n%+v\n%+v", c, c2)
 		}

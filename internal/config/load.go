@@ -75,6 +75,7 @@ func parse(data []byte, lookup lookupFunc) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	_, c.Redis.set = d.lines["redis"]
 	c.ApplyDefaults()
 	var p problems
 	c.validate(&p)

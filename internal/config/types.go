@@ -182,37 +182,12 @@ type SASL struct {
 	Password  string `yaml:"password"`  // required; secret: masked by Redacted (redrive config check)
 }
 
-// Redis configures the Redis of heartbeats and poison-pill claim counts.
-type Redis struct {
-	Addr     string `yaml:"addr"`     // host:port
-	Password string `yaml:"password"` // secret: masked by Redacted (redrive config check)
-	DB       int    `yaml:"db"`       // database number; >= 0
-}
-
 // Postgres configures the DLQ store.
 type Postgres struct {
 	// URL is a postgres:// or postgresql:// URL or a key=value DSN; empty =
 	// no PostgreSQL store (redrive serve then keeps dead letters in
 	// memory). Its password is masked by Redacted.
 	URL string `yaml:"url"`
-}
-
-// Heartbeat configures worker heartbeats and their monitor.
-type Heartbeat struct {
-	Interval           Duration `yaml:"interval"`             // refresh period; > 0
-	TTL                Duration `yaml:"ttl"`                  // key TTL; > 0 and longer than interval
-	MissingAfter       Duration `yaml:"missing_after"`        // CRITICAL (missing) after this long without a heartbeat; > 0
-	IdleAfter          Duration `yaml:"idle_after"`           // WARNING (stuck) after this long without a message while lag > 0; > 0
-	ShutdownStuckAfter Duration `yaml:"shutdown_stuck_after"` // WARNING after this long in SHUTTING_DOWN; > 0
-	// Instance identifies a worker process in its heartbeats, its dead
-	// letters and the worker_instance label, e.g. "${POD_NAME}" or
-	// "${HOSTNAME}". A name that survives a restart (a StatefulSet pod, a
-	// systemd unit instance) lets the restarted process take over its
-	// predecessor's heartbeat, so that the predecessor's missing alert
-	// resolves. Empty (also when it expands to empty): hostname-pid,
-	// which changes on every restart. At most 200 characters, no
-	// whitespace or control characters.
-	Instance string `yaml:"instance"`
 }
 
 // Health configures the health probes of a worker process run with the

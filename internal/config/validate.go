@@ -189,7 +189,13 @@ func (r Redis) validate(p *problems) {
 	if r.DB < 0 {
 		p.add("redis.db", fmt.Sprintf("%d is negative", r.DB))
 	}
+	if r.Prefix != "" && !legalName(r.Prefix, maxRedisPrefixLen, ":/") {
+		p.add("redis.prefix", fmt.Sprintf("%q is not a legal prefix (1-%d of a-z A-Z 0-9 . _ - : /)", r.Prefix, maxRedisPrefixLen))
+	}
 }
+
+// maxRedisPrefixLen bounds redis.prefix.
+const maxRedisPrefixLen = 64
 
 func (pg Postgres) validate(p *problems) {
 	if !strings.Contains(pg.URL, "://") {
@@ -212,6 +218,9 @@ func (h Heartbeat) validate(p *problems) {
 		if f.d <= 0 {
 			p.add(f.path, fmt.Sprintf("%s is not positive", f.d))
 		}
+	}
+	if h.MaxInstances < 1 {
+		p.add("heartbeat.max_instances", fmt.Sprintf("%d is not positive", h.MaxInstances))
 	}
 	if h.Interval > 0 && h.TTL > 0 && h.TTL <= h.Interval {
 		p.add("heartbeat.ttl", fmt.Sprintf("%s must be longer than heartbeat.interval (%s)", h.TTL, h.Interval))

@@ -161,14 +161,14 @@ func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (
 
 	rdb := RedisClient(c, log)
 	m.closers = append(m.closers, rdb.Close)
-	mon, err := HeartbeatMonitor(c, rdb)
+	mon, err := HeartbeatMonitor(c, rdb, log)
 	if err != nil {
 		return nil, invalid(err)
 	}
 	if m.heartbeats, err = heartbeat.NewSampler(mon, heartbeat.SamplerConfig{Interval: interval, Logger: log, Workers: configuredWorkers(c)}); err != nil {
 		return nil, invalid(err)
 	}
-	m.pauses = heartbeat.Pauses{RDB: rdb}
+	m.pauses = heartbeat.Pauses{RDB: rdb, Keys: HeartbeatKeys(c)}
 	m.cfg.Heartbeats = m.heartbeats
 	ok = true
 	return m, nil
@@ -184,19 +184,35 @@ func (m *monitoring) close() {
 
 // heartbeatMonitor is the monitor of the configured heartbeat thresholds;
 // each worker type is graded on the lag thresholds of its topic.
-func HeartbeatMonitor(c *config.Config, rdb redis.Cmdable) (*heartbeat.Monitor, error) {
+func HeartbeatMonitor(c *config.Config, rdb redis.Cmdable, log *slog.Logger) (*heartbeat.Monitor, error) {
+	return heartbeat.NewMonitor(rdb, HeartbeatMonitorConfig(c, log))
+}
+
+// HeartbeatMonitorConfig is the monitor configuration of c: its
+// heartbeat thresholds, prefix and limit; each worker type is graded on
+// the lag thresholds of its topic.
+func HeartbeatMonitorConfig(c *config.Config, log *slog.Logger) heartbeat.MonitorConfig {
 	th := map[string]heartbeat.LagThreshold{}
 	for _, w := range c.Workers {
 		if t, ok := c.Lag.Thresholds[w.Topic]; ok {
 			th[w.Name] = heartbeat.LagThreshold{Warning: t.Warning, Critical: t.Critical}
 		}
 	}
-	return heartbeat.NewMonitor(rdb, heartbeat.MonitorConfig{
+	return heartbeat.MonitorConfig{
+		Prefix:             c.Redis.Prefix,
 		MissingAfter:       c.Heartbeat.MissingAfter.Duration(),
 		IdleAfter:          c.Heartbeat.IdleAfter.Duration(),
 		ShutdownStuckAfter: c.Heartbeat.ShutdownStuckAfter.Duration(),
 		LagThresholds:      th,
-	})
+		Workers:            WorkerNames(c),
+		MaxInstances:       c.Heartbeat.MaxInstances,
+		Logger:             log,
+	}
+}
+
+// HeartbeatKeys names the heartbeat keys of c's Redis (redis.prefix).
+func HeartbeatKeys(c *config.Config) heartbeat.Keys {
+	return heartbeat.Keys{Prefix: c.Redis.Prefix}
 }
 
 // lagThresholds converts lag.thresholds.

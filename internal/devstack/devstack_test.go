@@ -132,6 +132,12 @@ func TestProgramYAML(t *testing.T) {
 		if string(c.Broker) != b || c.Redis.Addr != st.RedisAddr() || c.Admin.Token != "program-token" || len(c.Workers) != 1 {
 			t.Errorf("%s: %+v", b, c)
 		}
+		// The program beats because the section is there (worker.Load),
+		// and the hint names what exists (issue 41: it named a
+		// worker.WithHeartbeat that never existed).
+		if y := string(st.ProgramYAML()); !c.Redis.Configured() || !strings.Contains(y, "worker.Load beats here") || strings.Contains(y, "WithHeartbeat") {
+			t.Errorf("%s: the redis: line does not say worker.Load beats there:\n%s", b, y)
+		}
 		if b == string(broker.Kafka) && strings.Join(c.Kafka.Brokers, ",") != strings.Join(st.KafkaBrokers(), ",") {
 			t.Errorf("kafka.brokers %v, want %v", c.Kafka.Brokers, st.KafkaBrokers())
 		}

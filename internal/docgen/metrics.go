@@ -63,6 +63,8 @@ var constTypes = map[string]string{
 	heartbeat.MetricWorkerStatus:       "gauge",
 	heartbeat.MetricRunningInstances:   "gauge",
 	heartbeat.MetricWorkerPaused:       "gauge",
+	heartbeat.MetricInstancesDropped:   "gauge",
+	heartbeat.MetricInstancesLimit:     "gauge",
 	dlq.MetricPending:                  "gauge",
 }
 

@@ -78,6 +78,8 @@ type WorkersSample struct {
 	Rows []heartbeat.WorkerStatus
 	At   time.Time
 	Err  error
+	// Dropped is what the sample left out (heartbeat.max_instances).
+	Dropped heartbeat.Dropped
 }
 
 // DLQSample is a DLQSampler's last counts.
@@ -99,10 +101,21 @@ type Health struct {
 // Components are the parts of the report; a component that is not
 // configured is left out.
 type Components struct {
-	Broker  *BrokerHealth    `json:"broker,omitempty"`
-	Lag     *LagHealth       `json:"lag,omitempty"`
-	Workers []WorkerHealth   `json:"workers,omitzero"`
-	DLQ     map[string]int64 `json:"dlq,omitzero"`
+	Broker  *BrokerHealth  `json:"broker,omitempty"`
+	Lag     *LagHealth     `json:"lag,omitempty"`
+	Workers []WorkerHealth `json:"workers,omitzero"`
+	// WorkersLeftOut says how many worker instances the table leaves
+	// out, when it leaves any out.
+	WorkersLeftOut *WorkersLeftOut  `json:"workers_left_out,omitempty"`
+	DLQ            map[string]int64 `json:"dlq,omitzero"`
+}
+
+// WorkersLeftOut is what the workers table leaves out: instances beyond
+// the limit (heartbeat.max_instances) and names no worker can have.
+type WorkersLeftOut struct {
+	OverLimit int `json:"over_limit"`
+	Limit     int `json:"limit"`
+	BadNames  int `json:"bad_names"`
 }
 
 // BrokerHealth says whether the broker answered the last lag sample.
@@ -348,6 +361,11 @@ func (e *evaluation) workers(w WorkersSample) {
 		return cmp.Or(cmp.Compare(a.Type, b.Type), cmp.Compare(a.Instance, b.Instance))
 	})
 	e.h.Components.Workers = out
+	if d := w.Dropped; d.Total() > 0 {
+		e.h.Components.WorkersLeftOut = &WorkersLeftOut{OverLimit: d.OverLimit, Limit: d.Limit, BadNames: d.BadNames}
+		e.degrade("workers: %d instance(s) left out: %d beyond heartbeat.max_instances (%d), %d with a name no worker can have",
+			d.Total(), d.OverLimit, d.Limit, d.BadNames)
+	}
 }
 
 func (e *evaluation) dlq(d DLQSample) {

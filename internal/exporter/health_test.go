@@ -144,3 +144,25 @@ func TestReady(t *testing.T) {
 		}
 	}
 }
+
+// TestHealthWorkersLeftOut: when the heartbeat sample left instances out
+// (heartbeat.max_instances, names no worker can have), /healthz says how
+// many and the limit, and is DEGRADED; the rows it lists are those read.
+func TestHealthWorkersLeftOut(t *testing.T) {
+	now := time.Now()
+	rows := heartbeat.Evaluate(heartbeat.MonitorConfig{}, now, []heartbeat.Observation{
+		{Type: "w", Instance: "a", Heartbeat: &heartbeat.Heartbeat{Timestamp: now, Status: heartbeat.StatusRunning}},
+	})
+	h := Evaluate(Snapshot{At: now, Workers: &WorkersSample{Rows: rows, At: now,
+		Dropped: heartbeat.Dropped{Limit: 1, OverLimit: 99_999, BadNames: 2}}})
+	if l := h.Components.WorkersLeftOut; l == nil || l.OverLimit != 99_999 || l.Limit != 1 || l.BadNames != 2 {
+		t.Fatalf("workers_left_out = %+v", h.Components.WorkersLeftOut)
+	}
+	if h.Status != StatusDegraded || len(h.Components.Workers) != 1 || !strings.Contains(strings.Join(h.Reasons, ";"), "heartbeat.max_instances") {
+		t.Errorf("health = %s, %d workers, reasons %v", h.Status, len(h.Components.Workers), h.Reasons)
+	}
+	h = Evaluate(Snapshot{At: now, Workers: &WorkersSample{Rows: rows, At: now}})
+	if h.Components.WorkersLeftOut != nil || h.Status != StatusUp {
+		t.Errorf("nothing left out: %+v, %s", h.Components.WorkersLeftOut, h.Status)
+	}
+}

@@ -140,7 +140,7 @@ func (s *Server) Snapshot() Snapshot {
 	}
 	if s.cfg.Heartbeats != nil {
 		rows, at, err := s.cfg.Heartbeats.Last()
-		snap.Workers = &WorkersSample{Rows: rows, At: at, Err: err}
+		snap.Workers = &WorkersSample{Rows: rows, At: at, Err: err, Dropped: s.cfg.Heartbeats.Dropped()}
 	}
 	if s.cfg.DLQ != nil {
 		pending, at, err := s.cfg.DLQ.Last()
