@@ -222,15 +222,22 @@ loop:
 
 // process moves one delivery on: a delay hop, or the pipeline's decision
 // executed (an ack, a retry copy, a dead-letter copy, a hand-back copy with
-// the same attempt: requeue). The delivery is acked only after its next
-// home confirmed.
+// the same attempt: requeue). A delivery whose properties the client
+// could not decode (undecodable) is dead-lettered without a hop, a claim
+// or its handler. The delivery is acked only after its next home
+// confirmed.
 func (c *consumer) process(ctx context.Context, m amqp.Delivery, fwd chan<- forwardJob) {
-	if rem := remainingDelay(m.Headers); rem > 0 {
+	why, marked := undecodable(m.Headers)
+	if rem := remainingDelay(m.Headers); rem > 0 && !marked {
 		c.hop(ctx, m, rem, fwd)
 		return
 	}
 	d := c.delivery(m, c.sub.HeadersOnDemand)
-	dec := c.pipe.Process(ctx, d, c.h, c.claim(m, d))
+	in := pipeline.Input{Undecodable: why} // dead-lettered unhandled
+	if !marked {
+		in = c.claim(m, d)
+	}
+	dec := c.pipe.Process(ctx, d, c.h, in)
 	switch dec.Action {
 	case pipeline.Ack:
 		if aerr := m.Ack(false); aerr != nil {

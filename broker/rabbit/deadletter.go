@@ -17,7 +17,9 @@ import (
 // headers with their AMQP types and the properties (Entry.OriginalWire;
 // OriginalHeaders is their string view), the x-redrive-* story when redrive
 // dead-lettered it, or the x-death story when the broker did (queue TTL
-// expired, rejected, max length).
+// expired, rejected, max length). A delivery whose properties amqp091-go
+// could not decode (HeaderUndecodable) is an entry with reason
+// undecodable that keeps the refused bytes (markUndecodable).
 func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 	h := fromTable(m.Headers)
 	e := dlq.Entry{
@@ -44,6 +46,10 @@ func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 	}
 	if n, err := strconv.Atoi(h[broker.HeaderAttempt]); err == nil && n > 0 {
 		e.RetryCount = n - 1
+	}
+	if why, ok := undecodable(m.Headers); ok {
+		markUndecodable(&e, m, why)
+		return e
 	}
 	if e.Reason == "" {
 		// Dead-lettered by the broker: the first x-death entry is the latest.
