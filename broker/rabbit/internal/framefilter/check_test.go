@@ -14,7 +14,9 @@ import (
 // Field encoders of the tests: AMQP 0-9-1 table bytes written by hand, so
 // that a test can write what no client library writes.
 
-func longstr(b []byte) []byte { return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...) }
+func longstr(b []byte) []byte {
+	return append(binary.BigEndian.AppendUint32(nil, uint32(len(b))), b...)
+}
 
 // tbl is a field table (its long-string length and its entries).
 func tbl(entries ...[]byte) []byte { return longstr(bytes.Join(entries, nil)) }
@@ -26,12 +28,12 @@ func vF(entries ...[]byte) []byte { return append([]byte{'F'}, tbl(entries...)..
 func vA(values ...[]byte) []byte {
 	return append([]byte{'A'}, longstr(bytes.Join(values, nil))...)
 }
-func vS(s string) []byte  { return append([]byte{'S'}, longstr([]byte(s))...) }
-func vx(b []byte) []byte  { return append([]byte{'x'}, longstr(b)...) }
-func vI(n int32) []byte   { return binary.BigEndian.AppendUint32([]byte{'I'}, uint32(n)) }
-func vl(n int64) []byte   { return binary.BigEndian.AppendUint64([]byte{'l'}, uint64(n)) }
-func vV() []byte          { return []byte{'V'} }
-func vt(b bool) []byte    { return []byte{'t', map[bool]byte{false: 0, true: 1}[b]} }
+func vS(s string) []byte { return append([]byte{'S'}, longstr([]byte(s))...) }
+func vx(b []byte) []byte { return append([]byte{'x'}, longstr(b)...) }
+func vI(n int32) []byte  { return binary.BigEndian.AppendUint32([]byte{'I'}, uint32(n)) }
+func vl(n int64) []byte  { return binary.BigEndian.AppendUint64([]byte{'l'}, uint64(n)) }
+func vV() []byte         { return []byte{'V'} }
+func vt(b bool) []byte   { return []byte{'t', map[bool]byte{false: 0, true: 1}[b]} }
 func vD(s byte, v int32) []byte {
 	return binary.BigEndian.AppendUint32([]byte{'D', s}, uint32(v))
 }

@@ -41,7 +41,7 @@ func server(conn net.Conn, frameMax uint32, ds func(w *bufio.Writer)) {
 	}
 	start := binary.BigEndian.AppendUint16(nil, 10)
 	start = binary.BigEndian.AppendUint16(start, 10)
-	start = append(start, 0, 9)     // version
+	start = append(start, 0, 9)       // version
 	start = append(start, 0, 0, 0, 0) // server properties: an empty table
 	start = appendLongstr(start, "PLAIN")
 	start = appendLongstr(start, "en_US")
@@ -75,7 +75,7 @@ func server(conn net.Conn, frameMax uint32, ds func(w *bufio.Writer)) {
 			_ = w.Flush()
 			return
 		case [2]uint16{60, 20}: // basic.consume → consume-ok, then the deliveries
-			p := payload[4+2:] // reserved short
+			p := payload[4+2:]  // reserved short
 			p = p[1+int(p[0]):] // queue
 			tag := p[1 : 1+int(p[0])]
 			writeFrame(w, frameMethod, ch, appendShortstr([]byte{0, 60, 0, 21}, string(tag)))
