@@ -31,8 +31,9 @@ const settleTimeout = 15 * time.Second
 //
 // An entry that is not pending is ErrNotPending; an unknown one
 // ErrNotFound; one whose recorded origin disagrees with its route
-// ErrOriginMismatch, and one of a DLQ no worker is configured for
-// ErrNoRoute (both leave it pending, untouched).
+// ErrOriginMismatch, one of a DLQ no worker is configured for ErrNoRoute,
+// one whose message could not be decoded ErrNotReplayable (all leave it
+// pending, untouched).
 func (o *Ops) Replay(ctx context.Context, dlq, id, actor string) (Record, error) {
 	if o.pub == nil {
 		return Record{}, ErrNoRepublisher

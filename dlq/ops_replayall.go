@@ -100,8 +100,8 @@ type Progress struct {
 	// Replayed entries are replayed; Skipped ones were no longer pending
 	// when their turn came; Failed ones were refused by the broker (pending
 	// again); Mismatched ones were not replayed because their recorded
-	// origin disagrees with their DLQ's route, or the DLQ has none (see
-	// Ops.Target): they stay pending.
+	// origin disagrees with their DLQ's route, the DLQ has none, or they
+	// cannot be replayed (see Ops.Target): they stay pending.
 	Replayed   int64
 	Skipped    int64
 	Failed     int64

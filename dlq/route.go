@@ -55,17 +55,32 @@ var ErrOriginMismatch = errors.New("origin mismatch")
 // replay has nowhere to go (HTTP 409).
 var ErrNoRoute = errors.New("no configured worker replays this DLQ")
 
+// ErrNotReplayable is wrapped when an entry cannot go back as it came: the
+// broker client could not decode its message's headers (reason
+// undecodable), so the entry keeps their refused bytes, not the headers,
+// and a replay would send either a message that never existed (no
+// headers) or the same refused headers (dead-lettered again). Such an
+// entry is kept and shown, and refused on replay (HTTP 409); replay-all
+// skips it and counts it with the mismatched.
+var ErrNotReplayable = errors.New("not replayable")
+
 // Target returns the route a replay of r takes: the configured worker of
 // r's DLQ, the one r names when the DLQ is shared. It is an error wrapping
-// ErrNoRoute when no worker is configured for the DLQ, or ErrOriginMismatch
+// ErrNoRoute when no worker is configured for the DLQ, ErrOriginMismatch
 // (with a message naming where the entry claims to come from and where its
-// DLQ replays to) when r's recorded worker, topic or source disagree.
+// DLQ replays to) when r's recorded worker, topic or source disagree, or
+// ErrNotReplayable when its message could not be decoded.
 func (o *Ops) Target(r Record) (Route, error) {
 	return target(o.routes[r.DLQ], r)
 }
 
 func target(routes []Route, r Record) (Route, error) {
 	e := &r.Entry
+	if e.Reason == string(broker.ReasonUndecodable) {
+		return Route{}, fmt.Errorf("%w: the broker client could not decode this message's headers (reason undecodable); "+
+			"the entry keeps their raw bytes, not the headers, so a replay could not send the message as it came: "+
+			"download it and publish a repaired copy, then discard the entry", ErrNotReplayable)
+	}
 	if len(routes) == 0 {
 		return Route{}, fmt.Errorf("%w: %q is not the DLQ of a configured worker", ErrNoRoute, r.DLQ)
 	}

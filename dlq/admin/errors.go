@@ -38,6 +38,10 @@ const (
 	// CodeNoRoute (409): no configured worker has the entry's DLQ: a
 	// replay has nowhere to go.
 	CodeNoRoute = "no_route"
+	// CodeNotReplayable (409): the entry cannot go back as it came (its
+	// message's headers could not be decoded: reason undecodable); the
+	// message says why and what to do.
+	CodeNotReplayable = "not_replayable"
 	// CodeJobRunning (409): the DLQ already has a running replay-all job
 	// (the body carries it).
 	CodeJobRunning = "job_running"
@@ -112,7 +116,7 @@ const (
 )
 
 // fail maps an Ops error to its response: ErrNotFound 404, ErrNotPending
-// 409, ErrOriginMismatch and ErrNoRoute 409, bad input 400, a broker
+// 409, ErrOriginMismatch, ErrNoRoute and ErrNotReplayable 409, bad input 400, a broker
 // refusal 502, no republisher 503, anything else 500. The body holds a
 // fixed message and the code (an origin mismatch's message names the
 // entry's claim and the configured target, quoted and clipped, as the
@@ -128,6 +132,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status, code, msg = http.StatusConflict, CodeOriginMismatch, err.Error()
 	case errors.Is(err, dlq.ErrNoRoute):
 		status, code, msg = http.StatusConflict, CodeNoRoute, err.Error()
+	case errors.Is(err, dlq.ErrNotReplayable):
+		status, code, msg = http.StatusConflict, CodeNotReplayable, err.Error()
 	case errors.Is(err, dlq.ErrReasonRequired):
 		status, code, param, msg = http.StatusBadRequest, CodeInvalidRequest, "reason", msgReason
 	case errors.Is(err, dlq.ErrInvalidQuery):

@@ -26,7 +26,7 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, ss *session, err 
 		status, msg = http.StatusNotFound, "entry: no such entry in this DLQ"
 	case errors.Is(err, dlq.ErrNotPending):
 		status, msg = http.StatusConflict, "status: the entry is no longer pending (someone replayed or discarded it); reload it"
-	case errors.Is(err, dlq.ErrOriginMismatch), errors.Is(err, dlq.ErrNoRoute):
+	case errors.Is(err, dlq.ErrOriginMismatch), errors.Is(err, dlq.ErrNoRoute), errors.Is(err, dlq.ErrNotReplayable):
 		// The operator must see where the entry claims to come from and
 		// where its DLQ replays to (quoted and clipped names; the page
 		// escapes them).
