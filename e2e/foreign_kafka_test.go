@@ -135,14 +135,7 @@ func foreignKafka(t *testing.T, brokers []string, mode broker.RetryMode, seed in
 
 	s := &suite{env: env}
 	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
-	s.keeper(t, b, st, dlqName, nil)
-	stop := testenv.Consume(t, b, sub, fr.handle)
-	wantHandled, wantDead, wantReplayed := fr.want()
-	fr.waitHandled(t, "every first-life record handled", wantHandled, 0)
-	stored := int(st.waitStored(t, dlqName, int64(wantDead), 60*time.Second))
-
-	ops := s.ops(t, b, st, [2]string{topic, group})
-	refused := fr.replayAll(t, st, ops, dlqName,
+	stored, refused := fr.drive(t, s, b, st, sub, dlqName,
 		func(e dlq.Entry) (int, bool) {
 			var fid string
 			if f, err := wire.Decode(e.OriginalWire); err == nil {
@@ -160,7 +153,5 @@ func foreignKafka(t *testing.T, brokers []string, mode broker.RetryMode, seed in
 				t.Errorf("%s with topic %q, want %q", what, e.OriginalTopic, topic)
 			}
 		})
-	fr.waitHandled(t, "every replay handled", wantHandled, wantReplayed)
-	stop()
 	fr.account(t, seed, stored, 0, refused)
 }

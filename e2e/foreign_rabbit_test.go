@@ -106,15 +106,7 @@ rabbitmq: {url: %q, prefix: %s, delay: {mode: %s, resolution: 100ms, factor: 4, 
 	}
 	fr := newForeignRun(msgs, func(d *broker.Delivery) (int, bool) { return which(d.ID, d.Header("fid"), d.Value) })
 
-	conn, err := amqp.Dial(testenv.RabbitMQ.URL())
-	if err != nil {
-		testenv.RabbitMQ.Fail(t, err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	ch, err := conn.Channel()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ch := testenv.AMQP(t)
 	if err := ch.Confirm(false); err != nil {
 		t.Fatal(err)
 	}
@@ -134,18 +126,9 @@ rabbitmq: {url: %q, prefix: %s, delay: {mode: %s, resolution: 100ms, factor: 4, 
 
 	s := &suite{env: Env{Name: string(broker.RabbitMQ), Router: rabbit.Router{}}}
 	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
-	s.keeper(t, b, st, dlqName, nil)
-	stop := testenv.Consume(t, b, sub, fr.handle)
-	wantHandled, wantDead, wantReplayed := fr.want()
-	fr.waitHandled(t, "every first-life message handled", wantHandled, 0)
-	stored := int(st.waitStored(t, dlqName, int64(wantDead), 60*time.Second))
-
-	ops := s.ops(t, b, st, [2]string{topic, group})
-	refused := fr.replayAll(t, st, ops, dlqName,
+	stored, refused := fr.drive(t, s, b, st, sub, dlqName,
 		func(e dlq.Entry) (int, bool) { return which(e.MessageID, e.OriginalHeaders["fid"], e.OriginalValue) },
 		func(i int, e dlq.Entry) { checkRabbitEntry(t, i, cases[i], e) })
-	fr.waitHandled(t, "every replay handled", wantHandled, wantReplayed)
-	stop()
 	for _, q := range []string{queue, dlqName} {
 		waitDepth(t, ch, q, 0)
 	}

@@ -98,7 +98,7 @@ func (fr *foreignRun) handle(_ context.Context, d *broker.Delivery) error {
 	switch m.fate {
 	case fateHandled:
 	case fateDelayed:
-		if early := m.sent.Add(foreignDelay).Sub(time.Now()); early > 0 {
+		if early := time.Until(m.sent.Add(foreignDelay)); early > 0 {
 			problem("handled %s before its delay ended", early)
 		}
 	case fateRetried:
@@ -157,6 +157,25 @@ func (fr *foreignRun) waitHandled(t *testing.T, what string, handled, replayed i
 		h, r := fr.count()
 		return h >= handled && r >= replayed
 	})
+}
+
+// drive runs sub's worker on b with the handler of fr and a keeper of
+// dlqName on st until every fate is played: the first-life messages
+// handled, the dead letters kept, replayed (or refused, see replayAll)
+// and the replays handled. It returns how many entries were kept and
+// how many refused, the worker stopped.
+func (fr *foreignRun) drive(t *testing.T, s *suite, b broker.Broker, st *counting, sub broker.Subscription, dlqName string,
+	which func(e dlq.Entry) (int, bool), check func(i int, e dlq.Entry)) (stored, refused int) {
+	t.Helper()
+	s.keeper(t, b, st, dlqName, nil)
+	stop := testenv.Consume(t, b, sub, fr.handle)
+	defer stop()
+	wantHandled, wantDead, wantReplayed := fr.want()
+	fr.waitHandled(t, "every first-life message handled", wantHandled, 0)
+	stored = int(st.waitStored(t, dlqName, int64(wantDead), 60*time.Second))
+	refused = fr.replayAll(t, st, s.ops(t, b, st, [2]string{sub.Topic, sub.Group}), dlqName, which, check)
+	fr.waitHandled(t, "every replay handled", wantHandled, wantReplayed)
+	return stored, refused
 }
 
 // replayAll replays every entry of dlqName in st through ops: a message

@@ -105,11 +105,9 @@ type Handshake struct {
 	Err      error
 }
 
-// Listen starts a TLS listener on 127.0.0.1 with f's server certificate
-// that requires a client certificate signed by f's CA. Every handshake is
-// sent on the returned channel; the connection is then closed. It stops
-// when t ends.
-func Listen(t testing.TB, f Files) (addr string, handshakes <-chan Handshake) {
+// listen starts a TLS listener on 127.0.0.1 with f's server certificate
+// that requires a client certificate signed by f's CA.
+func listen(t testing.TB, f Files) net.Listener {
 	t.Helper()
 	cert, err := tls.LoadX509KeyPair(f.ServerCert, f.ServerKey)
 	if err != nil {
@@ -130,6 +128,16 @@ func Listen(t testing.TB, f Files) (addr string, handshakes <-chan Handshake) {
 	if err != nil {
 		t.Fatalf("tlstest: listen: %v", err)
 	}
+	return l
+}
+
+// Listen starts a TLS listener on 127.0.0.1 with f's server certificate
+// that requires a client certificate signed by f's CA. Every handshake is
+// sent on the returned channel; the connection is then closed. It stops
+// when t ends.
+func Listen(t testing.TB, f Files) (addr string, handshakes <-chan Handshake) {
+	t.Helper()
+	l := listen(t, f)
 	t.Cleanup(func() { _ = l.Close() })
 	ch := make(chan Handshake, 64)
 	go func() {
@@ -165,25 +173,7 @@ func Listen(t testing.TB, f Files) (addr string, handshakes <-chan Handshake) {
 // stops when t ends.
 func Terminate(t testing.TB, f Files, target string) (addr string) {
 	t.Helper()
-	cert, err := tls.LoadX509KeyPair(f.ServerCert, f.ServerKey)
-	if err != nil {
-		t.Fatalf("tlstest: server certificate: %v", err)
-	}
-	pemCA, err := os.ReadFile(f.CA)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pemCA)
-	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{
-		Certificates: []tls.Certificate{cert},
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		ClientCAs:    pool,
-		MinVersion:   tls.VersionTLS12,
-	})
-	if err != nil {
-		t.Fatalf("tlstest: listen: %v", err)
-	}
+	l := listen(t, f)
 	var (
 		wg     sync.WaitGroup
 		mu     sync.Mutex
