@@ -3,6 +3,7 @@ package rabbit_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/memstore"
 	"github.com/redrive/redrive/internal/testenv"
 )
 
@@ -111,11 +113,12 @@ func TestUndecodableHeadersMoveAside(t *testing.T) {
 
 // TestUndecodableDeadLettersAreKept: refused messages put straight into a
 // DLQ (as a broker dead-lettering, or a foreign application, would), with
-// plain dead letters before, between and behind them. Counted: the keeper
-// hands over every one of them, the refused ones as entries with reason
-// undecodable that keep their message id, properties and refused bytes,
-// and the DLQ ends empty. (The refused table used to stop the keeper of
-// that DLQ for good.)
+// plain dead letters before, between and behind them, read by a keeper
+// into a store (the embedded one). Counted: the store holds every one of
+// them once, the refused ones as entries with reason undecodable that
+// keep their message id, properties and refused bytes, and the DLQ ends
+// empty. (The refused table used to stop the keeper of that DLQ for
+// good.)
 func TestUndecodableDeadLettersAreKept(t *testing.T) {
 	s := sub(testenv.Name(t))
 	b := newBroker(t, nil, s)
@@ -131,7 +134,39 @@ func TestUndecodableDeadLettersAreKept(t *testing.T) {
 		msgs = append(msgs, amqp.Publishing{MessageId: fmt.Sprint("behind-", i), Body: []byte("plain")})
 	}
 	publishRaw(t, channel(t), "", queue, msgs...)
-	entries := keep(t, b, queue, len(msgs))
+
+	mem := memstore.New(memstore.Config{Logger: slog.New(slog.DiscardHandler)})
+	defer mem.Close()
+	st := &insertions{Store: mem}
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: st, Broker: broker.RabbitMQ,
+		DLQs: map[string]broker.Severity{queue: broker.SeverityCritical}, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := testenv.Background(t, "Keeper.Run", 30*time.Second, k.Run)
+	st.inserted.WaitUntil(t, 30*time.Second, fmt.Sprintf("%d entries stored", len(msgs)), func(n []int) bool {
+		sum := 0
+		for _, k := range n {
+			sum += k
+		}
+		return sum >= len(msgs)
+	})
+	stop()
+	page, err := st.List(t.Context(), dlq.Query{DLQ: queue, Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := map[string]dlq.Entry{}
+	for _, r := range page.Records {
+		full, err := st.Get(t.Context(), queue, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, dup := entries[full.Entry.MessageID]; dup {
+			t.Errorf("%s stored twice", full.Entry.MessageID)
+		}
+		entries[full.Entry.MessageID] = full.Entry
+	}
 	for _, m := range msgs {
 		e, ok := entries[m.MessageId]
 		switch {
@@ -146,6 +181,25 @@ func TestUndecodableDeadLettersAreKept(t *testing.T) {
 	if n := depth(t, channel(t), queue); n != 0 {
 		t.Errorf("%d messages left in %s", n, queue)
 	}
+}
+
+// insertions is a store that records how many entries each insert added.
+type insertions struct {
+	dlq.Store
+	inserted testenv.Recorder[int]
+}
+
+// InsertBatch implements dlq.Store.
+func (s *insertions) InsertBatch(ctx context.Context, rs []dlq.Record) ([]dlq.InsertResult, error) {
+	res, err := s.Store.InsertBatch(ctx, rs)
+	n := 0
+	for _, r := range res {
+		if r.Err == nil && r.Inserted {
+			n++
+		}
+	}
+	s.inserted.Add(n)
+	return res, err
 }
 
 // keep runs the DLQ source of b on queue until it handed over n dead
