@@ -24,7 +24,11 @@ type Entry struct {
 	// application headers (types, order, repeated and binary names) and,
 	// on RabbitMQ, its properties: wire.Encode's versioned bytes, opaque to
 	// stores, decoded by the backend that replays it and by the admin API.
-	// OriginalHeaders is its string view. Nil for entries stored before
+	// OriginalHeaders is its string view. On RabbitMQ it also keeps, after
+	// the application's headers, those the broker wrote when it
+	// dead-lettered the message (x-death with its types,
+	// x-first-death-*, ...): the broker's story, shown, never replayed,
+	// and left out of OriginalHeaders. Nil for entries stored before
 	// redrive kept it and for foreign or unparseable messages whose form is
 	// unknown: a replay then sends OriginalHeaders as strings.
 	OriginalWire []byte

@@ -46,6 +46,11 @@ type KeeperConfig struct {
 	// letter as an increase), and worker_dlq_processing_seconds{dlq,severity};
 	// nil = no metrics.
 	Registerer prometheus.Registerer
+	// Ops, when set, counts each new entry in its redrive_dlq_pending at
+	// once (Ops.NoteArrival), before worker_dlq_messages_total counts it:
+	// a scrape that shows an arrival shows it pending too. Default none
+	// (the pending gauge follows at Ops's next refresh).
+	Ops *Ops
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// Now is the clock; default time.Now.
@@ -258,6 +263,9 @@ func (k *Keeper) raw(r Record, dl DeadLetter, err error) Record {
 func (k *Keeper) stored(ctx context.Context, r Record, res InsertResult) error {
 	stored, sev := res.Stored, r.Severity
 	if res.Inserted {
+		if stored.Status == StatusPending && k.cfg.Ops != nil {
+			k.cfg.Ops.NoteArrival(r.DLQ)
+		}
 		k.total.WithLabelValues(r.DLQ, sev).Inc()
 		if failed := stored.Entry.LastFailureAt; !failed.IsZero() {
 			k.latency.WithLabelValues(r.DLQ, sev).Observe(max(r.ReceivedAt.Sub(failed).Seconds(), 0))

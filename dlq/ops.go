@@ -104,6 +104,7 @@ type Ops struct {
 	log      *slog.Logger
 	metrics  *metrics
 	now      func() time.Time
+	kick     chan struct{} // refreshSoon → Run
 
 	replayTimeout     time.Duration
 	reconcileAfter    time.Duration
@@ -126,8 +127,10 @@ func (c OpsConfig) Validate() error {
 	foreign := map[string]bool{} // DLQ → its route is foreign
 	for i, rt := range c.Routes {
 		switch prev, dup := foreign[rt.DLQ]; {
-		case rt.Foreign && (rt.DLQ == "" || rt.Target == ""):
-			return fmt.Errorf("dlq: OpsConfig.Routes[%d]: a foreign route needs dlq and target, got %+v", i, rt)
+		case rt.Foreign && (rt.DLQ == "" || rt.Target == "" && rt.Exchange == "" && rt.Resolve == nil):
+			return fmt.Errorf("dlq: OpsConfig.Routes[%d]: a foreign route needs dlq and a target (or exchange, or Resolve), got %+v", i, rt)
+		case rt.Resolve != nil && !rt.Foreign:
+			return fmt.Errorf("dlq: OpsConfig.Routes[%d]: only a foreign route resolves its target per entry, got %+v", i, rt)
 		case dup && (prev || rt.Foreign):
 			return fmt.Errorf("dlq: OpsConfig.Routes[%d]: %q is a foreign DLQ and has another route", i, rt.DLQ)
 		case !rt.Foreign && (rt.DLQ == "" || rt.Topic == "" || rt.Worker == "" || rt.Target == ""):
@@ -167,6 +170,7 @@ func NewOps(cfg OpsConfig) (*Ops, error) {
 		pub:               cfg.Republisher,
 		policies:          make(map[string]Policy, len(cfg.Policies)),
 		routes:            make(map[string][]Route, len(cfg.Routes)),
+		kick:              make(chan struct{}, 1),
 		preview:           cfg.MaxPayloadPreview,
 		log:               cfg.Logger,
 		now:               cfg.Now,

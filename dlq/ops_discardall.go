@@ -67,6 +67,7 @@ func (o *Ops) DiscardAll(ctx context.Context, q Query, opts DiscardAllOptions) (
 			}
 			b.report()
 		}
+		o.refreshSoon()
 		return nil
 	}, nil)
 	if err == nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/redrive/redrive/broker"
 )
 
 // ReconcileActor is the actor of the audit rows Reconcile writes.
@@ -31,10 +33,72 @@ const settleTimeout = 15 * time.Second
 //
 // An entry that is not pending is ErrNotPending; an unknown one
 // ErrNotFound; one whose recorded origin disagrees with its route
-// ErrOriginMismatch, one of a DLQ no worker is configured for ErrNoRoute,
-// one whose message could not be decoded ErrNotReplayable (all leave it
-// pending, untouched).
+// ErrOriginMismatch, and one of a DLQ no worker is configured for
+// ErrNoRoute; one whose original message is unknown (stored raw, reason
+// unparseable) ErrUnknownMessage, since a replay never invents a message
+// (ReplayAsStored sends its stored bytes when the operator says so). Each
+// leaves it pending, untouched. The record returned is whole.
 func (o *Ops) Replay(ctx context.Context, dlq, id, actor string) (Record, error) {
+	return o.replay(ctx, dlq, id, actor, false)
+}
+
+// ReplayAsStored is Replay for an operator who explicitly asks to send an
+// entry's stored bytes as they are: an entry whose original message is
+// unknown (UnknownMessage) is replayed too, its stored key, value and
+// headers sent to its route as they are, and its audit row's action is
+// ActionReplayAsStored, saying so. Any other entry is replayed as Replay
+// does (its stored bytes are its message).
+func (o *Ops) ReplayAsStored(ctx context.Context, dlq, id, actor string) (Record, error) {
+	return o.replay(ctx, dlq, id, actor, true)
+}
+
+// ErrUnknownMessage is wrapped by Replay (HTTP 409) for an entry whose
+// original message is unknown: the keeper could not decode what it read
+// and stored it raw (reason unparseable), so its stored bytes are the
+// dead-letter record, not the message the worker failed on; or the broker
+// client could not decode the message's headers (reason undecodable), so
+// the entry keeps their refused bytes, not the headers. ReplayAll skips
+// such entries (Progress.Mismatched). ReplayAsStored sends them.
+var ErrUnknownMessage = errors.New("the original message is unknown (the entry was stored raw, or its headers could not be decoded)")
+
+// UnknownMessage reports whether r's original message is unknown: its
+// entry was stored raw (reason unparseable), or its headers could not be
+// decoded (reason undecodable). Replay refuses it (ErrUnknownMessage);
+// ReplayAsStored sends its stored bytes as they are (an undecodable one:
+// its body and properties, without headers).
+func UnknownMessage(r Record) bool { return r.Entry.unknown() }
+
+// unknown reports whether e's original message is unknown: stored raw,
+// or its headers refused by the broker client.
+func (e Entry) unknown() bool {
+	return e.Reason == string(ReasonUnparseable) || e.Reason == string(broker.ReasonUndecodable)
+}
+
+// ActionReplayAsStored is the audit action of a replay an operator forced
+// with ReplayAsStored for an entry whose original message is unknown: its
+// stored bytes were sent as they are.
+const ActionReplayAsStored = "replay_as_stored"
+
+// ReplayRoute returns the route a Replay of r takes, or the error Replay
+// would refuse it with: Target's (ErrOriginMismatch, ErrNoRoute), or
+// ErrUnknownMessage, returned with the route ReplayAsStored would take.
+// Listings show it beside each entry.
+func (o *Ops) ReplayRoute(r Record) (Route, error) { return o.refusal(r, false) }
+
+// refusal is ReplayRoute, allowing an unknown message when asStored.
+func (o *Ops) refusal(r Record, asStored bool) (Route, error) {
+	rt, err := o.Target(r)
+	if err != nil {
+		return Route{}, err
+	}
+	if UnknownMessage(r) && !asStored {
+		return rt, fmt.Errorf("%w: %s; replay it as stored to send its stored bytes as they are to %s",
+			ErrUnknownMessage, clipName(r.Entry.ErrorMessage), rt.Destination(r.Broker))
+	}
+	return rt, nil
+}
+
+func (o *Ops) replay(ctx context.Context, dlq, id, actor string, asStored bool) (Record, error) {
 	if o.pub == nil {
 		return Record{}, ErrNoRepublisher
 	}
@@ -46,7 +110,7 @@ func (o *Ops) Replay(ctx context.Context, dlq, id, actor string) (Record, error)
 	if full.Status != StatusPending {
 		return Record{}, fmt.Errorf("dlq: replay %s: %w: it is %s", ReplayedFrom(dlq, id), ErrNotPending, full.Status)
 	}
-	rt, err := o.Target(full)
+	rt, err := o.refusal(full, asStored)
 	if err != nil {
 		return Record{}, fmt.Errorf("dlq: replay %s: %w", ReplayedFrom(dlq, id), err)
 	}
@@ -57,7 +121,14 @@ func (o *Ops) Replay(ctx context.Context, dlq, id, actor string) (Record, error)
 	if err != nil {
 		return Record{}, fmt.Errorf("dlq: replay %s: %w", ReplayedFrom(dlq, id), err)
 	}
-	return o.republish(ctx, r, full.Entry, rt, actor)
+	done, err := o.republish(ctx, r, full.Entry, rt, actor)
+	if err != nil {
+		return Record{}, err
+	}
+	// Whole, so that its route reads as it was taken (an x-death route
+	// resolves from the entry).
+	done.Entry, done.Brief = full.Entry, false
+	return done, nil
 }
 
 // republish calls the Republisher for r, which is replaying, with its
@@ -69,12 +140,13 @@ func (o *Ops) republish(ctx context.Context, r Record, e Entry, rt Route, actor 
 		return Record{}, err
 	}
 	key := r.Key()
-	dest := Destination(r.Broker, rt.Target, rt.Worker)
+	dest := rt.Destination(r.Broker)
+	action, reason := replayAudit(e, dest)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	done, err := o.store.Transition(sctx, Transition{
 		DLQ: r.DLQ, ID: r.ID, From: []Status{StatusReplaying}, To: StatusReplayed, IfVersion: r.Version,
-		Actor: actor, Action: ActionReplay, Reason: clip(auditTo(dest)), At: o.now(),
+		Actor: actor, Action: action, Reason: clip(reason), At: o.now(),
 	})
 	if err != nil {
 		o.log.Error("dlq: entry republished but not marked replayed; the reconciler will replay it again",
@@ -82,8 +154,20 @@ func (o *Ops) republish(ctx context.Context, r Record, e Entry, rt Route, actor 
 		return Record{}, fmt.Errorf("dlq: replay %s: republished, but recording it failed (the reconciler will replay it again): %w", key, err)
 	}
 	o.metrics.replayed(r.DLQ)
-	o.log.Info("dlq: replayed", "entry", key, "actor", actor, "to", dest)
+	o.refreshSoon()
+	o.log.Info("dlq: replayed", "entry", key, "actor", actor, "to", dest, "action", action)
 	return done, nil
+}
+
+// replayAudit is the action and reason of the audit row of a replay of e
+// to dest: ActionReplay "to <dest>", or, for an entry whose message is
+// unknown (only ReplayAsStored sends one), ActionReplayAsStored saying its
+// stored bytes were sent as they are.
+func replayAudit(e Entry, dest string) (action, reason string) {
+	if e.unknown() {
+		return ActionReplayAsStored, auditTo(dest) + ": as stored: the original message is unknown (the entry was stored raw); its stored bytes were sent as they are"
+	}
+	return ActionReplay, auditTo(dest)
 }
 
 // send calls the Republisher for r, which is replaying, with its whole
@@ -103,7 +187,7 @@ func (o *Ops) send(ctx context.Context, r Record, e Entry, rt Route, actor strin
 	defer cancel()
 	_, terr := o.store.Transition(sctx, Transition{
 		DLQ: r.DLQ, ID: r.ID, From: []Status{StatusReplaying}, To: StatusPending, IfVersion: r.Version,
-		Actor: actor, Action: ActionReplayFailed, Reason: clip(auditTo(Destination(r.Broker, rt.Target, rt.Worker)) + ": " + err.Error()), At: o.now(),
+		Actor: actor, Action: ActionReplayFailed, Reason: clip(auditTo(rt.Destination(r.Broker)) + ": " + err.Error()), At: o.now(),
 	})
 	if terr != nil {
 		o.log.Error("dlq: replay failed and the entry could not be set back to pending; the reconciler will replay it",
@@ -137,6 +221,7 @@ func (o *Ops) Discard(ctx context.Context, dlq, id, actor, reason string) (Recor
 	if err != nil {
 		return Record{}, fmt.Errorf("dlq: discard %s: %w", ReplayedFrom(dlq, id), err)
 	}
+	o.refreshSoon()
 	o.log.Info("dlq: discarded", "entry", r.Key(), "actor", actor, "reason", reason)
 	return r, nil
 }
@@ -198,6 +283,14 @@ func (o *Ops) Reconcile(ctx context.Context) (int, error) {
 // replay_failed audit row saying why.
 func (o *Ops) reconcileOne(ctx context.Context, r Record) (bool, error) {
 	rt, terr := o.Target(r)
+	if terr == nil && !rt.Resolved() {
+		// An x-death route: its target is in the entry's stored form.
+		full, err := o.store.Get(ctx, r.DLQ, r.ID)
+		if err != nil {
+			return false, fmt.Errorf("read %s: %w", r.Key(), err)
+		}
+		rt, terr = o.Target(full)
+	}
 	if terr != nil {
 		_, err := o.store.Transition(ctx, Transition{
 			DLQ: r.DLQ, ID: r.ID, From: []Status{StatusReplaying}, To: StatusPending, IfVersion: r.Version,
@@ -237,7 +330,7 @@ func (o *Ops) reconcileOne(ctx context.Context, r Record) (bool, error) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), settleTimeout)
 	defer cancel()
 	reason := fmt.Sprintf("%s: replay by %s at %s was interrupted before it was recorded; replayed again: the message may have been delivered twice",
-		auditTo(Destination(r.Broker, rt.Target, rt.Worker)), orUnknown(r.StatusBy), r.StatusChangedAt.UTC().Format(time.RFC3339))
+		auditTo(rt.Destination(r.Broker)), orUnknown(r.StatusBy), r.StatusChangedAt.UTC().Format(time.RFC3339))
 	if _, err := o.store.Transition(sctx, Transition{
 		DLQ: r.DLQ, ID: r.ID, From: []Status{StatusReplaying}, To: StatusReplayed, IfVersion: claimed.Version,
 		Actor: ReconcileActor, Action: ActionReconcile, Reason: reason, At: o.now(),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -100,8 +101,10 @@ type Progress struct {
 	// Replayed entries are replayed; Skipped ones were no longer pending
 	// when their turn came; Failed ones were refused by the broker (pending
 	// again); Mismatched ones were not replayed because their recorded
-	// origin disagrees with their DLQ's route, the DLQ has none, or they
-	// cannot be replayed (see Ops.Target): they stay pending.
+	// origin disagrees with their DLQ's route, or the DLQ has none (see
+	// Ops.Target), or their original message is unknown
+	// (ErrUnknownMessage: only Ops.ReplayAsStored sends one): they stay
+	// pending.
 	Replayed   int64
 	Skipped    int64
 	Failed     int64
@@ -119,8 +122,10 @@ type Progress struct {
 // second. On a store that is a BatchTransitioner, the store's steps are
 // taken for a chunk of entries at once (claimed, then recorded): each
 // message is still published alone and counted once its broker confirmed
-// it, and a crash leaves at most a chunk replaying, for Reconcile. Entries whose origin disagrees with their route (Ops.Target) are
-// skipped, counted in Progress.Mismatched and left pending. It lists the
+// it, and a crash leaves at most a chunk replaying, for Reconcile. Entries
+// whose origin disagrees with their route (Ops.Target), and entries whose
+// original message is unknown (ErrUnknownMessage), are skipped, counted in
+// Progress.Mismatched and left pending. It lists the
 // store a page at a time without payloads and reads the payloads in
 // batches bounded by bytes (opts.BatchBytes), so memory stays bounded
 // whatever the entries' number and size.
@@ -166,7 +171,7 @@ func (o *Ops) ReplayAll(ctx context.Context, q Query, opts ReplayAllOptions) (Pr
 			for len(recs) > 0 && (len(batch) == 0 || size+recs[0].ValueSize <= batchBytes) {
 				r := recs[0]
 				recs = recs[1:]
-				rt, err := o.Target(r)
+				rt, err := o.refusal(r, false)
 				if err != nil {
 					b.p.Mismatched++
 					o.log.Warn("dlq: replay all: entry left pending", "entry", r.Key(), "error", err)
@@ -258,6 +263,10 @@ func (o *Ops) replayBatch(ctx context.Context, batch []Record, routes []Route, p
 	if err != nil {
 		return err
 	}
+	batch, routes = o.resolveBatch(batch, routes, full, p, report)
+	if len(batch) == 0 {
+		return nil
+	}
 	if bt, ok := o.store.(BatchTransitioner); ok {
 		entries := make(map[string]Entry, len(full))
 		for _, r := range full {
@@ -302,6 +311,34 @@ func (o *Ops) replayBatch(ctx context.Context, batch []Record, routes []Route, p
 		report()
 	}
 	return nil
+}
+
+// resolveBatch resolves the routes of batch that a listing left
+// unresolved (Route.Resolve: an x-death route) from the entries read
+// whole (full), leaving out, counted Mismatched, those it refuses.
+func (o *Ops) resolveBatch(batch []Record, routes []Route, full []Record, p *Progress, report func()) ([]Record, []Route) {
+	if !slices.ContainsFunc(routes, func(rt Route) bool { return !rt.Resolved() }) {
+		return batch, routes
+	}
+	byID := make(map[string]Entry, len(full))
+	for _, r := range full {
+		byID[r.ID] = r.Entry
+	}
+	keptB, keptR := batch[:0:0], routes[:0:0]
+	for i, r := range batch {
+		rt := routes[i]
+		if e, ok := byID[r.ID]; ok && !rt.Resolved() {
+			var err error
+			if rt, err = resolve(rt, e); err != nil {
+				p.Mismatched++
+				o.log.Warn("dlq: replay all: entry left pending", "entry", r.Key(), "error", err)
+				report()
+				continue
+			}
+		}
+		keptB, keptR = append(keptB, r), append(keptR, rt)
+	}
+	return keptB, keptR
 }
 
 // pacer spaces events at most rate per second.

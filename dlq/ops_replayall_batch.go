@@ -123,7 +123,7 @@ func (o *Ops) settleClaimed(ctx context.Context, bt BatchTransitioner, sent, uns
 		entries := make([]BatchEntry, len(sent))
 		for i, it := range sent {
 			entries[i] = BatchEntry{ID: it.r.ID, IfVersion: it.r.Version,
-				Reason: clip(auditTo(Destination(it.r.Broker, it.rt.Target, it.rt.Worker)))}
+				Reason: clip(auditTo(it.rt.Destination(it.r.Broker)))}
 		}
 		done, err := bt.TransitionBatch(sctx, BatchTransition{DLQ: sent[0].r.DLQ, From: StatusReplaying, To: StatusReplayed,
 			Actor: actor, Action: ActionReplay, At: o.now(), Entries: entries})
@@ -141,13 +141,14 @@ func (o *Ops) settleClaimed(ctx context.Context, bt BatchTransitioner, sent, uns
 				continue
 			}
 			o.metrics.replayed(it.r.DLQ)
-			o.log.Info("dlq: replayed", "entry", key, "actor", actor, "to", Destination(it.r.Broker, it.rt.Target, it.rt.Worker))
+			o.log.Info("dlq: replayed", "entry", key, "actor", actor, "to", it.rt.Destination(it.r.Broker))
 		}
 		if err != nil || len(done) != len(sent) {
 			errs = append(errs, fmt.Errorf("dlq: replay all: %d of %d entries republished, but recording them failed (the reconciler will replay them again): %v",
 				len(sent)-len(done), len(sent), err))
 		}
 	}
+	o.refreshSoon()
 	if len(unsent) > 0 {
 		entries := make([]BatchEntry, len(unsent))
 		for i, it := range unsent {

@@ -10,9 +10,9 @@ import (
 // reconciles interrupted replays at once and every ReconcileInterval
 // (unless Ops has no Republisher), archives expired records every
 // ArchiveInterval (the first pass at start), and refreshes the pending
-// gauge every MetricsInterval. Failures are logged and retried on the next
-// tick. Run one per process; several processes may run it against one
-// store.
+// gauge every MetricsInterval and soon after each replay or discard.
+// Failures are logged and retried on the next tick. Run one per process;
+// several processes may run it against one store.
 func (o *Ops) Run(ctx context.Context) error {
 	o.reconcile(ctx)
 	o.archive(ctx)
@@ -33,6 +33,8 @@ func (o *Ops) Run(ctx context.Context) error {
 			o.archive(ctx)
 		case <-refresh.C:
 			o.refresh(ctx)
+		case <-o.kick:
+			o.refresh(ctx)
 		}
 	}
 }
@@ -49,6 +51,7 @@ func (o *Ops) reconcile(ctx context.Context) {
 
 func (o *Ops) archive(ctx context.Context) {
 	moved, err := o.ArchiveExpired(ctx)
+	o.refreshSoon()
 	if err != nil && !errors.Is(err, context.Canceled) {
 		o.log.Error("dlq: archive expired", "error", err, "moved", moved)
 	}

@@ -29,20 +29,48 @@ type Route struct {
 	// Sources are the queues or topics the worker consumes: an entry that
 	// records another one as where it failed (Entry.Source) is a mismatch.
 	Sources []string
-	// Foreign marks the route of another application's dead-letter topic
-	// (ForeignRoute): every entry of DLQ replays to Target, whatever
-	// origin it records (that application's, not redrive's workers').
+	// Foreign marks the route of another application's dead-letter queue
+	// or topic (ForeignRoute): every entry of DLQ replays to Target,
+	// whatever origin it records (that application's, not redrive's
+	// workers').
 	Foreign bool
+	// EveryGroup marks a Kafka route whose Target is the topic itself,
+	// which every consumer group of the topic receives, not only Worker:
+	// the route of a worker declared foreign (written in another language,
+	// it consumes the topic itself and never reads redrive's retry topic;
+	// see Router.ForeignWorkerRoute) and of a foreign DLQ topic
+	// (ForeignRoute).
+	EveryGroup bool
+	// Exchange is, on RabbitMQ, the exchange a replay is published to,
+	// with Target as its routing key: a foreign DLQ's configured target,
+	// or the one Resolve found. Empty: the retry exchange, with the
+	// queue Target as routing key.
+	Exchange string
+	// Exchanges are the exchanges Resolve may pick (the operator's
+	// allow-list), named by Destination while the route is unresolved.
+	Exchanges []string
+	// Resolve, when set, gives the route of one entry from its whole
+	// stored form: a foreign RabbitMQ DLQ whose replays go where each
+	// message's x-death says it was published, to an exchange of
+	// Exchanges only (rabbit.ForeignRoute). Target calls it on records
+	// read whole; a brief record (a listing) gets the route unresolved.
+	// Its error wraps ErrOriginMismatch.
+	Resolve func(Entry) (Route, error)
 }
 
 // ForeignRoute is the route of another application's dead-letter topic
 // dlqName (a Spring Kafka "orders.DLT", a Kafka Connect "dlq-jdbc-sink"):
 // its entries replay to the topic target the operator configured, which
 // every consumer of that topic reads (no worker), never to the topic a
-// record's headers name.
+// record's headers name. (A foreign RabbitMQ DLQ's route is
+// rabbit.ForeignRoute's.)
 func ForeignRoute(dlqName, target string) Route {
-	return Route{DLQ: dlqName, Topic: target, Target: target, Foreign: true}
+	return Route{DLQ: dlqName, Topic: target, Target: target, Foreign: true, EveryGroup: true}
 }
+
+// Resolved reports whether rt names where a replay goes: it has no
+// Resolve, or it is what Resolve returned.
+func (rt Route) Resolved() bool { return rt.Resolve == nil }
 
 // ErrOriginMismatch is wrapped when an entry's recorded origin (worker,
 // topic, source) disagrees with the route its DLQ's configuration gives,
@@ -55,32 +83,17 @@ var ErrOriginMismatch = errors.New("origin mismatch")
 // replay has nowhere to go (HTTP 409).
 var ErrNoRoute = errors.New("no configured worker replays this DLQ")
 
-// ErrNotReplayable is wrapped when an entry cannot go back as it came: the
-// broker client could not decode its message's headers (reason
-// undecodable), so the entry keeps their refused bytes, not the headers,
-// and a replay would send either a message that never existed (no
-// headers) or the same refused headers (dead-lettered again). Such an
-// entry is kept and shown, and refused on replay (HTTP 409); replay-all
-// skips it and counts it with the mismatched.
-var ErrNotReplayable = errors.New("not replayable")
-
 // Target returns the route a replay of r takes: the configured worker of
 // r's DLQ, the one r names when the DLQ is shared. It is an error wrapping
-// ErrNoRoute when no worker is configured for the DLQ, ErrOriginMismatch
+// ErrNoRoute when no worker is configured for the DLQ, or ErrOriginMismatch
 // (with a message naming where the entry claims to come from and where its
-// DLQ replays to) when r's recorded worker, topic or source disagree, or
-// ErrNotReplayable when its message could not be decoded.
+// DLQ replays to) when r's recorded worker, topic or source disagree.
 func (o *Ops) Target(r Record) (Route, error) {
 	return target(o.routes[r.DLQ], r)
 }
 
 func target(routes []Route, r Record) (Route, error) {
 	e := &r.Entry
-	if e.Reason == string(broker.ReasonUndecodable) {
-		return Route{}, fmt.Errorf("%w: the broker client could not decode this message's headers (reason undecodable); "+
-			"the entry keeps their raw bytes, not the headers, so a replay could not send the message as it came: "+
-			"download it and publish a repaired copy, then discard the entry", ErrNotReplayable)
-	}
 	if len(routes) == 0 {
 		return Route{}, fmt.Errorf("%w: %q is not the DLQ of a configured worker", ErrNoRoute, r.DLQ)
 	}
@@ -88,10 +101,14 @@ func target(routes []Route, r Record) (Route, error) {
 	if r.Broker == broker.Kafka {
 		unit = "topic"
 	}
-	if routes[0].Foreign {
+	if rt := routes[0]; rt.Foreign {
 		// The entry's origin is another application's record: it names
-		// no route, the configuration alone does.
-		return routes[0], nil
+		// no route, the configuration alone does (or, for an x-death
+		// route, picks one of the exchanges it allows).
+		if rt.Resolve == nil || r.Brief {
+			return rt, nil
+		}
+		return resolve(rt, *e)
 	}
 	var rt Route
 	switch {
@@ -113,6 +130,18 @@ func target(routes []Route, r Record) (Route, error) {
 			ErrOriginMismatch, claims(e), unit, r.DLQ, describe([]Route{rt}, unit))
 	}
 	return rt, nil
+}
+
+// resolve is rt.Resolve(e), checked: a route that names its target.
+func resolve(rt Route, e Entry) (Route, error) {
+	got, err := rt.Resolve(e)
+	switch {
+	case err != nil:
+		return Route{}, err
+	case got.Resolve != nil || got.Target == "" && got.Exchange == "":
+		return Route{}, fmt.Errorf("%w: the route of %q resolved to no target", ErrOriginMismatch, rt.DLQ)
+	}
+	return got, nil
 }
 
 // claims says where an entry claims to come from.

@@ -53,7 +53,7 @@ func TestForeignRoute(t *testing.T) {
 	if m := ops.Mismatch(r); m != "" {
 		t.Errorf("Mismatch = %q, want none", m)
 	}
-	const dest = "topic orders-replay (every worker of it)"
+	const dest = "topic orders-replay (every consumer group of it)"
 	if d := ops.Destination(r); d != dest {
 		t.Errorf("Destination = %q, want %q", d, dest)
 	}

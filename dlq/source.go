@@ -52,6 +52,13 @@ type Source interface {
 type Router interface {
 	// Route returns the replay route of worker of topic.
 	Route(topic, worker string) Route
+	// ForeignWorkerRoute returns the replay route of worker of topic
+	// declared foreign (workers[].foreign: written in another language,
+	// not run by redrive): the same DLQ as Route's, replaying where such
+	// a worker reads (Kafka: topic itself, which every group of it
+	// receives, Route.EveryGroup; RabbitMQ: its queue, as Route, which it
+	// consumes).
+	ForeignWorkerRoute(topic, worker string) Route
 }
 
 // BatchSource is a Source that hands the keeper several dead letters at

@@ -14,10 +14,11 @@ import (
 
 // TestUndecodableIsNotReplayed: an entry whose message's headers the
 // broker client could not decode (reason undecodable) is refused by
-// Replay with ErrNotReplayable, which says why and what to do, and stays
-// pending; its listing shows the refusal; replay-all leaves it pending
-// (counted with the mismatched) and replays the others. Counted: the
-// Republisher is called once, for the plain entry.
+// Replay as an unknown message (ErrUnknownMessage), which says why, and
+// stays pending; its listing shows the refusal; replay-all leaves it
+// pending (counted with the mismatched) and replays the others; replayed
+// as stored, it goes. Counted: the Republisher is called once for each of
+// the plain entry and the one replayed as stored.
 func TestUndecodableIsNotReplayed(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New(memstore.Config{})
@@ -42,11 +43,11 @@ func TestUndecodableIsNotReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = ops.Replay(ctx, bad.DLQ, bad.ID, "alice")
-	if !errors.Is(err, dlq.ErrNotReplayable) || errors.Is(err, dlq.ErrOriginMismatch) || !strings.Contains(err.Error(), "undecodable") {
-		t.Fatalf("Replay of an undecodable entry = %v, want ErrNotReplayable saying why", err)
+	if !errors.Is(err, dlq.ErrUnknownMessage) || errors.Is(err, dlq.ErrOriginMismatch) || !strings.Contains(err.Error(), "could not be decoded") {
+		t.Fatalf("Replay of an undecodable entry = %v, want ErrUnknownMessage saying why", err)
 	}
-	if m := ops.Mismatch(bad); !strings.Contains(m, "not replayable") {
-		t.Errorf("Mismatch = %q, want the refusal", m)
+	if _, err := ops.ReplayRoute(bad); !errors.Is(err, dlq.ErrUnknownMessage) {
+		t.Errorf("ReplayRoute = %v, want the refusal", err)
 	}
 	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: "t.w.dlq"}, dlq.ReplayAllOptions{Actor: "alice"})
 	if err != nil {
@@ -55,12 +56,15 @@ func TestUndecodableIsNotReplayed(t *testing.T) {
 	if p.Replayed != 1 || p.Mismatched != 1 || len(sent) != 1 || sent[0] != "plain" {
 		t.Errorf("replay-all: %+v, sent %v; want the plain one replayed, the undecodable one left", p, sent)
 	}
+	if _, err := ops.ReplayAsStored(ctx, bad.DLQ, bad.ID, "alice"); err != nil || len(sent) != 2 || sent[1] != "deep" {
+		t.Errorf("ReplayAsStored = %v, sent %v; want it sent", err, sent)
+	}
 	for _, r := range []dlq.Record{bad, plain} {
 		got, err := s.Get(ctx, r.DLQ, r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := map[string]dlq.Status{"deep": dlq.StatusPending, "plain": dlq.StatusReplayed}[got.Entry.MessageID]; got.Status != want {
+		if want := dlq.StatusReplayed; got.Status != want {
 			t.Errorf("%s is %s, want %s", got.Entry.MessageID, got.Status, want)
 		}
 	}

@@ -180,7 +180,7 @@ func (fr *foreignRun) drive(t *testing.T, s *suite, b broker.Broker, st *countin
 
 // replayAll replays every entry of dlqName in st through ops: a message
 // of a replayable fate must replay, an undecodable one must be refused
-// (ErrNotReplayable). check compares each entry with what was published;
+// (ErrUnknownMessage). check compares each entry with what was published;
 // which tells the message of an entry. It returns how many were refused.
 func (fr *foreignRun) replayAll(t *testing.T, st dlq.Store, ops *dlq.Ops, dlqName string,
 	which func(e dlq.Entry) (int, bool), check func(i int, e dlq.Entry)) (refused int) {
@@ -214,8 +214,8 @@ func (fr *foreignRun) replayAll(t *testing.T, st dlq.Store, ops *dlq.Ops, dlqNam
 		switch {
 		case m.fate.replayable() && err != nil:
 			t.Errorf("message %d (%s): replay: %v", i, m.fate, err)
-		case !m.fate.replayable() && !errors.Is(err, dlq.ErrNotReplayable):
-			t.Errorf("message %d (%s): replay = %v, want ErrNotReplayable", i, m.fate, err)
+		case !m.fate.replayable() && !errors.Is(err, dlq.ErrUnknownMessage):
+			t.Errorf("message %d (%s): replay = %v, want ErrUnknownMessage", i, m.fate, err)
 		case !m.fate.replayable():
 			refused++
 		}

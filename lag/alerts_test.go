@@ -83,6 +83,11 @@ func readYAML(t *testing.T, name string, v any) {
 	}
 }
 
+// prometheusSeries are the series Prometheus writes itself that a rule may
+// read: ALERTS, an alert's own firing history (DLQFinancial counts only
+// the arrivals it has not fired for).
+var prometheusSeries = []string{"ALERTS"}
+
 // TestAlertRulesShape holds what promtool does not: the required alerts
 // exist, each has a severity and summary/description/runbook annotations,
 // names only exported metrics, and has a unit test in which it fires.
@@ -120,7 +125,7 @@ func TestAlertRulesShape(t *testing.T) {
 				t.Errorf("%s: expression %q names no metric", r.Alert, r.Expr)
 			}
 			for _, n := range names {
-				if !knownMetric(n) {
+				if !knownMetric(n) && !slices.Contains(prometheusSeries, n) {
 					t.Errorf("%s: expression names %q, which redrive does not export", r.Alert, n)
 				}
 			}

@@ -97,7 +97,7 @@ func Parse(ctx context.Context, yaml []byte, cfg Config) (*Runtime, error) {
 }
 
 func fromConfig(ctx context.Context, file *config.Config, cfg Config) (*Runtime, error) {
-	r := &Runtime{own: true, subs: file.Subscriptions(), hb: file.Heartbeat,
+	r := &Runtime{own: true, subs: file.RunSubscriptions(), hb: file.Heartbeat,
 		instance: file.Heartbeat.Instance, healthAddr: file.Health.Listen, switches: file.KillSwitches()}
 	r.apply(cfg)
 	file.Heartbeat.Instance = r.instance // the broker names its dead letters alike

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/redrive/redrive/broker/wire"
@@ -16,38 +17,58 @@ import (
 // rawEnvelope is the envelope as DecodeEnvelope reads it; pointers tell an
 // absent member from a zero one.
 type rawEnvelope struct {
-	MessageID               string            `json:"message_id"`
-	OriginalTopic           *string           `json:"original_topic"`
-	OriginalPartition       *int32            `json:"original_partition"`
-	OriginalOffset          *int64            `json:"original_offset"`
-	OriginalKey             *string           `json:"original_key"`
-	OriginalKeyEncoding     string            `json:"original_key_encoding"`
-	OriginalValue           json.RawMessage   `json:"original_value"`
-	OriginalValueEncoding   string            `json:"original_value_encoding"`
-	OriginalHeaders         map[string]string `json:"original_headers"`
-	OriginalHeadersEncoding map[string]string `json:"original_headers_encoding"`
-	OriginalBinaryHeaders   map[string]string `json:"original_binary_headers"`
-	OriginalWire            *string           `json:"original_wire"`
+	MessageID               string                     `json:"message_id"`
+	OriginalTopic           *string                    `json:"original_topic"`
+	OriginalPartition       *int32                     `json:"original_partition"`
+	OriginalOffset          *int64                     `json:"original_offset"`
+	OriginalKey             json.RawMessage            `json:"original_key"`
+	OriginalKeyEncoding     string                     `json:"original_key_encoding"`
+	OriginalValue           json.RawMessage            `json:"original_value"`
+	OriginalValueEncoding   string                     `json:"original_value_encoding"`
+	OriginalHeaders         map[string]json.RawMessage `json:"original_headers"`
+	OriginalHeadersEncoding map[string]string          `json:"original_headers_encoding"`
+	OriginalBinaryHeaders   map[string]string          `json:"original_binary_headers"`
+	OriginalWire            *string                    `json:"original_wire"`
 	ErrorDetails            struct {
 		ExceptionClass string `json:"exception_class"`
 		Message        string `json:"message"`
 		StackTrace     string `json:"stack_trace"`
 	} `json:"error_details"`
-	Reason         string `json:"reason"`
-	RetryCount     int    `json:"retry_count"`
-	Worker         string `json:"worker"`
-	WorkerInstance string `json:"worker_instance"`
-	Source         string `json:"source"`
-	FirstFailureAt string `json:"first_failure_at"`
-	LastFailureAt  string `json:"last_failure_at"`
+	Reason         string          `json:"reason"`
+	RetryCount     int             `json:"retry_count"`
+	Worker         string          `json:"worker"`
+	WorkerInstance string          `json:"worker_instance"`
+	Source         string          `json:"source"`
+	FirstFailureAt json.RawMessage `json:"first_failure_at"`
+	LastFailureAt  json.RawMessage `json:"last_failure_at"`
 }
 
-// DecodeEnvelope parses an envelope written by EncodeEnvelope (or by hand,
-// following the same format) back into an Entry, with the original key,
-// value and headers byte for byte. Absent original_partition and
-// original_offset read as -1. Unknown members are ignored; unknown encodings
-// are errors. When data is not an envelope at all the error wraps
-// ErrNotEnvelope.
+// DecodeEnvelope parses an envelope written by EncodeEnvelope, by hand or
+// by another language's dead-letter publisher following the design's
+// reference envelope, back into an Entry, with the original key, value and
+// headers byte for byte. Absent original_partition and original_offset
+// read as -1. Unknown members are ignored; unknown encodings are errors.
+// When data is not an envelope at all the error wraps ErrNotEnvelope.
+//
+// The members redrive adds to the reference envelope are optional, and
+// what their absence means is inferred as follows (docs/kafka.md, "The
+// envelope"):
+//
+//   - original_value without original_value_encoding: a JSON string is
+//     UTF-8 text (the string's characters, unescaped); an object, array,
+//     number, true or false is JSON, its bytes as they stand in the
+//     envelope; null or an absent member is a null value (no value).
+//   - original_key without original_key_encoding: a string is its text, a
+//     number, boolean, object or array its JSON text, null no key.
+//   - original_headers values: a string is its text, null the empty value,
+//     anything else its JSON text.
+//   - reason absent: the entry's reason is empty, never invented.
+//   - first_failure_at and last_failure_at: RFC 3339 with any fractional
+//     precision (Jackson writes nanoseconds), or epoch milliseconds as a
+//     JSON number or a string of digits.
+//
+// No member names a route: the entry's origin is only ever checked against
+// the configured worker of its DLQ (dlq.Ops.Target).
 func DecodeEnvelope(data []byte) (dlq.Entry, error) {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
@@ -121,29 +142,43 @@ func DecodeEnvelope(data []byte) (dlq.Entry, error) {
 	return e, nil
 }
 
-func decodeKey(key *string, enc string) ([]byte, error) {
+func decodeKey(key json.RawMessage, enc string) ([]byte, error) {
 	switch enc {
 	case "", EncodingUTF8, EncodingBase64:
 	default:
 		return nil, fmt.Errorf("unknown encoding %q", enc)
 	}
-	if key == nil {
+	if isNull(key) {
 		return nil, nil
 	}
-	if enc == EncodingBase64 {
-		return decodeBase64(*key)
+	if key[0] != '"' {
+		if enc != "" {
+			return nil, fmt.Errorf("encoding %s needs a JSON string", enc)
+		}
+		return slices.Clip(key), nil // a number, boolean, object or array: its JSON text
 	}
-	return []byte(*key), nil
+	s, err := jsonString(key)
+	if err != nil {
+		return nil, err
+	}
+	if enc == EncodingBase64 {
+		return decodeBase64(s)
+	}
+	return []byte(s), nil
 }
 
 func decodeValue(v json.RawMessage, enc string) ([]byte, error) {
-	isNull := len(v) == 0 || string(v) == "null"
 	switch enc {
 	case "":
-		if !isNull {
-			return nil, errors.New("original_value_encoding is missing")
+		// The reference envelope: the value's JSON type says what it is.
+		switch {
+		case isNull(v):
+			return nil, nil
+		case v[0] == '"':
+			s, err := jsonString(v)
+			return []byte(s), err
 		}
-		return nil, nil
+		return slices.Clip(v), nil
 	case EncodingJSON:
 		if len(v) == 0 {
 			return nil, errors.New("missing")
@@ -153,8 +188,8 @@ func decodeValue(v json.RawMessage, enc string) ([]byte, error) {
 		if len(v) == 0 || v[0] != '"' {
 			return nil, fmt.Errorf("encoding %s needs a JSON string", enc)
 		}
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
+		s, err := jsonString(v)
+		if err != nil {
 			return nil, err
 		}
 		if enc == EncodingBase64 {
@@ -166,14 +201,43 @@ func decodeValue(v json.RawMessage, enc string) ([]byte, error) {
 	}
 }
 
+// isNull reports an absent member or a JSON null.
+func isNull(v json.RawMessage) bool { return len(v) == 0 || string(v) == "null" }
+
+// jsonString unquotes v, a JSON string.
+func jsonString(v json.RawMessage) (string, error) {
+	var s string
+	err := json.Unmarshal(v, &s)
+	return s, err
+}
+
+// headerText is a header value of original_headers as text: a string's
+// characters, "" for null, else the value's JSON text.
+func headerText(v json.RawMessage) (string, error) {
+	switch {
+	case isNull(v):
+		return "", nil
+	case v[0] == '"':
+		return jsonString(v)
+	}
+	return string(v), nil
+}
+
 func decodeHeaders(raw *rawEnvelope) (map[string]string, error) {
 	for k := range raw.OriginalHeadersEncoding {
 		if _, ok := raw.OriginalHeaders[k]; !ok {
 			return nil, fmt.Errorf("original_headers_encoding: header %q is not in original_headers", k)
 		}
 	}
-	h := raw.OriginalHeaders
-	for k, v := range h {
+	var h map[string]string
+	if raw.OriginalHeaders != nil {
+		h = make(map[string]string, len(raw.OriginalHeaders))
+	}
+	for k, rv := range raw.OriginalHeaders {
+		v, err := headerText(rv)
+		if err != nil {
+			return nil, fmt.Errorf("original_headers: %q: %w", k, err)
+		}
 		switch enc := raw.OriginalHeadersEncoding[k]; enc {
 		case "", EncodingUTF8:
 		case EncodingBase64:
@@ -181,10 +245,11 @@ func decodeHeaders(raw *rawEnvelope) (map[string]string, error) {
 			if err != nil {
 				return nil, fmt.Errorf("original_headers: %q: %w", k, err)
 			}
-			h[k] = string(b)
+			v = string(b)
 		default:
 			return nil, fmt.Errorf("original_headers_encoding: %q: unknown encoding %q", k, enc)
 		}
+		h[k] = v
 	}
 	for bk, bv := range raw.OriginalBinaryHeaders {
 		k, err := decodeBase64(bk)
@@ -214,13 +279,36 @@ func decodeBase64(s string) ([]byte, error) {
 	return b, nil
 }
 
-func decodeTime(s string) (time.Time, error) {
-	if s == "" {
+// decodeTime reads a failure time: RFC 3339 (any fractional precision, any
+// offset), or epoch milliseconds as a JSON number or a string of digits.
+// Absent, null or "" is the zero time.
+func decodeTime(v json.RawMessage) (time.Time, error) {
+	if isNull(v) {
 		return time.Time{}, nil
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is not an RFC 3339 time", s)
+	s := string(v)
+	if v[0] == '"' {
+		var err error
+		if s, err = jsonString(v); err != nil {
+			return time.Time{}, err
+		}
+		if s == "" {
+			return time.Time{}, nil
+		}
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			if y := t.UTC().Year(); y < 0 || y > 9999 {
+				return time.Time{}, fmt.Errorf("%q is outside years 0 to 9999", s)
+			}
+			return t.UTC(), nil
+		}
 	}
-	return t.UTC(), nil
+	ms, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || ms < minUnixMilli || ms > maxUnixMilli {
+		return time.Time{}, fmt.Errorf("%.60q is neither an RFC 3339 time nor epoch milliseconds", s)
+	}
+	return time.UnixMilli(ms).UTC(), nil
 }
+
+// minUnixMilli is the first millisecond of year 0, the earliest time an
+// envelope encodes (maxUnixMilli the last of year 9999).
+const minUnixMilli = -62167219200000

@@ -76,7 +76,6 @@ func TestDecodeEnvelopeErrors(t *testing.T) {
 		{"headers of wrong type", `{"original_topic":"t","original_headers":["a"]}`, false, "original_headers"},
 		{"error details of wrong type", `{"original_topic":"t","error_details":"boom"}`, false, "error_details"},
 		{"unknown value encoding", `{"original_topic":"t","original_value":"x","original_value_encoding":"hex"}`, false, `unknown original_value_encoding "hex"`},
-		{"missing value encoding", `{"original_topic":"t","original_value":"x"}`, false, "original_value_encoding is missing"},
 		{"utf8 value not a string", `{"original_topic":"t","original_value":{"a":1},"original_value_encoding":"utf8"}`, false, "original_value"},
 		{"utf8 value null", `{"original_topic":"t","original_value":null,"original_value_encoding":"utf8"}`, false, "original_value"},
 		{"json encoding without value", `{"original_topic":"t","original_value_encoding":"json"}`, false, "original_value"},
@@ -84,7 +83,12 @@ func TestDecodeEnvelopeErrors(t *testing.T) {
 		{"base64 value with bad padding", `{"original_topic":"t","original_value":"aGk","original_value_encoding":"base64"}`, false, "invalid base64"},
 		{"unknown key encoding", `{"original_topic":"t","original_key":"x","original_key_encoding":"json"}`, false, "original_key: unknown encoding"},
 		{"bad base64 key", `{"original_topic":"t","original_key":"@","original_key_encoding":"base64"}`, false, "original_key"},
-		{"key of wrong type", `{"original_topic":"t","original_key":5}`, false, "original_key"},
+		{"base64 key not a string", `{"original_topic":"t","original_key":5,"original_key_encoding":"base64"}`, false, "original_key: encoding base64 needs a JSON string"},
+		{"header value not a string, base64", `{"original_topic":"t","original_headers":{"a":5},"original_headers_encoding":{"a":"base64"}}`, false, "invalid base64"},
+		{"time of wrong type", `{"original_topic":"t","first_failure_at":true}`, false, "first_failure_at"},
+		{"epoch milliseconds beyond year 9999", `{"original_topic":"t","first_failure_at":253402300800000}`, false, "first_failure_at"},
+		{"epoch milliseconds with a fraction", `{"original_topic":"t","first_failure_at":1736937000000.5}`, false, "first_failure_at"},
+		{"time beyond year 9999 in UTC", `{"original_topic":"t","first_failure_at":"9999-12-31T23:00:00-02:00"}`, false, "first_failure_at"},
 		{"unknown header encoding", `{"original_topic":"t","original_headers":{"a":"b"},"original_headers_encoding":{"a":"rot13"}}`, false, "rot13"},
 		{"header encoding for no header", `{"original_topic":"t","original_headers":{"a":"b"},"original_headers_encoding":{"z":"base64"}}`, false, `"z"`},
 		{"bad base64 header", `{"original_topic":"t","original_headers":{"a":"%%"},"original_headers_encoding":{"a":"base64"}}`, false, "invalid base64"},
@@ -180,6 +184,10 @@ func FuzzDecodeEnvelope(f *testing.F) {
 		[]byte(`{"original_topic":"t","original_headers":{"a":null},"original_headers_encoding":{"a":"utf8"}}`),
 		[]byte(`{"original_topic":"t","first_failure_at":"2025-01-15T10:30:00+01:00","error_details":{"stack_trace":"` + strings.Repeat("x", 600) + `"}}`),
 		[]byte("\xef\xbb\xbf{}"),
+		// The reference envelope of other languages.
+		[]byte(`{"original_topic":"t","original_value":{"a": [1, 2.5e3, null]},"original_key":7,"first_failure_at":1736937000123}`),
+		[]byte(`{"original_topic":"t","original_value":"text \u00e9","original_headers":{"a":1,"b":null,"c":{"d":[]}}}`),
+		[]byte(`{"original_topic":"t","original_value":null,"last_failure_at":"2025-01-15T10:30:00.123456789+05:30"}`),
 	} {
 		f.Add(s)
 	}

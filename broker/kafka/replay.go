@@ -20,8 +20,9 @@ var _ dlq.Republisher = (*Broker)(nil)
 
 // Republish implements dlq.Republisher: it puts the dead letter e back on
 // its route's topic (to.Target, the configured worker's retry topic
-// "<topic>.retry.<worker>", so that only that worker handles it again;
-// never a topic the entry names), with the original key and value (null and
+// "<topic>.retry.<worker>", so that only that worker handles it again, or,
+// for a worker declared foreign, "<topic>" itself; never a topic the
+// entry names), with the original key and value (null and
 // empty kept apart) and headers exactly (in order, repeated and binary
 // names, null values; entries stored without their wire form send their
 // string headers, sorted), the message id, and x-redrive-replayed-from set
@@ -77,11 +78,26 @@ func Route(topic, group string) dlq.Route {
 	return dlq.Route{DLQ: DLQTopic(topic), Topic: topic, Worker: group, Target: retry, Sources: []string{topic, retry}}
 }
 
-// Router is the dlq.Router of Kafka: its Route is Route.
+// ForeignWorkerRoute is the replay route of a worker (topic, group)
+// declared foreign (written in another language, it consumes topic
+// itself, never redrive's retry topic): its entries sit in "<topic>.dlq"
+// too, and replay to topic, which every consumer group of the topic
+// receives (Route.EveryGroup).
+func ForeignWorkerRoute(topic, group string) dlq.Route {
+	return dlq.Route{DLQ: DLQTopic(topic), Topic: topic, Worker: group, Target: topic, Sources: []string{topic}, EveryGroup: true}
+}
+
+// Router is the dlq.Router of Kafka: its Route is Route, its
+// ForeignWorkerRoute ForeignWorkerRoute.
 type Router struct{}
 
 // Route returns Route(topic, worker).
 func (Router) Route(topic, worker string) dlq.Route { return Route(topic, worker) }
+
+// ForeignWorkerRoute returns ForeignWorkerRoute(topic, worker).
+func (Router) ForeignWorkerRoute(topic, worker string) dlq.Route {
+	return ForeignWorkerRoute(topic, worker)
+}
 
 // topicExists reports whether topic exists, remembering the ones that do.
 func (b *Broker) topicExists(ctx context.Context, topic string) (bool, error) {

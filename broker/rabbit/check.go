@@ -22,7 +22,9 @@ func init() { backend.RegisterChecker(broker.RabbitMQ, checkNames) }
 //     queue's binding key is its name plus 2 bytes per delay level);
 //   - a queue two workers would share, or a worker queue that is also a
 //     shared one: worker "b" of topic "a.x" and worker "x.b" of topic "a"
-//     both get the queue "a.x.b".
+//     both get the queue "a.x.b";
+//   - a foreign dead-letter queue (rabbitmq.foreign_dlqs) that is one of
+//     redrive's queues.
 func checkNames(c *config.Config) []*config.FieldError {
 	r := c.RabbitMQ
 	cfg := Config{Prefix: r.Prefix, QueueType: r.QueueType, MaxLength: r.MaxLength, Delay: delayFrom(r.Delay)}
@@ -80,6 +82,11 @@ func checkNames(c *config.Config) []*config.FieldError {
 				break // its other queues follow from this one
 			}
 			owners[d.Name] = fmt.Sprintf("the %s of workers[%d] (topic %q, name %q)", role, i, backend.Clip(s.Topic), backend.Clip(s.Group))
+		}
+	}
+	for i, f := range r.ForeignDLQs {
+		if prev, ok := owners[f.Queue]; ok {
+			add(fmt.Sprintf("rabbitmq.foreign_dlqs[%d].queue", i), "%q is %s: the keeper would take its messages (name another application's dead-letter queue)", backend.Clip(f.Queue), prev)
 		}
 	}
 	return out

@@ -28,6 +28,9 @@ func TestCheckNames(t *testing.T) {
 		{"route mode: the binding key is too long", "workers: [{name: " + long + ", topic: t}]",
 			[]string{`workers[0].name: the binding key "` + backend.Clip("*.*.*.*.*.*.*.*.t."+long) + `" of ` + backend.Clip("t."+long) +
 				` on redrive.route.final is 261 bytes, over RabbitMQ's 255 (shorten the topic or the name, or lower rabbitmq.delay.levels)`}},
+		{"a foreign DLQ that is a worker's queue", "rabbitmq: {foreign_dlqs: [{queue: attune.dlx.queue, replay_to: {exchange: e}}, {queue: a.b.dlq, replay_to: {exchange: e}}, {queue: a.b, replay_to: {exchange: e}}]}\nworkers: [{name: b, topic: a}]",
+			[]string{`rabbitmq.foreign_dlqs[1].queue: "a.b.dlq" is the dead-letter queue of workers[0] (topic "a", name "b"): the keeper would take its messages (name another application's dead-letter queue)`,
+				`rabbitmq.foreign_dlqs[2].queue: "a.b" is the group queue of workers[0] (topic "a", name "b"): the keeper would take its messages (name another application's dead-letter queue)`}},
 		{"hops mode has no such key", "rabbitmq: {delay: {mode: hops}}\nworkers: [{name: " + long + ", topic: t}]", nil},
 		{"route mode with fewer levels", "rabbitmq: {delay: {levels: 5}}\nworkers: [{name: " + long + ", topic: t, retry: {backoff: 1s}}]", nil},
 		{"dead-letter queue too long", "rabbitmq: {delay: {mode: hops}}\nworkers: [{name: " + name(241) + ", topic: tttttttttt}]",

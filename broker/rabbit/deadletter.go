@@ -2,7 +2,6 @@ package rabbit
 
 import (
 	"strconv"
-	"strings"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -17,9 +16,11 @@ import (
 // headers with their AMQP types and the properties (Entry.OriginalWire;
 // OriginalHeaders is their string view), the x-redrive-* story when redrive
 // dead-lettered it, or the x-death story when the broker did (queue TTL
-// expired, rejected, max length). A delivery whose properties amqp091-go
-// could not decode (HeaderUndecodable) is an entry with reason
-// undecodable that keeps the refused bytes (markUndecodable).
+// expired, rejected, max length; storyFromDeath). The headers the broker
+// wrote (x-death with its types, ...) are kept after the application's in
+// the wire form (deadLetterForm), never replayed. A delivery whose
+// properties amqp091-go could not decode (HeaderUndecodable) is an entry
+// with reason undecodable that keeps the refused bytes (markUndecodable).
 func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 	h := fromTable(m.Headers)
 	e := dlq.Entry{
@@ -41,7 +42,7 @@ func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 	if k, ok := h[broker.HeaderKey]; ok {
 		e.OriginalKey = []byte(k)
 	}
-	if w, err := wire.Encode(formOf(m)); err == nil { // values amqp091-go read always encode
+	if w, err := wire.Encode(deadLetterForm(m)); err == nil { // values amqp091-go read always encode
 		e.OriginalWire = w
 	}
 	if n, err := strconv.Atoi(h[broker.HeaderAttempt]); err == nil && n > 0 {
@@ -52,32 +53,8 @@ func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 		return e
 	}
 	if e.Reason == "" {
-		// Dead-lettered by the broker: the first x-death entry is the latest.
-		if deaths := parseDeath(m.Headers); len(deaths) > 0 {
-			d := deaths[0]
-			e.Reason = deathReason(d.Reason)
-			if e.Source == "" {
-				e.Source = d.Queue
-			}
-			if e.OriginalTopic == "" && len(d.RoutingKeys) > 0 {
-				e.OriginalTopic = d.RoutingKeys[0] // as published: the topic
-			}
-			if w, ok := strings.CutPrefix(d.Queue, e.OriginalTopic+"."); ok && e.Worker == "" && e.OriginalTopic != "" {
-				e.Worker = w // the group queue is "<topic>.<group>"
-			}
-			if e.ErrorClass == "" {
-				e.ErrorClass = e.Reason
-			}
-			if e.ErrorMessage == "" {
-				e.ErrorMessage = "dead-lettered by RabbitMQ from queue " + d.Queue + ": " + d.Reason
-			}
-			if e.LastFailureAt.IsZero() {
-				e.LastFailureAt = d.Time
-			}
-			if e.FirstFailureAt.IsZero() {
-				e.FirstFailureAt = d.Time
-			}
-		}
+		// Dead-lettered by the broker: x-death tells the story.
+		storyFromDeath(&e, parseDeath(m.Headers))
 	}
 	return e
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -84,23 +85,31 @@ and audit trail; --output json prints the server's JSON.
 
 func newDLQReplayCmd() *cobra.Command {
 	var a adminFlags
+	var asStored bool
 	cmd := &cobra.Command{
 		Use:   "replay DLQ ID",
 		Short: "Replay one dead letter to the worker that gave up on it",
 		Long: `Republishes the entry byte for byte to its destination, the worker that
 gave up on it (RabbitMQ: its queue <topic>.<worker>; Kafka: its retry topic
-<topic>.retry.<worker>), waits for the broker's confirm and marks it
-replayed, with an audit row naming the destination. It prints the
+<topic>.retry.<worker>; a worker declared foreign: <topic> itself, which
+every group of the topic receives), waits for the broker's confirm and
+marks it replayed, with an audit row naming the destination. It prints the
 destination as the console and the audit log name it.
+
+An entry whose original message is unknown (stored raw, reason
+unparseable: what it holds is the dead-letter record, not the message) is
+refused; --as-stored sends its stored bytes as they are, audited as
+replay_as_stored.
 
 ` + dlqHelp,
 		Args:              exactArgs(2),
 		ValidArgsFunction: completeDLQ,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return dlqReplay(cmd.Context(), newInvocation(cmd, args), a)
+			return dlqReplay(cmd.Context(), newInvocation(cmd, args), a, asStored)
 		},
 	}
 	a.register(cmd)
+	cmd.Flags().BoolVar(&asStored, "as-stored", false, "send the stored bytes of an entry whose original message is unknown as they are (audited as replay_as_stored)")
 	return cmd
 }
 
@@ -225,7 +234,7 @@ func dlqShow(ctx context.Context, inv *invocation, a adminFlags, output *outputF
 		func() error { return renderDetail(inv.stdout, d) })
 }
 
-func dlqReplay(ctx context.Context, inv *invocation, a adminFlags) error {
+func dlqReplay(ctx context.Context, inv *invocation, a adminFlags, asStored bool) error {
 	args := inv.args
 	c, err := newAdminClient(inv, a)
 	if err != nil {
@@ -234,11 +243,22 @@ func dlqReplay(ctx context.Context, inv *invocation, a adminFlags) error {
 	var out struct {
 		Entry admin.Entry `json:"entry"`
 	}
-	body := map[string]string{"topic": args[0], "id": args[1]}
+	body := map[string]any{"topic": args[0], "id": args[1]}
+	if asStored {
+		body["as_stored"] = true
+	}
 	if err := c.do(ctx, http.MethodPost, "/replay", nil, body, &out); err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && ae.code == admin.CodeUnknownMessage {
+			return usageErrorf("refused: %s (HTTP %d); rerun with --as-stored to send its stored bytes as they are", ae.msg, ae.status)
+		}
 		return err
 	}
-	fmt.Fprintf(inv.stdout, "replayed %s/%s to %s (status %s)\n", printable(args[0]), printable(args[1]), printable(dashed(out.Entry.ReplayDestination)), printable(string(out.Entry.Status)))
+	verb := "replayed"
+	if asStored && out.Entry.MessageUnknown {
+		verb = "replayed as stored"
+	}
+	fmt.Fprintf(inv.stdout, "%s %s/%s to %s (status %s)\n", verb, printable(args[0]), printable(args[1]), printable(dashed(out.Entry.ReplayDestination)), printable(string(out.Entry.Status)))
 	return nil
 }
 

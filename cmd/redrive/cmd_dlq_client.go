@@ -85,6 +85,7 @@ func dialable(listen string) string {
 // apiError is an error response of the admin API.
 type apiError struct {
 	status int
+	code   string // the error body's code (admin.Code*), "" when none
 	msg    string
 }
 
@@ -139,7 +140,7 @@ func (c *adminClient) do(ctx context.Context, method, path string, query url.Val
 		return usageErrorf("no token configured: set REDRIVE_ADMIN_TOKEN or --token (the admin API at %s asks for one)", c.base.Redacted())
 	}
 	if resp.StatusCode >= 300 {
-		e := &apiError{status: resp.StatusCode, msg: errorMessage(data)}
+		e := &apiError{status: resp.StatusCode, code: errorCode(data), msg: errorMessage(data)}
 		if resp.StatusCode < 500 {
 			return badInput(e)
 		}
@@ -152,6 +153,15 @@ func (c *adminClient) do(ctx context.Context, method, path string, query url.Val
 		return fmt.Errorf("the answer of %s %s is not what redrive expects: %w", method, u.Path, err)
 	}
 	return nil
+}
+
+// errorCode extracts the code of an error body; "" when there is none.
+func errorCode(data []byte) string {
+	var e struct {
+		Code string `json:"code"`
+	}
+	_ = json.Unmarshal(data, &e)
+	return e.Code
 }
 
 // errorMessage extracts the message of an error body, on one line.

@@ -11,7 +11,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
@@ -45,14 +44,11 @@ func renderEntries(w io.Writer, entries []admin.Entry) error {
 
 // replaysTo is where a replay of e goes: its destination, "ORIGIN
 // MISMATCH" (refused: its recorded origin disagrees with its DLQ's
-// worker), "NOT REPLAYABLE" (its message could not be decoded) or "NO
-// ROUTE" (no configured worker for its DLQ).
+// worker) or "NO ROUTE" (no configured worker for its DLQ).
 func replaysTo(e admin.Entry) string {
 	switch {
 	case e.OriginMismatch:
 		return "ORIGIN MISMATCH"
-	case e.ReplayDestination == "" && e.Reason == string(broker.ReasonUndecodable):
-		return "NOT REPLAYABLE"
 	case e.ReplayDestination == "":
 		return "NO ROUTE"
 	}

@@ -73,7 +73,7 @@ func (p *publisher) count() int {
 // routedDLQs are the DLQs of the tests whose entries (worker "billing" of
 // topic "orders") have a replay route; others have none.
 var routedDLQs = []string{"auth.dlq", "bad.dlq", "ds.dlq", "h.dlq", "list.dlq", "open.dlq", "orders.billing.dlq",
-	"orders.dlq", "ra.dlq", "ra2.dlq", "rp.dlq", "rt.dlq", "show.dlq", "sj.dlq", "pl.dlq", "eb.dlq", "cj.dlq", "rate.dlq", "dl.dlq", "grp.dlq"}
+	"orders.dlq", "ra.dlq", "ra2.dlq", "rp.dlq", "rt.dlq", "ru.dlq", "show.dlq", "sj.dlq", "pl.dlq", "eb.dlq", "cj.dlq", "rate.dlq", "dl.dlq", "grp.dlq"}
 
 // testRoutes are the routes of routedDLQs.
 func testRoutes() []dlq.Route {

@@ -38,10 +38,12 @@ const (
 	// CodeNoRoute (409): no configured worker has the entry's DLQ: a
 	// replay has nowhere to go.
 	CodeNoRoute = "no_route"
-	// CodeNotReplayable (409): the entry cannot go back as it came (its
-	// message's headers could not be decoded: reason undecodable); the
-	// message says why and what to do.
-	CodeNotReplayable = "not_replayable"
+	// CodeUnknownMessage (409): the entry's original message is unknown
+	// (it was stored raw, reason unparseable): a replay would send the
+	// dead-letter record as if it were the message. Replay it with
+	// "as_stored": true to send its stored bytes as they are (audited as
+	// replay_as_stored).
+	CodeUnknownMessage = "unknown_message"
 	// CodeJobRunning (409): the DLQ already has a running replay-all job
 	// (the body carries it).
 	CodeJobRunning = "job_running"
@@ -116,11 +118,12 @@ const (
 )
 
 // fail maps an Ops error to its response: ErrNotFound 404, ErrNotPending
-// 409, ErrOriginMismatch, ErrNoRoute and ErrNotReplayable 409, bad input 400, a broker
+// 409, ErrOriginMismatch, ErrNoRoute and ErrUnknownMessage 409, bad input 400, a broker
 // refusal 502, no republisher 503, anything else 500. The body holds a
 // fixed message and the code (an origin mismatch's message names the
 // entry's claim and the configured target, quoted and clipped, as the
-// operator must see them); the error goes to the log.
+// operator must see them, as does an unknown message's, which names the
+// decoding error); the error goes to the log.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, code, param, msg := http.StatusInternalServerError, CodeInternal, "", msgInternal
 	switch {
@@ -132,8 +135,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status, code, msg = http.StatusConflict, CodeOriginMismatch, err.Error()
 	case errors.Is(err, dlq.ErrNoRoute):
 		status, code, msg = http.StatusConflict, CodeNoRoute, err.Error()
-	case errors.Is(err, dlq.ErrNotReplayable):
-		status, code, msg = http.StatusConflict, CodeNotReplayable, err.Error()
+	case errors.Is(err, dlq.ErrUnknownMessage):
+		status, code, msg = http.StatusConflict, CodeUnknownMessage, err.Error()
 	case errors.Is(err, dlq.ErrReasonRequired):
 		status, code, param, msg = http.StatusBadRequest, CodeInvalidRequest, "reason", msgReason
 	case errors.Is(err, dlq.ErrInvalidQuery):

@@ -132,7 +132,7 @@ func (s *Server) listEntries(w http.ResponseWriter, r *http.Request) {
 		NextCursor string  `json:"next_cursor,omitempty"`
 	}{DLQ: q.DLQ, Entries: make([]Entry, 0, len(page.Records)), NextCursor: page.Next}
 	for _, rec := range page.Records {
-		out.Entries = append(out.Entries, toEntry(rec, s.ops.Target))
+		out.Entries = append(out.Entries, toEntry(rec, s.ops.ReplayRoute))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -196,7 +196,7 @@ func (s *Server) showEntry(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toDetail(rec, trail, s.ops.Target))
+	writeJSON(w, http.StatusOK, toDetail(rec, trail, s.ops.ReplayRoute))
 }
 
 // payload serves GET /internal/v1/dlq/{topic}/{id}/payload: the entry's
@@ -247,11 +247,15 @@ func decodeBody(r *http.Request, v any, optional bool) error {
 	return nil
 }
 
-// replay serves POST /internal/v1/dlq/replay, body {"topic": …, "id": …}.
+// replay serves POST /internal/v1/dlq/replay, body {"topic": …, "id": …,
+// "as_stored": false}: as_stored sends the stored bytes of an entry whose
+// original message is unknown (dlq.Ops.ReplayAsStored), which is refused
+// without it (409 unknown_message).
 func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	var body struct {
-		Topic string `json:"topic"`
-		ID    string `json:"id"`
+		Topic    string `json:"topic"`
+		ID       string `json:"id"`
+		AsStored bool   `json:"as_stored"`
 	}
 	err := readParams(r).err
 	if err == nil {
@@ -267,14 +271,18 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 		s.reject(w, r, err)
 		return
 	}
-	rec, err := s.ops.Replay(r.Context(), body.Topic, body.ID, actor(r))
+	replay := s.ops.Replay
+	if body.AsStored {
+		replay = s.ops.ReplayAsStored
+	}
+	rec, err := replay(r.Context(), body.Topic, body.ID, actor(r))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Entry Entry `json:"entry"`
-	}{toEntry(rec, s.ops.Target)})
+	}{toEntry(rec, s.ops.ReplayRoute)})
 }
 
 // discard serves DELETE /internal/v1/dlq/{topic}/{id}; the reason comes
@@ -322,5 +330,5 @@ func (s *Server) discard(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, struct {
 		Entry Entry `json:"entry"`
-	}{toEntry(rec, s.ops.Target)})
+	}{toEntry(rec, s.ops.ReplayRoute)})
 }

@@ -31,6 +31,7 @@ func TestAPI(t *testing.T) {
 				{"ListBadParams", testListBadParams},
 				{"Show", testShow},
 				{"Replay", testReplay},
+				{"ReplayUnknownMessage", testReplayUnknownMessage},
 				{"Discard", testDiscard},
 				{"ReplayAll", testReplayAll},
 				{"Routing", testRouting},

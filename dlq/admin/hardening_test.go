@@ -214,7 +214,7 @@ func documentedCodes(t *testing.T) map[string]bool {
 	}
 	out := map[string]bool{}
 	for _, c := range []string{admin.CodeInvalidRequest, admin.CodeUnauthorized, admin.CodeCrossOrigin, admin.CodeNotFound,
-		admin.CodeMethodNotAllowed, admin.CodeNotPending, admin.CodeOriginMismatch, admin.CodeNoRoute, admin.CodeNotReplayable, admin.CodeJobRunning, admin.CodeJobNotRunning, admin.CodeTooLarge,
+		admin.CodeMethodNotAllowed, admin.CodeNotPending, admin.CodeOriginMismatch, admin.CodeNoRoute, admin.CodeJobRunning, admin.CodeJobNotRunning, admin.CodeTooLarge,
 		admin.CodeUnsupportedMediaType, admin.CodeHostNotAllowed, admin.CodeInternal, admin.CodeReplayFailed, admin.CodeUnavailable} {
 		if strings.Contains(string(data), "- "+c+"\n") {
 			out[c] = true

@@ -70,18 +70,32 @@ type Entry struct {
 	LastFailureAt     *time.Time `json:"last_failure_at,omitempty"`
 	PayloadBytes      int64      `json:"payload_bytes"`
 	// ReplayDestination is where a replay of the entry goes, named as the
-	// console, the CLI and the audit log name it (dlq.Destination): "queue
-	// escrow.commands.payout-executor (worker payout-executor)". It comes
-	// from the configured workers (the route of the entry's DLQ); empty
-	// when the entry cannot be replayed (ReplayRefused says why).
+	// console, the CLI and the audit log name it (dlq.Route.Destination):
+	// "queue escrow.commands.payout-executor (worker payout-executor)",
+	// "topic escrow.commands (every consumer group of it, worker
+	// payout-executor among them)". It comes from the configuration (the
+	// route of the entry's DLQ); empty when the entry cannot be replayed
+	// (ReplayRefused says why; for an unknown message it is where a
+	// replay as stored goes).
 	ReplayDestination string `json:"replay_destination,omitempty"`
 	// OriginMismatch marks an entry whose recorded origin (worker, topic,
 	// source) disagrees with the route of the DLQ it sits in: it is
 	// refused on replay (409) and skipped by replay-all.
 	OriginMismatch bool `json:"origin_mismatch,omitempty"`
+	// ReplayEveryGroup is set when a replay reaches every group of the
+	// topic, not only the worker that failed: the route of a worker
+	// declared foreign (workers[].foreign: it consumes the topic itself)
+	// or of a foreign DLQ topic (kafka.foreign_dlqs[].replay_to).
+	ReplayEveryGroup bool `json:"replay_every_group,omitempty"`
 	// ReplayRefused says why a replay of the entry would be refused:
-	// the origin mismatch, or no configured worker for its DLQ.
+	// the origin mismatch, no configured worker for its DLQ, or an
+	// unknown message.
 	ReplayRefused string `json:"replay_refused,omitempty"`
+	// MessageUnknown marks an entry whose original message is unknown (it
+	// was stored raw, reason unparseable): a replay is refused (409
+	// unknown_message) unless the request says "as_stored": true, which
+	// sends its stored bytes as they are to ReplayDestination.
+	MessageUnknown bool `json:"message_unknown,omitempty"`
 }
 
 // Detail is one entry with its payload and audit trail.
@@ -120,8 +134,9 @@ type Audit struct {
 	Reason string     `json:"reason,omitempty"`
 }
 
-// toEntry renders r; target gives its replay route.
-func toEntry(r dlq.Record, target func(dlq.Record) (dlq.Route, error)) Entry {
+// toEntry renders r; route gives its replay route or why a replay is
+// refused (dlq.Ops.ReplayRoute).
+func toEntry(r dlq.Record, route func(dlq.Record) (dlq.Route, error)) Entry {
 	e := r.Entry
 	out := Entry{
 		ID: r.ID, DLQ: r.DLQ, Broker: string(r.Broker), Status: r.Status, Severity: r.Severity,
@@ -130,10 +145,13 @@ func toEntry(r dlq.Record, target func(dlq.Record) (dlq.Route, error)) Entry {
 		ErrorClass: e.ErrorClass, ErrorMessage: e.ErrorMessage, Reason: e.Reason, RetryCount: e.RetryCount,
 		Worker: e.Worker, WorkerInstance: e.WorkerInstance, PayloadBytes: r.ValueSize,
 	}
-	if rt, err := target(r); err != nil {
+	rt, err := route(r)
+	if err != nil {
 		out.ReplayRefused, out.OriginMismatch = err.Error(), errors.Is(err, dlq.ErrOriginMismatch)
-	} else {
-		out.ReplayDestination = dlq.Destination(r.Broker, rt.Target, rt.Worker)
+		out.MessageUnknown = errors.Is(err, dlq.ErrUnknownMessage)
+	}
+	if err == nil || out.MessageUnknown {
+		out.ReplayDestination, out.ReplayEveryGroup = rt.Destination(r.Broker), rt.EveryGroup
 	}
 	if e.OriginalPartition >= 0 && e.OriginalOffset >= 0 {
 		out.OriginalPartition, out.OriginalOffset = &e.OriginalPartition, &e.OriginalOffset
@@ -153,9 +171,9 @@ func payloadPath(dlqName, id string) string {
 }
 
 // toDetail renders r, read by Ops.Show (its payload a preview).
-func toDetail(r dlq.Record, trail []dlq.AuditEntry, target func(dlq.Record) (dlq.Route, error)) Detail {
+func toDetail(r dlq.Record, trail []dlq.AuditEntry, route func(dlq.Record) (dlq.Route, error)) Detail {
 	e := r.Entry
-	out := Detail{Entry: toEntry(r, target), StackTrace: e.StackTrace, Audit: make([]Audit, 0, len(trail)),
+	out := Detail{Entry: toEntry(r, route), StackTrace: e.StackTrace, Audit: make([]Audit, 0, len(trail)),
 		PayloadURL: payloadPath(r.DLQ, r.ID)}
 	if e.OriginalKey != nil {
 		k, enc := string(e.OriginalKey), EncodingUTF8

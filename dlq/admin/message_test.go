@@ -138,7 +138,7 @@ func testOrigin(t *testing.T, f *fixture) {
 			continue
 		}
 		if i == 3 {
-			if e["origin_mismatch"] != nil || e["replay_destination"] != nil || !strings.Contains(e["replay_refused"].(string), "undecodable") {
+			if e["origin_mismatch"] != nil || e["message_unknown"] != true || !strings.Contains(e["replay_refused"].(string), "could not be decoded") {
 				t.Errorf("the undecodable entry is listed as %v", e)
 			}
 			continue
@@ -163,7 +163,7 @@ func testOrigin(t *testing.T, f *fixture) {
 		t.Errorf("409 of an unrouted DLQ: %s", m["error"])
 	}
 	m = expect(t, f.do("POST", "/internal/v1/dlq/replay", `{"topic":"orders.dlq","id":"`+recs[3].ID+`"}`), http.StatusConflict, "")
-	if m["code"] != admin.CodeNotReplayable || !strings.Contains(m["error"].(string), "could not decode") {
+	if m["code"] != admin.CodeUnknownMessage || !strings.Contains(m["error"].(string), "could not be decoded") {
 		t.Errorf("409 of an undecodable entry: %v", m)
 	}
 	if f.pub.count() != before {

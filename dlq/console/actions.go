@@ -24,18 +24,38 @@ func entryURL(name, id string) string {
 	return "/dlq/" + pathEscape(name) + "/" + pathEscape(id)
 }
 
-// replay serves POST /dlq/{name}/{id}/replay, then shows the entry.
+// replay serves POST /dlq/{name}/{id}/replay, then shows the entry. The
+// field as_stored ("on": the operator ticked "send the stored bytes as
+// they are") replays an entry whose original message is unknown
+// (dlq.Ops.ReplayAsStored); without it such an entry is refused.
 func (c *Console) replay(w http.ResponseWriter, r *http.Request, ss *session) {
 	name, id, err := pathEntry(r)
+	asStored := false
+	if err == nil {
+		var v string
+		if v, err = one(r.PostForm, "as_stored"); err == nil {
+			switch v {
+			case "":
+			case "on":
+				asStored = true
+			default:
+				err = bad("as_stored", "must be on or absent")
+			}
+		}
+	}
 	if err != nil {
 		c.fail(w, r, ss, err)
 		return
 	}
-	if _, err := c.ops.Replay(r.Context(), name, id, ss.user.Name); err != nil {
+	replay := c.ops.Replay
+	if asStored {
+		replay = c.ops.ReplayAsStored
+	}
+	if _, err := replay(r.Context(), name, id, ss.user.Name); err != nil {
 		c.fail(w, r, ss, err)
 		return
 	}
-	c.log.Info("console: replayed", "dlq", name, "id", id, "user", ss.user.Name)
+	c.log.Info("console: replayed", "dlq", name, "id", id, "user", ss.user.Name, "as_stored", asStored)
 	http.Redirect(w, r, entryURL(name, id), http.StatusSeeOther)
 }
 

@@ -60,8 +60,14 @@ func kafkaBroker(t *testing.T) *kafka.Broker {
 
 func newFixture(t *testing.T, s dlq.Store, edit func(*console.Config)) *fixture {
 	t.Helper()
+	return newFixtureRoutes(t, s, []dlq.Route{kafka.Route(topic, group)}, edit)
+}
+
+// newFixtureRoutes is newFixture with the replay routes given.
+func newFixtureRoutes(t *testing.T, s dlq.Store, routes []dlq.Route, edit func(*console.Config)) *fixture {
+	t.Helper()
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: kafkaBroker(t), Logger: quiet,
-		Routes: []dlq.Route{kafka.Route(topic, group)}, MaxPayloadPreview: 1024,
+		Routes: routes, MaxPayloadPreview: 1024,
 		Policies: map[string]dlq.Policy{kafka.DLQTopic(topic): {Severity: broker.SeverityCritical}, "empty.dlq": {}}})
 	if err != nil {
 		t.Fatal(err)

@@ -26,7 +26,7 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, ss *session, err 
 		status, msg = http.StatusNotFound, "entry: no such entry in this DLQ"
 	case errors.Is(err, dlq.ErrNotPending):
 		status, msg = http.StatusConflict, "status: the entry is no longer pending (someone replayed or discarded it); reload it"
-	case errors.Is(err, dlq.ErrOriginMismatch), errors.Is(err, dlq.ErrNoRoute), errors.Is(err, dlq.ErrNotReplayable):
+	case errors.Is(err, dlq.ErrOriginMismatch), errors.Is(err, dlq.ErrNoRoute), errors.Is(err, dlq.ErrUnknownMessage):
 		// The operator must see where the entry claims to come from and
 		// where its DLQ replays to (quoted and clipped names; the page
 		// escapes them).
@@ -95,7 +95,10 @@ func (c *Console) dlqs(w http.ResponseWriter, r *http.Request, ss *session) {
 type entryRow struct {
 	dlq.Record
 	OriginMismatch bool
-	Refused        string
+	// Unknown marks an entry whose original message is unknown (stored
+	// raw): replayed only as stored.
+	Unknown bool
+	Refused string
 }
 
 // entriesView is the entries page's data.
@@ -208,8 +211,9 @@ func (c *Console) entries(w http.ResponseWriter, r *http.Request, ss *session) {
 // row returns rec's line, with its replay route checked.
 func (c *Console) row(rec dlq.Record) entryRow {
 	row := entryRow{Record: rec}
-	if _, err := c.ops.Target(rec); err != nil {
+	if _, err := c.ops.ReplayRoute(rec); err != nil {
 		row.Refused, row.OriginMismatch = err.Error(), errors.Is(err, dlq.ErrOriginMismatch)
+		row.Unknown = errors.Is(err, dlq.ErrUnknownMessage)
 	}
 	return row
 }
@@ -228,12 +232,17 @@ type entryView struct {
 	// types); Props are its properties (RabbitMQ).
 	Typed bool
 	Props []header
-	// Destination is where a replay goes (dlq.Destination of its route);
-	// Refused, why the entry cannot be replayed (OriginMismatch: its
-	// recorded origin disagrees with its DLQ's route).
+	// Destination is where a replay goes (dlq.Route.Destination);
+	// EveryGroup is set when every group of the topic receives it, not
+	// only the worker that failed. Refused says why the entry cannot be
+	// replayed (OriginMismatch: its recorded origin disagrees with its
+	// DLQ's route; Unknown: its original message is unknown, and
+	// Destination is where a replay as stored goes).
 	Destination    string
+	EveryGroup     bool
 	Refused        string
 	OriginMismatch bool
+	Unknown        bool
 	Audit          []dlq.AuditEntry
 	// TraceID is the trace id of the message's valid W3C traceparent
 	// header, TraceURL its link (Config.TraceLink); empty without.
@@ -266,10 +275,13 @@ func (c *Console) entry(w http.ResponseWriter, r *http.Request, ss *session) {
 	if hs, props, ok := typedHeaders(e.OriginalWire); ok {
 		view.Headers, view.Props, view.Typed = hs, props, true
 	}
-	if rt, err := c.ops.Target(rec); err != nil {
+	rt, err := c.ops.ReplayRoute(rec)
+	if err != nil {
 		view.Refused, view.OriginMismatch = err.Error(), errors.Is(err, dlq.ErrOriginMismatch)
-	} else {
-		view.Destination = dlq.Destination(rec.Broker, rt.Target, rt.Worker)
+		view.Unknown = errors.Is(err, dlq.ErrUnknownMessage)
+	}
+	if err == nil || view.Unknown {
+		view.Destination, view.EveryGroup = rt.Destination(rec.Broker), rt.EveryGroup
 	}
 	c.renderPage(w, r, ss, http.StatusOK, "entry", page{Title: name + " / " + id, Nav: "dlqs", Data: view})
 }

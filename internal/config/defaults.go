@@ -83,6 +83,9 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&r.Delay.QueueType, r.QueueType)
 	setDefault(&r.KeeperBatch, DefaultKeeperBatch)
 	setDefault(&r.KeeperBatchWait, Duration(DefaultKeeperBatchWait))
+	for i := range r.ForeignDLQs {
+		r.ForeignDLQs[i] = r.ForeignDLQs[i].WithDefaults()
+	}
 
 	c.Kafka.Brokers = splitBrokers(c.Kafka.Brokers)
 	setDefault(&c.Kafka.Partitions, DefaultKafkaPartitions)
@@ -165,17 +168,6 @@ func (w Worker) WithDefaults() Worker {
 		w.DLQ.Retention = RetainFor(DefaultDLQRetention)
 	}
 	return w
-}
-
-// WithDefaults returns f with format auto, severity warning and retention
-// 30d where they are unset.
-func (f ForeignDLQ) WithDefaults() ForeignDLQ {
-	setDefault(&f.Format, ForeignAuto)
-	setDefault(&f.Severity, broker.DefaultSeverity)
-	if f.Retention.IsZero() {
-		f.Retention = RetainFor(DefaultDLQRetention)
-	}
-	return f
 }
 
 // setDefault sets *p to def when it is the zero value.

@@ -78,11 +78,25 @@ func (c *Config) KillSwitches() map[string]killswitch.Config {
 	return out
 }
 
-// Subscriptions returns the subscription of every worker, in order.
+// Subscriptions returns the subscription of every worker, in order: what
+// the topology declares, foreign workers' included.
 func (c *Config) Subscriptions() []broker.Subscription {
 	subs := make([]broker.Subscription, len(c.Workers))
 	for i, w := range c.Workers {
 		subs[i] = w.Subscription()
+	}
+	return subs
+}
+
+// RunSubscriptions returns the subscriptions a worker program runs, in
+// order: every worker's but those declared foreign (another program
+// consumes for them).
+func (c *Config) RunSubscriptions() []broker.Subscription {
+	subs := make([]broker.Subscription, 0, len(c.Workers))
+	for _, w := range c.Workers {
+		if !w.Foreign {
+			subs = append(subs, w.Subscription())
+		}
 	}
 	return subs
 }

@@ -16,6 +16,13 @@ func (c *Config) Clone() *Config {
 	out.Kafka.Brokers = slices.Clone(c.Kafka.Brokers)
 	out.Kafka.ForeignDLQs = slices.Clone(c.Kafka.ForeignDLQs)
 	out.RabbitMQ.URLs = slices.Clone(c.RabbitMQ.URLs)
+	if c.RabbitMQ.ForeignDLQs != nil {
+		out.RabbitMQ.ForeignDLQs = make([]ForeignQueue, len(c.RabbitMQ.ForeignDLQs))
+		for i, q := range c.RabbitMQ.ForeignDLQs {
+			q.ReplayTo.XDeathExchanges = slices.Clone(q.ReplayTo.XDeathExchanges)
+			out.RabbitMQ.ForeignDLQs[i] = q
+		}
+	}
 	out.Lag.Thresholds = maps.Clone(c.Lag.Thresholds)
 	out.Admin.AllowedHosts = slices.Clone(c.Admin.AllowedHosts)
 	out.Admin.TrustedProxies = slices.Clone(c.Admin.TrustedProxies)

@@ -71,6 +71,14 @@ type RabbitMQ struct {
 	// TLS configures TLS for amqps:// URLs (it requires one); absent = the
 	// system roots and the URL's host.
 	TLS *TLS `yaml:"tls"`
+	// ForeignDLQs are dead-letter queues other applications' messages
+	// land in (a queue fed by a dead-letter exchange, such as the shared
+	// attune.dlx.queue of services in other languages): the keeper of
+	// redrive serve reads them beside the workers' DLQs, with the x-death
+	// story of each message, so that their entries are listed, grouped,
+	// replayed and discarded like redrive's own (see docs/rabbitmq.md).
+	// RabbitMQ only: set with broker: kafka, it is an error.
+	ForeignDLQs []ForeignQueue `yaml:"foreign_dlqs"`
 }
 
 // Endpoints are the URLs redrive dials, in order: urls, or url.
@@ -148,43 +156,6 @@ type Kafka struct {
 	// replayed and discarded like redrive's own (see docs/kafka.md).
 	// Kafka only: set with broker: rabbitmq, it is an error.
 	ForeignDLQs []ForeignDLQ `yaml:"foreign_dlqs"`
-}
-
-// Formats of kafka.foreign_dlqs[].format: whose dead-letter headers a
-// foreign DLQ topic's records carry.
-const (
-	// ForeignSpring is Spring Kafka's DeadLetterPublishingRecoverer
-	// (kafka_dlt-* headers).
-	ForeignSpring = "spring"
-	// ForeignConnect is Kafka Connect's dead-letter queue reporter
-	// (__connect.errors.* headers, errors.deadletterqueue.context.headers.enable).
-	ForeignConnect = "connect"
-	// ForeignAuto reads either, by the headers each record carries.
-	ForeignAuto = "auto"
-)
-
-// ForeignDLQ is one dead-letter topic of another application.
-type ForeignDLQ struct {
-	// Topic is the dead-letter topic to read; required, a legal topic
-	// name, not a topic of redrive's workers (their topics, dead-letter
-	// and retry topics) and listed once.
-	Topic string `yaml:"topic"`
-	// Format is `spring`, `connect` or `auto` (default): whose headers
-	// the records carry. A record without them is kept raw (reason
-	// unparseable), never dropped.
-	Format string `yaml:"format"`
-	// Severity is `critical`, `warning` (default) or `info`: the label of
-	// the DLQ's metrics and alerts, as for a worker's DLQ.
-	Severity broker.Severity `yaml:"severity"`
-	// Retention is how long its entries are kept live before they are
-	// archived: a duration >= 0 or `forever`; default 30d.
-	Retention Retention `yaml:"retention"`
-	// ReplayTo is the topic every replay of its entries is published to,
-	// whatever topic a record's headers name (they are another
-	// application's word, not the operator's); required, a legal topic
-	// name, not a dead-letter topic. Every consumer group of that topic
-	// receives a replay.
-	ReplayTo string `yaml:"replay_to"`
 }
 
 // TLS configures a TLS client. Files are PEM; every file named must be
@@ -287,6 +258,19 @@ type Worker struct {
 	// down, instead of retrying and dead-lettering every message of the
 	// outage; off unless enabled (see the configuration guide).
 	KillSwitch KillSwitch `yaml:"kill_switch"`
+	// Foreign declares a worker redrive does not run, written in another
+	// language: on Kafka a consumer group of that name (a Spring Kafka
+	// consumer) that reads topic itself and writes its own dead letters to
+	// <topic>.dlq; on RabbitMQ a service consuming the group queue
+	// <topic>.<name> that redrive declares. redrive keeps, lists and
+	// alerts on its dead letters like its own workers', and worker.Load
+	// runs no handler for it. On Kafka a replay of its dead letters goes
+	// to topic itself, which every group of the topic receives (it never
+	// reads redrive's retry topic <topic>.retry.<name>); the admin API, the
+	// console and the audit log say so. On RabbitMQ it goes to its queue,
+	// as for every worker. Default false (see docs/operations.md, "Where
+	// a replay goes").
+	Foreign bool `yaml:"foreign"`
 }
 
 // KillSwitch is a worker's kill switch: once at least activation calls

@@ -51,6 +51,9 @@ func (c *Config) validate(p *problems) {
 	if c.Broker != broker.Kafka && len(c.Kafka.ForeignDLQs) > 0 {
 		p.add("kafka.foreign_dlqs", fmt.Sprintf("set, but broker is %q (foreign dead-letter topics are Kafka topics)", c.Broker))
 	}
+	if c.Broker != broker.RabbitMQ && len(c.RabbitMQ.ForeignDLQs) > 0 {
+		p.add("rabbitmq.foreign_dlqs", fmt.Sprintf("set, but broker is %q (foreign dead-letter queues are RabbitMQ queues)", c.Broker))
+	}
 	c.Redis.validate(p)
 	c.Postgres.validate(p)
 	c.Heartbeat.validate(p)
@@ -109,6 +112,7 @@ func (r RabbitMQ) validate(p *problems) {
 	if r.TLS != nil {
 		r.TLS.validate(p, "rabbitmq.tls")
 	}
+	validateForeignQueues(p, r.ForeignDLQs)
 	d := r.Delay
 	if d.Mode != "hops" && d.Mode != "route" {
 		p.add("rabbitmq.delay.mode", fmt.Sprintf("%q is not hops or route", d.Mode))
@@ -172,44 +176,6 @@ func (k Kafka) validate(p *problems) {
 	}
 	if k.HeartbeatInterval > 0 && k.SessionTimeout > 0 && k.HeartbeatInterval >= k.SessionTimeout {
 		p.add("kafka.heartbeat_interval", fmt.Sprintf("%s must be shorter than session_timeout (%s)", k.HeartbeatInterval, k.SessionTimeout))
-	}
-}
-
-// validateForeignDLQs checks kafka.foreign_dlqs (defaults applied). Clashes
-// with the topics of redrive's workers are the backend's to find (their
-// names are its own): broker/kafka's Checker.
-func validateForeignDLQs(p *problems, fs []ForeignDLQ) {
-	topics := map[string]int{}
-	for i, f := range fs {
-		path := fmt.Sprintf("kafka.foreign_dlqs[%d]", i)
-		if checkName(p, path+".topic", f.Topic) {
-			if j, dup := topics[f.Topic]; dup {
-				p.add(path+".topic", fmt.Sprintf("%q is already kafka.foreign_dlqs[%d].topic", f.Topic, j))
-			} else {
-				topics[f.Topic] = i
-			}
-		}
-		switch f.Format {
-		case ForeignSpring, ForeignConnect, ForeignAuto:
-		default:
-			p.add(path+".format", fmt.Sprintf("%q is not spring, connect or auto", abbreviate(f.Format)))
-		}
-		if err := f.Severity.Check(); err != nil {
-			p.add(path+".severity", err.Error())
-		}
-		if !f.Retention.Forever && f.Retention.Duration < 0 {
-			p.add(path+".retention", fmt.Sprintf("%s is negative", f.Retention))
-		}
-		if f.ReplayTo == "" {
-			p.add(path+".replay_to", "required: the topic replays of its entries go to (never the one a record names)")
-		} else if checkName(p, path+".replay_to", f.ReplayTo) && f.ReplayTo == f.Topic {
-			p.add(path+".replay_to", fmt.Sprintf("%q is the dead-letter topic itself", f.ReplayTo))
-		}
-	}
-	for i, f := range fs {
-		if j, ok := topics[f.ReplayTo]; ok && f.ReplayTo != f.Topic {
-			p.add(fmt.Sprintf("kafka.foreign_dlqs[%d].replay_to", i), fmt.Sprintf("%q is the dead-letter topic of kafka.foreign_dlqs[%d]", f.ReplayTo, j))
-		}
 	}
 }
 

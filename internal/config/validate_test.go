@@ -79,6 +79,29 @@ func TestValidateRules(t *testing.T) {
 			[]string{`kafka.foreign_dlqs[0].severity: "loud" is not critical, warning or info`, "kafka.foreign_dlqs[0].retention: -1h is negative"}},
 		{"foreign dlqs on rabbitmq", "broker: rabbitmq\nkafka: {foreign_dlqs: [{topic: d, replay_to: t}]}",
 			[]string{`kafka.foreign_dlqs: set, but broker is "rabbitmq" (foreign dead-letter topics are Kafka topics)`}},
+
+		// rabbitmq.foreign_dlqs
+		{"foreign queues", "broker: rabbitmq\nrabbitmq: {foreign_dlqs: [{queue: attune.dlx.queue, severity: critical, retention: forever, replay_to: {x_death_exchanges: [attune.executions, attune.jobs]}}, {queue: \"legacy dlq\", replay_to: {exchange: legacy, routing_key: \"\"}}]}", nil},
+		{"foreign queue replay_to missing", "broker: rabbitmq\nrabbitmq: {foreign_dlqs: [{queue: q}]}",
+			[]string{"rabbitmq.foreign_dlqs[0].replay_to: required: exchange (with routing_key), or x_death_exchanges (the exchanges x-death may name)"}},
+		{"foreign queue replay_to both", "broker: rabbitmq\nrabbitmq: {foreign_dlqs: [{queue: q, replay_to: {exchange: e, x_death_exchanges: [e]}}]}",
+			[]string{"rabbitmq.foreign_dlqs[0].replay_to.x_death_exchanges: set with exchange: give one or the other"}},
+		{"foreign queue x-death with a routing key", "broker: rabbitmq\nrabbitmq: {foreign_dlqs: [{queue: q, replay_to: {routing_key: k, x_death_exchanges: [e]}}]}",
+			[]string{"rabbitmq.foreign_dlqs[0].replay_to.routing_key: set with x_death_exchanges: the routing key is the one x-death names"}},
+		{"foreign queue x-death exchanges", "broker: rabbitmq\nrabbitmq: {foreign_dlqs: [{queue: q, replay_to: {x_death_exchanges: [e, \"\", e, \"a\\u0007\"]}}]}",
+			[]string{"rabbitmq.foreign_dlqs[0].replay_to.x_death_exchanges[1]: empty (the default exchange is not a replay target)",
+				`rabbitmq.foreign_dlqs[0].replay_to.x_death_exchanges[2]: "e" is listed twice`,
+				`rabbitmq.foreign_dlqs[0].replay_to.x_death_exchanges[3]: "a\a" holds control characters or invalid UTF-8`}},
+		{"foreign queue names", "broker: rabbitmq\nrabbitmq: {foreign_dlqs: [{replay_to: {exchange: e}}, {queue: " + strings.Repeat("q", 256) + ", replay_to: {exchange: " + strings.Repeat("e", 256) + "}}]}",
+			[]string{"rabbitmq.foreign_dlqs[0].queue: required", "rabbitmq.foreign_dlqs[1].queue: 256 bytes, over RabbitMQ's 255",
+				"rabbitmq.foreign_dlqs[1].replay_to.exchange: 256 bytes, over RabbitMQ's 255"}},
+		{"foreign queue listed twice", "broker: rabbitmq\nrabbitmq: {foreign_dlqs: [{queue: q, replay_to: {exchange: e}}, {queue: q, replay_to: {exchange: f}}]}",
+			[]string{`rabbitmq.foreign_dlqs[1].queue: "q" is already rabbitmq.foreign_dlqs[0].queue`}},
+		{"foreign queue severity and retention", "broker: rabbitmq\nrabbitmq: {foreign_dlqs: [{queue: q, replay_to: {exchange: e}, severity: loud, retention: -1h}]}",
+			[]string{`rabbitmq.foreign_dlqs[0].severity: "loud" is not critical, warning or info`, "rabbitmq.foreign_dlqs[0].retention: -1h is negative"}},
+		{"foreign queues on kafka", "broker: kafka\nkafka: {brokers: [k:9092]}\nrabbitmq: {foreign_dlqs: [{queue: q, replay_to: {exchange: e}}]}",
+			[]string{`rabbitmq.foreign_dlqs: set, but broker is "kafka" (foreign dead-letter queues are RabbitMQ queues)`}},
+
 		// The names a backend derives (queues, topics, keys) are checked by
 		// the backend: broker/rabbit and broker/kafka, check_test.go.
 

@@ -194,7 +194,7 @@ func (d *Daemon) keep(ctx context.Context) error {
 		severities[name] = p.Severity
 	}
 	keeper, err := dlq.NewKeeper(dlq.KeeperConfig{Source: src, Store: st, Broker: d.c.Broker, DLQs: severities,
-		Registerer: d.exp.Registerer(), Logger: d.log})
+		Registerer: d.exp.Registerer(), Ops: ops, Logger: d.log})
 	if err != nil {
 		return err
 	}

@@ -82,3 +82,50 @@ workers: [{name: w, topic: a}]
 		t.Errorf("replayRoutes = %+v", routes)
 	}
 }
+
+// TestForeignWorkersAndQueues: a worker declared foreign replays to its
+// topic on Kafka (every group) and to its queue on RabbitMQ; the foreign
+// DLQ queues of rabbitmq.foreign_dlqs are kept with their severity and
+// retention, and replay to the configured exchange or where x-death says.
+func TestForeignWorkersAndQueues(t *testing.T) {
+	k, err := config.Parse([]byte("broker: kafka\nkafka: {brokers: [127.0.0.1:9092]}\nworkers: [{name: java, topic: a, foreign: true}, {name: w, topic: b}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := backend.RouterOf(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes := replayRoutes(k, r)
+	if len(routes) != 2 || routes[0].Target != "a" || !routes[0].EveryGroup || routes[0].Worker != "java" || routes[1].Target != "b.retry.w" || routes[1].EveryGroup {
+		t.Errorf("kafka replayRoutes = %+v", routes)
+	}
+	if subs := k.RunSubscriptions(); len(subs) != 1 || subs[0].Group != "w" || len(k.Subscriptions()) != 2 {
+		t.Errorf("RunSubscriptions = %+v: the foreign worker is not run, its topology is declared", subs)
+	}
+
+	c, err := config.Parse([]byte(`
+broker: rabbitmq
+rabbitmq:
+  foreign_dlqs:
+    - {queue: attune.dlx.queue, severity: critical, retention: forever, replay_to: {x_death_exchanges: [attune.executions]}}
+    - {queue: legacy.failed, replay_to: {exchange: legacy, routing_key: jobs}}
+workers: [{name: py, topic: a, foreign: true}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err = backend.RouterOf(c); err != nil {
+		t.Fatal(err)
+	}
+	const want = "map[a.py.dlq:{warning 720h0m0s} attune.dlx.queue:{critical -1ns} legacy.failed:{warning 720h0m0s}]"
+	if got := fmt.Sprint(keptDLQs(c, r)); got != want {
+		t.Errorf("keptDLQs = %s, want %s", got, want)
+	}
+	routes = replayRoutes(c, r)
+	if len(routes) != 3 || routes[0].Target != "a.py" || routes[0].EveryGroup ||
+		routes[1].DLQ != "attune.dlx.queue" || routes[1].Resolved() || !routes[1].Foreign ||
+		routes[2].DLQ != "legacy.failed" || routes[2].Exchange != "legacy" || routes[2].Target != "jobs" {
+		t.Errorf("rabbitmq replayRoutes = %+v", routes)
+	}
+}

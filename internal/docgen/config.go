@@ -54,7 +54,7 @@ func ConfigKeys(root string) ([]Key, error) {
 		return nil, err
 	}
 	c := config.Config{Workers: []config.Worker{{}}, Lag: config.Lag{Thresholds: map[string]config.Threshold{"": {}}},
-		Kafka: config.Kafka{ForeignDLQs: []config.ForeignDLQ{{}}}}
+		Kafka: config.Kafka{ForeignDLQs: []config.ForeignDLQ{{}}}, RabbitMQ: config.RabbitMQ{ForeignDLQs: []config.ForeignQueue{{}}}}
 	c.ApplyDefaults()
 	w := walker{docs: docs}
 	w.walk(reflect.ValueOf(c), "")
