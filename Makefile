@@ -75,7 +75,11 @@ tools:
 	@command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || { \
 		echo "make tools: promtool and prometheus are not on PATH; install Debian's prometheus package (apt-get install prometheus, 2.42 or later) or put both binaries of a Prometheus release on PATH" >&2; exit 1; }
 
-## fuzz: run each fuzz target for FUZZTIME
+## fuzz: run each fuzz target for FUZZTIME, then the foreign-message
+## property tests of e2e (issue 40) for FOREIGN_ROUNDS random seeds per
+## broker mode (make test runs seed 1 and one random seed; a failing run
+## names its seed: FOREIGN_SEEDS=<seed> replays it)
+FOREIGN_ROUNDS ?= 20
 fuzz:
 	@set -e; for pkg in $$(grep -l '^func Fuzz' $$(find . -name '*_test.go') | xargs -n1 dirname | sort -u); do \
 		for fn in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
@@ -83,6 +87,8 @@ fuzz:
 			$(GO) test -run '^$$' -fuzz "^$${fn}\$$" -fuzztime $(FUZZTIME) $$pkg; \
 		done; \
 	done
+	@echo "== property TestForeignRabbitMQ, TestForeignKafka: $(FOREIGN_ROUNDS) random seeds per mode"
+	FOREIGN_ROUNDS=$(FOREIGN_ROUNDS) $(GO) test -race -count=1 -timeout 60m -run '^TestForeign(RabbitMQ|Kafka)$$' ./e2e/
 
 ## bench: the micro-benchmarks, then `redrive bench` (redrive vs the raw
 ## clients on RabbitMQ at $RABBITMQ_URL and in-process kfake) with modest

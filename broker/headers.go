@@ -44,6 +44,10 @@ const (
 	ReasonMaxLength Reason = "max_length"
 	// ReasonMaxClaims: claimed more than MaxClaims times.
 	ReasonMaxClaims Reason = "max_claims"
+	// ReasonUndecodable: the broker client could not decode the message's
+	// properties (RabbitMQ: a header table nested too deep or too long for
+	// amqp091-go); its handler was not called.
+	ReasonUndecodable Reason = "undecodable"
 )
 
 // Error classes redrive assigns itself.
@@ -53,4 +57,7 @@ const (
 	// ClassMaxClaims: the message was claimed more than max_claims times
 	// without its handler finishing.
 	ClassMaxClaims = "max_claims"
+	// ClassUndecodable: the broker client could not decode the message's
+	// properties.
+	ClassUndecodable = "undecodable"
 )

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/redrive/redrive/broker"
 )
 
 // ReconcileActor is the actor of the audit rows Reconcile writes.
@@ -53,18 +55,24 @@ func (o *Ops) ReplayAsStored(ctx context.Context, dlq, id, actor string) (Record
 // ErrUnknownMessage is wrapped by Replay (HTTP 409) for an entry whose
 // original message is unknown: the keeper could not decode what it read
 // and stored it raw (reason unparseable), so its stored bytes are the
-// dead-letter record, not the message the worker failed on. ReplayAll
-// skips such entries (Progress.Mismatched). ReplayAsStored sends them.
-var ErrUnknownMessage = errors.New("the original message is unknown (the entry was stored raw)")
+// dead-letter record, not the message the worker failed on; or the broker
+// client could not decode the message's headers (reason undecodable), so
+// the entry keeps their refused bytes, not the headers. ReplayAll skips
+// such entries (Progress.Mismatched). ReplayAsStored sends them.
+var ErrUnknownMessage = errors.New("the original message is unknown (the entry was stored raw, or its headers could not be decoded)")
 
 // UnknownMessage reports whether r's original message is unknown: its
-// entry was stored raw (reason unparseable). Replay refuses it
-// (ErrUnknownMessage); ReplayAsStored sends its stored bytes as they are.
+// entry was stored raw (reason unparseable), or its headers could not be
+// decoded (reason undecodable). Replay refuses it (ErrUnknownMessage);
+// ReplayAsStored sends its stored bytes as they are (an undecodable one:
+// its body and properties, without headers).
 func UnknownMessage(r Record) bool { return r.Entry.unknown() }
 
-// unknown reports whether e was stored raw: its original message is
-// unknown.
-func (e Entry) unknown() bool { return e.Reason == string(ReasonUnparseable) }
+// unknown reports whether e's original message is unknown: stored raw,
+// or its headers refused by the broker client.
+func (e Entry) unknown() bool {
+	return e.Reason == string(ReasonUnparseable) || e.Reason == string(broker.ReasonUndecodable)
+}
 
 // ActionReplayAsStored is the audit action of a replay an operator forced
 // with ReplayAsStored for an entry whose original message is unknown: its

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -223,15 +222,22 @@ loop:
 
 // process moves one delivery on: a delay hop, or the pipeline's decision
 // executed (an ack, a retry copy, a dead-letter copy, a hand-back copy with
-// the same attempt: requeue). The delivery is acked only after its next
-// home confirmed.
+// the same attempt: requeue). A delivery whose properties the client
+// could not decode (undecodable) is dead-lettered without a hop, a claim
+// or its handler. The delivery is acked only after its next home
+// confirmed.
 func (c *consumer) process(ctx context.Context, m amqp.Delivery, fwd chan<- forwardJob) {
-	if rem := remainingDelay(m.Headers); rem > 0 {
+	why, marked := undecodable(m.Headers)
+	if rem := remainingDelay(m.Headers); rem > 0 && !marked {
 		c.hop(ctx, m, rem, fwd)
 		return
 	}
 	d := c.delivery(m, c.sub.HeadersOnDemand)
-	dec := c.pipe.Process(ctx, d, c.h, c.claim(m, d))
+	in := pipeline.Input{Undecodable: why} // dead-lettered unhandled
+	if !marked {
+		in = c.claim(m, d)
+	}
+	dec := c.pipe.Process(ctx, d, c.h, in)
 	switch dec.Action {
 	case pipeline.Ack:
 		if aerr := m.Ack(false); aerr != nil {
@@ -262,6 +268,9 @@ func (c *consumer) process(ctx context.Context, m amqp.Delivery, fwd chan<- forw
 // straight through the retry exchange, or through the largest tier that
 // fits with the rest in x-remaining-delay.
 func (c *consumer) delayed(m amqp.Delivery, h amqp.Table, delay time.Duration, passes int) outgoing {
+	if h == nil { // written to below
+		h = amqp.Table{}
+	}
 	if c.b.cfg.Delay.Mode == DelayRoute && delay > 0 {
 		r := c.b.tiers.routeKey(delay, c.queue)
 		if r.leftMS > 0 {
@@ -299,8 +308,7 @@ const HeaderTierPasses = "x-redrive-tier-passes"
 // hop moves a message that still has time to wait to its next tier,
 // without calling the handler.
 func (c *consumer) hop(ctx context.Context, m amqp.Delivery, remaining time.Duration, fwd chan<- forwardJob) {
-	h := maps.Clone(m.Headers)
-	maps.DeleteFunc(h, func(k string, _ any) bool { return brokerOwned(k) })
+	h := copyTable(m.Headers, brokerOwned)
 	if _, ok := h[broker.HeaderTopic]; !ok {
 		// The copy leaves the topic exchange: say which topic it came
 		// from (a foreign producer's delayed message does not).
@@ -406,6 +414,9 @@ func (c *consumer) delivery(m amqp.Delivery, onDemand bool) *broker.Delivery {
 // publishing connection): those travel as the headers HeaderExpiration and
 // HeaderUserID, so that the dead-letter entry keeps them.
 func republish(m amqp.Delivery, h amqp.Table) amqp.Publishing {
+	if h == nil { // written to below
+		h = amqp.Table{}
+	}
 	if m.Expiration != "" {
 		h[HeaderExpiration] = m.Expiration
 	}

@@ -18,7 +18,9 @@ import (
 // dead-lettered it, or the x-death story when the broker did (queue TTL
 // expired, rejected, max length; storyFromDeath). The headers the broker
 // wrote (x-death with its types, ...) are kept after the application's in
-// the wire form (deadLetterForm), never replayed.
+// the wire form (deadLetterForm), never replayed. A delivery whose
+// properties amqp091-go could not decode (HeaderUndecodable) is an entry
+// with reason undecodable that keeps the refused bytes (markUndecodable).
 func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 	h := fromTable(m.Headers)
 	e := dlq.Entry{
@@ -45,6 +47,10 @@ func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 	}
 	if n, err := strconv.Atoi(h[broker.HeaderAttempt]); err == nil && n > 0 {
 		e.RetryCount = n - 1
+	}
+	if why, ok := undecodable(m.Headers); ok {
+		markUndecodable(&e, m, why)
+		return e
 	}
 	if e.Reason == "" {
 		// Dead-lettered by the broker: x-death tells the story.

@@ -196,6 +196,9 @@ func DeadLetterFromDelivery(queue string, m amqp.Delivery) dlq.DeadLetter {
 	if m.MessageId == "" {
 		h.Write(m.Body)
 	}
+	if raw, ok := m.Headers[HeaderUndecodableRaw].([]byte); ok {
+		h.Write(raw) // what tells two undecodable messages apart
+	}
 	if e.Reason == "" {
 		e.Reason = string(dlq.ReasonUnparseable)
 	}

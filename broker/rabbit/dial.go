@@ -145,7 +145,8 @@ func (d *Dialer) watch(conn *amqp.Connection, i int) {
 	}()
 }
 
-// dialOne connects to url, giving up when ctx ends.
+// dialOne connects to url, giving up when ctx ends. The connection reads
+// through framefilter (see transport).
 func (d *Dialer) dialOne(ctx context.Context, url, role string) (*amqp.Connection, error) {
 	props := amqp.NewConnectionProperties()
 	host, _ := os.Hostname()
@@ -153,13 +154,13 @@ func (d *Dialer) dialOne(ctx context.Context, url, role string) (*amqp.Connectio
 	cfg := amqp.Config{
 		Properties: props,
 		Heartbeat:  10 * time.Second,
-		Dial:       amqp.DefaultDial(d.cfg.Timeout),
+		FrameSize:  frameSize,
 	}
-	if d.cfg.TLS != nil {
-		// The library writes the dialed host into ServerName: each
-		// connection gets a copy.
-		cfg.TLSClientConfig = d.cfg.TLS.Clone()
+	url, dial, err := d.transport(url, role)
+	if err != nil {
+		return nil, err
 	}
+	cfg.Dial = dial
 	type result struct {
 		c   *amqp.Connection
 		err error

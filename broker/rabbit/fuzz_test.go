@@ -51,7 +51,7 @@ var keys = []string{
 	"x-death", broker.HeaderAttempt, broker.HeaderRemainingDelay, headerDeliveryCount, broker.HeaderTopic,
 	broker.HeaderKey, broker.HeaderReason, broker.HeaderFirstFailureAt, broker.HeaderLastFailureAt,
 	broker.HeaderError, broker.HeaderWorker, HeaderTierPasses, "x-first-death-queue", "queue", "reason",
-	"count", "time", "exchange",
+	"count", "time", "exchange", HeaderUndecodable, HeaderUndecodableRaw, HeaderUndecodableSize,
 }
 
 func (g *tableGen) key() string {
@@ -164,6 +164,13 @@ func FuzzForeignHeaders(f *testing.F) {
 		dl := DeadLetterFromDelivery("t.g.dlq", m)
 		if dl.Entry.Reason == "" || dl.Identity == "" {
 			t.Fatalf("dead letter without reason or identity: %+v", dl)
+		}
+		// A marked delivery (the frame filter's, or a producer's) is an
+		// undecodable entry without string headers, never replayed.
+		if _, marked := h[HeaderUndecodable]; marked && dl.Entry.Reason != string(broker.ReasonUndecodable) {
+			t.Fatalf("marked delivery kept with reason %q", dl.Entry.Reason)
+		} else if marked && len(dl.Entry.OriginalHeaders) != 0 {
+			t.Fatalf("marked delivery kept with string headers %q", dl.Entry.OriginalHeaders)
 		}
 		if _, err := kafka.EncodeEnvelope(dl.Entry); err != nil {
 			t.Fatalf("dead letter does not encode: %v", err)

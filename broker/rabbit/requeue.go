@@ -2,7 +2,6 @@ package rabbit
 
 import (
 	"context"
-	"maps"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -15,10 +14,23 @@ import (
 // nack-requeue, so that a quorum queue's delivery count (max_claims, the
 // delivery limit) does not grow with every hand-back.
 func (c *consumer) requeue(ctx context.Context, m amqp.Delivery, fwd chan<- forwardJob, then func()) {
-	h := maps.Clone(m.Headers)
-	maps.DeleteFunc(h, func(k string, _ any) bool { return brokerOwned(k) || k == HeaderTierPasses })
+	h := copyTable(m.Headers, func(k string) bool { return brokerOwned(k) || k == HeaderTierPasses })
 	if _, ok := h[broker.HeaderTopic]; !ok {
 		h[broker.HeaderTopic] = c.sub.Topic
 	}
 	c.send(ctx, fwd, forwardJob{m: m, out: c.delayed(m, h, 0, 0), then: then})
+}
+
+// copyTable returns the headers of a copy of a delivery: t without the
+// names drop reports. It is never nil, whatever t is: a message published
+// without headers (any other client may send one) arrives with a nil
+// table, and a copy's headers are written to.
+func copyTable(t amqp.Table, drop func(string) bool) amqp.Table {
+	out := make(amqp.Table, len(t)+2) // room for what a copy adds
+	for k, v := range t {
+		if !drop(k) {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -1,14 +1,21 @@
 package rabbit_test
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/internal/tlstest"
 )
 
@@ -56,6 +63,59 @@ func TestTLSFilesReachTheDialer(t *testing.T) {
 				}
 			case <-time.After(5 * time.Second):
 				t.Fatal("no TLS handshake reached the listener")
+			}
+		})
+	}
+}
+
+// TestUndecodableOverTLS: the frame filter reads the plaintext of amqps://
+// connections. A worker and a keeper connected through a TLS endpoint
+// (client certificate required) of the test's RabbitMQ, with the TLS
+// files in the configuration and in the URL's query (cacertfile,
+// certfile, keyfile): a 33-deep header table is dead-lettered and kept as
+// undecodable, the plain messages behind it are handled. Counted: 5
+// handled, 1 kept.
+func TestUndecodableOverTLS(t *testing.T) {
+	f := tlstest.Generate(t)
+	for _, inURL := range []bool{false, true} {
+		t.Run(fmt.Sprint("files in the URL: ", inURL), func(t *testing.T) {
+			u, err := url.Parse(testenv.RabbitMQ.URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			u.Scheme, u.Host = "amqps", tlstest.Terminate(t, f, u.Host)
+			files := &config.TLS{CAFile: f.CA, CertFile: f.ClientCert, KeyFile: f.ClientKey}
+			if inURL {
+				u.RawQuery = url.Values{"cacertfile": {f.CA}, "certfile": {f.ClientCert}, "keyfile": {f.ClientKey}}.Encode()
+				files = nil
+			}
+			tc, err := backend.ConfigOf[rabbit.Config](&config.Config{RabbitMQ: config.RabbitMQ{URL: u.String(), TLS: files}}, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := sub(testenv.Name(t))
+			b := newBroker(t, func(c *rabbit.Config) { c.URL, c.TLS = u.String(), tc.TLS }, s)
+			if err := b.Declare(t.Context(), s); err != nil {
+				t.Fatal(err)
+			}
+			var handled testenv.Recorder[string]
+			stop := testenv.Consume(t, b, s, func(_ context.Context, d *broker.Delivery) error {
+				handled.Add(d.ID)
+				return nil
+			})
+			defer stop()
+			msgs := []amqp.Publishing{{Headers: deepTable(33), MessageId: "deep-33", Body: []byte("deep")}}
+			for i := range 5 {
+				msgs = append(msgs, amqp.Publishing{MessageId: fmt.Sprint("plain-", i), Body: []byte("ok")})
+			}
+			publishRaw(t, channel(t), b.Names().Topics(), s.Topic, msgs...)
+			handled.WaitUntil(t, 30*time.Second, "5 plain messages handled over TLS", func(ids []string) bool { return len(ids) >= 5 })
+			e := keep(t, b, rabbit.DLQ(rabbit.Queue(s.Topic, s.Group)), 1)["deep-33"]
+			if e.Reason != string(broker.ReasonUndecodable) {
+				t.Errorf("entry reason %q, want undecodable", e.Reason)
+			}
+			if got := handled.Snapshot(); len(got) != 5 {
+				t.Errorf("handled %v, want the 5 plain messages once", got)
 			}
 		})
 	}

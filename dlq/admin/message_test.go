@@ -11,8 +11,10 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/admin"
 )
 
 // TestPayloadAndOrigin: an entry shows at most the payload preview and
@@ -116,9 +118,12 @@ func testDownload(t *testing.T, f *fixture) {
 }
 
 func testOrigin(t *testing.T, f *fixture) {
-	recs := f.insert("orders.dlq", 3, func(i int, r *dlq.Record) {
-		if i == 1 {
+	recs := f.insert("orders.dlq", 4, func(i int, r *dlq.Record) {
+		switch i {
+		case 1:
 			r.Entry.Worker, r.Entry.Source = "payouts", "orders.payouts" // claims another worker
+		case 3:
+			r.Entry.Reason = string(broker.ReasonUndecodable) // its headers were refused by the client
 		}
 	})
 	other := f.insert("unrouted.dlq", 1, nil)[0]
@@ -129,6 +134,12 @@ func testOrigin(t *testing.T, f *fixture) {
 		if i == 1 {
 			if e["origin_mismatch"] != true || e["replay_destination"] != nil || !strings.Contains(e["replay_refused"].(string), `worker "payouts"`) {
 				t.Errorf("the mismatched entry is listed as %v", e)
+			}
+			continue
+		}
+		if i == 3 {
+			if e["origin_mismatch"] != nil || e["message_unknown"] != true || !strings.Contains(e["replay_refused"].(string), "could not be decoded") {
+				t.Errorf("the undecodable entry is listed as %v", e)
 			}
 			continue
 		}
@@ -151,6 +162,10 @@ func testOrigin(t *testing.T, f *fixture) {
 	if !strings.Contains(m["error"].(string), "not the DLQ of a configured worker") {
 		t.Errorf("409 of an unrouted DLQ: %s", m["error"])
 	}
+	m = expect(t, f.do("POST", "/internal/v1/dlq/replay", `{"topic":"orders.dlq","id":"`+recs[3].ID+`"}`), http.StatusConflict, "")
+	if m["code"] != admin.CodeUnknownMessage || !strings.Contains(m["error"].(string), "could not be decoded") {
+		t.Errorf("409 of an undecodable entry: %v", m)
+	}
 	if f.pub.count() != before {
 		t.Error("a refused entry was republished")
 	}
@@ -158,8 +173,8 @@ func testOrigin(t *testing.T, f *fixture) {
 	expect(t, w, http.StatusAccepted, "")
 	j := waitJob(t, f, w.Header().Get("Location"))
 	p := j["progress"].(map[string]any)
-	if j["state"] != "done" || p["total"] != 3.0 || p["replayed"] != 2.0 || p["mismatched"] != 1.0 {
-		t.Errorf("replay-all job = %v, want 2 replayed and 1 mismatched", j)
+	if j["state"] != "done" || p["total"] != 4.0 || p["replayed"] != 2.0 || p["mismatched"] != 2.0 {
+		t.Errorf("replay-all job = %v, want 2 replayed and 2 mismatched (one undecodable)", j)
 	}
 	if got, _ := f.store.Get(context.Background(), "orders.dlq", recs[1].ID); got.Status != dlq.StatusPending {
 		t.Errorf("the mismatched entry is %s, want pending", got.Status)

@@ -92,6 +92,11 @@ type Input struct {
 	// this one included (a RabbitMQ quorum queue's x-delivery-count + 1);
 	// 0 = none. Used when ClaimKey is empty.
 	NativeClaims int64
+	// Undecodable, when not empty, says why the broker client could not
+	// decode the delivery's properties (its headers are not the message's):
+	// it is dead-lettered with ReasonUndecodable, before anything else,
+	// without calling the handler.
+	Undecodable string
 }
 
 // Decision is what Process decided about one delivery.
@@ -130,9 +135,10 @@ func New(sub broker.Subscription, log *slog.Logger) *Pipeline {
 	return &Pipeline{sub: sub, log: log, tracer: tracerOf(sub.TracerProvider)}
 }
 
-// Process runs one delivery d through the pipeline: a message older than
-// the subscription's MaxAge (counted from in.Born) and one claimed more
-// than MaxClaims times are dead-lettered without calling h; otherwise h
+// Process runs one delivery d through the pipeline: a message the broker
+// client could not decode (in.Undecodable), one older than the
+// subscription's MaxAge (counted from in.Born) and one claimed more than
+// MaxClaims times are dead-lettered without calling h; otherwise h
 // runs on d with a panic recovered as a *broker.PanicError, and a failure
 // is decided by the subscription's policy (Decide), except one marked with
 // broker.Requeue, which is handed back (Requeue). The decision is logged
@@ -157,6 +163,15 @@ func (p *Pipeline) process(ctx context.Context, d *broker.Delivery, h broker.Han
 	sub := &p.sub
 	// What the log and the decision need of d as delivered: h may change d.
 	at := seen{id: d.ID, offset: d.Offset, attempt: d.Attempt, first: d.FirstFailureAt}
+	if in.Undecodable != "" {
+		dec := Decision{Action: DeadLetter, At: time.Now(), Outcome: Outcome{
+			Reason: broker.ReasonUndecodable,
+			Class:  broker.ClassUndecodable,
+			Error:  truncate(in.Undecodable, MaxErrorLen),
+		}}
+		p.log.Warn("dead-lettering a message its client cannot decode", at.keys(dec)...)
+		return dec
+	}
 	if sub.MaxAge > 0 && !in.Born.IsZero() {
 		if age := time.Since(in.Born); age > sub.MaxAge {
 			dec := Decision{Action: DeadLetter, At: time.Now(), Outcome: Outcome{

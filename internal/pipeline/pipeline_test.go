@@ -115,6 +115,34 @@ func TestProcessMaxAge(t *testing.T) {
 	}
 }
 
+// TestProcessUndecodable: a delivery whose properties the broker client
+// could not decode is dead-lettered first, reason undecodable, whatever
+// its age and claims, without calling the handler or counting a claim;
+// the reason says why, cut to MaxErrorLen.
+func TestProcessUndecodable(t *testing.T) {
+	c := &memCounter{n: map[string]int64{}}
+	sub := testSub(threeRetries)
+	sub.MaxAge, sub.MaxClaims, sub.Claims = time.Minute, 1, c
+	p, logs := newTestPipeline(sub)
+	called := false
+	h := func(context.Context, *broker.Delivery) error { called = true; return nil }
+	why := "the headers nest tables more than 32 levels deep" + strings.Repeat("!", 2*MaxErrorLen)
+	dec := p.Process(t.Context(), &broker.Delivery{Message: broker.Message{ID: "m1"}, Attempt: 1, Offset: -1}, h,
+		Input{Undecodable: why, Born: time.Now().Add(-time.Hour), ClaimKey: "k"})
+	if called || dec.Action != DeadLetter || dec.Outcome.Reason != broker.ReasonUndecodable || dec.Outcome.Class != broker.ClassUndecodable ||
+		!strings.HasPrefix(dec.Outcome.Error, "the headers nest") || len(dec.Outcome.Error) != MaxErrorLen || dec.Cause != nil || dec.At.IsZero() {
+		t.Fatalf("undecodable: called %v, %v %+v; want a dead letter, reason undecodable, the reason cut, handler not called", called, dec.Action, dec.Outcome)
+	}
+	if len(c.n) != 0 {
+		t.Errorf("claims counted %v, want none", c.n)
+	}
+	for _, kv := range []string{"message_id=m1", "reason=undecodable", "error_class=undecodable"} {
+		if !strings.Contains(logs.String(), kv) {
+			t.Errorf("log %q lacks %s", logs.String(), kv)
+		}
+	}
+}
+
 func TestProcessClaims(t *testing.T) {
 	c := &memCounter{n: map[string]int64{}}
 	sub := testSub(threeRetries)

@@ -1,6 +1,7 @@
 // Package tlstest generates a throwaway CA with a server and a client
 // certificate for 127.0.0.1, written as PEM files, and runs a TLS listener
-// that reports the handshakes it completes. It is meant for tests only.
+// that reports the handshakes it completes, or one that forwards to a
+// plain server (Terminate). It is meant for tests only.
 package tlstest
 
 import (
@@ -11,10 +12,12 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"io"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -102,11 +105,9 @@ type Handshake struct {
 	Err      error
 }
 
-// Listen starts a TLS listener on 127.0.0.1 with f's server certificate
-// that requires a client certificate signed by f's CA. Every handshake is
-// sent on the returned channel; the connection is then closed. It stops
-// when t ends.
-func Listen(t testing.TB, f Files) (addr string, handshakes <-chan Handshake) {
+// listen starts a TLS listener on 127.0.0.1 with f's server certificate
+// that requires a client certificate signed by f's CA.
+func listen(t testing.TB, f Files) net.Listener {
 	t.Helper()
 	cert, err := tls.LoadX509KeyPair(f.ServerCert, f.ServerKey)
 	if err != nil {
@@ -127,6 +128,16 @@ func Listen(t testing.TB, f Files) (addr string, handshakes <-chan Handshake) {
 	if err != nil {
 		t.Fatalf("tlstest: listen: %v", err)
 	}
+	return l
+}
+
+// Listen starts a TLS listener on 127.0.0.1 with f's server certificate
+// that requires a client certificate signed by f's CA. Every handshake is
+// sent on the returned channel; the connection is then closed. It stops
+// when t ends.
+func Listen(t testing.TB, f Files) (addr string, handshakes <-chan Handshake) {
+	t.Helper()
+	l := listen(t, f)
 	t.Cleanup(func() { _ = l.Close() })
 	ch := make(chan Handshake, 64)
 	go func() {
@@ -153,4 +164,54 @@ func Listen(t testing.TB, f Files) (addr string, handshakes <-chan Handshake) {
 		}
 	}()
 	return l.Addr().String(), ch
+}
+
+// Terminate starts a TLS listener on 127.0.0.1 with f's server
+// certificate, requiring a client certificate signed by f's CA, that
+// forwards each connection's plaintext to target (e.g. RabbitMQ's AMQP
+// port): a TLS endpoint of a plain server, for tests of TLS clients. It
+// stops when t ends.
+func Terminate(t testing.TB, f Files, target string) (addr string) {
+	t.Helper()
+	l := listen(t, f)
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		conns  []net.Conn
+		closed bool
+	)
+	t.Cleanup(func() {
+		_ = l.Close()
+		mu.Lock()
+		closed = true
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			mu.Lock()
+			if closed {
+				mu.Unlock()
+				_, _ = c.Close(), up.Close()
+				return
+			}
+			conns = append(conns, c, up)
+			mu.Unlock()
+			wg.Go(func() { _, _ = io.Copy(up, c); _ = up.Close() })
+			wg.Go(func() { _, _ = io.Copy(c, up); _ = c.Close() })
+		}
+	})
+	return l.Addr().String()
 }
