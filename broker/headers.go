@@ -44,6 +44,10 @@ const (
 	ReasonMaxLength Reason = "max_length"
 	// ReasonMaxClaims: claimed more than MaxClaims times.
 	ReasonMaxClaims Reason = "max_claims"
+	// ReasonDeliveryLimit: dead-lettered by a RabbitMQ quorum queue
+	// after its x-delivery-limit of deliveries came back unacknowledged
+	// (x-death reason delivery_limit).
+	ReasonDeliveryLimit Reason = "delivery_limit"
 )
 
 // Error classes redrive assigns itself.

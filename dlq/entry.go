@@ -34,7 +34,7 @@ type Entry struct {
 	ErrorMessage string
 	StackTrace   string
 	// Reason is why it was dead-lettered: max_retries, permanent, expired,
-	// rejected, max_length, max_claims, unparseable.
+	// rejected, max_length, max_claims, delivery_limit, unparseable.
 	Reason string
 	// RetryCount is how many retries were made before giving up.
 	RetryCount int

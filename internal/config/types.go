@@ -55,8 +55,18 @@ type RabbitMQ struct {
 	// setting on a cluster, see docs/production.md).
 	QueueType string `yaml:"queue_type"`
 	// MaxLength is the x-max-length of group queues; >= 0, 0 = none.
-	MaxLength int   `yaml:"max_length"`
-	Delay     Delay `yaml:"delay"`
+	MaxLength int `yaml:"max_length"`
+	// DeliveryLimit is the x-delivery-limit of quorum group queues whose
+	// worker sets no max_claims: after that many deliveries that came
+	// back unacknowledged (a worker that died or lost its connection
+	// holding the message, a foreign consumer's nack) RabbitMQ
+	// dead-letters the message to the worker's DLQ with reason
+	// delivery_limit. Default 20 (RabbitMQ 4's default, declared
+	// explicitly so that 3.x and 4.x behave alike); -1 = none. Redrive's
+	// own hand-backs (a pause, the kill switch, shutdown, Requeue) do not
+	// count. See docs/rabbitmq.md.
+	DeliveryLimit int   `yaml:"delivery_limit"`
+	Delay         Delay `yaml:"delay"`
 	// KeeperBatch is the most dead letters the keeper of serve stores
 	// from one DLQ queue in one batch (one PostgreSQL transaction), acked
 	// once it is committed; its prefetch is two batches, so that up to
