@@ -20,17 +20,21 @@ func (b *Broker) PauseConsume(topic, group string) { b.holds.Of(topic, group).Se
 // ResumeConsume undoes PauseConsume.
 func (b *Broker) ResumeConsume(topic, group string) { b.holds.Of(topic, group).Set(false) }
 
-// cancelAndReturn cancels the consumer tag on ch and requeues every
-// delivery still buffered in deliveries, until the library closes it
-// (the broker confirmed the cancel, or the channel closed).
-func cancelAndReturn(ch *amqp.Channel, tag string, deliveries <-chan amqp.Delivery) (returned int) {
+// cancelAndReturn cancels the consumer tag on ch and hands back every
+// delivery still buffered in deliveries (giveBack), until the library
+// closes it (the broker confirmed the cancel, or the channel closed).
+func cancelAndReturn(ch *amqp.Channel, tag string, deliveries <-chan amqp.Delivery, giveBack func(amqp.Delivery)) (returned int) {
 	_ = ch.Cancel(tag, false)
 	for m := range deliveries {
-		_ = m.Nack(false, true)
+		giveBack(m)
 		returned++
 	}
 	return returned
 }
+
+// nackRequeue hands m back to its queue with basic.nack: it keeps its
+// place, and on a quorum queue its delivery count grows.
+func nackRequeue(m amqp.Delivery) { _ = m.Nack(false, true) }
 
 // subscriber is a session's consumer on its channel, which a hold
 // (PauseConsume) cancels and starts again.
@@ -39,6 +43,9 @@ type subscriber struct {
 	ch         *amqp.Channel
 	tag        string
 	deliveries <-chan amqp.Delivery // nil while cancelled: never ready
+	// giveBack hands back a delivery no handler took (a pause, shutdown):
+	// nackRequeue, or on a quorum queue a copy (consumer.handBack).
+	giveBack func(amqp.Delivery)
 }
 
 // follow consumes when held is false and cancels when it is true; a
@@ -47,7 +54,7 @@ type subscriber struct {
 func (s *subscriber) follow(held bool, taken int) error {
 	switch {
 	case held && s.deliveries != nil:
-		n := cancelAndReturn(s.ch, s.tag, s.deliveries)
+		n := cancelAndReturn(s.ch, s.tag, s.deliveries, s.giveBack)
 		s.deliveries = nil
 		s.c.log.Info("rabbit: consumer paused; prefetched deliveries returned to the queue", "returned", n+taken)
 	case !held && s.deliveries == nil:

@@ -86,3 +86,74 @@ func waitDepth(t *testing.T, depth func() int, want int, what string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Pausing a quorum queue's consumer does not spend its delivery limit:
+// the prefetched messages handed back at each pause are copies, not
+// nacks (RabbitMQ before 4.3 counts every return). With a limit of 2 and
+// five pauses, every message is still handled once, none dead-lettered.
+func TestPauseDoesNotSpendDeliveryLimit(t *testing.T) {
+	const n, pauses = 10, 5
+	s := sub("hold.qq." + broker.NewMessageID()[:6])
+	s.Concurrency, s.Prefetch = 1, n
+	b := newBroker(t, func(c *rabbit.Config) { c.QueueType, c.DeliveryLimit = rabbit.Quorum, 2 }, s)
+	if err := b.Declare(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	handled := make(chan string, 100)
+	go func() {
+		done <- b.Consume(ctx, s, func(_ context.Context, d *broker.Delivery) error {
+			if d.ID == "m00" {
+				started <- struct{}{}
+				<-release
+			}
+			handled <- d.ID
+			return nil
+		})
+	}()
+	msgs := make([]broker.Message, n)
+	for i := range msgs {
+		msgs[i] = broker.Message{ID: fmt.Sprintf("m%02d", i), Value: []byte("v")}
+	}
+	if err := b.Publish(t.Context(), s.Topic, msgs[:1]...); err != nil {
+		t.Fatal(err)
+	}
+	<-started // m00 is held by the handler: the others are prefetched behind it
+	if err := b.Publish(t.Context(), s.Topic, msgs[1:]...); err != nil {
+		t.Fatal(err)
+	}
+	ch := channel(t)
+	q := rabbit.Queue(s.Topic, s.Group)
+	for range pauses {
+		b.ResumeConsume(s.Topic, s.Group)
+		waitDepth(t, func() int { return depth(t, ch, q) }, 0, "the prefetch took them")
+		b.PauseConsume(s.Topic, s.Group)
+		waitDepth(t, func() int { return depth(t, ch, q) }, n-1, "the prefetched messages back in the queue")
+	}
+	close(release)
+	b.ResumeConsume(s.Topic, s.Group)
+	seen := map[string]int{}
+	timeout := time.After(20 * time.Second)
+	for len(seen) < n {
+		select {
+		case id := <-handled:
+			seen[id]++
+		case <-timeout:
+			t.Fatalf("%d of %d handled after %d pauses (dead letters: %d)", len(seen), n, pauses, depth(t, ch, rabbit.DLQ(q)))
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("%s handled %d times", id, c)
+		}
+	}
+	if dead := depth(t, ch, rabbit.DLQ(q)); dead != 0 {
+		t.Errorf("%d messages dead-lettered by the pauses", dead)
+	}
+}

@@ -22,3 +22,23 @@ func (c *consumer) requeue(ctx context.Context, m amqp.Delivery, fwd chan<- forw
 	}
 	c.send(ctx, fwd, forwardJob{m: m, out: c.delayed(m, h, 0, 0), then: then})
 }
+
+// handBack returns to its group queue a delivery no handler took, when a
+// pause or shutdown hands back what was prefetched. On a quorum queue it
+// is a copy (requeue), acked once confirmed: a nack would count against
+// the queue's delivery limit (RabbitMQ before 4.3 counts every return), so
+// that pausing a worker often enough would dead-letter messages no handler
+// ever saw. The copy goes to the back of the queue. A classic queue has no
+// delivery limit: there the delivery is nacked and keeps its place.
+func (c *consumer) handBack(ctx context.Context, fwd chan<- forwardJob) func(amqp.Delivery) {
+	if c.b.cfg.QueueType != Quorum {
+		return nackRequeue
+	}
+	return func(m amqp.Delivery) {
+		if remainingDelay(m.Headers) > 0 {
+			nackRequeue(m) // still waiting: a copy would lose what is left (requeue is for handled messages)
+			return
+		}
+		c.requeue(ctx, m, fwd, nil)
+	}
+}
