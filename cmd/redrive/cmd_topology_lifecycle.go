@@ -87,6 +87,7 @@ func topologyStrays(ctx context.Context, c *config.Config) ([]string, error) {
 
 func newTopologyDeleteCmd() *cobra.Command {
 	var workers, topics []string
+	var actor string
 	var all, force, yes bool
 	cmd := &cobra.Command{
 		Use:   "delete (--worker NAME... | --all | --topic NAME...)",
@@ -111,12 +112,12 @@ is refused with the count. The application topics (<topic>) are never
 deleted: redrive may not have created them; name one with --topic.
 
 --force deletes what would be refused, with its messages. Every object
-deleted is logged (stderr) with the operating-system user who ran the
-command. Exit status 1 when anything was refused.`,
+deleted is logged (stderr) with who did it (--actor, default $USER).
+Exit status 1 when anything was refused.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return topologyDelete(cmd.Context(), newInvocation(cmd, args), deleteRequest{
-				workers: workers, topics: topics, all: all, force: force, dry: !yes,
+				workers: workers, topics: topics, all: all, force: force, dry: !yes, actor: actor,
 			})
 		},
 	}
@@ -125,6 +126,7 @@ command. Exit status 1 when anything was refused.`,
 	cmd.Flags().StringArrayVar(&topics, "topic", nil, "Kafka: a topic to delete by name (repeatable)")
 	cmd.Flags().BoolVar(&force, "force", false, "delete queues and topics in which messages wait, and exchanges still bound")
 	cmd.Flags().BoolVar(&yes, "yes", false, "delete; without it, a dry run")
+	addActorFlag(cmd, &actor)
 	return cmd
 }
 
@@ -132,6 +134,7 @@ command. Exit status 1 when anything was refused.`,
 type deleteRequest struct {
 	workers, topics []string
 	all, force, dry bool
+	actor           string // --actor, else $USER, else the OS user
 }
 
 func topologyDelete(ctx context.Context, inv *invocation, req deleteRequest) error {
@@ -161,9 +164,11 @@ func topologyDelete(ctx context.Context, inv *invocation, req deleteRequest) err
 			return usageErrorf("--worker %q: no such worker in the configuration", w)
 		}
 	}
-	who := "unknown"
-	if u, err := user.Current(); err == nil {
-		who = u.Username
+	who := actorOrUser(req.actor)
+	if who == "" {
+		if u, err := user.Current(); err == nil {
+			who = u.Username
+		}
 	}
 	log := daemonLogger(inv.stderr).With("by", who, "dry_run", req.dry)
 	var lines []string

@@ -57,14 +57,9 @@ type RabbitMQ struct {
 	// MaxLength is the x-max-length of group queues; >= 0, 0 = none.
 	MaxLength int `yaml:"max_length"`
 	// DeliveryLimit is the x-delivery-limit of quorum group queues whose
-	// worker sets no max_claims: after that many deliveries that came
-	// back unacknowledged (a worker that died or lost its connection
-	// holding the message, a foreign consumer's nack) RabbitMQ
-	// dead-letters the message to the worker's DLQ with reason
-	// delivery_limit. Default 20 (RabbitMQ 4's default, declared
-	// explicitly so that 3.x and 4.x behave alike); -1 = none. Redrive's
-	// own hand-backs (a pause, the kill switch, shutdown, Requeue) do not
-	// count. See docs/rabbitmq.md.
+	// worker sets no max_claims: past it RabbitMQ dead-letters a message
+	// that kept coming back unacknowledged, reason delivery_limit (see
+	// docs/rabbitmq.md). Default 20, RabbitMQ 4's own; -1 = none.
 	DeliveryLimit int   `yaml:"delivery_limit"`
 	Delay         Delay `yaml:"delay"`
 	// KeeperBatch is the most dead letters the keeper of serve stores
