@@ -10,8 +10,10 @@ import (
 
 // PauseConsume makes this process's consumers of topic/group stop taking
 // deliveries until ResumeConsume: each cancels its consumer
-// (basic.cancel) and hands back, requeued, what was prefetched and not yet
-// given to a handler; deliveries handlers hold stay theirs. Consume keeps
+// (basic.cancel) and hands back what was prefetched and not yet given to
+// a handler (requeued on a classic queue; on a quorum queue a copy, which
+// spends nothing of its delivery limit); deliveries handlers hold stay
+// theirs. Consume keeps
 // running (its channel stays open) and consumes again on ResumeConsume.
 // The worker runtime calls it while an operator paused the worker or its
 // kill switch is open.

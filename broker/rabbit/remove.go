@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -29,6 +30,11 @@ type RemoveRequest struct {
 	Force bool
 	// DryRun looks everything up and changes nothing.
 	DryRun bool
+	// Unnamed removes too what the prefix's topology record (see
+	// Unnamed) holds and Keep's plan does not name: retired workers',
+	// old delay settings', and those of other configurations sharing
+	// the prefix.
+	Unnamed bool
 }
 
 // RemovalAction is what Remove did, or would do, to one object.
@@ -57,8 +63,14 @@ type Removal struct {
 	Reason string
 }
 
-// String renders r as one line of `redrive topology delete`.
+// String renders r as one line of `redrive topology delete`: the action,
+// then Describe.
 func (r Removal) String() string {
+	return fmt.Sprintf("%-8s %s", r.Action, r.Describe())
+}
+
+// Describe names the object with what it holds and why it was refused.
+func (r Removal) Describe() string {
 	what := r.Kind + " " + r.Name
 	if r.Kind == "exchange-binding" {
 		what = fmt.Sprintf("binding %s -> exchange %s key %q", r.Exchange, r.Name, r.Key)
@@ -66,7 +78,7 @@ func (r Removal) String() string {
 	if r.Shared {
 		what += " (shared)"
 	}
-	s := fmt.Sprintf("%-8s %s", r.Action, what)
+	s := what
 	if r.Kind == "queue" && r.Action != ActionAbsent {
 		s += fmt.Sprintf(" [%d messages, %d consumers]", r.Messages, r.Consumers)
 	}
@@ -96,6 +108,17 @@ func Remove(ctx context.Context, cfg Config, req RemoveRequest) ([]Removal, erro
 		return nil, err
 	}
 	defer conn.Close()
+	if req.Unnamed {
+		more, err := b.unnamed(conn, req.Keep)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range more {
+			if !slices.ContainsFunc(cands, func(c Removal) bool { return objectOf(c.Declaration) == objectOf(r.Declaration) }) {
+				cands = append(cands, r)
+			}
+		}
+	}
 	// Everything is looked up first: while one queue is refused, nothing
 	// is deleted (no worker is left half removed).
 	look := req
@@ -103,6 +126,9 @@ func Remove(ctx context.Context, cfg Config, req RemoveRequest) ([]Removal, erro
 	refused, err := b.removeAll(ctx, conn, cands, look)
 	if err == nil && refused == 0 && !req.DryRun {
 		refused, err = b.removeAll(ctx, conn, cands, req)
+		if rerr := b.recordRemoved(conn, cands, len(req.Keep) == 0 && refused == 0); err == nil && rerr != nil {
+			err = rerr
+		}
 	}
 	if err != nil {
 		return cands, err

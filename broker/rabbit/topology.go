@@ -327,12 +327,23 @@ func Plan(cfg Config, subs ...broker.Subscription) ([]Declaration, error) {
 // Apply declares everything cfg and subs need, as `redrive topology apply`
 // does: unlike New followed by Declare, it reports every clash with the
 // existing topology at once, the shared queues' and the subscriptions'.
+//
+// Once everything is declared, what was declared is added to the prefix's
+// topology record (see Unnamed).
 func Apply(ctx context.Context, cfg Config, subs ...broker.Subscription) error {
 	b, err := dialing(cfg)
 	if err != nil {
 		return err
 	}
-	return b.declare(ctx, subs)
+	if err := b.declare(ctx, subs); err != nil {
+		return err
+	}
+	conn, err := b.dial(ctx, "topology-record")
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return b.recordApplied(conn, b.Plan(normalized(subs)...))
 }
 
 // planner is an unconnected Broker of cfg: enough to plan.

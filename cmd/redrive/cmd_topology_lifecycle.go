@@ -24,10 +24,13 @@ func newTopologyPlanCmd() *cobra.Command {
 		Long: `Prints, one line per declaration, what ` + "`redrive topology apply`" + ` would do
 (the lines of apply --dry-run: keep, create, conflict, bind; on Kafka
 create, update or keep per topic), then what exists that the
-configuration no longer names: on Kafka every topic shaped like a retry
+configuration no longer names ("unnamed"): on RabbitMQ, which cannot list
+queues over AMQP, what ` + "`topology apply`" + ` recorded under the prefix (a queue,
+<prefix>.topology, holds the record) that no configured worker needs (a
+retired worker's queues, old delay queues, another configuration's on the
+same prefix), with its messages; on Kafka every topic shaped like a retry
 or dead-letter topic (<topic>.retry.<group>, <topic>.dlq) that no
-configured worker needs, with a hint to delete it by name. RabbitMQ
-cannot list queues over AMQP: there, retire a worker with ` + "`redrive\ntopology delete --worker NAME`" + ` before removing it from the configuration.
+configured worker needs.
 The last line says "nothing to do" when apply would change nothing. It
 changes nothing, and exits with status 1 when there is a conflict.`,
 		Args: noArgs,
@@ -53,12 +56,12 @@ func topologyPlanCmd(ctx context.Context, inv *invocation) error {
 			todo++
 		}
 	}
-	strays, err := topologyStrays(ctx, c)
+	unnamed, err := topologyUnnamed(ctx, c)
 	if err != nil {
 		return err
 	}
-	for _, s := range strays {
-		fmt.Fprintf(inv.stdout, "unnamed  topic %s: exists, no configured worker needs it (delete: redrive topology delete --topic %s --yes)\n", s, s)
+	for _, l := range unnamed {
+		fmt.Fprintln(inv.stdout, l)
 	}
 	if todo == 0 {
 		fmt.Fprintf(inv.stdout, "# nothing to do: the topology of %d workers on %s is in place\n", len(c.Workers), c.Broker)
@@ -71,24 +74,43 @@ func topologyPlanCmd(ctx context.Context, inv *invocation) error {
 	return nil
 }
 
-// topologyStrays lists what exists that the configuration no longer
-// names (Kafka only: AMQP lists nothing).
-func topologyStrays(ctx context.Context, c *config.Config) ([]string, error) {
-	if c.Broker != broker.Kafka {
-		return nil, nil
+// topologyUnnamed renders what exists that the configuration no longer
+// names: on RabbitMQ what the prefix's topology record holds (AMQP lists
+// nothing), on Kafka the topics shaped like redrive's.
+func topologyUnnamed(ctx context.Context, c *config.Config) ([]string, error) {
+	var out []string
+	if c.Broker == broker.RabbitMQ {
+		rc, err := backend.ConfigOf[rabbit.Config](c, logger())
+		if err != nil {
+			return nil, err
+		}
+		rs, err := rabbit.Unnamed(ctx, rc, c.Subscriptions()...)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			if r.Action != rabbit.ActionAbsent {
+				out = append(out, fmt.Sprintf("unnamed  %s: applied before, no configured worker needs it (delete: redrive topology delete --unnamed)", r.Describe()))
+			}
+		}
+		return out, nil
 	}
 	kb, closeBroker, err := openKafka(ctx, c)
 	if err != nil {
 		return nil, err
 	}
 	defer closeBroker()
-	return kb.Strays(ctx, c.Subscriptions()...)
+	strays, err := kb.Strays(ctx, c.Subscriptions()...)
+	for _, s := range strays {
+		out = append(out, fmt.Sprintf("unnamed  topic %s: exists, no configured worker needs it (delete: redrive topology delete --topic %s)", s, s))
+	}
+	return out, err
 }
 
 func newTopologyDeleteCmd() *cobra.Command {
 	var workers, topics []string
 	var actor string
-	var all, force, yes bool
+	var all, unnamed, force, yes bool
 	cmd := &cobra.Command{
 		Use:   "delete (--worker NAME... | --all | --topic NAME...)",
 		Short: "Delete the topology of some workers or of the whole configuration (dry run unless --yes)",
@@ -98,7 +120,9 @@ dry run unless --yes: every object is looked up and listed with what
 would happen to it, and nothing changes.
 
 RabbitMQ: each worker's group queue and dead-letter queue (their bindings
-go with them). The shared objects of the prefix (the exchanges, the delay
+go with them); with --unnamed also what plan lists as unnamed (what
+apply recorded that the configuration no longer names: on a prefix that
+several configurations share, theirs). The shared objects of the prefix (the exchanges, the delay
 queues, the unroutable queue) are deleted only when no configured worker
 is left (--all, or --worker naming every one), and an exchange only when
 nothing else is bound to it (another application sharing the prefix). A
@@ -117,13 +141,14 @@ Exit status 1 when anything was refused.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return topologyDelete(cmd.Context(), newInvocation(cmd, args), deleteRequest{
-				workers: workers, topics: topics, all: all, force: force, dry: !yes, actor: actor,
+				workers: workers, topics: topics, all: all, unnamed: unnamed, force: force, dry: !yes, actor: actor,
 			})
 		},
 	}
 	cmd.Flags().StringArrayVar(&workers, "worker", nil, "a configured worker whose objects go (repeatable)")
 	cmd.Flags().BoolVar(&all, "all", false, "every configured worker's objects, and the shared ones")
 	cmd.Flags().StringArrayVar(&topics, "topic", nil, "Kafka: a topic to delete by name (repeatable)")
+	cmd.Flags().BoolVar(&unnamed, "unnamed", false, "RabbitMQ: what `topology apply` recorded and the configuration no longer names")
 	cmd.Flags().BoolVar(&force, "force", false, "delete queues and topics in which messages wait, and exchanges still bound")
 	cmd.Flags().BoolVar(&yes, "yes", false, "delete; without it, a dry run")
 	addActorFlag(cmd, &actor)
@@ -132,9 +157,9 @@ Exit status 1 when anything was refused.`,
 
 // deleteRequest is what `topology delete` was asked.
 type deleteRequest struct {
-	workers, topics []string
-	all, force, dry bool
-	actor           string // --actor, else $USER, else the OS user
+	workers, topics          []string
+	all, unnamed, force, dry bool
+	actor                    string // --actor, else $USER, else the OS user
 }
 
 func topologyDelete(ctx context.Context, inv *invocation, req deleteRequest) error {
@@ -145,8 +170,10 @@ func topologyDelete(ctx context.Context, inv *invocation, req deleteRequest) err
 	switch {
 	case req.all && len(req.workers) > 0:
 		return usageErrorf("--all and --worker: name the workers, or all of them, not both")
-	case !req.all && len(req.workers) == 0 && len(req.topics) == 0:
-		return usageErrorf("name the workers with --worker NAME, or --all for every configured worker")
+	case !req.all && len(req.workers) == 0 && len(req.topics) == 0 && !req.unnamed:
+		return usageErrorf("name the workers with --worker NAME, or --all for every configured worker, or --unnamed")
+	case req.unnamed && c.Broker != broker.RabbitMQ:
+		return usageErrorf("--unnamed is RabbitMQ's (its topology record); on %s name each topic `redrive topology plan` lists with --topic", c.Broker)
 	}
 	if len(req.topics) > 0 && c.Broker != broker.Kafka {
 		return usageErrorf("--topic names Kafka topics; the broker is %s", c.Broker)
@@ -179,7 +206,7 @@ func topologyDelete(ctx context.Context, inv *invocation, req deleteRequest) err
 		if err != nil {
 			return err
 		}
-		rs, err := rabbit.Remove(ctx, rc, rabbit.RemoveRequest{Remove: remove, Keep: keep, Force: req.force, DryRun: req.dry})
+		rs, err := rabbit.Remove(ctx, rc, rabbit.RemoveRequest{Remove: remove, Keep: keep, Unnamed: req.unnamed, Force: req.force, DryRun: req.dry})
 		if err != nil && !errors.Is(err, rabbit.ErrRemoveRefused) {
 			return err
 		}

@@ -238,3 +238,61 @@ func TestTopologyLifecycleKafka(t *testing.T) {
 		t.Error("the named stray survived")
 	}
 }
+
+// A worker removed from the configuration is not forgotten: plan lists
+// its queues as unnamed (apply's record under the prefix), delete
+// --unnamed shows them, then deletes them, leaving the configured
+// worker's; after delete --all nothing of the prefix is left, the record
+// included.
+func TestTopologyUnnamedRabbitMQ(t *testing.T) {
+	id := broker.NewMessageID()[:6]
+	prefix, billing, shipping := "un-"+id, "un.billing."+id, "un.shipping."+id
+	conf := func(workers string) string {
+		return writeConfig(t, fmt.Sprintf("broker: rabbitmq\nrabbitmq: {url: %q, prefix: %s, delay: {resolution: 100ms, factor: 2, levels: 2}}\nworkers:\n%s",
+			testenv.RabbitMQ.URL(), prefix, workers))
+	}
+	both := conf(fmt.Sprintf("  - {name: billing, topic: %s, retry: {backoff: 100ms}}\n  - {name: shipping, topic: %s, retry: {backoff: 100ms}}\n", billing, shipping))
+	teardownAfter(t, both)
+	later := conf(fmt.Sprintf("  - {name: shipping, topic: %s, retry: {backoff: 100ms}}\n", shipping))
+	conn, err := amqp.Dial(testenv.RabbitMQ.URL())
+	if err != nil {
+		testenv.RabbitMQ.Fail(t, err)
+	}
+	defer conn.Close()
+	bq, sq := rabbit.Queue(billing, "billing"), rabbit.Queue(shipping, "shipping")
+
+	if code, out, errOut := cli(t, "topology", "apply", "--config", both); code != exitOK {
+		t.Fatalf("apply: %d %s%s", code, out, errOut)
+	}
+	code, out, errOut := cli(t, "topology", "plan", "--config", later)
+	for _, want := range []string{"unnamed  queue " + bq + " [0 messages, 0 consumers]", "unnamed  queue " + rabbit.DLQ(bq) + " [0 messages", "# nothing to do"} {
+		if code != exitOK || !strings.Contains(out, want) {
+			t.Errorf("plan without billing: exit %d, output lacks %q:\n%s%s", code, want, out, errOut)
+		}
+	}
+	if strings.Contains(out, "unnamed  queue "+sq) {
+		t.Errorf("plan lists the configured worker's queue as unnamed:\n%s", out)
+	}
+	code, out, errOut = cli(t, "topology", "delete", "--unnamed", "--config", later)
+	if code != exitOK || !strings.Contains(out, "delete   queue "+bq) || !exists(t, conn, "queue", bq) {
+		t.Fatalf("delete --unnamed dry run: exit %d:\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = cli(t, "topology", "delete", "--unnamed", "--yes", "--config", later)
+	if code != exitOK || !strings.Contains(out, "deleted  queue "+bq) {
+		t.Fatalf("delete --unnamed: exit %d:\n%s%s", code, out, errOut)
+	}
+	if exists(t, conn, "queue", bq) || exists(t, conn, "queue", rabbit.DLQ(bq)) || !exists(t, conn, "queue", sq) || !exists(t, conn, "queue", rabbit.DLQ(sq)) {
+		t.Error("delete --unnamed: billing's queues should be gone, shipping's kept")
+	}
+	if _, out, _ := cli(t, "topology", "plan", "--config", later); strings.Contains(out, "unnamed") {
+		t.Errorf("plan after delete --unnamed still lists unnamed objects:\n%s", out)
+	}
+	if code, out, errOut := cli(t, "topology", "delete", "--all", "--yes", "--config", later); code != exitOK {
+		t.Fatalf("delete --all: exit %d:\n%s%s", code, out, errOut)
+	}
+	for _, q := range []string{sq, prefix + ".unroutable", prefix + ".topology"} {
+		if exists(t, conn, "queue", q) {
+			t.Errorf("queue %s survived delete --all", q)
+		}
+	}
+}
