@@ -157,3 +157,74 @@ func TestPauseDoesNotSpendDeliveryLimit(t *testing.T) {
 		t.Errorf("%d messages dead-lettered by the pauses", dead)
 	}
 }
+
+// Shutting down a quorum queue's consumer does not spend the delivery
+// limit either: three consumers in turn each take one message into their
+// handler, prefetch the rest and are stopped; what they prefetched goes
+// back as copies. With a limit of 1 nothing is dead-lettered, and every
+// message is handled once in the end.
+func TestShutdownDoesNotSpendDeliveryLimit(t *testing.T) {
+	const n, rounds = 8, 3
+	s := sub("stop.qq." + broker.NewMessageID()[:6])
+	s.Concurrency, s.Prefetch = 1, n
+	b := newBroker(t, func(c *rabbit.Config) { c.QueueType, c.DeliveryLimit = rabbit.Quorum, 1 }, s)
+	if err := b.Declare(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([]broker.Message, n)
+	for i := range msgs {
+		msgs[i] = broker.Message{ID: fmt.Sprintf("m%02d", i), Value: []byte("v")}
+	}
+	if err := b.Publish(t.Context(), s.Topic, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	ch := channel(t)
+	q := rabbit.Queue(s.Topic, s.Group)
+	seen := map[string]int{}
+	for round := range rounds {
+		ctx, cancel := context.WithCancel(t.Context())
+		started, release := make(chan string, 1), make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			done <- b.Consume(ctx, s, func(_ context.Context, d *broker.Delivery) error {
+				started <- d.ID
+				<-release
+				return nil
+			})
+		}()
+		seen[<-started]++
+		waitDepth(t, func() int { return depth(t, ch, q) }, 0, fmt.Sprintf("round %d: the rest prefetched", round))
+		cancel()
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatalf("round %d: Consume: %v", round, err)
+		}
+		waitDepth(t, func() int { return depth(t, ch, q) }, n-round-1, fmt.Sprintf("round %d: the prefetched messages back", round))
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	handled := make(chan string, n)
+	done := make(chan error, 1)
+	go func() {
+		done <- b.Consume(ctx, s, func(_ context.Context, d *broker.Delivery) error { handled <- d.ID; return nil })
+	}()
+	for len(seen) < n {
+		select {
+		case id := <-handled:
+			seen[id]++
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%d of %d handled (dead letters: %d)", len(seen), n, depth(t, ch, rabbit.DLQ(q)))
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
+	for id, c := range seen {
+		if c != 1 {
+			t.Errorf("%s handled %d times", id, c)
+		}
+	}
+	if dead := depth(t, ch, rabbit.DLQ(q)); dead != 0 {
+		t.Errorf("%d messages dead-lettered by the shutdowns", dead)
+	}
+}
