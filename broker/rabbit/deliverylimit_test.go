@@ -25,20 +25,10 @@ func TestQuorumDeliveryLimitDeadLetters(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := rabbit.Queue(s.Topic, s.Group)
-	ch := channel(t)
-	if err := ch.Confirm(false); err != nil {
-		t.Fatal(err)
-	}
 	// A foreign producer: no headers, no message id property.
+	ch := channel(t)
 	for i := range n {
-		conf, err := ch.PublishWithDeferredConfirmWithContext(t.Context(), b.Names().Topics(), s.Topic, true, false,
-			amqp.Publishing{Body: fmt.Appendf(nil, "m%d", i)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok, err := conf.WaitContext(t.Context()); !ok || err != nil {
-			t.Fatalf("publish %d: acked %v, %v", i, ok, err)
-		}
+		publishConfirmed(t, ch, b.Names().Topics(), s.Topic, amqp.Publishing{Body: fmt.Appendf(nil, "m%d", i)})
 	}
 	msgs, err := channel(t).Consume(q, "", false, false, false, false, nil)
 	if err != nil {
@@ -91,17 +81,7 @@ func TestQuorumDLQHasNoDeliveryLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	dlq := rabbit.DLQ(rabbit.Queue(s.Topic, s.Group))
-	ch := channel(t)
-	if err := ch.Confirm(false); err != nil {
-		t.Fatal(err)
-	}
-	conf, err := ch.PublishWithDeferredConfirmWithContext(t.Context(), "", dlq, true, false, amqp.Publishing{Body: []byte("dead")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := conf.WaitContext(t.Context()); !ok || err != nil {
-		t.Fatalf("publish: acked %v, %v", ok, err)
-	}
+	publishConfirmed(t, channel(t), "", dlq, amqp.Publishing{Body: []byte("dead")})
 	msgs, err := channel(t).Consume(dlq, "", false, false, false, false, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -117,5 +97,21 @@ func TestQuorumDLQHasNoDeliveryLimit(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("the dead letter is gone after %d returns (a delivery limit dropped it)", i)
 		}
+	}
+}
+
+// publishConfirmed publishes p as a raw amqp091 client would, mandatory,
+// and waits for the broker's confirm.
+func publishConfirmed(t *testing.T, ch *amqp.Channel, exchange, key string, p amqp.Publishing) {
+	t.Helper()
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	conf, err := ch.PublishWithDeferredConfirmWithContext(t.Context(), exchange, key, true, false, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := conf.WaitContext(t.Context()); !ok || err != nil {
+		t.Fatalf("publish to %q key %q: acked %v, %v", exchange, key, ok, err)
 	}
 }

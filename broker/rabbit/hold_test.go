@@ -21,20 +21,7 @@ func TestPauseConsumeReturnsPrefetched(t *testing.T) {
 	if err := b.Declare(t.Context(), s); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	started, release := make(chan struct{}, 1), make(chan struct{})
-	handled := make(chan string, 100)
-	go func() {
-		done <- b.Consume(ctx, s, func(_ context.Context, d *broker.Delivery) error {
-			if d.ID == "m00" {
-				started <- struct{}{}
-				<-release
-			}
-			handled <- d.ID
-			return nil
-		})
-	}()
+	handled, started, release, stop := consumeHolding(t, b, s, "m00")
 	const n = 20
 	msgs := make([]broker.Message, n)
 	for i := range msgs {
@@ -51,6 +38,39 @@ func TestPauseConsumeReturnsPrefetched(t *testing.T) {
 	waitDepth(t, func() int { return depth(t, ch, q) }, n-1, "the prefetched messages back in the queue")
 	close(release)
 	b.ResumeConsume(s.Topic, s.Group)
+	handledOnce(t, handled, n, func() string { return "after the resume" })
+	if err := stop(); err != nil {
+		t.Fatalf("Consume: %v", err)
+	}
+}
+
+// consumeHolding runs Consume on s until the returned stop is called
+// (stop returns Consume's error); the handler sends every delivery's id
+// on handled, and holds the one with id hold until release is closed,
+// saying so on started.
+func consumeHolding(t *testing.T, b *rabbit.Broker, s broker.Subscription, hold string) (handled chan string, started, release chan struct{}, stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	started, release = make(chan struct{}, 1), make(chan struct{})
+	handled = make(chan string, 100)
+	go func() {
+		done <- b.Consume(ctx, s, func(_ context.Context, d *broker.Delivery) error {
+			if d.ID == hold {
+				started <- struct{}{}
+				<-release
+			}
+			handled <- d.ID
+			return nil
+		})
+	}()
+	return handled, started, release, func() error { cancel(); return <-done }
+}
+
+// handledOnce waits until n distinct messages were handled and fails the
+// test when one was handled twice.
+func handledOnce(t *testing.T, handled <-chan string, n int, what func() string) {
+	t.Helper()
 	seen := map[string]int{}
 	timeout := time.After(20 * time.Second)
 	for len(seen) < n {
@@ -58,12 +78,8 @@ func TestPauseConsumeReturnsPrefetched(t *testing.T) {
 		case id := <-handled:
 			seen[id]++
 		case <-timeout:
-			t.Fatalf("%d of %d handled after the resume", len(seen), n)
+			t.Fatalf("%d of %d handled %s", len(seen), n, what())
 		}
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Consume: %v", err)
 	}
 	for id, c := range seen {
 		if c != 1 {
@@ -99,20 +115,7 @@ func TestPauseDoesNotSpendDeliveryLimit(t *testing.T) {
 	if err := b.Declare(t.Context(), s); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan error, 1)
-	started, release := make(chan struct{}, 1), make(chan struct{})
-	handled := make(chan string, 100)
-	go func() {
-		done <- b.Consume(ctx, s, func(_ context.Context, d *broker.Delivery) error {
-			if d.ID == "m00" {
-				started <- struct{}{}
-				<-release
-			}
-			handled <- d.ID
-			return nil
-		})
-	}()
+	handled, started, release, stop := consumeHolding(t, b, s, "m00")
 	msgs := make([]broker.Message, n)
 	for i := range msgs {
 		msgs[i] = broker.Message{ID: fmt.Sprintf("m%02d", i), Value: []byte("v")}
@@ -134,24 +137,11 @@ func TestPauseDoesNotSpendDeliveryLimit(t *testing.T) {
 	}
 	close(release)
 	b.ResumeConsume(s.Topic, s.Group)
-	seen := map[string]int{}
-	timeout := time.After(20 * time.Second)
-	for len(seen) < n {
-		select {
-		case id := <-handled:
-			seen[id]++
-		case <-timeout:
-			t.Fatalf("%d of %d handled after %d pauses (dead letters: %d)", len(seen), n, pauses, depth(t, ch, rabbit.DLQ(q)))
-		}
-	}
-	cancel()
-	if err := <-done; err != nil {
+	handledOnce(t, handled, n, func() string {
+		return fmt.Sprintf("after %d pauses (dead letters: %d)", pauses, depth(t, ch, rabbit.DLQ(q)))
+	})
+	if err := stop(); err != nil {
 		t.Fatalf("Consume: %v", err)
-	}
-	for id, c := range seen {
-		if c != 1 {
-			t.Errorf("%s handled %d times", id, c)
-		}
 	}
 	if dead := depth(t, ch, rabbit.DLQ(q)); dead != 0 {
 		t.Errorf("%d messages dead-lettered by the pauses", dead)

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/internal/backend"
-	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/testenv"
 )
 
@@ -143,14 +140,7 @@ workers:
 	if code != exitOK || strings.Contains(out, "refused") {
 		t.Fatalf("delete --all: exit %d:\n%s%s", code, out, errOut)
 	}
-	c, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := backend.ConfigOf[rabbit.Config](c, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, rc := loadRabbitConfig(t, path)
 	plan, err := rabbit.Plan(rc, c.Subscriptions()...)
 	if err != nil {
 		t.Fatal(err)
