@@ -13,8 +13,8 @@ import (
 // (basic.cancel) and hands back what was prefetched and not yet given to
 // a handler (requeued on a classic queue; on a quorum queue a copy, which
 // spends nothing of its delivery limit); deliveries handlers hold stay
-// theirs. Consume keeps
-// running (its channel stays open) and consumes again on ResumeConsume.
+// theirs. Consume keeps running (its channel stays open) and consumes
+// again on ResumeConsume.
 // The worker runtime calls it while an operator paused the worker or its
 // kill switch is open.
 func (b *Broker) PauseConsume(topic, group string) { b.holds.Of(topic, group).Set(true) }

@@ -343,7 +343,7 @@ func Apply(ctx context.Context, cfg Config, subs ...broker.Subscription) error {
 		return err
 	}
 	defer conn.Close()
-	return b.recordApplied(conn, b.Plan(normalized(subs)...))
+	return b.recordApplied(conn, forServer(b.Plan(normalized(subs)...), conn))
 }
 
 // planner is an unconnected Broker of cfg: enough to plan.

@@ -85,6 +85,9 @@ func topologyUnnamed(ctx context.Context, c *config.Config) ([]string, error) {
 			return nil, err
 		}
 		rs, err := rabbit.Unnamed(ctx, rc, c.Subscriptions()...)
+		if errors.Is(err, rabbit.ErrBadRecord) {
+			return []string{fmt.Sprintf("# %v: what the configuration no longer names is unknown; `redrive topology apply` writes a new record", err)}, nil
+		}
 		if err != nil {
 			return nil, err
 		}
