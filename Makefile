@@ -47,7 +47,7 @@ cluster-down:
 ## rabbitmq4-up: a RabbitMQ 4.0 node (Debian 13's rabbitmq-server in a
 ## debootstrap directory cached under /var/cache/redrive/rabbitmq4, built
 ## on first use in a few minutes) on 127.0.0.1:5692, its own node name,
-## distribution and epmd ports, every deprecated feature denied; needs
+## distribution and epmd ports, deprecated features denied; needs
 ## root. rabbitmq4-down stops it. The node on 5672 is never touched.
 RABBITMQ4 ?= .ci/rabbitmq4
 
