@@ -61,7 +61,7 @@ func topologyPlanCmd(ctx context.Context, inv *invocation) error {
 		return err
 	}
 	for _, l := range unnamed {
-		fmt.Fprintln(inv.stdout, l)
+		fmt.Fprintln(inv.stdout, printable(l)) // names from the server and a record anyone may write
 	}
 	if todo == 0 {
 		fmt.Fprintf(inv.stdout, "# nothing to do: the topology of %d workers on %s is in place\n", len(c.Workers), c.Broker)
@@ -236,7 +236,7 @@ func topologyDelete(ctx context.Context, inv *invocation, req deleteRequest) err
 		}
 	}
 	for _, l := range lines {
-		fmt.Fprintln(inv.stdout, l)
+		fmt.Fprintln(inv.stdout, printable(l)) // names the server returned, or a record anyone may write
 	}
 	if req.dry {
 		fmt.Fprintf(inv.stdout, "# dry run: %d objects of %d workers on %s looked up; nothing deleted (--yes deletes)\n", len(lines), len(remove), c.Broker)

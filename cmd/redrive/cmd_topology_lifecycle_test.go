@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -284,5 +285,43 @@ func TestTopologyUnnamedRabbitMQ(t *testing.T) {
 		if exists(t, conn, "queue", q) {
 			t.Errorf("queue %s survived delete --all", q)
 		}
+	}
+}
+
+// What plan prints from the topology record reaches a terminal escaped:
+// the record is a message anyone may publish, naming an exchange of the
+// prefix whose name carries an escape sequence.
+func TestTopologyPlanEscapesRecord(t *testing.T) {
+	id := broker.NewMessageID()[:6]
+	prefix := "esc-" + id
+	path := writeConfig(t, fmt.Sprintf("broker: rabbitmq\nrabbitmq: {url: %q, prefix: %s, delay: {resolution: 100ms, factor: 2, levels: 2}}\nworkers:\n  - {name: billing, topic: esc.%s, retry: {backoff: 100ms}}\n",
+		testenv.RabbitMQ.URL(), prefix, id))
+	teardownAfter(t, path)
+	if code, out, errOut := cli(t, "topology", "apply", "--config", path); code != exitOK {
+		t.Fatalf("apply: %d %s%s", code, out, errOut)
+	}
+	evil := prefix + ".\x1b]52;c;ZXZpbA==\x07"
+	ch := testenv.AMQP(t)
+	if err := ch.ExchangeDeclare(evil, amqp.ExchangeFanout, true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = testenv.AMQP(t).ExchangeDelete(evil, false, false) })
+	body, err := json.Marshal(map[string]any{"objects": []map[string]string{{"kind": "exchange", "name": evil}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	conf, err := ch.PublishWithDeferredConfirmWithContext(t.Context(), "", prefix+".topology", true, false, amqp.Publishing{Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := conf.WaitContext(t.Context()); !ok || err != nil {
+		t.Fatalf("publish the record: %v %v", ok, err)
+	}
+	_, out, errOut := cli(t, "topology", "plan", "--config", path)
+	if !strings.Contains(out, "unnamed  exchange "+prefix+`.\x1b]52;c;ZXZpbA==\a`) || strings.ContainsAny(out+errOut, "\x1b\x07") {
+		t.Errorf("plan: want the recorded exchange listed, escaped:\n%q\n%q", out, errOut)
 	}
 }
