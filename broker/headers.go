@@ -48,6 +48,10 @@ const (
 	// properties (RabbitMQ: a header table nested too deep or too long for
 	// amqp091-go); its handler was not called.
 	ReasonUndecodable Reason = "undecodable"
+	// ReasonDeliveryLimit: dead-lettered by a RabbitMQ quorum queue
+	// after its x-delivery-limit of deliveries came back unacknowledged
+	// (x-death reason delivery_limit).
+	ReasonDeliveryLimit Reason = "delivery_limit"
 )
 
 // Error classes redrive assigns itself.

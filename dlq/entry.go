@@ -38,7 +38,8 @@ type Entry struct {
 	ErrorMessage string
 	StackTrace   string
 	// Reason is why it was dead-lettered: max_retries, permanent, expired,
-	// rejected, max_length, max_claims, unparseable, undecodable.
+	// rejected, max_length, max_claims, delivery_limit, unparseable,
+	// undecodable.
 	Reason string
 	// RetryCount is how many retries were made before giving up.
 	RetryCount int

@@ -85,10 +85,10 @@ rabbitmq: {url: %q, prefix: fid-%s, delay: {mode: route, resolution: 100ms, fact
 	// A foreign application's own queue on the topic: what a plain
 	// consumer reads is the reference.
 	control := "fid-control-" + id
-	if _, err := ch.QueueDeclare(control, false, true, false, false, nil); err != nil {
+	if _, err := ch.QueueDeclare(control, true, false, false, false, nil); err != nil { // durable: RabbitMQ 4 deprecates transient non-exclusive queues
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { testenv.DeleteQueues(control) }) // never consumed, so never auto-deleted
+	t.Cleanup(func() { testenv.DeleteQueues(control) })
 	if err := ch.QueueBind(control, topic, b.Names().Topics(), false, nil); err != nil {
 		t.Fatal(err)
 	}

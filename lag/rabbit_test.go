@@ -30,7 +30,7 @@ func rabbitChannel(t testing.TB) *amqp.Channel {
 func declareQueue(t testing.TB, ch *amqp.Channel, n int) string {
 	t.Helper()
 	name := testenv.Name(t)
-	if _, err := ch.QueueDeclare(name, false, false, false, false, nil); err != nil {
+	if _, err := ch.QueueDeclare(name, true, false, false, false, nil); err != nil { // durable: RabbitMQ 4 deprecates transient non-exclusive queues
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { testenv.DeleteQueues(name) })

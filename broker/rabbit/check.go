@@ -49,6 +49,7 @@ func checkNames(c *config.Config) []*config.FieldError {
 			owners[d.Name] = "a queue of the shared topology (rabbitmq.prefix " + r.Prefix + ")"
 		}
 	}
+	owners[Names{Prefix: r.Prefix}.Manifest()] = "the topology record of the prefix (rabbitmq.prefix " + r.Prefix + ")"
 	for i, s := range c.Subscriptions() {
 		path := fmt.Sprintf("workers[%d].name", i)
 		plan, err := Plan(cfg, s)

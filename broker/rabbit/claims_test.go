@@ -168,7 +168,7 @@ func poisonChild(t *testing.T) {
 // On a quorum queue max_claims is also the broker's x-delivery-limit: a
 // message that a foreign consumer keeps handing back (nack, requeue) is
 // dead-lettered by RabbitMQ itself, and the keeper reads the reason as
-// max_claims.
+// delivery_limit, its own.
 func TestQuorumDeliveryLimitBacksMaxClaims(t *testing.T) {
 	s := sub("dlimit." + broker.NewMessageID()[:6])
 	s.MaxClaims = 2
@@ -200,8 +200,8 @@ func TestQuorumDeliveryLimitBacksMaxClaims(t *testing.T) {
 				t.Errorf("delivered %d times before the broker dead-lettered it, want max_claims + 1 = %d", deliveries, want)
 			}
 			e := rabbit.EntryFromDelivery(d)
-			if e.MessageID != "loop" || e.Reason != string(broker.ReasonMaxClaims) || e.Source != q {
-				t.Errorf("dead letter = id %q reason %q source %q, want loop / %s / %s", e.MessageID, e.Reason, e.Source, broker.ReasonMaxClaims, q)
+			if e.MessageID != "loop" || e.Reason != string(broker.ReasonDeliveryLimit) || e.Source != q {
+				t.Errorf("dead letter = id %q reason %q source %q, want loop / %s / %s", e.MessageID, e.Reason, e.Source, broker.ReasonDeliveryLimit, q)
 			}
 			return
 		case <-deadline:

@@ -95,6 +95,7 @@ func (b *Broker) check(ctx context.Context, plan []Declaration) ([]Checked, erro
 		return nil, err
 	}
 	defer conn.Close()
+	plan = forServer(plan, conn)
 	out := make([]Checked, 0, len(plan))
 	exists := make(map[string]bool) // "queue x" / "exchange x" -> exists (or will, being declared by this plan)
 	for _, d := range plan {

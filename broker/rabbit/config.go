@@ -30,7 +30,14 @@ const (
 	DefaultKeeperBatch     = 256
 	DefaultKeeperBatchWait = 5 * time.Millisecond
 	// MaxKeeperBatch and MaxKeeperBatchWait bound them.
-	MaxKeeperBatch     = 10_000
+	MaxKeeperBatch = 10_000
+	// DefaultDeliveryLimit is Config.DeliveryLimit's default: RabbitMQ
+	// 4's own default for quorum queues, declared explicitly so that 3.x
+	// and 4.x nodes behave alike.
+	DefaultDeliveryLimit = 20
+	// NoDeliveryLimit, as Config.DeliveryLimit, declares quorum group
+	// queues without a delivery limit.
+	NoDeliveryLimit    = -1
 	MaxKeeperBatchWait = time.Second
 )
 
@@ -63,8 +70,20 @@ type Config struct {
 	// QueueType of the group queues, their dead-letter queues and the
 	// unroutable queue: Classic (default) or Quorum (replicated;
 	// at-least-once dead-lettering with x-overflow reject-publish;
-	// x-delivery-limit = the subscription's MaxClaims).
+	// x-delivery-limit = the subscription's MaxClaims, else DeliveryLimit).
 	QueueType string
+	// DeliveryLimit is the x-delivery-limit of quorum group queues whose
+	// subscription sets no MaxClaims: how many times RabbitMQ delivers a
+	// message that keeps coming back unacknowledged (its worker process
+	// died or lost its connection while holding it; a foreign consumer's
+	// nack) before it dead-letters it to the group's DLQ with x-death
+	// reason delivery_limit (broker.ReasonDeliveryLimit). Default
+	// DefaultDeliveryLimit (20); NoDeliveryLimit (-1) for none. Redrive's
+	// own hand-backs (Requeue, a pause, shutdown) do not count: they are
+	// copies (see docs/rabbitmq.md). The DLQs, the unroutable queue and
+	// the delay queues have no limit: nothing would catch what they drop.
+	// Classic queues have no delivery limit.
+	DeliveryLimit int
 	// DelayQueueType of the queues delayed messages wait in (the delay
 	// tiers or levels): Classic or Quorum; default QueueType.
 	DelayQueueType string
@@ -184,6 +203,9 @@ func (c Config) WithDefaults() Config {
 	if c.InstanceID == "" {
 		c.InstanceID = broker.DefaultInstance()
 	}
+	if c.DeliveryLimit == 0 {
+		c.DeliveryLimit = DefaultDeliveryLimit
+	}
 	if c.KeeperBatch == 0 {
 		c.KeeperBatch = DefaultKeeperBatch
 	}
@@ -214,6 +236,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: delay.queue_type %q is not classic or quorum", ErrInvalidConfig, c.DelayQueueType)
 	case c.MaxLength < 0:
 		return fmt.Errorf("%w: max_length %d is negative", ErrInvalidConfig, c.MaxLength)
+	case c.DeliveryLimit < NoDeliveryLimit:
+		return fmt.Errorf("%w: delivery_limit %d is below -1 (-1 = none)", ErrInvalidConfig, c.DeliveryLimit)
 	case c.Prefix == "":
 		return fmt.Errorf("%w: prefix is empty", ErrInvalidConfig)
 	case c.KeeperBatch < 0 || c.KeeperBatch > MaxKeeperBatch:

@@ -52,6 +52,9 @@ func TestKeeperBatchConfig(t *testing.T) {
 
 // The configuration file's defaults are the package's, and reach it.
 func TestKeeperBatchFromConfig(t *testing.T) {
+	if config.DefaultDeliveryLimit != rabbit.DefaultDeliveryLimit {
+		t.Errorf("config's delivery limit default %d, rabbit's %d", config.DefaultDeliveryLimit, rabbit.DefaultDeliveryLimit)
+	}
 	if config.DefaultKeeperBatch != rabbit.DefaultKeeperBatch || config.DefaultKeeperBatchWait != rabbit.DefaultKeeperBatchWait {
 		t.Errorf("config defaults %d, %s; rabbit's %d, %s", config.DefaultKeeperBatch, config.DefaultKeeperBatchWait, rabbit.DefaultKeeperBatch, rabbit.DefaultKeeperBatchWait)
 	}

@@ -77,8 +77,8 @@ func (b *Broker) resolve(s *topoChannel, d Declaration, refused *amqp.Error) err
 		return err
 	}
 	if clash == nil {
-		b.log.Warn("rabbit: queue keeps its delivery limit: max_claims is still enforced by redrive; the broker's backstop differs until the queue is migrated",
-			"queue", d.Name, "x-delivery-limit", kept, "max_claims", d.Args["x-delivery-limit"])
+		b.log.Warn("rabbit: queue keeps its delivery limit: max_claims is still enforced by redrive; the broker's limit differs from the configuration (max_claims, rabbitmq.delivery_limit) until the queue is migrated",
+			"queue", d.Name, "x-delivery-limit", kept, "wanted", d.Args["x-delivery-limit"])
 		return nil
 	}
 	held := ""

@@ -101,7 +101,7 @@ func (c *consumer) session(ctx context.Context) error {
 	if err := ch.Qos(c.sub.Prefetch, 0, false); err != nil {
 		return fmt.Errorf("rabbit: set prefetch %d: %w", c.sub.Prefetch, err)
 	}
-	hold, sub := c.b.holds.Of(c.sub.Topic, c.sub.Group), &subscriber{c: c, ch: ch}
+	hold, sub := c.b.holds.Of(c.sub.Topic, c.sub.Group), &subscriber{c: c, ch: ch, giveBack: nackRequeue}
 	held, holdChanged := hold.State()
 	if err := sub.follow(held, 0); err != nil {
 		return err
@@ -141,6 +141,7 @@ func (c *consumer) session(ctx context.Context) error {
 			}
 		})
 	}
+	sub.giveBack = c.handBack(hctx, fwd)
 	work := make(chan amqp.Delivery)
 	var wg sync.WaitGroup
 	for range c.sub.Concurrency {
@@ -183,7 +184,9 @@ loop:
 			}
 		case <-ctx.Done():
 			if sub.deliveries != nil {
-				_ = ch.Cancel(sub.tag, false)
+				// What was prefetched goes back now (a copy on quorum
+				// queues), not with the channel's close.
+				cancelAndReturn(ch, sub.tag, sub.deliveries, sub.giveBack)
 			}
 			break loop
 		case e := <-closed:
@@ -203,12 +206,12 @@ loop:
 			case <-holdChanged:
 				// Paused while every handler is busy: m goes back with
 				// the rest (resumed at once: the stream goes on).
-				_ = m.Nack(false, true)
+				sub.giveBack(m)
 				held, holdChanged = hold.State()
 				_ = sub.follow(held, 1) // a cancel cannot fail
 			case <-ctx.Done():
-				_ = m.Nack(false, true)
-				_ = ch.Cancel(sub.tag, false)
+				sub.giveBack(m)
+				cancelAndReturn(ch, sub.tag, sub.deliveries, sub.giveBack)
 				break loop
 			}
 		}

@@ -143,8 +143,8 @@ func deathReason(r string) string {
 		return string(broker.ReasonMaxLength)
 	case "rejected":
 		return string(broker.ReasonRejected)
-	case "delivery_limit": // a quorum queue's x-delivery-limit, set from max_claims
-		return string(broker.ReasonMaxClaims)
+	case "delivery_limit": // a quorum queue's x-delivery-limit (max_claims or rabbitmq.delivery_limit)
+		return string(broker.ReasonDeliveryLimit)
 	}
 	return r
 }

@@ -10,9 +10,11 @@ import (
 
 // PauseConsume makes this process's consumers of topic/group stop taking
 // deliveries until ResumeConsume: each cancels its consumer
-// (basic.cancel) and hands back, requeued, what was prefetched and not yet
-// given to a handler; deliveries handlers hold stay theirs. Consume keeps
-// running (its channel stays open) and consumes again on ResumeConsume.
+// (basic.cancel) and hands back what was prefetched and not yet given to
+// a handler (requeued on a classic queue; on a quorum queue a copy, which
+// spends nothing of its delivery limit); deliveries handlers hold stay
+// theirs. Consume keeps running (its channel stays open) and consumes
+// again on ResumeConsume.
 // The worker runtime calls it while an operator paused the worker or its
 // kill switch is open.
 func (b *Broker) PauseConsume(topic, group string) { b.holds.Of(topic, group).Set(true) }
@@ -20,17 +22,21 @@ func (b *Broker) PauseConsume(topic, group string) { b.holds.Of(topic, group).Se
 // ResumeConsume undoes PauseConsume.
 func (b *Broker) ResumeConsume(topic, group string) { b.holds.Of(topic, group).Set(false) }
 
-// cancelAndReturn cancels the consumer tag on ch and requeues every
-// delivery still buffered in deliveries, until the library closes it
-// (the broker confirmed the cancel, or the channel closed).
-func cancelAndReturn(ch *amqp.Channel, tag string, deliveries <-chan amqp.Delivery) (returned int) {
+// cancelAndReturn cancels the consumer tag on ch and hands back every
+// delivery still buffered in deliveries (giveBack), until the library
+// closes it (the broker confirmed the cancel, or the channel closed).
+func cancelAndReturn(ch *amqp.Channel, tag string, deliveries <-chan amqp.Delivery, giveBack func(amqp.Delivery)) (returned int) {
 	_ = ch.Cancel(tag, false)
 	for m := range deliveries {
-		_ = m.Nack(false, true)
+		giveBack(m)
 		returned++
 	}
 	return returned
 }
+
+// nackRequeue hands m back to its queue with basic.nack: it keeps its
+// place, and on a quorum queue its delivery count grows.
+func nackRequeue(m amqp.Delivery) { _ = m.Nack(false, true) }
 
 // subscriber is a session's consumer on its channel, which a hold
 // (PauseConsume) cancels and starts again.
@@ -39,6 +45,9 @@ type subscriber struct {
 	ch         *amqp.Channel
 	tag        string
 	deliveries <-chan amqp.Delivery // nil while cancelled: never ready
+	// giveBack hands back a delivery no handler took (a pause, shutdown):
+	// nackRequeue, or on a quorum queue a copy (consumer.handBack).
+	giveBack func(amqp.Delivery)
 }
 
 // follow consumes when held is false and cancels when it is true; a
@@ -47,7 +56,7 @@ type subscriber struct {
 func (s *subscriber) follow(held bool, taken int) error {
 	switch {
 	case held && s.deliveries != nil:
-		n := cancelAndReturn(s.ch, s.tag, s.deliveries)
+		n := cancelAndReturn(s.ch, s.tag, s.deliveries, s.giveBack)
 		s.deliveries = nil
 		s.c.log.Info("rabbit: consumer paused; prefetched deliveries returned to the queue", "returned", n+taken)
 	case !held && s.deliveries == nil:

@@ -291,8 +291,8 @@ func TestQuorumPlan(t *testing.T) {
 	all := planText(plan)
 	for _, want := range []string{
 		"queue    plan.topic.g {x-dead-letter-exchange=p.dlx, x-dead-letter-routing-key=plan.topic.g, x-dead-letter-strategy=at-least-once, x-delivery-limit=4, x-overflow=reject-publish, x-queue-type=quorum}",
-		"queue    plan.topic.g.dlq {x-queue-type=quorum}",
-		"queue    p.unroutable {x-queue-type=quorum}",
+		"queue    plan.topic.g.dlq {x-delivery-limit=-1, x-queue-type=quorum}",
+		"queue    p.unroutable {x-delivery-limit=-1, x-queue-type=quorum}",
 		"queue    p.route.0.1 {x-dead-letter-exchange=p.route.final, x-message-ttl=100, x-queue-type=classic}",
 	} {
 		if !strings.Contains(all, want) {
@@ -308,8 +308,11 @@ func TestQuorumPlan(t *testing.T) {
 		if d.Name == "p.route.0.1" && (d.Args["x-queue-type"] != rabbit.Quorum || d.Args["x-dead-letter-strategy"] != "at-least-once") {
 			t.Errorf("delay queue %s without a delay queue type: %v, want quorum at least once (the queue type)", d.Name, d.Args)
 		}
-		if d.Name == "plan.topic.g" && d.Args["x-delivery-limit"] != nil {
-			t.Errorf("group queue without max_claims has a delivery limit: %v", d.Args)
+		if d.Name == "plan.topic.g" && d.Args["x-delivery-limit"] != int64(rabbit.DefaultDeliveryLimit) {
+			t.Errorf("group queue without max_claims: %v, want x-delivery-limit=%d (rabbitmq.delivery_limit's default)", d.Args, rabbit.DefaultDeliveryLimit)
+		}
+		if d.Name == "p.route.0.1" && d.Args["x-delivery-limit"] != int64(rabbit.NoDeliveryLimit) {
+			t.Errorf("quorum delay queue %s: %v, want x-delivery-limit=-1 (nothing catches what it would drop)", d.Name, d.Args)
 		}
 	}
 }

@@ -55,6 +55,7 @@ func configFrom(c config.RabbitMQ, log *slog.Logger) (Config, error) {
 		QueueType:      c.QueueType,
 		DelayQueueType: c.Delay.QueueType,
 		MaxLength:      c.MaxLength,
+		DeliveryLimit:  c.DeliveryLimit,
 		Delay:          delayFrom(c.Delay),
 		Logger:         log,
 

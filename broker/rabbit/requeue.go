@@ -34,3 +34,23 @@ func copyTable(t amqp.Table, drop func(string) bool) amqp.Table {
 	}
 	return out
 }
+
+// handBack returns to its group queue a delivery no handler took, when a
+// pause or shutdown hands back what was prefetched. On a quorum queue it
+// is a copy (requeue), acked once confirmed: a nack would count against
+// the queue's delivery limit (RabbitMQ before 4.3 counts every return), so
+// that pausing a worker often enough would dead-letter messages no handler
+// ever saw. The copy goes to the back of the queue. A classic queue has no
+// delivery limit: there the delivery is nacked and keeps its place.
+func (c *consumer) handBack(ctx context.Context, fwd chan<- forwardJob) func(amqp.Delivery) {
+	if c.b.cfg.QueueType != Quorum {
+		return nackRequeue
+	}
+	return func(m amqp.Delivery) {
+		if remainingDelay(m.Headers) > 0 {
+			nackRequeue(m) // still waiting: a copy would lose what is left (requeue is for handled messages)
+			return
+		}
+		c.requeue(ctx, m, fwd, nil)
+	}
+}

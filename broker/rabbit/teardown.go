@@ -28,8 +28,8 @@ type Removed struct {
 }
 
 // Teardown deletes every exchange and queue that Declare declares for subs
-// (the shared ones of b's prefix included), with the messages the queues
-// hold, and returns what it deleted. What does not exist is skipped. It is
+// (the shared ones of b's prefix included, and its topology record), with
+// the messages the queues hold, and returns what it deleted. What does not exist is skipped. It is
 // for environments that own their prefix and topics, such as `redrive dev`
 // and tests: other applications using the same prefix lose their shared
 // exchanges and delay queues.
@@ -44,6 +44,8 @@ func (b *Broker) Teardown(ctx context.Context, subs ...broker.Subscription) ([]R
 		return nil, err
 	}
 	defer conn.Close()
+	// The prefix's topology record (`redrive topology apply`) goes too.
+	plan = append(plan, Declaration{Kind: "queue", Name: b.names.Manifest()})
 	var out []Removed
 	for _, kind := range []string{"queue", "exchange"} { // queues first: nothing routes into a deleted exchange's queues meanwhile
 		for _, d := range plan {

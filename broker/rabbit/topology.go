@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -66,8 +67,48 @@ func (b *Broker) Plan(subs ...broker.Subscription) []Declaration {
 }
 
 // queueArgs are the arguments of a queue of type typ (Classic or Quorum).
+// A quorum queue has no delivery limit (subPlan sets a group queue's):
+// on RabbitMQ 4 one of 20 applies unless declared otherwise, and a DLQ,
+// the unroutable queue or a delay queue has nowhere to dead-letter what it
+// would drop (the keeper's store failing 20 times would lose dead
+// letters). forServer adapts it to RabbitMQ 3.
 func queueArgs(typ string) amqp.Table {
-	return amqp.Table{"x-queue-type": typ}
+	a := amqp.Table{"x-queue-type": typ}
+	if typ == Quorum {
+		a[argDeliveryLimit] = int64(NoDeliveryLimit)
+	}
+	return a
+}
+
+// argDeliveryLimit is a quorum queue's delivery limit argument.
+const argDeliveryLimit = "x-delivery-limit"
+
+// forServer adapts plan to the RabbitMQ version conn is connected to:
+// before 4.0, x-delivery-limit -1 is a limit below every count (the first
+// returned delivery is dead-lettered or dropped), and no limit is the
+// argument's absence.
+func forServer(plan []Declaration, conn *amqp.Connection) []Declaration {
+	if serverMajor(conn) >= 4 {
+		return plan
+	}
+	out := make([]Declaration, len(plan))
+	for i, d := range plan {
+		if n, ok := d.Args[argDeliveryLimit].(int64); ok && n < 0 {
+			d.Args = maps.Clone(d.Args)
+			delete(d.Args, argDeliveryLimit)
+		}
+		out[i] = d
+	}
+	return out
+}
+
+// serverMajor is the major version the server announced (0 when it
+// announced none that parses).
+func serverMajor(conn *amqp.Connection) int {
+	v, _ := conn.Properties["version"].(string)
+	major, _, _ := strings.Cut(v, ".")
+	n, _ := strconv.Atoi(major)
+	return n
 }
 
 // withDLX adds dead-lettering arguments. A quorum queue gets at-least-once
@@ -161,12 +202,17 @@ func (b *Broker) subPlan(s broker.Subscription) []Declaration {
 	if b.cfg.MaxLength > 0 {
 		args["x-max-length"] = int64(b.cfg.MaxLength)
 	}
-	if b.cfg.QueueType == Quorum && s.MaxClaims > 0 {
-		// The broker's own poison-pill limit, behind redrive's (claims.go):
-		// redrive dead-letters a message on its delivery MaxClaims+1; should
-		// that fail and the message come back once more, the broker
-		// dead-letters it (x-death reason delivery_limit).
-		args["x-delivery-limit"] = int64(s.MaxClaims)
+	if b.cfg.QueueType == Quorum {
+		// The broker's own poison-pill limit (x-death reason
+		// delivery_limit), set explicitly: RabbitMQ 4 applies 20 to a
+		// quorum queue declared without one, 3.x none. With MaxClaims it
+		// stands behind redrive's (claims.go): redrive dead-letters a
+		// message on its delivery MaxClaims+1; should that fail and the
+		// message come back once more, the broker dead-letters it.
+		args[argDeliveryLimit] = int64(b.cfg.DeliveryLimit)
+		if s.MaxClaims > 0 {
+			args[argDeliveryLimit] = int64(s.MaxClaims)
+		}
 	}
 	plan := []Declaration{
 		{Kind: "queue", Name: q, Args: args},
@@ -215,6 +261,7 @@ func (b *Broker) apply(ctx context.Context, plan []Declaration) error {
 		return err
 	}
 	defer conn.Close()
+	plan = forServer(plan, conn)
 	ch, err := conn.Channel()
 	if err != nil {
 		return fmt.Errorf("rabbit: open topology channel: %w", err)
@@ -280,12 +327,23 @@ func Plan(cfg Config, subs ...broker.Subscription) ([]Declaration, error) {
 // Apply declares everything cfg and subs need, as `redrive topology apply`
 // does: unlike New followed by Declare, it reports every clash with the
 // existing topology at once, the shared queues' and the subscriptions'.
+//
+// Once everything is declared, what was declared is added to the prefix's
+// topology record (see Unnamed).
 func Apply(ctx context.Context, cfg Config, subs ...broker.Subscription) error {
 	b, err := dialing(cfg)
 	if err != nil {
 		return err
 	}
-	return b.declare(ctx, subs)
+	if err := b.declare(ctx, subs); err != nil {
+		return err
+	}
+	conn, err := b.dial(ctx, "topology-record")
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return b.recordApplied(conn, forServer(b.Plan(normalized(subs)...), conn))
 }
 
 // planner is an unconnected Broker of cfg: enough to plan.

@@ -37,6 +37,17 @@ workers:
 // configuration at path declares.
 func teardownAfter(t *testing.T, path string) {
 	t.Helper()
+	c, rc := loadRabbitConfig(t, path)
+	t.Cleanup(func() {
+		if _, err := rabbit.Teardown(context.Background(), rc, c.Subscriptions()...); err != nil {
+			t.Errorf("teardown of %s: %v", path, err)
+		}
+	})
+}
+
+// loadRabbitConfig loads the configuration at path and its rabbit.Config.
+func loadRabbitConfig(t *testing.T, path string) (*config.Config, rabbit.Config) {
+	t.Helper()
 	c, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
@@ -45,11 +56,7 @@ func teardownAfter(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if _, err := rabbit.Teardown(context.Background(), rc, c.Subscriptions()...); err != nil {
-			t.Errorf("teardown of %s: %v", path, err)
-		}
-	})
+	return c, rc
 }
 
 func TestTopologyApplyAndPublish(t *testing.T) {

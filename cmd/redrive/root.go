@@ -54,7 +54,7 @@ func newRootCmd() *cobra.Command {
 		newLagCmd(),
 		newPublishCmd(),
 		newServeCmd(),
-		newGroupCmd("topology", "Declare the broker topology", newTopologyApplyCmd()),
+		newGroupCmd("topology", "Plan, declare and delete the broker topology", newTopologyPlanCmd(), newTopologyApplyCmd(), newTopologyDeleteCmd()),
 		newVersionCmd(),
 		newWorkersCmd(),
 	)

@@ -10,7 +10,9 @@
 // counted and reported. The suite prints a table of the counts at the end.
 //
 // It needs the services of make test: RabbitMQ (RABBITMQ_URL, with
-// rabbitmqctl on PATH), Redis (REDIS_ADDR), PostgreSQL (DATABASE_URL); Kafka
+// rabbitmqctl on PATH for that node, or the command in RABBITMQCTL, as make
+// test-rabbitmq4 sets for its RabbitMQ 4 node), Redis (REDIS_ADDR),
+// PostgreSQL (DATABASE_URL); Kafka
 // is an in-process kfake cluster. It stops and starts the RabbitMQ
 // application and closes its connections, so do not run it against a
 // shared broker. Redis and PostgreSQL are only ever made unreachable

@@ -10,6 +10,7 @@ import (
 	neturl "net/url"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,11 +186,18 @@ func publishBatch(t testing.TB, b broker.Broker, topic string, ids []string, dea
 	}
 }
 
-// rabbitmqctl runs rabbitmqctl with args.
+// rabbitmqctl runs rabbitmqctl with args against the node of
+// RABBITMQ_URL: the command in RABBITMQCTL (split at spaces, e.g.
+// ".ci/rabbitmq4 ctl" for the RabbitMQ 4 node of CI), else rabbitmqctl on
+// PATH (the local node).
 func rabbitmqctl(args ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "rabbitmqctl", args...).CombinedOutput()
+	cmd := []string{"rabbitmqctl"}
+	if c := strings.Fields(os.Getenv("RABBITMQCTL")); len(c) > 0 {
+		cmd = c
+	}
+	out, err := exec.CommandContext(ctx, cmd[0], append(cmd[1:], args...)...).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("rabbitmqctl %v: %w\n%s", args, err, out)
 	}

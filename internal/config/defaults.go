@@ -28,6 +28,9 @@ const (
 	// DefaultKeeperBatchWait (a test keeps them equal).
 	DefaultKeeperBatch     = 256
 	DefaultKeeperBatchWait = 5 * time.Millisecond
+	// DefaultDeliveryLimit is rabbitmq.delivery_limit's default
+	// (broker/rabbit's DefaultDeliveryLimit).
+	DefaultDeliveryLimit = 20
 
 	DefaultKafkaPartitions        = 3
 	DefaultKafkaReplicationFactor = -1
@@ -83,6 +86,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&r.Delay.Levels, DefaultDelayLevels)
 	setDefault(&r.Delay.QueueType, r.QueueType)
 	setDefault(&r.KeeperBatch, DefaultKeeperBatch)
+	setDefault(&r.DeliveryLimit, DefaultDeliveryLimit)
 	setDefault(&r.KeeperBatchWait, Duration(DefaultKeeperBatchWait))
 	for i := range r.ForeignDLQs {
 		r.ForeignDLQs[i] = r.ForeignDLQs[i].WithDefaults()

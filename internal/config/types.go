@@ -55,8 +55,13 @@ type RabbitMQ struct {
 	// setting on a cluster, see docs/production.md).
 	QueueType string `yaml:"queue_type"`
 	// MaxLength is the x-max-length of group queues; >= 0, 0 = none.
-	MaxLength int   `yaml:"max_length"`
-	Delay     Delay `yaml:"delay"`
+	MaxLength int `yaml:"max_length"`
+	// DeliveryLimit is the x-delivery-limit of quorum group queues whose
+	// worker sets no max_claims: past it RabbitMQ dead-letters a message
+	// that kept coming back unacknowledged, reason delivery_limit (see
+	// docs/rabbitmq.md). Default 20, RabbitMQ 4's own; -1 = none.
+	DeliveryLimit int   `yaml:"delivery_limit"`
+	Delay         Delay `yaml:"delay"`
 	// KeeperBatch is the most dead letters the keeper of serve stores
 	// from one DLQ queue in one batch (one PostgreSQL transaction), acked
 	// once it is committed; its prefetch is two batches, so that up to

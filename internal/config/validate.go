@@ -103,6 +103,9 @@ func (r RabbitMQ) validate(p *problems) {
 	if r.MaxLength < 0 {
 		p.add("rabbitmq.max_length", fmt.Sprintf("%d is negative", r.MaxLength))
 	}
+	if r.DeliveryLimit < -1 {
+		p.add("rabbitmq.delivery_limit", fmt.Sprintf("%d is below -1 (-1 = no limit)", r.DeliveryLimit))
+	}
 	if r.KeeperBatch < 0 || r.KeeperBatch > 10_000 {
 		p.add("rabbitmq.keeper_batch", fmt.Sprintf("%d is not between 1 and 10000", r.KeeperBatch))
 	}
