@@ -52,6 +52,9 @@ type Heartbeat struct {
 	PausedBy    string
 	PauseReason string
 	NextProbeAt time.Time
+	// Endpoint is what a relay instance (redrive relay) says about the
+	// HTTP endpoint it delivers to; nil for other workers.
+	Endpoint *Endpoint
 }
 
 // Who paused an instance (Heartbeat.PausedBy), also the reason label of
@@ -62,14 +65,15 @@ const (
 )
 
 type heartbeatJSON struct {
-	Timestamp     string  `json:"timestamp"`
-	Status        Status  `json:"status"`
-	LastMessageAt *string `json:"last_message_at"`
-	ConsumerLag   int64   `json:"consumer_lag"`
-	StartedAt     string  `json:"started_at,omitempty"`
-	PausedBy      string  `json:"paused_by,omitempty"`
-	PauseReason   string  `json:"pause_reason,omitempty"`
-	NextProbeAt   string  `json:"next_probe_at,omitempty"`
+	Timestamp     string    `json:"timestamp"`
+	Status        Status    `json:"status"`
+	LastMessageAt *string   `json:"last_message_at"`
+	ConsumerLag   int64     `json:"consumer_lag"`
+	StartedAt     string    `json:"started_at,omitempty"`
+	PausedBy      string    `json:"paused_by,omitempty"`
+	PauseReason   string    `json:"pause_reason,omitempty"`
+	NextProbeAt   string    `json:"next_probe_at,omitempty"`
+	Endpoint      *Endpoint `json:"endpoint,omitempty"`
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
@@ -89,7 +93,7 @@ func (h Heartbeat) MarshalJSON() ([]byte, error) {
 	if !h.StartedAt.IsZero() {
 		w.StartedAt = formatTime(h.StartedAt)
 	}
-	w.PausedBy, w.PauseReason = h.PausedBy, h.PauseReason
+	w.PausedBy, w.PauseReason, w.Endpoint = h.PausedBy, h.PauseReason, h.Endpoint
 	if !h.NextProbeAt.IsZero() {
 		w.NextProbeAt = formatTime(h.NextProbeAt)
 	}
@@ -106,7 +110,8 @@ func (h *Heartbeat) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return fmt.Errorf("timestamp: %w", err)
 	}
-	out := Heartbeat{Timestamp: ts, Status: w.Status, ConsumerLag: w.ConsumerLag, PausedBy: w.PausedBy, PauseReason: w.PauseReason}
+	out := Heartbeat{Timestamp: ts, Status: w.Status, ConsumerLag: w.ConsumerLag, PausedBy: w.PausedBy, PauseReason: w.PauseReason,
+		Endpoint: w.Endpoint}
 	if w.LastMessageAt != nil {
 		if out.LastMessageAt, err = time.Parse(time.RFC3339Nano, *w.LastMessageAt); err != nil {
 			return fmt.Errorf("last_message_at: %w", err)
