@@ -68,6 +68,8 @@ type Runtime struct {
 	// traces is the tracer provider of the configuration's tracing
 	// section, shut down (flushed) when Run ends; nil = tracing off.
 	traces *sdktrace.TracerProvider
+	// endpoints are Config.EndpointStats.
+	endpoints map[string]func() *heartbeat.Endpoint
 }
 
 // Load reads the configuration file at path and connects to the broker it
@@ -97,7 +99,11 @@ func Parse(ctx context.Context, yaml []byte, cfg Config) (*Runtime, error) {
 }
 
 func fromConfig(ctx context.Context, file *config.Config, cfg Config) (*Runtime, error) {
-	r := &Runtime{own: true, subs: file.Subscriptions(), hb: file.Heartbeat,
+	subs, err := selectWorkers(file, cfg.Workers)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runtime{own: true, subs: subs, hb: file.Heartbeat,
 		instance: file.Heartbeat.Instance, healthAddr: file.Health.Listen, switches: file.KillSwitches()}
 	r.apply(cfg)
 	file.Heartbeat.Instance = r.instance // the broker names its dead letters alike
@@ -118,6 +124,25 @@ func fromConfig(ctx context.Context, file *config.Config, cfg Config) (*Runtime,
 	}
 	r.b = b
 	return r, nil
+}
+
+// selectWorkers returns the subscriptions of the configured workers named
+// in names (Config.Workers), or of every worker without an endpoint when
+// names is empty.
+func selectWorkers(file *config.Config, names []string) ([]broker.Subscription, error) {
+	all := file.Subscriptions()
+	var subs []broker.Subscription
+	for i, w := range file.Workers {
+		if (len(names) == 0 && w.Endpoint == nil) || slices.Contains(names, w.Name) {
+			subs = append(subs, all[i])
+		}
+	}
+	for _, name := range names {
+		if !slices.ContainsFunc(file.Workers, func(w config.Worker) bool { return w.Name == name }) {
+			return nil, fmt.Errorf("%w: Config.Workers names %q", ErrNoWorker, name)
+		}
+	}
+	return subs, nil
 }
 
 // New runs subs on a broker the caller owns (and closes), or returns cfg's
@@ -153,6 +178,7 @@ func (r *Runtime) apply(cfg Config) {
 		maps.Copy(r.switches, cfg.KillSwitches)
 	}
 	r.pausePoll = cfg.PausePoll
+	r.endpoints = cfg.EndpointStats
 }
 
 // Instance returns the name of this worker process (see Config.Instance):
@@ -361,6 +387,7 @@ func (r *Runtime) publisher(s broker.Subscription, probe consumerProbe) (*heartb
 	if probe != nil {
 		cfg.Lag = func(ctx context.Context) (int64, error) { return probe.ConsumerLag(ctx, s.Topic, s.Group) }
 	}
+	cfg.Endpoint = r.endpoints[s.Group]
 	p, err := heartbeat.NewPublisher(r.rdb, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("worker %s: heartbeat: %w", s.Group, err)
