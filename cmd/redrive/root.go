@@ -53,6 +53,7 @@ func newRootCmd() *cobra.Command {
 		newExporterCmd(),
 		newLagCmd(),
 		newPublishCmd(),
+		newRelayCmd(),
 		newServeCmd(),
 		newGroupCmd("topology", "Declare the broker topology", newTopologyApplyCmd()),
 		newVersionCmd(),

@@ -25,7 +25,20 @@ type workersView struct {
 	Paused   map[string]bool
 	// Chart is the instances by state over the last samples.
 	Chart template.HTML
+	// Endpoints are the rows of the instances of redrive relay, which
+	// deliver to an HTTP endpoint.
+	Endpoints []endpointRow
 }
+
+// endpointRow is what an instance of redrive relay says about its
+// worker's HTTP endpoint.
+type endpointRow struct {
+	Type, Instance string
+	*heartbeat.Endpoint
+}
+
+// endpointOutcomes are the columns of the endpoints table, in order.
+var endpointOutcomes = []string{"success", "permanent", "retry_after", "retry", "timeout", "unreachable"}
 
 // workers serves GET /workers: the heartbeat table.
 func (c *Console) workers(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -43,6 +56,9 @@ func (c *Console) workers(w http.ResponseWriter, r *http.Request, ss *session) {
 		for _, r := range v.Rows {
 			if r.Type != "*" && !slices.Contains(v.Types, r.Type) {
 				v.Types = append(v.Types, r.Type)
+			}
+			if r.Endpoint != nil {
+				v.Endpoints = append(v.Endpoints, endpointRow{Type: r.Type, Instance: r.Instance, Endpoint: r.Endpoint})
 			}
 		}
 	}
