@@ -184,16 +184,16 @@ func NewEndpoint(cfg EndpointConfig) (*Endpoint, error) {
 		tlsConfig = cfg.TLS.Clone()
 	}
 	e.transport = &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext,
-		TLSClientConfig:       tlsConfig,
-		TLSHandshakeTimeout:   cfg.Timeout,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          cfg.Concurrency,
-		MaxIdleConnsPerHost:   cfg.Concurrency,
-		MaxConnsPerHost:       cfg.Concurrency,
-		IdleConnTimeout:       90 * time.Second,
-		ResponseHeaderTimeout: cfg.Timeout,
+		Proxy:                  http.ProxyFromEnvironment,
+		DialContext:            (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:        tlsConfig,
+		TLSHandshakeTimeout:    cfg.Timeout,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           cfg.Concurrency,
+		MaxIdleConnsPerHost:    cfg.Concurrency,
+		MaxConnsPerHost:        cfg.Concurrency,
+		IdleConnTimeout:        90 * time.Second,
+		ResponseHeaderTimeout:  cfg.Timeout,
 		MaxResponseHeaderBytes: 64 << 10,
 	}
 	e.client = &http.Client{Transport: e.transport, CheckRedirect: e.checkRedirect}

@@ -271,7 +271,7 @@ func TestEscape(t *testing.T) {
 		{"  padded \n", 100, "padded"},
 		{"é中文😀", 100, "é中文😀"},
 		{"abc", 2, "ab…"},
-		{"é", 1, "…"},            // a rune cut in two is dropped
+		{"é", 1, "…"}, // a rune cut in two is dropped
 		{"\x00\x7f\u0085.", 100, `\x00\x7f\u{0085}.`},
 		{"a\u200fb", 100, `a\u{200f}b`},
 	} {

@@ -138,4 +138,3 @@ func TestTLSAndAuth(t *testing.T) {
 		t.Errorf("Authorization headers seen: %q, want one bearer token", srv.auth)
 	}
 }
-
