@@ -139,6 +139,7 @@ type Endpoint struct {
 	cfg           EndpointConfig
 	url           string // cfg.URL, parsed and printed once
 	shown         string // the URL without user, query or fragment: logs, errors, metrics
+	source        string // the ce-source of every POST
 	client        *http.Client
 	transport     *http.Transport
 	permanent     map[int]bool
@@ -165,7 +166,7 @@ func NewEndpoint(cfg EndpointConfig) (*Endpoint, error) {
 	}
 	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	u, _ := url.Parse(cfg.URL) // Validate parsed it
-	e := &Endpoint{cfg: cfg, url: u.String(), shown: Shown(u), permanent: map[int]bool{},
+	e := &Endpoint{cfg: cfg, url: u.String(), shown: Shown(u), source: Source(cfg.Topic), permanent: map[int]bool{},
 		maxRetryAfter: cfg.MaxRetryAfter, contentType: []string{cfg.ContentType},
 		log: cfg.Logger.With("worker", cfg.Worker, "endpoint", Shown(u))}
 	for _, s := range cfg.PermanentStatuses {
@@ -245,7 +246,8 @@ func (e *Endpoint) post(ctx context.Context, d *broker.Delivery) (Outcome, error
 	if err != nil {
 		return OutcomeUnreachable, fmt.Errorf("relay: POST %s: %w", e.shown, err)
 	}
-	if err := headers(req.Header, d, e.cfg.Worker, e.cfg.Topic, e.cfg.MaxHeaderBytes, traceCarrier{trace.SpanContextFromContext(ctx)}); err != nil {
+	req.Header = make(http.Header, 16)
+	if err := headers(req.Header, d, e.cfg.Worker, e.source, e.cfg.MaxHeaderBytes, traceCarrier{trace.SpanContextFromContext(ctx)}); err != nil {
 		return OutcomePermanent, broker.Permanent(&HeadersError{Err: err})
 	}
 	req.Header["Content-Type"] = e.contentType
@@ -256,19 +258,27 @@ func (e *Endpoint) post(ctx context.Context, d *broker.Delivery) (Outcome, error
 	if err != nil {
 		return e.transportError(ctx, pctx, err)
 	}
-	body, err := readBody(resp.Body)
+	body, err := readBody(resp)
 	if err != nil {
 		return e.transportError(ctx, pctx, err)
 	}
 	return e.judge(resp, body, time.Now())
 }
 
-// readBody reads up to MaxResponseBytes of a body and closes it; a body
-// read whole lets the connection be reused.
-func readBody(rc io.ReadCloser) ([]byte, error) {
-	defer rc.Close()
-	var b bytes.Buffer
-	_, err := b.ReadFrom(io.LimitReader(rc, MaxResponseBytes))
+// readBody reads up to MaxResponseBytes of resp's body and closes it; a
+// body read whole lets the connection be reused. An empty body (the
+// usual success) costs no buffer.
+func readBody(resp *http.Response) ([]byte, error) {
+	defer resp.Body.Close()
+	if resp.ContentLength == 0 {
+		return nil, nil
+	}
+	size := int64(512)
+	if resp.ContentLength > 0 {
+		size = min(resp.ContentLength+1, MaxResponseBytes)
+	}
+	b := bytes.NewBuffer(make([]byte, 0, size))
+	_, err := b.ReadFrom(io.LimitReader(resp.Body, MaxResponseBytes))
 	return b.Bytes(), err
 }
 

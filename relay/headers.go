@@ -61,20 +61,20 @@ var noContext = context.Background()
 var errHeadersTooLarge = errors.New("headers too large")
 
 // headers writes the HTTP headers of d into h, as the endpoint of worker
-// on topic receives them, with the attempt's trace context from ctx (or
-// the message's own traceparent); it fails (without writing everything)
-// when they take more than limit bytes.
-func headers(h http.Header, d *broker.Delivery, worker, topic string, limit int, ctx traceCarrier) error {
-	w := headerWriter{h: h, limit: limit}
+// receives them (source is its ce-source), with the attempt's trace
+// context from ctx (or the message's own traceparent); it fails (without
+// writing everything) when they take more than limit bytes.
+func headers(h http.Header, d *broker.Delivery, worker, source string, limit int, ctx traceCarrier) error {
+	w := headerWriter{h: h, limit: limit, vals: make([]string, 0, 16)}
 	w.set(HeaderSpecVersion, SpecVersion)
 	w.set(HeaderID, Encode(eventID(d)))
-	w.set(HeaderSource, Source(topic))
+	w.set(HeaderSource, source)
 	w.set(HeaderType, EventType)
 	if !d.Timestamp.IsZero() {
 		w.set(HeaderTime, d.Timestamp.UTC().Format(time.RFC3339Nano))
 	}
 	w.set(HeaderWorker, worker)
-	w.set(HeaderAttempt, strconv.Itoa(max(d.Attempt, 1)))
+	w.set(HeaderAttempt, attemptText(d.Attempt))
 	if !d.FirstFailureAt.IsZero() {
 		w.set(HeaderFirstFailureAt, wire.FormatTime(d.FirstFailureAt))
 	}
@@ -108,10 +108,28 @@ func headers(h http.Header, d *broker.Delivery, worker, topic string, limit int,
 	return w.err
 }
 
+// attempts are the texts of the usual attempt numbers, made once.
+var attempts = func() (out [16]string) {
+	for i := range out {
+		out[i] = strconv.Itoa(i)
+	}
+	return out
+}()
+
+func attemptText(n int) string {
+	n = max(n, 1)
+	if n < len(attempts) {
+		return attempts[n]
+	}
+	return strconv.Itoa(n)
+}
+
 // headerWriter sets headers while they fit in limit bytes (as HTTP/1.1
-// writes them: name, ": ", value, CRLF).
+// writes them: name, ": ", value, CRLF). The values' one-element slices
+// share vals' array: one allocation for the usual headers, not one each.
 type headerWriter struct {
 	h     http.Header
+	vals  []string
 	limit int
 	used  int
 	err   error
@@ -126,7 +144,8 @@ func (w *headerWriter) set(name, value string) {
 		w.err = fmt.Errorf("%w: the message's headers, key and story need more than %d bytes of HTTP headers (endpoint.max_header_bytes)", errHeadersTooLarge, w.limit)
 		return
 	}
-	w.h[name] = []string{value}
+	w.vals = append(w.vals, value)
+	w.h[name] = w.vals[len(w.vals)-1 : len(w.vals) : len(w.vals)]
 }
 
 // eventID is d's ce-id: its message id; a record without one gets
@@ -151,6 +170,9 @@ type traceCarrier struct{ span trace.SpanContext }
 func (c traceCarrier) inject(h http.Header, d *broker.Delivery) {
 	sc := c.span
 	if !sc.IsValid() {
+		if d.Header("traceparent") == "" {
+			return // the usual case, without the propagator's allocations
+		}
 		sc = trace.SpanContextFromContext(traceContext.Extract(noContext, deliveryCarrier{d}))
 	}
 	if sc.IsValid() {
