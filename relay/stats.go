@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/heartbeat"
+	"github.com/redrive/redrive/internal/promshare"
 )
 
 // Metric names.
@@ -60,20 +60,14 @@ func newStats(url, worker string, reg prometheus.Registerer) (*stats, error) {
 	return s, nil
 }
 
-// register registers c with reg and returns it, or the collector of the
-// same description registered before (several endpoints share them).
+// register registers c with reg, or returns the collector of the same
+// description registered before (several endpoints share them).
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
+	c, err := promshare.Register(reg, c)
+	if err != nil {
+		return c, fmt.Errorf("relay: register metrics: %w", err)
 	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("relay: register metrics: %w", err)
+	return c, nil
 }
 
 func (s *stats) observe(o Outcome, d time.Duration) {

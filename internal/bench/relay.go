@@ -119,29 +119,18 @@ func relayDrain(ctx context.Context, e *base, s broker.Subscription, url string,
 		return Row{}, err
 	}
 	defer ep.Close()
-	cctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	m := startMeter()
-	dr := newDrain(n)
-	go func() {
-		done <- e.redrive.Consume(cctx, s, func(ctx context.Context, d *broker.Delivery) error {
+	r, err := consumeWith(ctx, e.redrive, s, n, ScenarioRelay, e.broker, e.cfg.Timeout, func(dr *drain) broker.Handler {
+		return func(ctx context.Context, d *broker.Delivery) error {
 			err := ep.Handle(ctx, d)
 			if err == nil {
 				dr.hit()
 			}
 			return err
-		})
-	}()
-	werr := dr.wait(ctx, e.cfg.Timeout)
-	_, u := m.stop()
-	cancel()
-	if cerr := <-done; cerr != nil {
-		return Row{}, fmt.Errorf("relay consume: %w", cerr)
+		}
+	})
+	if err != nil {
+		return Row{}, err
 	}
-	if werr != nil {
-		return Row{}, fmt.Errorf("relay: %w", werr)
-	}
-	r := dr.row(ScenarioRelay, e.broker, ClientRedrive, u)
 	r.Note = fmt.Sprintf("%d in flight; ", s.Concurrency) + r.Note
 	return r, nil
 }
