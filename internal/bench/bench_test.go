@@ -89,6 +89,8 @@ func TestRunTiny(t *testing.T) {
 			n = 300 // KafkaMessages
 		case k.broker == RabbitMQ && k.scenario == ScenarioConsume:
 			n = 67 // a third of 200 a round, rounded up
+		case k.scenario == ScenarioRelay:
+			n = 40 // a fifth of 200 a round
 		}
 		switch {
 		case !ok:
