@@ -88,7 +88,9 @@ Scenarios:
            'redrive relay' runs it) draining --relay-messages pre-filled
            messages into an HTTP endpoint in this process vs a relay by
            hand: the raw client's drain with each message POSTed by a
-           plain net/http client before its ack/commit, as many in flight
+           plain net/http client with the same CloudEvents and redrive
+           headers (the same message on the wire) before its ack/commit,
+           as many in flight
            (RabbitMQ --concurrency, Kafka a partition each), connections
            kept open; target 0.8 x it. A row of the plain client POSTing
            the bodies with no broker is the endpoint's ceiling. CPU/msg

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -264,7 +265,7 @@ func (e *kafkaEnv) fill(ctx context.Context, topic string, n int) error {
 // rawRelay drains n pre-filled records of a raw topic through the raw
 // consumer (a goroutine per partition), each POSTed by post before it is
 // marked for commit.
-func (e *kafkaEnv) rawRelay(ctx context.Context, name string, n int, post func([]byte) error) (Row, error) {
+func (e *kafkaEnv) rawRelay(ctx context.Context, name string, n int, post func(relayMsg) error) (Row, error) {
 	topic, err := e.rawTopic(ctx, name)
 	if err != nil {
 		return Row{}, err
@@ -272,7 +273,17 @@ func (e *kafkaEnv) rawRelay(ctx context.Context, name string, n int, post func([
 	if err := e.fill(ctx, topic, n); err != nil {
 		return Row{}, err
 	}
-	return e.rawDrain(ctx, ScenarioRelay, topic, e.prefix+".raw."+name, n, false, func(r *kgo.Record) error { return post(r.Value) })
+	return e.rawDrain(ctx, ScenarioRelay, topic, e.prefix+".raw."+name, n, false, func(r *kgo.Record) error {
+		// A record without a message id: the relay's ce-id is its position.
+		id := r.Topic + "-" + strconv.FormatInt(int64(r.Partition), 10) + "-" + strconv.FormatInt(r.Offset, 10)
+		var seq string
+		for _, h := range r.Headers {
+			if h.Key == headerSeq {
+				seq = string(h.Value)
+			}
+		}
+		return post(relayMsg{id: id, topic: r.Topic, seq: seq, at: r.Timestamp, body: r.Value})
+	})
 }
 
 // dlqOf names the DLQ topic of s's topic.

@@ -211,7 +211,7 @@ func (e *rabbitEnv) cleanup() error {
 
 // rawRelay drains n pre-filled messages of a raw queue through a raw
 // channel (Concurrency goroutines), each POSTed by post before its ack.
-func (e *rabbitEnv) rawRelay(ctx context.Context, name string, n int, post func([]byte) error) (Row, error) {
+func (e *rabbitEnv) rawRelay(ctx context.Context, name string, n int, post func(relayMsg) error) (Row, error) {
 	exchange, queue, err := e.rawQueue(name, name)
 	if err != nil {
 		return Row{}, err
@@ -219,7 +219,10 @@ func (e *rabbitEnv) rawRelay(ctx context.Context, name string, n int, post func(
 	if err := e.rawFill(ctx, exchange, name, n); err != nil {
 		return Row{}, err
 	}
-	return e.rawDrain(ctx, ScenarioRelay, queue, n, func(d amqp.Delivery) error { return post(d.Body) })
+	return e.rawDrain(ctx, ScenarioRelay, queue, n, func(d amqp.Delivery) error {
+		seq, _ := d.Headers[headerSeq].(string)
+		return post(relayMsg{id: d.MessageId, topic: name, seq: seq, at: d.Timestamp, body: d.Body})
+	})
 }
 
 // dlqOf names the dead-letter queue of s's group queue.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,8 +41,9 @@ const relayRounds = 5
 // Consume, as `redrive relay` runs it) draining a pre-filled queue or
 // topic into an HTTP endpoint in this process, against a relay written
 // by hand: the raw client's drain of the same number of messages, each
-// POSTed by a plain net/http client before its ack or commit, with as
-// many in flight (RabbitMQ: Concurrency handlers; Kafka: a partition
+// POSTed by a plain net/http client with the headers the relay writes
+// (the same message on the wire) before its ack or commit, with as many
+// in flight (RabbitMQ: Concurrency handlers; Kafka: a partition
 // each). A third row, the plain client POSTing the bodies with no broker
 // at all, is the endpoint's ceiling. Every row's CPU includes the
 // endpoint's. relayRounds rounds, the three in turn, each on a queue or
@@ -63,7 +65,7 @@ func relayScenario(ctx context.Context, d relayDrainer) ([]Row, error) {
 		}
 		plain := newPlainClient(ep.url, s.Concurrency)
 		e.progress(ScenarioRelay, ClientHTTP)
-		alone, err := plain.posts(ctx, per, body(e.cfg.Size))
+		alone, err := plain.posts(ctx, per, body(e.cfg.Size), s.Topic)
 		if err != nil {
 			plain.close()
 			return nil, fmt.Errorf("plain client: %w", err)
@@ -71,7 +73,7 @@ func relayScenario(ctx context.Context, d relayDrainer) ([]Row, error) {
 		alone.Broker, alone.Note = e.broker, fmt.Sprintf("no broker: the endpoint's ceiling; %d in flight", s.Concurrency)
 
 		e.progress(ScenarioRelay, ClientRawHTTP)
-		raw, err := d.rawRelay(ctx, fmt.Sprintf("%s-%d", ScenarioRelay, i), per, func(b []byte) error { return plain.post(ctx, b) })
+		raw, err := d.rawRelay(ctx, fmt.Sprintf("%s-%d", ScenarioRelay, i), per, func(m relayMsg) error { return plain.post(ctx, m) })
 		plain.close()
 		if err != nil {
 			return nil, fmt.Errorf("raw relay: %w", err)
@@ -107,7 +109,15 @@ type relayDrainer interface {
 	// rawRelay drains n messages pre-filled into a raw queue or topic of
 	// name through the raw client, each handed to post before its ack or
 	// commit.
-	rawRelay(ctx context.Context, name string, n int, post func([]byte) error) (Row, error)
+	rawRelay(ctx context.Context, name string, n int, post func(relayMsg) error) (Row, error)
+}
+
+// relayMsg is what a relay by hand POSTs of a message: its body and the
+// values of the headers the relay writes.
+type relayMsg struct {
+	id, topic, seq string
+	at             time.Time
+	body           []byte
 }
 
 // relayDrain drains n messages of s through an Endpoint posting to url
@@ -151,13 +161,26 @@ func newPlainClient(url string, conc int) *plainClient {
 
 func (p *plainClient) close() { p.tr.CloseIdleConnections() }
 
-// post POSTs body and reads the answer, which must be 200.
-func (p *plainClient) post(ctx context.Context, body []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
+// post POSTs m with the headers redrive relay writes for a first
+// delivery of it (the same names and values: the same message on the
+// wire, as a relay by hand in CloudEvents binary mode sends it) and reads
+// the answer, which must be 200.
+func (p *plainClient) post(ctx context.Context, m relayMsg) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(m.body))
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/octet-stream")
+	h := make(http.Header, 12)
+	h["Content-Type"] = []string{"application/octet-stream"}
+	h["ce-specversion"] = []string{"1.0"}
+	h["ce-id"] = []string{m.id}
+	h["ce-source"] = []string{"/redrive/" + m.topic}
+	h["ce-type"] = []string{"redrive.message"}
+	h["ce-time"] = []string{m.at.UTC().Format(time.RFC3339Nano)}
+	h["redrive-worker"] = []string{ScenarioRelay}
+	h["redrive-attempt"] = []string{"1"}
+	h["redrive-header-bench-seq"] = []string{m.seq}
+	req.Header = h
 	resp, err := p.client.Do(req)
 	if err != nil {
 		return err
@@ -170,16 +193,18 @@ func (p *plainClient) post(ctx context.Context, body []byte) error {
 	return nil
 }
 
-// posts POSTs n copies of body, conc at a time, and times them.
-func (p *plainClient) posts(ctx context.Context, n int, body []byte) (Row, error) {
+// posts POSTs n messages of body to topic, conc at a time, and times
+// them.
+func (p *plainClient) posts(ctx context.Context, n int, body []byte, topic string) (Row, error) {
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, p.conc)
 	m := startMeter()
 	for range p.conc {
 		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
-				if err := p.post(ctx, body); err != nil {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				seq := strconv.FormatInt(i, 10)
+				if err := p.post(ctx, relayMsg{id: broker.NewMessageID(), topic: topic, seq: seq, at: time.Now(), body: body}); err != nil {
 					errs <- err
 					return
 				}
