@@ -51,7 +51,7 @@ const relayGroup = "relay-payer"
 func (s *suite) runRelay(t *testing.T, b broker.Broker, sub broker.Subscription, url string, cfg worker.Config) *relay.Endpoint {
 	t.Helper()
 	ep, err := relay.NewEndpoint(relay.EndpointConfig{Worker: sub.Group, Topic: sub.Topic, URL: url, Timeout: relayTimeout,
-		Concurrency: sub.Concurrency, MaxRetryAfter: sub.Policy.LongestDelay(), Registerer: cfg.Registerer, Logger: quietLogger()})
+		Concurrency: sub.Concurrency, MaxRetryAfter: sub.Policy.LongestDelay(), Registerer: cfg.Registerer})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -82,10 +81,9 @@ type EndpointConfig struct {
 	TLS *tls.Config
 	// Registerer exports the endpoint's metrics
 	// (redrive_relay_requests_total, redrive_relay_request_duration_seconds).
-	// Default nil: none (Stats counts anyway).
+	// Default nil: none (Stats counts anyway). The endpoint logs nothing:
+	// the worker runtime logs each failure and what became of it.
 	Registerer prometheus.Registerer
-	// Logger; default slog.Default().
-	Logger *slog.Logger
 }
 
 // Validate returns nil when c is usable, else an error naming the first
@@ -146,7 +144,6 @@ type Endpoint struct {
 	maxRetryAfter time.Duration
 	contentType   []string
 	auth          []string
-	log           *slog.Logger
 	stats         *stats
 }
 
@@ -164,11 +161,9 @@ func NewEndpoint(cfg EndpointConfig) (*Endpoint, error) {
 	if len(cfg.PermanentStatuses) == 0 {
 		cfg.PermanentStatuses = DefaultPermanentStatuses
 	}
-	cfg.Logger = cmp.Or(cfg.Logger, slog.Default())
 	u, _ := url.Parse(cfg.URL) // Validate parsed it
 	e := &Endpoint{cfg: cfg, url: u.String(), shown: Shown(u), source: Source(cfg.Topic), permanent: map[int]bool{},
-		maxRetryAfter: cfg.MaxRetryAfter, contentType: []string{cfg.ContentType},
-		log: cfg.Logger.With("worker", cfg.Worker, "endpoint", Shown(u))}
+		maxRetryAfter: cfg.MaxRetryAfter, contentType: []string{cfg.ContentType}}
 	for _, s := range cfg.PermanentStatuses {
 		e.permanent[s] = true
 	}

@@ -132,7 +132,6 @@ func endpointConfig(w config.Worker, cfg Config) (EndpointConfig, error) {
 		BearerToken:       e.BearerToken,
 		TLS:               tc,
 		Registerer:        cfg.Runtime.Registerer,
-		Logger:            cfg.Runtime.Logger,
 	}, nil
 }
 

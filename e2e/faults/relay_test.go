@@ -191,7 +191,7 @@ func TestRelayEndpointKilled(t *testing.T) {
 			endpoint := startChild(t, ok, childEndpoint, envEndpoint+"="+addr, envPoison+"="+published[100])
 			waitListening(t, addr)
 			ep, err := relay.NewEndpoint(relay.EndpointConfig{Worker: sub.Group, Topic: topic, URL: "http://" + addr + "/events",
-				Timeout: 5 * time.Second, Concurrency: sub.Concurrency, Logger: slog.New(slog.DiscardHandler)})
+				Timeout: 5 * time.Second, Concurrency: sub.Concurrency})
 			if err != nil {
 				t.Fatal(err)
 			}

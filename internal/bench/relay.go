@@ -123,8 +123,7 @@ type relayMsg struct {
 // relayDrain drains n messages of s through an Endpoint posting to url
 // and returns the measured row.
 func relayDrain(ctx context.Context, e *base, s broker.Subscription, url string, n int) (Row, error) {
-	ep, err := relay.NewEndpoint(relay.EndpointConfig{Worker: s.Group, Topic: s.Topic, URL: url, Concurrency: s.Concurrency,
-		Logger: e.cfg.Logger})
+	ep, err := relay.NewEndpoint(relay.EndpointConfig{Worker: s.Group, Topic: s.Topic, URL: url, Concurrency: s.Concurrency})
 	if err != nil {
 		return Row{}, err
 	}

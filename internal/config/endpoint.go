@@ -3,9 +3,12 @@ package config
 import (
 	"fmt"
 	"mime"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/redrive/redrive/internal/redact"
 )
 
 // The HTTP endpoints of redrive relay: a worker's `endpoint` section and
@@ -163,6 +166,22 @@ func (e *Endpoint) validate(p *problems, path string) {
 		p.add(path+".bearer_token", "holds a space, a control or a non-ASCII character (a variable with a trailing newline?)")
 	}
 	e.TLS.ClientTLS().validate(p, path+".tls")
+}
+
+// endpointURL is an endpoint's URL for printing: masked as every URL, and
+// every value of its query masked too, whatever its name.
+func endpointURL(raw string) string {
+	shown := redact.URL(raw)
+	u, err := url.Parse(shown)
+	if err != nil || u.RawQuery == "" {
+		return shown
+	}
+	q := u.Query()
+	for k := range q {
+		q[k] = []string{Mask}
+	}
+	u.RawQuery = strings.ReplaceAll(q.Encode(), url.QueryEscape(Mask), Mask)
+	return u.String()
 }
 
 // printableASCII reports whether s is printable ASCII (with spaces when

@@ -85,22 +85,26 @@ func TestEndpointDefaults(t *testing.T) {
 func TestEndpointRedactedAndCloned(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "redrive.yaml")
-	doc := "broker: rabbitmq\nworkers:\n  - {name: w, topic: t, endpoint: {url: \"https://h/e?token=q5ecret\", bearer_token: \"${TOKEN}\", permanent_statuses: [400]}}\n"
+	doc := "broker: rabbitmq\nworkers:\n  - {name: w, topic: t, endpoint: {url: \"https://h/e?token=q5ecret&code=c0de5ecret\", bearer_token: \"${TOKEN}\", permanent_statuses: [400]}}\n"
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c := mustParse(t, doc, map[string]string{"TOKEN": "b3arer-s3cret"})
 	r := c.Redacted()
-	if got := r.Workers[0].Endpoint; got.BearerToken != Mask || strings.Contains(got.URL, "q5ecret") {
+	if got := r.Workers[0].Endpoint; got.BearerToken != Mask || strings.Contains(got.URL, "q5ecret") || strings.Contains(got.URL, "c0de5ecret") ||
+		!strings.HasPrefix(got.URL, "https://h/e?") {
 		t.Errorf("redacted endpoint = %+v", got)
 	}
 	if c.Workers[0].Endpoint.BearerToken != "b3arer-s3cret" {
 		t.Error("Redacted changed the original")
 	}
+	if got := endpointURL("https://h/e?code=c0de5ecret&x=1"); got != "https://h/e?code=***&x=***" {
+		t.Errorf("endpointURL = %q, want every query value masked", got)
+	}
 	cl := c.Clone()
 	cl.Workers[0].Endpoint.PermanentStatuses[0] = 500
 	cl.Workers[0].Endpoint.URL = "http://other/"
-	if c.Workers[0].Endpoint.PermanentStatuses[0] != 400 || c.Workers[0].Endpoint.URL != "https://h/e?token=q5ecret" {
+	if c.Workers[0].Endpoint.PermanentStatuses[0] != 400 || c.Workers[0].Endpoint.URL != "https://h/e?token=q5ecret&code=c0de5ecret" {
 		t.Error("Clone shares the endpoint")
 	}
 }

@@ -68,7 +68,9 @@ func (w Worker) clone() Worker {
 // (rabbitmq.url and urls, postgres.url, kafka.brokers, redis.addr, the
 // listen addresses) goes through the masking of shown, whatever it parses to, and
 // admin.token, admin.viewer_token, redis.password, kafka.sasl.password and
-// each workers[].endpoint.bearer_token are replaced with Mask when set.
+// each workers[].endpoint.bearer_token are replaced with Mask when set; an
+// endpoint URL's query keeps its names, every value masked (a function
+// key travels there: ?code=…).
 func (c *Config) Redacted() *Config {
 	out := c.Clone()
 	for _, p := range []*string{&out.RabbitMQ.URL, &out.Postgres.URL, &out.Redis.Addr, &out.Admin.Listen, &out.Exporter.Listen} {
@@ -91,7 +93,7 @@ func (c *Config) Redacted() *Config {
 	out.Relay.Listen = redact.URL(out.Relay.Listen)
 	for _, w := range out.Workers {
 		if w.Endpoint != nil {
-			w.Endpoint.URL = redact.URL(w.Endpoint.URL)
+			w.Endpoint.URL = endpointURL(w.Endpoint.URL)
 			if w.Endpoint.BearerToken != "" {
 				w.Endpoint.BearerToken = Mask
 			}

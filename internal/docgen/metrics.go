@@ -127,7 +127,7 @@ func Metrics(ctx context.Context) ([]Metric, error) {
 		return nil, err
 	}
 	if _, err := relay.NewEndpoint(relay.EndpointConfig{Worker: "docgen", Topic: "docgen", URL: "http://127.0.0.1:1/",
-		Registerer: as("redrive relay"), Logger: quiet}); err != nil {
+		Registerer: as("redrive relay")}); err != nil {
 		return nil, fmt.Errorf("docgen: %w", err)
 	}
 	store := memstore.New(memstore.Config{})
