@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/relay"
 )
@@ -160,6 +162,18 @@ func TestTraceContext(t *testing.T) {
 	}
 	if len(got) != 3 || got[0] != valid || got[1] != "" || got[2] != "" {
 		t.Errorf("traceparent received = %q, want the valid one only", got)
+	}
+	// With tracing on, the handler attempt's span is the parent, not the
+	// message's.
+	span := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{4, 5, 6},
+		TraceFlags: trace.FlagsSampled})
+	d := delivery("m", nil)
+	d.Headers = map[string]string{"traceparent": valid}
+	if err := ep.Handle(trace.ContextWithSpanContext(t.Context(), span), d); err != nil {
+		t.Fatal(err)
+	}
+	if want := "00-" + span.TraceID().String() + "-" + span.SpanID().String() + "-01"; got[3] != want {
+		t.Errorf("traceparent with a span = %q, want %q", got[3], want)
 	}
 }
 
