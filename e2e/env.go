@@ -35,6 +35,16 @@ type Env struct {
 	// (topic, group), as the daemon builds it from the configuration, and
 	// with it the name of its dead-letter queue.
 	Router dlq.Router
+	// RawPublish publishes one message to topic with the backend's own
+	// client (kgo, amqp091-go), as another producer would: no message id,
+	// no redrive header, the headers' values as bytes, and on RabbitMQ the
+	// typed headers of RawTyped besides.
+	RawPublish func(t testing.TB, topic string, key, value []byte, headers map[string][]byte)
+	// RawTyped are the headers RawPublish adds of its own (AMQP integers,
+	// booleans, decimals, timestamps, nested tables ...), by name, with
+	// their text as a handler sees it; a header without one (a nested
+	// table, an array) is not in the string view, and not here.
+	RawTyped map[string]string
 }
 
 // DLQName names the dead-letter queue of (topic, group) as the keeper

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
@@ -20,6 +22,7 @@ func TestKafka(t *testing.T) {
 	env := kafkaEnv(kafkatest.Cluster(t))
 	Run(t, env)
 	t.Run("DLQ", func(t *testing.T) { RunDLQ(t, env) })
+	t.Run("Relay", func(t *testing.T) { RunRelay(t, env) })
 }
 
 // kafkaEnv is the suite's environment on the cluster at brokers; brokers
@@ -46,5 +49,20 @@ kafka:
 		},
 		Resolution: 100 * time.Millisecond,
 		Router:     kafka.Router{},
+		RawPublish: func(t testing.TB, topic string, key, value []byte, headers map[string][]byte) {
+			t.Helper()
+			cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			rec := &kgo.Record{Topic: topic, Key: key, Value: value}
+			for k, v := range headers {
+				rec.Headers = append(rec.Headers, kgo.RecordHeader{Key: k, Value: v})
+			}
+			if err := cl.ProduceSync(t.Context(), rec).FirstErr(); err != nil {
+				t.Fatalf("raw produce: %v", err)
+			}
+		},
 	}
 }

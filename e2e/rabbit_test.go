@@ -30,6 +30,7 @@ func TestRabbitMQ(t *testing.T) {
 	env := rabbitEnv(t, rabbit.DelayHops)
 	t.Run("Broker", func(t *testing.T) { Run(t, env) })
 	t.Run("DLQ", func(t *testing.T) { RunDLQ(t, env) })
+	t.Run("Relay", func(t *testing.T) { RunRelay(t, env) })
 }
 
 // TestRabbitMQRouteDelays runs the suite (its retry and delay scenarios
@@ -81,8 +82,41 @@ rabbitmq: {url: %q, prefix: %s, delay: {mode: %s, resolution: 100ms, factor: 4, 
 		},
 		MaxTierPasses: func(time.Duration) int { return maxPasses },
 		Router:        rabbit.Router{},
+		RawPublish: func(t testing.TB, topic string, key, value []byte, headers map[string][]byte) {
+			t.Helper()
+			ch := testenv.AMQP(t)
+			if err := ch.Confirm(false); err != nil {
+				t.Fatal(err)
+			}
+			table := amqp.Table{}
+			for k, v := range headers {
+				table[k] = v
+			}
+			for k, v := range rawTyped {
+				table[k] = v
+			}
+			if key != nil {
+				table[broker.HeaderKey] = string(key) // AMQP has no key: redrive's header carries it
+			}
+			dc, err := ch.PublishWithDeferredConfirmWithContext(t.Context(), rabbit.Names{Prefix: cfg.Prefix}.Topics(), topic, true, false,
+				amqp.Publishing{Headers: table, Body: value, DeliveryMode: amqp.Persistent})
+			if err != nil {
+				t.Fatalf("raw publish: %v", err)
+			}
+			if ok, err := dc.WaitContext(t.Context()); !ok || err != nil {
+				t.Fatalf("raw publish not confirmed: %v %v", ok, err)
+			}
+		},
+		RawTyped: map[string]string{"amqp-int": "42", "amqp-long": "-7000000000", "amqp-bool": "true", "amqp-float": "1.5",
+			"amqp-decimal": "12.34", "amqp-time": "2023-11-14T22:13:20.000Z", "amqp-void": ""},
 	}
 }
+
+// rawTyped are the typed AMQP headers of RawPublish: RawTyped's and two
+// without a text form.
+var rawTyped = amqp.Table{"amqp-int": int32(42), "amqp-long": int64(-7_000_000_000), "amqp-bool": true, "amqp-float": 1.5,
+	"amqp-decimal": amqp.Decimal{Scale: 2, Value: 1234}, "amqp-time": time.Unix(1_700_000_000, 0), "amqp-void": nil,
+	"amqp-nested": amqp.Table{"deep": amqp.Table{"deeper": []any{int32(1), "x", amqp.Table{}}}}, "amqp-array": []any{"a", int32(2)}}
 
 // recordingBroker remembers what was declared, so the test can delete it.
 type recordingBroker struct {

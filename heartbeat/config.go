@@ -60,6 +60,10 @@ type PublisherConfig struct {
 	// the last one when it fails (logged once per failure streak).
 	// SetLag is the other way to report lag.
 	Lag func(ctx context.Context) (int64, error)
+	// Endpoint, when set, is asked before every beat for what the beat
+	// says about the HTTP endpoint the worker delivers to (redrive relay);
+	// nil answers leave it out. Default nil: no endpoint.
+	Endpoint func() *Endpoint
 	// Logger receives the outage messages; default slog.Default().
 	Logger *slog.Logger
 }

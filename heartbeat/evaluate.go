@@ -91,6 +91,7 @@ func evaluate(cfg MonitorConfig, now time.Time, o Observation) WorkerStatus {
 		ws.LastSeen = hb.Timestamp
 		ws.LastMessageAt = hb.LastMessageAt
 		ws.Lag = hb.ConsumerLag
+		ws.Endpoint = hb.Endpoint
 		switch hb.Status {
 		case StatusShuttingDown:
 			since := o.StoppingSince

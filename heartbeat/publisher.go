@@ -113,6 +113,9 @@ func (p *Publisher) Snapshot(status Status) Heartbeat {
 	if n := p.lastMsg.Load(); n != 0 {
 		hb.LastMessageAt = time.Unix(0, n)
 	}
+	if p.cfg.Endpoint != nil {
+		hb.Endpoint = p.cfg.Endpoint()
+	}
 	if ps := p.pause.Load(); ps != nil && status == StatusRunning {
 		hb.Status, hb.PausedBy, hb.PauseReason, hb.NextProbeAt = StatusPaused, ps.by, ps.reason, ps.nextProbe
 	}

@@ -53,6 +53,9 @@ type Heartbeat struct {
 	PausedBy    string
 	PauseReason string
 	NextProbeAt time.Time
+	// Endpoint is what a relay instance (redrive relay) says about the
+	// HTTP endpoint it delivers to; nil for other workers.
+	Endpoint *Endpoint
 }
 
 // Who paused an instance (Heartbeat.PausedBy), also the reason label of
@@ -63,14 +66,15 @@ const (
 )
 
 type heartbeatJSON struct {
-	Timestamp     string  `json:"timestamp"`
-	Status        Status  `json:"status"`
-	LastMessageAt *string `json:"last_message_at"`
-	ConsumerLag   int64   `json:"consumer_lag"`
-	StartedAt     string  `json:"started_at,omitempty"`
-	PausedBy      string  `json:"paused_by,omitempty"`
-	PauseReason   string  `json:"pause_reason,omitempty"`
-	NextProbeAt   string  `json:"next_probe_at,omitempty"`
+	Timestamp     string    `json:"timestamp"`
+	Status        Status    `json:"status"`
+	LastMessageAt *string   `json:"last_message_at"`
+	ConsumerLag   int64     `json:"consumer_lag"`
+	StartedAt     string    `json:"started_at,omitempty"`
+	PausedBy      string    `json:"paused_by,omitempty"`
+	PauseReason   string    `json:"pause_reason,omitempty"`
+	NextProbeAt   string    `json:"next_probe_at,omitempty"`
+	Endpoint      *Endpoint `json:"endpoint,omitempty"`
 }
 
 func formatTime(t time.Time) string { return t.UTC().Format(timeLayout) }
@@ -90,7 +94,7 @@ func (h Heartbeat) MarshalJSON() ([]byte, error) {
 	if !h.StartedAt.IsZero() {
 		w.StartedAt = formatTime(h.StartedAt)
 	}
-	w.PausedBy, w.PauseReason = h.PausedBy, h.PauseReason
+	w.PausedBy, w.PauseReason, w.Endpoint = h.PausedBy, h.PauseReason, h.Endpoint
 	if !h.NextProbeAt.IsZero() {
 		w.NextProbeAt = formatTime(h.NextProbeAt)
 	}
@@ -128,11 +132,12 @@ type wireJSON struct {
 	PausedBy      string          `json:"paused_by"`
 	PauseReason   string          `json:"pause_reason"`
 	NextProbeAt   json.RawMessage `json:"next_probe_at"`
+	Endpoint      *Endpoint       `json:"endpoint"`
 }
 
 // heartbeat converts w, naming the field whose time cannot be read.
 func (w wireJSON) heartbeat() (Heartbeat, error) {
-	out := Heartbeat{Status: w.Status, PausedBy: w.PausedBy, PauseReason: w.PauseReason}
+	out := Heartbeat{Status: w.Status, PausedBy: w.PausedBy, PauseReason: w.PauseReason, Endpoint: w.Endpoint}
 	if w.ConsumerLag != nil {
 		out.ConsumerLag = *w.ConsumerLag
 	}

@@ -103,6 +103,9 @@ type WorkerStatus struct {
 	PausedBy    string
 	PauseReason string
 	NextProbeAt time.Time
+	// Endpoint is what a relay instance last said about its HTTP
+	// endpoint (Heartbeat.Endpoint); nil for other workers.
+	Endpoint *Endpoint
 	// Reason explains the severity in words.
 	Reason string
 	// CheckedAt is when the row was evaluated.

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/worker/killswitch"
 )
 
@@ -96,6 +97,15 @@ type Config struct {
 	// PausePoll is how often each worker reads its operator pause from
 	// HeartbeatRedis. Default DefaultPausePoll; >= 0.
 	PausePoll time.Duration
+	// Workers names the configured workers a runtime from Load or Parse
+	// runs; each must be configured. Default nil: every configured worker
+	// without an endpoint (a worker with one is redrive relay's, see
+	// package relay).
+	Workers []string
+	// EndpointStats gives, by worker name, what the worker's heartbeats say
+	// about the HTTP endpoint its handler delivers to (package relay sets
+	// it; heartbeat.Endpoint). Default nil: nothing.
+	EndpointStats map[string]func() *heartbeat.Endpoint
 }
 
 // Validate returns nil when c is usable, else an error naming the first
@@ -108,6 +118,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("worker: Config.HeartbeatTTL: must be >= 0, got %s", c.HeartbeatTTL)
 	case c.PausePoll < 0:
 		return fmt.Errorf("worker: Config.PausePoll: must be >= 0, got %s", c.PausePoll)
+	}
+	for i, name := range c.Workers {
+		if name == "" {
+			return fmt.Errorf("worker: Config.Workers[%d]: empty worker name", i)
+		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.KillSwitches)) {
 		if name == "" {

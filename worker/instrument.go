@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/internal/promshare"
 )
 
 // metrics are the runtime's collectors.
@@ -51,20 +51,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	return m, nil
 }
 
-// register registers c with reg and returns it, or the collector of the
-// same description registered before.
+// register registers c with reg, or returns the collector of the same
+// description registered before (several runtimes on one registry).
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
+	c, err := promshare.Register(reg, c)
+	if err != nil {
+		return c, fmt.Errorf("worker: register metrics: %w", err)
 	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
-	}
-	return c, fmt.Errorf("worker: register metrics: %w", err)
+	return c, nil
 }
 
 // instrument wraps h to time it, count retries and report activity to the

@@ -74,6 +74,8 @@ type Runtime struct {
 	// traces is the tracer provider of the configuration's tracing
 	// section, shut down (flushed) when Run ends; nil = tracing off.
 	traces *sdktrace.TracerProvider
+	// endpoints are Config.EndpointStats.
+	endpoints map[string]func() *heartbeat.Endpoint
 }
 
 // Load reads the configuration file at path and connects to the broker it
@@ -103,7 +105,11 @@ func Parse(ctx context.Context, yaml []byte, cfg Config) (*Runtime, error) {
 }
 
 func fromConfig(ctx context.Context, file *config.Config, cfg Config) (*Runtime, error) {
-	r := &Runtime{own: true, subs: file.RunSubscriptions(), hb: file.Heartbeat, redisCfg: file.Redis, prefix: file.Redis.Prefix,
+	subs, err := selectWorkers(file, cfg.Workers)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runtime{own: true, subs: subs, hb: file.Heartbeat, redisCfg: file.Redis, prefix: file.Redis.Prefix,
 		instance: file.Heartbeat.Instance, healthAddr: file.Health.Listen, switches: file.KillSwitches()}
 	if cfg.HeartbeatRedis == nil && file.Redis.Configured() {
 		// The configuration's Redis: heartbeats, pauses and claims there.
@@ -166,6 +172,7 @@ func (r *Runtime) apply(cfg Config) {
 		maps.Copy(r.switches, cfg.KillSwitches)
 	}
 	r.pausePoll = cfg.PausePoll
+	r.endpoints = cfg.EndpointStats
 }
 
 // Instance returns the name of this worker process (see Config.Instance):
@@ -399,6 +406,7 @@ func (r *Runtime) publisher(s broker.Subscription, probe consumerProbe) (*heartb
 	if probe != nil {
 		cfg.Lag = func(ctx context.Context) (int64, error) { return probe.ConsumerLag(ctx, s.Topic, s.Group) }
 	}
+	cfg.Endpoint = r.endpoints[s.Group]
 	p, err := heartbeat.NewPublisher(r.rdb, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("worker %s: heartbeat: %w", s.Group, err)

@@ -81,3 +81,46 @@ func TestParseRejectsBadConfig(t *testing.T) {
 		t.Fatalf("Parse = %v, want an error naming workers[0].retry.max_retries", err)
 	}
 }
+
+// A worker with an endpoint is redrive relay's: a runtime runs it only
+// when Config.Workers names it, and the others then not.
+func TestWorkersSelection(t *testing.T) {
+	yaml := twoWorkers(t)
+	i := strings.Index(yaml, "- {name: refund-executor")
+	end := i + strings.IndexByte(yaml[i:], '}')
+	yaml = yaml[:end] + `, endpoint: {url: "http://127.0.0.1:1/"}` + yaml[end:]
+	groups := func(rt *worker.Runtime) []string {
+		var out []string
+		for _, s := range rt.Subscriptions() {
+			out = append(out, s.Group)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name    string
+		workers []string
+		want    string
+	}{
+		{"default: the Go workers", nil, "payout-executor"},
+		{"named", []string{"refund-executor"}, "refund-executor"},
+		{"both", []string{"refund-executor", "payout-executor"}, "payout-executor refund-executor"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rt, err := worker.Parse(t.Context(), []byte(yaml), quiet(worker.Config{Workers: tc.workers}))
+			if err != nil {
+				testenv.RabbitMQ.Fail(t, err)
+			}
+			t.Cleanup(func() { _ = rt.Broker().Close() })
+			if got := strings.Join(groups(rt), " "); got != tc.want {
+				t.Errorf("subscriptions = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	_, err := worker.Parse(t.Context(), []byte(yaml), quiet(worker.Config{Workers: []string{"nobody"}}))
+	if !errors.Is(err, worker.ErrNoWorker) || !strings.Contains(err.Error(), `"nobody"`) {
+		t.Errorf("Parse naming an unknown worker = %v, want ErrNoWorker naming it", err)
+	}
+	if err := (worker.Config{Workers: []string{""}}).Validate(); err == nil || !strings.Contains(err.Error(), "Config.Workers[0]") {
+		t.Errorf("Validate of an empty name = %v", err)
+	}
+}

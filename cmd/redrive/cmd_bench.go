@@ -84,6 +84,17 @@ Scenarios:
            DLQ holds --keeper-messages real dead letters (a handler
            failing permanently); target 0.9 x raw; checks the store holds
            each once and the DLQ nothing
+  relay    redrive relay (package relay's Endpoint on Consume, as
+           'redrive relay' runs it) draining --relay-messages pre-filled
+           messages into an HTTP endpoint in this process vs a relay by
+           hand: the raw client's drain with each message POSTed by a
+           plain net/http client with the same CloudEvents and redrive
+           headers (the same message on the wire) before its ack/commit,
+           as many in flight
+           (RabbitMQ --concurrency, Kafka a partition each), connections
+           kept open; target 0.8 x it. A row of the plain client POSTing
+           the bodies with no broker is the endpoint's ceiling. CPU/msg
+           includes the endpoint's
   scrape   Kafka only: a full GET /metrics of the exporter (lag sampler as
            'redrive exporter' builds it, gzip) in the steady state (a
            sample after the format's first scrape), over
@@ -112,6 +123,7 @@ one. --config is not read.`,
 	fs.IntVar(&o.cfg.DelayMessages, "delay-messages", bench.DefaultDelayMessages, "`N` messages of the delay scenario")
 	fs.IntVar(&o.cfg.ReplayMessages, "replay-messages", bench.DefaultReplayMessages, "`N` dead letters of the replay scenario")
 	fs.IntVar(&o.cfg.KeeperMessages, "keeper-messages", bench.DefaultKeeperMessages, "`N` dead letters of the keeper scenario")
+	fs.IntVar(&o.cfg.RelayMessages, "relay-messages", bench.DefaultRelayMessages, "`N` messages of the relay scenario")
 	fs.IntVar(&o.cfg.KeeperBatch, "keeper-batch", 0, "RabbitMQ keeper batch `N` of the keeper scenario (default rabbitmq.keeper_batch's, 256)")
 	fs.IntVar(&o.cfg.Size, "size", bench.DefaultSize, "message body `BYTES`")
 	fs.IntVar(&o.cfg.Batch, "batch", bench.DefaultBatch, "messages per Publish call and raw batch (`N`)")
@@ -174,8 +186,9 @@ func (o *benchOptions) config(inv *invocation) (bench.Config, error) {
 	if cfg.KafkaMessages < 0 {
 		return cfg, usageErrorf("--kafka-messages %d is negative (0: 5 × --messages)", cfg.KafkaMessages)
 	}
-	if cfg.Messages <= 0 || cfg.DelayMessages <= 0 || cfg.ReplayMessages <= 0 || cfg.KeeperMessages <= 0 || cfg.Size < 0 || cfg.Batch <= 0 || cfg.Concurrency <= 0 {
-		return cfg, usageErrorf("--messages, --delay-messages, --replay-messages, --keeper-messages, --batch and --concurrency must be positive, --size not negative")
+	if cfg.Messages <= 0 || cfg.DelayMessages <= 0 || cfg.ReplayMessages <= 0 || cfg.KeeperMessages <= 0 || cfg.RelayMessages <= 0 ||
+		cfg.Size < 0 || cfg.Batch <= 0 || cfg.Concurrency <= 0 {
+		return cfg, usageErrorf("--messages, --delay-messages, --replay-messages, --keeper-messages, --relay-messages, --batch and --concurrency must be positive, --size not negative")
 	}
 	if cfg.ScrapeGroups <= 0 || cfg.ScrapePartitions <= 0 || cfg.MonitorWorkers <= 0 || cfg.Scrapes <= 0 {
 		return cfg, usageErrorf("--scrape-groups, --scrape-partitions, --monitor-workers and --scrapes must be positive")

@@ -53,6 +53,7 @@ func newRootCmd() *cobra.Command {
 		newExporterCmd(),
 		newLagCmd(),
 		newPublishCmd(),
+		newRelayCmd(),
 		newServeCmd(),
 		newGroupCmd("topology", "Plan, declare and delete the broker topology", newTopologyPlanCmd(), newTopologyApplyCmd(), newTopologyDeleteCmd()),
 		newVersionCmd(),

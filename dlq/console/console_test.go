@@ -395,12 +395,20 @@ func (lagSource) LastRabbit() ([]lag.QueueDepth, time.Time, error) { return nil,
 func TestHealthPages(t *testing.T) {
 	f := newFixture(t, stores[0].Open(t), func(cfg *console.Config) {
 		cfg.Workers = workerSource{rows: []heartbeat.WorkerStatus{{Type: "billing", Instance: "billing-1", Status: heartbeat.StatusMissing,
-			Severity: heartbeat.SeverityCritical, LastSeen: time.Now().Add(-2 * time.Minute), Reason: "no heartbeat for 2m"}}}
+			Severity: heartbeat.SeverityCritical, LastSeen: time.Now().Add(-2 * time.Minute), Reason: "no heartbeat for 2m"},
+			{Type: "payout", Instance: "relay-1", Status: heartbeat.StatusRunning, Severity: heartbeat.SeverityOK, LastSeen: time.Now(),
+				Endpoint: &heartbeat.Endpoint{URL: "https://payouts.internal/<script>", Outcomes: map[string]int64{"success": 1234, "timeout": 7},
+					P50: 1500 * time.Microsecond, P99: 420 * time.Millisecond}}}}
 		cfg.Lag = lagSource{}
 	})
 	c := f.client().login(viewerToken)
-	expect(t, "workers", c.get("/workers"), http.StatusOK, "billing-1", "MISSING", "CRITICAL", "no heartbeat for 2m", "2m ago")
-	r := c.get("/lag")
+	r := c.get("/workers")
+	expect(t, "workers", r, http.StatusOK, "billing-1", "MISSING", "CRITICAL", "no heartbeat for 2m", "2m ago",
+		`id="endpoints"`, "relay-1", "https://payouts.internal/&lt;script&gt;", ">1234<", ">7<", ">1.5ms<", ">420ms<")
+	if strings.Count(r.body, "https://payouts.internal") != 1 || strings.Contains(r.body, "<script>") {
+		t.Error("the endpoints table lists the relay once, its URL escaped")
+	}
+	r = c.get("/lag")
 	expect(t, "lag", r, http.StatusOK, "billing", "orders", "42", "STALL", "WARNING", "committed offset 7 not moving")
 	if strings.Contains(r.body, "RabbitMQ") {
 		t.Error("the Kafka console shows RabbitMQ depths")

@@ -28,7 +28,20 @@ type workersView struct {
 	// LeftOut is what the table leaves out (heartbeat.max_instances);
 	// nil when it leaves nothing out.
 	LeftOut *heartbeat.Dropped
+	// Endpoints are the rows of the instances of redrive relay, which
+	// deliver to an HTTP endpoint.
+	Endpoints []endpointRow
 }
+
+// endpointRow is what an instance of redrive relay says about its
+// worker's HTTP endpoint.
+type endpointRow struct {
+	Type, Instance string
+	*heartbeat.Endpoint
+}
+
+// endpointOutcomes are the columns of the endpoints table, in order.
+var endpointOutcomes = []string{"success", "permanent", "retry_after", "retry", "timeout", "unreachable"}
 
 // workers serves GET /workers: the heartbeat table.
 func (c *Console) workers(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -54,6 +67,9 @@ func (c *Console) workers(w http.ResponseWriter, r *http.Request, ss *session) {
 			}
 			if r.Type != "*" && !slices.Contains(v.Types, r.Type) {
 				v.Types = append(v.Types, r.Type)
+			}
+			if r.Endpoint != nil {
+				v.Endpoints = append(v.Endpoints, endpointRow{Type: r.Type, Instance: r.Instance, Endpoint: r.Endpoint})
 			}
 		}
 	}

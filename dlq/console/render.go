@@ -39,6 +39,8 @@ var funcs = template.FuncMap{
 	},
 	"add":       func(a, b int64) int64 { return a + b },
 	"dur":       duration,
+	"latency":   latency,
+	"outcomes":  func() []string { return endpointOutcomes },
 	"sparkline": sparkline,
 	// shown: a value from Redis (a worker's name, status, reason) with
 	// every control and bidirectional character written as an escape, as
@@ -172,6 +174,22 @@ func ago(now, t time.Time) string {
 }
 
 // duration renders d for a person: "30d", "5h", "2m30s", "1.4s", "405ms".
+// latency renders a request's latency: microseconds below a millisecond,
+// milliseconds below a second (one decimal below 10 ms), else seconds.
+func latency(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "—"
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case d < 10*time.Millisecond:
+		return d.Round(100 * time.Microsecond).String()
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(10 * time.Millisecond).String()
+}
+
 func duration(d time.Duration) string {
 	switch {
 	case d <= 0:

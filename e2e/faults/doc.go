@@ -2,7 +2,8 @@
 
 // Package faults is redrive's fault-injection suite (make faults, build tag
 // faults). Each case runs real traffic through a broker, injects a fault
-// (a SIGKILLed worker process, connections closed by the server, a broker
+// (a SIGKILLed worker process, a SIGKILLed redrive relay or HTTP endpoint,
+// connections closed by the server, a broker
 // stopped, a Kafka broker removed, Redis or PostgreSQL unreachable, a
 // poison pill, a downstream outage behind a kill switch, an operator's
 // pause), heals it, and then accounts for every message it published:

@@ -248,6 +248,10 @@ func runChild(kind string) int {
 		err = kafkaChild(ctx)
 	case childReplica:
 		err = replicaChild(ctx)
+	case childRelay:
+		err = relayChild(ctx)
+	case childEndpoint:
+		err = endpointChild(ctx)
 	default:
 		err = fmt.Errorf("unknown child kind %q", kind)
 	}

@@ -32,6 +32,7 @@ func TestRunTiny(t *testing.T) {
 		DelayMessages:  200,
 		ReplayMessages: 200,
 		KeeperMessages: 200,
+		RelayMessages:  200,
 		DatabaseURL:    testenv.PostgreSQL.URL(),
 		Batch:          20,
 		Concurrency:    4,
@@ -64,11 +65,13 @@ func TestRunTiny(t *testing.T) {
 		{ScenarioDelay, RabbitMQ, ClientRedrive},
 		{ScenarioReplay, RabbitMQ, ClientRaw}, {ScenarioReplay, RabbitMQ, ClientRedrive},
 		{ScenarioKeeper, RabbitMQ, ClientRaw}, {ScenarioKeeper, RabbitMQ, ClientRedrive},
+		{ScenarioRelay, RabbitMQ, ClientHTTP}, {ScenarioRelay, RabbitMQ, ClientRawHTTP}, {ScenarioRelay, RabbitMQ, ClientRedrive},
 		{ScenarioPublish, Kafka, ClientRaw}, {ScenarioPublish, Kafka, ClientRawID}, {ScenarioPublish, Kafka, ClientRedrive},
 		{ScenarioConsume, Kafka, ClientRaw}, {ScenarioConsume, Kafka, ClientRawHeaders}, {ScenarioConsume, Kafka, ClientRedrive}, {ScenarioConsume, Kafka, ClientOnDemand}, {ScenarioConsume, Kafka, ClientReuse},
 		{ScenarioConsume, Kafka, ClientLean},
 		{ScenarioRetry, Kafka, ClientRedrive}, {ScenarioDLQ, Kafka, ClientRedrive},
 		{ScenarioKeeper, Kafka, ClientRaw}, {ScenarioKeeper, Kafka, ClientRedrive},
+		{ScenarioRelay, Kafka, ClientHTTP}, {ScenarioRelay, Kafka, ClientRawHTTP}, {ScenarioRelay, Kafka, ClientRedrive},
 		{ScenarioScrape, Kafka, ClientRedrive}, {ScenarioMonitor, Redis, ClientRedrive},
 	}
 	wantMessages := map[string]int{ScenarioScrape: 3 * 150, ScenarioMonitor: 200}
@@ -86,6 +89,8 @@ func TestRunTiny(t *testing.T) {
 			n = 300 // KafkaMessages
 		case k.broker == RabbitMQ && k.scenario == ScenarioConsume:
 			n = 67 // a third of 200 a round, rounded up
+		case k.scenario == ScenarioRelay:
+			n = 40 // a fifth of 200 a round
 		}
 		switch {
 		case !ok:

@@ -15,6 +15,7 @@ const (
 	DefaultDelayMessages  = 10_000
 	DefaultReplayMessages = 10_000
 	DefaultKeeperMessages = 20_000
+	DefaultRelayMessages  = 20_000
 	DefaultSize           = 1024
 	DefaultBatch          = 100
 	DefaultConcurrency    = 8
@@ -57,6 +58,9 @@ type Config struct {
 	// KeeperMessages are the dead letters of the keeper scenario (each
 	// side drains as many); default 20,000.
 	KeeperMessages int
+	// RelayMessages are the messages of the relay scenario (each side
+	// POSTs as many); default 20,000.
+	RelayMessages int
 	// KeeperBatch is rabbit.Config.KeeperBatch of the keeper scenario on
 	// RabbitMQ; default the package's (rabbit.DefaultKeeperBatch).
 	KeeperBatch int
@@ -147,6 +151,9 @@ func (c Config) WithDefaults() Config {
 	if c.KeeperMessages == 0 {
 		c.KeeperMessages = DefaultKeeperMessages
 	}
+	if c.RelayMessages == 0 {
+		c.RelayMessages = DefaultRelayMessages
+	}
 	if c.DatabaseURL == "" {
 		c.DatabaseURL = DefaultDatabaseURL
 	}
@@ -229,6 +236,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: keeper batch %d is negative", ErrInvalidConfig, c.KeeperBatch)
 	case c.KeeperMessages < 0:
 		return fmt.Errorf("%w: keeper messages %d is negative", ErrInvalidConfig, c.KeeperMessages)
+	case c.RelayMessages < 0:
+		return fmt.Errorf("%w: relay messages %d is negative", ErrInvalidConfig, c.RelayMessages)
 	case c.Size < 0:
 		return fmt.Errorf("%w: size %d is negative", ErrInvalidConfig, c.Size)
 	case c.Batch < 0:

@@ -122,11 +122,19 @@ func (d *drain) row(scenario, brokerName, client string, u usage) Row {
 // consumeThrough drains n pre-filled messages of s through redrive's
 // Consume with the handler of mode and returns the measured row.
 func consumeThrough(ctx context.Context, b broker.Broker, s broker.Subscription, n int, scenario, brokerName, mode string, timeout time.Duration) (Row, error) {
+	return consumeWith(ctx, b, s, n, scenario, brokerName, timeout, func(dr *drain) broker.Handler { return dr.handler(mode) })
+}
+
+// consumeWith drains n pre-filled messages of s through redrive's Consume
+// with the handler handler makes of the drain (it must hit it once per
+// message done) and returns the measured row.
+func consumeWith(ctx context.Context, b broker.Broker, s broker.Subscription, n int, scenario, brokerName string, timeout time.Duration,
+	handler func(*drain) broker.Handler) (Row, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	m := startMeter()
 	dr := newDrain(n)
-	go func() { done <- b.Consume(cctx, s, dr.handler(mode)) }()
+	go func() { done <- b.Consume(cctx, s, handler(dr)) }()
 	werr := dr.wait(ctx, timeout)
 	_, u := m.stop()
 	cancel()

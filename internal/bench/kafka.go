@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -82,6 +83,7 @@ func runKafka(ctx context.Context, cfg Config, prefix string, peers *peerRunner)
 		{ScenarioRetry, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failRetry, kafkaNotes, rows) }},
 		{ScenarioDLQ, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failDLQ, kafkaNotes, rows) }},
 		{ScenarioKeeper, func(ctx context.Context) ([]Row, error) { return keeperScenario(ctx, e, broker.Kafka) }},
+		{ScenarioRelay, func(ctx context.Context) ([]Row, error) { return relayScenario(ctx, e) }},
 		{ScenarioScrape, e.scrape},
 	}
 	var peer func(context.Context, string) ([]Row, error)
@@ -260,12 +262,36 @@ func (e *kafkaEnv) fill(ctx context.Context, topic string, n int) error {
 	return nil
 }
 
+// rawRelay drains n pre-filled records of a raw topic through the raw
+// consumer (a goroutine per partition), each POSTed by post before it is
+// marked for commit.
+func (e *kafkaEnv) rawRelay(ctx context.Context, name string, n int, post func(relayMsg) error) (Row, error) {
+	topic, err := e.rawTopic(ctx, name)
+	if err != nil {
+		return Row{}, err
+	}
+	if err := e.fill(ctx, topic, n); err != nil {
+		return Row{}, err
+	}
+	return e.rawDrain(ctx, ScenarioRelay, topic, e.prefix+".raw."+name, n, false, func(r *kgo.Record) error {
+		// A record without a message id: the relay's ce-id is its position.
+		id := r.Topic + "-" + strconv.FormatInt(int64(r.Partition), 10) + "-" + strconv.FormatInt(r.Offset, 10)
+		var seq string
+		for _, h := range r.Headers {
+			if h.Key == headerSeq {
+				seq = string(h.Value)
+			}
+		}
+		return post(relayMsg{id: id, topic: r.Topic, seq: seq, at: r.Timestamp, body: r.Value})
+	})
+}
+
 // dlqOf names the DLQ topic of s's topic.
 func (e *kafkaEnv) dlqOf(s broker.Subscription) string { return kafka.DLQTopic(s.Topic) }
 
 // rawDrainDLQ drains n dead letters of topic through a raw group consumer.
 func (e *kafkaEnv) rawDrainDLQ(ctx context.Context, topic string, n int) (Row, error) {
-	return e.rawDrain(ctx, ScenarioKeeper, topic, e.prefix+".raw.keeper", n, false)
+	return e.rawDrain(ctx, ScenarioKeeper, topic, e.prefix+".raw.keeper", n, false, nil)
 }
 
 // keeperSource is the redrive broker: its ConsumeDeadLetterBatches as

@@ -44,7 +44,7 @@ func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
 	// An untimed drain first: the first one of a topic was the slowest
 	// by far (0.5 × the next ones), which paired its round with an odd
 	// ratio (1.4–1.7).
-	if _, err := e.rawDrain(ctx, ScenarioConsume, s.Topic, e.prefix+".raw.consume.warm-up", n, false); err != nil {
+	if _, err := e.rawDrain(ctx, ScenarioConsume, s.Topic, e.prefix+".raw.consume.warm-up", n, false, nil); err != nil {
 		return nil, err
 	}
 	// By default, then with each option that lightens a record.
@@ -55,11 +55,11 @@ func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
 	var raws, maps []Row
 	rounds := make([][]Row, len(variants))
 	for i := range consumeRounds {
-		raw, err := e.rawDrain(ctx, ScenarioConsume, s.Topic, fmt.Sprintf("%s.raw.consume.%d", e.prefix, i), n, false)
+		raw, err := e.rawDrain(ctx, ScenarioConsume, s.Topic, fmt.Sprintf("%s.raw.consume.%d", e.prefix, i), n, false, nil)
 		if err != nil {
 			return nil, err
 		}
-		m, err := e.rawDrain(ctx, ScenarioConsume, s.Topic, fmt.Sprintf("%s.raw.consume.map.%d", e.prefix, i), n, true)
+		m, err := e.rawDrain(ctx, ScenarioConsume, s.Topic, fmt.Sprintf("%s.raw.consume.map.%d", e.prefix, i), n, true, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -97,8 +97,10 @@ func (e *kafkaEnv) consume(ctx context.Context) ([]Row, error) {
 // periodic commit (every second, as redrive's default CommitInterval),
 // and returns the raw row of scenario. With headers, each record's
 // headers are also made into the map redrive's Delivery.Headers is
-// (headersMap) and handed to a handler (keepHeaders).
-func (e *kafkaEnv) rawDrain(ctx context.Context, scenario, topic, group string, n int, headers bool) (Row, error) {
+// (headersMap) and handed to a handler (keepHeaders). With work, each
+// record is handed to it before it counts (the relay scenario's POST);
+// a record it fails is not counted.
+func (e *kafkaEnv) rawDrain(ctx context.Context, scenario, topic, group string, n int, headers bool, work func(*kgo.Record) error) (Row, error) {
 	m := startMeter()
 	dr := newDrain(n)
 	cl, err := kgo.NewClient(
@@ -138,8 +140,16 @@ func (e *kafkaEnv) rawDrain(ctx context.Context, scenario, topic, group string, 
 								keepHeaders(headersMap(r))
 							}
 						}
-						for range recs { // the plain raw drain's whole work
-							dr.hit()
+						if work != nil {
+							for _, r := range recs {
+								if work(r) == nil {
+									dr.hit()
+								}
+							}
+						} else {
+							for range recs { // the plain raw drain's whole work
+								dr.hit()
+							}
 						}
 						cl.MarkCommitRecords(recs...)
 					}

@@ -72,6 +72,7 @@ func runRabbit(ctx context.Context, cfg Config, prefix string, peers *peerRunner
 		{ScenarioDelay, e.delay},
 		{ScenarioReplay, e.replay},
 		{ScenarioKeeper, func(ctx context.Context) ([]Row, error) { return keeperScenario(ctx, e, broker.RabbitMQ) }},
+		{ScenarioRelay, func(ctx context.Context) ([]Row, error) { return relayScenario(ctx, e) }},
 	}
 	var peer func(context.Context, string) ([]Row, error)
 	if peers != nil {
@@ -208,6 +209,22 @@ func (e *rabbitEnv) cleanup() error {
 	return first
 }
 
+// rawRelay drains n pre-filled messages of a raw queue through a raw
+// channel (Concurrency goroutines), each POSTed by post before its ack.
+func (e *rabbitEnv) rawRelay(ctx context.Context, name string, n int, post func(relayMsg) error) (Row, error) {
+	exchange, queue, err := e.rawQueue(name, name)
+	if err != nil {
+		return Row{}, err
+	}
+	if err := e.rawFill(ctx, exchange, name, n); err != nil {
+		return Row{}, err
+	}
+	return e.rawDrain(ctx, ScenarioRelay, queue, n, func(d amqp.Delivery) error {
+		seq, _ := d.Headers[headerSeq].(string)
+		return post(relayMsg{id: d.MessageId, topic: name, seq: seq, at: d.Timestamp, body: d.Body})
+	})
+}
+
 // dlqOf names the dead-letter queue of s's group queue.
 func (e *rabbitEnv) dlqOf(s broker.Subscription) string {
 	return rabbit.DLQ(rabbit.Queue(s.Topic, s.Group))
@@ -215,7 +232,7 @@ func (e *rabbitEnv) dlqOf(s broker.Subscription) string {
 
 // rawDrainDLQ drains n dead letters of queue through the raw client.
 func (e *rabbitEnv) rawDrainDLQ(ctx context.Context, queue string, n int) (Row, error) {
-	return e.rawDrain(ctx, ScenarioKeeper, queue, n)
+	return e.rawDrain(ctx, ScenarioKeeper, queue, n, nil)
 }
 
 // keeperSource is the redrive broker: its ConsumeDeadLetterBatches.

@@ -125,7 +125,7 @@ func (e *rabbitEnv) consume(ctx context.Context) ([]Row, error) {
 		if err := e.rawFill(ctx, exchange, "consume", n); err != nil {
 			return nil, err
 		}
-		raw, err := e.rawDrain(ctx, ScenarioConsume, queue, n)
+		raw, err := e.rawDrain(ctx, ScenarioConsume, queue, n, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -146,8 +146,10 @@ func (e *rabbitEnv) consume(ctx context.Context) ([]Row, error) {
 
 // rawDrain drains n messages of queue through a raw channel with the
 // scenarios' prefetch (8 × Concurrency) and Concurrency goroutines acking
-// each, and returns the raw row of scenario.
-func (e *rabbitEnv) rawDrain(ctx context.Context, scenario, queue string, n int) (Row, error) {
+// each, and returns the raw row of scenario. With work, each message is
+// handed to it first (the relay scenario's POST): one it fails is
+// requeued, not counted.
+func (e *rabbitEnv) rawDrain(ctx context.Context, scenario, queue string, n int, work func(amqp.Delivery) error) (Row, error) {
 	conn, ch, err := e.consumerChannel()
 	if err != nil {
 		return Row{}, err
@@ -163,6 +165,10 @@ func (e *rabbitEnv) rawDrain(ctx context.Context, scenario, queue string, n int)
 	for range e.cfg.Concurrency {
 		wg.Go(func() {
 			for d := range deliveries {
+				if work != nil && work(d) != nil {
+					_ = d.Nack(false, true)
+					continue
+				}
 				if err := d.Ack(false); err == nil {
 					dr.hit()
 				}

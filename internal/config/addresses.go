@@ -210,3 +210,15 @@ func isLoopback(addr string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// Proxies returns TrustedProxies parsed (the entries Validate refuses are
+// left out).
+func (a Admin) Proxies() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range a.TrustedProxies {
+		if p, err := httpguard.ParsePrefix(s); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -111,6 +111,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.DLQ.MaxPayloadPreview, DefaultMaxPayloadPreview)
 	setDefault(&c.DLQ.JobLease, Duration(DefaultJobLease))
 	setDefault(&c.Exporter.Listen, DefaultExporterListen)
+	setDefault(&c.Relay.Listen, DefaultRelayListen)
 	c.Tracing.applyDefaults()
 
 	h := &c.Heartbeat
@@ -134,7 +135,7 @@ func (c *Config) ApplyDefaults() {
 // repeat_last true, mode blocking, an exponential back-off's initial 1s and
 // multiplier 2, dlq severity warning and retention 30d, and the kill switch's
 // (enabled or not) activation 20, trip_ratio 0.5, window 30s, restart_after 30s
-// and max_restart_after 5m.
+// and max_restart_after 5m, and an endpoint's (see Endpoint.WithDefaults).
 func (w Worker) WithDefaults() Worker {
 	if w.QueueTTL == nil {
 		ttl := Duration(DefaultQueueTTL)
@@ -172,6 +173,10 @@ func (w Worker) WithDefaults() Worker {
 	setDefault(&k.MaxRestartAfter, Duration(d.MaxRestartAfter))
 	if w.DLQ.Retention.IsZero() {
 		w.DLQ.Retention = RetainFor(DefaultDLQRetention)
+	}
+	if w.Endpoint != nil {
+		e := w.Endpoint.WithDefaults()
+		w.Endpoint = &e
 	}
 	return w
 }

@@ -67,14 +67,17 @@ func (w Worker) clone() Worker {
 	}
 	w.Retry.NonRetriable = slices.Clone(w.Retry.NonRetriable)
 	w.Retry.Backoff = w.Retry.Backoff.clone()
+	w.Endpoint = w.Endpoint.clone()
 	return w
 }
 
 // Redacted returns a deep copy of c fit for printing: every URL-ish value
 // (rabbitmq.url and urls, postgres.url, kafka.brokers, redis.addr, the
 // listen addresses) goes through the masking of shown, whatever it parses to, and
-// admin.token, admin.viewer_token, redis.password and kafka.sasl.password
-// are replaced with Mask when set.
+// admin.token, admin.viewer_token, redis.password, kafka.sasl.password and
+// each workers[].endpoint.bearer_token are replaced with Mask when set; an
+// endpoint URL's query keeps its names, every value masked (a function
+// key travels there: ?code=…).
 func (c *Config) Redacted() *Config {
 	out := c.Clone()
 	for _, p := range []*string{&out.RabbitMQ.URL, &out.Postgres.URL, &out.Redis.Addr, &out.Admin.Listen, &out.Exporter.Listen} {
@@ -93,6 +96,15 @@ func (c *Config) Redacted() *Config {
 	}
 	if out.Kafka.SASL != nil && out.Kafka.SASL.Password != "" {
 		out.Kafka.SASL.Password = Mask
+	}
+	out.Relay.Listen = redact.URL(out.Relay.Listen)
+	for _, w := range out.Workers {
+		if w.Endpoint != nil {
+			w.Endpoint.URL = endpointURL(w.Endpoint.URL)
+			if w.Endpoint.BearerToken != "" {
+				w.Endpoint.BearerToken = Mask
+			}
+		}
 	}
 	return out
 }

@@ -1,11 +1,9 @@
 package config
 
 import (
-	"net/netip"
 	"time"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/httpguard"
 )
 
 // Config is the whole redrive configuration file. Parse and Load fill in
@@ -31,6 +29,9 @@ type Config struct {
 	// Tracing configures the workers' OpenTelemetry spans; off by
 	// default.
 	Tracing Tracing `yaml:"tracing"`
+	// Relay configures redrive relay, which delivers the messages of the
+	// workers with an endpoint to it over HTTP.
+	Relay Relay `yaml:"relay"`
 }
 
 // RabbitMQ configures the RabbitMQ backend. Validated when broker is
@@ -251,6 +252,10 @@ type Worker struct {
 	// as for every worker. Default false (see docs/operations.md, "Where
 	// a replay goes").
 	Foreign bool `yaml:"foreign"`
+	// Endpoint makes the worker's handler an HTTP endpoint that redrive
+	// relay POSTs each message to (docs/relay.md); Go programs (package
+	// worker) then leave the worker to the relay. Absent: a Go handler.
+	Endpoint *Endpoint `yaml:"endpoint"`
 }
 
 // KillSwitch is a worker's kill switch: once at least activation calls
@@ -385,18 +390,6 @@ type Admin struct {
 	// created it, and a restart logs everyone out. Secret: masked by
 	// Redacted.
 	SessionSecret string `yaml:"session_secret"`
-}
-
-// Proxies returns TrustedProxies parsed (the entries Validate refuses are
-// left out).
-func (a Admin) Proxies() []netip.Prefix {
-	var out []netip.Prefix
-	for _, s := range a.TrustedProxies {
-		if p, err := httpguard.ParsePrefix(s); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // Exporter configures the Prometheus exporter.

@@ -75,10 +75,12 @@ func (c *Config) validate(p *problems) {
 	c.Console.validate(p)
 	c.Tracing.validate(p)
 	checkListen(p, "exporter.listen", c.Exporter.Listen)
+	checkListen(p, "relay.listen", c.Relay.Listen)
 	if c.Health.Listen != "" {
 		checkListen(p, "health.listen", c.Health.Listen)
 	}
-	checkListenConflicts(p, []listener{{"admin.listen", c.Admin.Listen}, {"exporter.listen", c.Exporter.Listen}, {"health.listen", c.Health.Listen}})
+	checkListenConflicts(p, []listener{{"admin.listen", c.Admin.Listen}, {"exporter.listen", c.Exporter.Listen},
+		{"health.listen", c.Health.Listen}, {"relay.listen", c.Relay.Listen}})
 }
 
 func (r RabbitMQ) validate(p *problems) {
@@ -285,6 +287,12 @@ func validateWorkers(p *problems, workers []Worker) {
 		}
 		if !w.DLQ.Retention.Forever && w.DLQ.Retention.Duration < 0 {
 			p.add(path+".dlq.retention", fmt.Sprintf("%s is negative", w.DLQ.Retention))
+		}
+		if w.Endpoint != nil {
+			w.Endpoint.validate(p, path+".endpoint")
+			if w.Foreign {
+				p.add(path+".endpoint", "a foreign worker (foreign: true) is consumed by another program: it has no endpoint for redrive relay")
+			}
 		}
 	}
 }

@@ -53,7 +53,7 @@ func ConfigKeys(root string) ([]Key, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := config.Config{Workers: []config.Worker{{}}, Lag: config.Lag{Thresholds: map[string]config.Threshold{"": {}}},
+	c := config.Config{Workers: []config.Worker{{Endpoint: &config.Endpoint{}}}, Lag: config.Lag{Thresholds: map[string]config.Threshold{"": {}}},
 		Kafka: config.Kafka{ForeignDLQs: []config.ForeignDLQ{{}}}, RabbitMQ: config.RabbitMQ{ForeignDLQs: []config.ForeignQueue{{}}}}
 	c.ApplyDefaults()
 	w := walker{docs: docs}

@@ -25,6 +25,7 @@ import (
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/exporter"
 	"github.com/redrive/redrive/lag"
+	"github.com/redrive/redrive/relay"
 	"github.com/redrive/redrive/worker"
 )
 
@@ -100,7 +101,7 @@ func (r recorder) MustRegister(cs ...prometheus.Collector) {
 func (r recorder) Unregister(c prometheus.Collector) bool { return r.reg.Unregister(c) }
 
 // Metrics builds the components that export metrics — the worker runtime
-// (with poison-pill claim counting), the DLQ keeper, dlq.Ops and the
+// (with poison-pill claim counting), a relay endpoint, the DLQ keeper, dlq.Ops and the
 // exporter's samplers — the way redrive serve, redrive exporter and
 // worker programs build them, on an in-process Kafka (kfake), and returns
 // every metric their collectors describe, sorted by name. Go runtime,
@@ -126,6 +127,10 @@ func Metrics(ctx context.Context) ([]Metric, error) {
 
 	if err := runWorker(ctx, kb, rdb, as("worker runtime"), quiet); err != nil {
 		return nil, err
+	}
+	if _, err := relay.NewEndpoint(relay.EndpointConfig{Worker: "docgen", Topic: "docgen", URL: "http://127.0.0.1:1/",
+		Registerer: as("redrive relay")}); err != nil {
+		return nil, fmt.Errorf("docgen: %w", err)
 	}
 	store := memstore.New(memstore.Config{})
 	if _, err := dlq.NewKeeper(dlq.KeeperConfig{Source: kb, Store: store, Broker: broker.Kafka,

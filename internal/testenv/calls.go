@@ -47,6 +47,17 @@ func (r *Recorder[T]) Snapshot() []T {
 // failing t after timeout with what it was waiting for.
 func (r *Recorder[T]) WaitUntil(t testing.TB, timeout time.Duration, what string, cond func([]T) bool) []T {
 	t.Helper()
+	items, ok := r.Await(timeout, cond)
+	if !ok {
+		t.Fatalf("timed out after %s waiting for %s (%d recorded so far)", timeout, what, len(items))
+	}
+	return items
+}
+
+// Await waits up to timeout until cond holds over what was recorded; it
+// returns what was recorded and whether cond held, for a test that
+// accounts for what did not come rather than failing at once.
+func (r *Recorder[T]) Await(timeout time.Duration, cond func([]T) bool) ([]T, bool) {
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	for {
@@ -55,13 +66,12 @@ func (r *Recorder[T]) WaitUntil(t testing.TB, timeout time.Duration, what string
 		ch := r.wake()
 		r.mu.Unlock()
 		if cond(items) {
-			return items
+			return items, true
 		}
 		select {
 		case <-ch:
 		case <-deadline.C:
-			t.Fatalf("timed out after %s waiting for %s (%d recorded so far)", timeout, what, len(items))
-			return nil
+			return items, false
 		}
 	}
 }
