@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/pipeline"
 	"github.com/redrive/redrive/worker/killswitch"
 )
 
@@ -141,7 +141,7 @@ func (g *gate) outcome(d *broker.Delivery, err error) killswitch.Outcome {
 	case broker.IsRequeue(err), broker.IsPermanent(err):
 		return killswitch.Ignored
 	}
-	if o := pipeline.Decide(g.sub, d, err, time.Now()); !o.Retry && o.Reason == broker.ReasonPermanent {
+	if o := driver.Decide(g.sub, d, err, time.Now()); !o.Retry && o.Reason == broker.ReasonPermanent {
 		return killswitch.Ignored
 	}
 	return killswitch.Transient

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // maxPollRecords bounds the records one poll hands to the partition workers.
@@ -108,7 +108,7 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 	c.retryTopic = RetryTopic(sub.Topic, sub.Group)
 	c.log.Info("consuming", "retry_mode", sub.RetryMode, "concurrency", sub.Concurrency, "max_claims", sub.MaxClaims)
 	defer b.track(sub.Topic, sub.Group, c)()
-	pipeline.New(sub, c.log).WarnUncountedClaims(false)
+	driver.NewPipeline(sub, c.log).WarnUncountedClaims(false)
 	if err := c.consume(ctx, sub.Group, sub.Topic, c.retryTopic); err != nil {
 		return fmt.Errorf("kafka: consume %q as %q: %w", sub.Topic, sub.Group, err)
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // Headers this backend adds to retry copies, so that a message read back from
@@ -22,10 +22,10 @@ const (
 
 // delivery builds the Delivery of r in a Delivery of its own, its Headers
 // always built (see fill), with room for the story of a failure
-// (pipeline.StoryLen): the one a retry in place or a retry or dead-letter
+// (driver.StoryLen): the one a retry in place or a retry or dead-letter
 // copy is made of.
 func (c *consumer) delivery(r *kgo.Record) *broker.Delivery {
-	d := &broker.Delivery{Message: broker.Message{Headers: make(map[string]string, len(r.Headers)+pipeline.StoryLen)}}
+	d := &broker.Delivery{Message: broker.Message{Headers: make(map[string]string, len(r.Headers)+driver.StoryLen)}}
 	c.fill(d, r, false)
 	return d
 }
@@ -145,7 +145,7 @@ func (c *consumer) fill(d *broker.Delivery, r *kgo.Record, onDemand bool) (story
 	if t := wire.ParseTime(d.Header(headerOriginTimestamp)); !t.IsZero() {
 		d.Timestamp = t
 	}
-	pipeline.ReadStory(d)
+	driver.ReadStory(d)
 	return true
 }
 

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // HeadersOnDemand gives the handler the headers and the story a built
@@ -102,7 +102,7 @@ func TestFillReadsTheStory(t *testing.T) {
 			if ts, ok := h[headerOriginTimestamp]; ok {
 				want.Timestamp, _ = time.Parse(time.RFC3339Nano, ts)
 			}
-			pipeline.ReadStory(want)
+			driver.ReadStory(want)
 			for _, onDemand := range []bool{false, true} {
 				d := new(broker.Delivery)
 				story := c.fill(d, r, onDemand)

@@ -7,8 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // deadLetter sends r (delivered as d, decided by dec) to <topic>.dlq (see
@@ -17,7 +17,7 @@ import (
 // the broker refuses is tried again with back-off). first is the record's
 // first decision, whose claim is released once the copy is acknowledged.
 // It returns false when the worker is halted first.
-func (p *partition) deadLetter(r *kgo.Record, d *broker.Delivery, dec, first pipeline.Decision) bool {
+func (p *partition) deadLetter(r *kgo.Record, d *broker.Delivery, dec, first driver.Decision) bool {
 	rec, err := p.c.deadLetterRecord(r, d, dec.Outcome, dec.Cause, dec.At)
 	if err != nil {
 		// The envelope cannot be encoded: nothing to write, and dropping
@@ -33,7 +33,7 @@ func (p *partition) deadLetter(r *kgo.Record, d *broker.Delivery, dec, first pip
 // value = the JSON envelope (EncodeEnvelope, with the exact headers in
 // original_wire), key = the original key, headers = the original headers
 // exactly, then the x-redrive-* story (reason, worker, ...).
-func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o pipeline.Outcome, cause error, now time.Time) (*kgo.Record, error) {
+func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o driver.Outcome, cause error, now time.Time) (*kgo.Record, error) {
 	part, off := origin(d)
 	first, last := d.FirstFailureAt, d.LastFailureAt
 	if cause != nil { // a handler failure, not an expiry

@@ -12,9 +12,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // The keeper's partition workers hand the dead letters they have at hand
@@ -201,7 +201,7 @@ func (b *Broker) deadLetterOf(r *kgo.Record) dlq.DeadLetter {
 		OriginalOffset:    -1,
 		OriginalKey:       r.Key,
 		OriginalValue:     r.Value,
-		OriginalHeaders:   pipeline.AppHeaders(h),
+		OriginalHeaders:   driver.AppHeaders(h),
 		OriginalWire:      appWire(wireHeaders(r.Headers)),
 		ErrorMessage:      err.Error(),
 		Reason:            string(dlq.ReasonUnparseable),

@@ -11,9 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
 var _ dlq.Republisher = (*Broker)(nil)
@@ -53,7 +53,7 @@ func (b *Broker) Republish(ctx context.Context, e dlq.Entry, to dlq.Route, repla
 		}
 		t = f.Headers.App()
 	} else {
-		for _, k := range slices.Sorted(maps.Keys(pipeline.AppHeaders(e.OriginalHeaders))) {
+		for _, k := range slices.Sorted(maps.Keys(driver.AppHeaders(e.OriginalHeaders))) {
 			t = append(t, wire.Field{Name: k, Value: []byte(e.OriginalHeaders[k])})
 		}
 	}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/claims"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/crashtest"
-	"github.com/redrive/redrive/internal/pipeline"
 	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
@@ -122,7 +122,7 @@ func testPoisonPill(t *testing.T, queueType string) {
 		t.Errorf("handled %d distinct + 1 dead-lettered = %d, want published %d", len(done), got, len(ids))
 	}
 	if rdb != nil {
-		if n, err := rdb.Exists(t.Context(), pipeline.ClaimKey(sub.Group, poison, "1")).Result(); err != nil || n != 0 {
+		if n, err := rdb.Exists(t.Context(), driver.ClaimKey(sub.Group, poison, "1")).Result(); err != nil || n != 0 {
 			t.Errorf("claim key of the dead-lettered message: exists %d, %v; want released", n, err)
 		}
 	}

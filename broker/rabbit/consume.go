@@ -12,7 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // reconnect back-off bounds for Consume.
@@ -39,7 +39,7 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 	}
 	c := &consumer{b: b, sub: sub, h: h, queue: Queue(sub.Topic, sub.Group), instance: b.cfg.InstanceID,
 		log: b.log.With("queue", Queue(sub.Topic, sub.Group))}
-	c.pipe = pipeline.New(sub, c.log.With("broker", string(broker.RabbitMQ)))
+	c.pipe = driver.NewPipeline(sub, c.log.With("broker", string(broker.RabbitMQ)))
 	defer b.probe.track(c.queue, &c.consuming)()
 	c.pipe.WarnUncountedClaims(b.cfg.QueueType == Quorum)
 	wait := minReconnect
@@ -70,7 +70,7 @@ type consumer struct {
 	sub broker.Subscription
 	h   broker.Handler
 	// pipe runs each delivery (claims, the handler, the retry decision).
-	pipe  *pipeline.Pipeline
+	pipe  *driver.Pipeline
 	queue string
 	// instance names this process on its deliveries (Config.InstanceID).
 	instance string
@@ -236,23 +236,23 @@ func (c *consumer) process(ctx context.Context, m amqp.Delivery, fwd chan<- forw
 		return
 	}
 	d := c.delivery(m, c.sub.HeadersOnDemand)
-	in := pipeline.Input{Undecodable: why} // dead-lettered unhandled
+	in := driver.Input{Undecodable: why} // dead-lettered unhandled
 	if !marked {
 		in = c.claim(m, d)
 	}
 	dec := c.pipe.Process(ctx, d, c.h, in)
 	switch dec.Action {
-	case pipeline.Ack:
+	case driver.ActionAck:
 		if aerr := m.Ack(false); aerr != nil {
 			c.log.Warn("rabbit: ack failed; the message will be redelivered", "message_id", m.MessageId, "error", aerr)
 			return
 		}
 		c.pipe.Release(ctx, dec)
 		return
-	case pipeline.Stop:
+	case driver.ActionStop:
 		_ = m.Nack(false, true)
 		return
-	case pipeline.Requeue:
+	case driver.ActionRequeue:
 		c.requeue(ctx, m, fwd, func() { c.pipe.Release(ctx, dec) })
 		return
 	}
@@ -261,7 +261,7 @@ func (c *consumer) process(ctx context.Context, m amqp.Delivery, fwd chan<- forw
 	}
 	h := storyTable(m, d, dec.Outcome, dec.At)
 	out := outgoing{exchange: c.b.names.DLX(), key: c.queue, msg: republish(m, h)}
-	if dec.Action == pipeline.Retry {
+	if dec.Action == driver.ActionRetry {
 		out = c.delayed(m, h, dec.Outcome.Delay, 0)
 	}
 	c.send(ctx, fwd, forwardJob{m: m, out: out, then: func() { c.pipe.Release(ctx, dec) }})
@@ -406,7 +406,7 @@ func (c *consumer) delivery(m amqp.Delivery, onDemand bool) *broker.Delivery {
 	if k, ok := d.LookupHeader(broker.HeaderKey); ok { // an empty key stays empty, not nil
 		d.Key = []byte(k)
 	}
-	pipeline.ReadStory(d)
+	driver.ReadStory(d)
 	return d
 }
 

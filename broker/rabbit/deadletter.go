@@ -6,9 +6,9 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // EntryFromDelivery reads a message taken from a "<queue>.dlq" queue into
@@ -29,7 +29,7 @@ func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 		OriginalPartition: -1,
 		OriginalOffset:    -1,
 		OriginalValue:     m.Body,
-		OriginalHeaders:   pipeline.AppHeaders(h),
+		OriginalHeaders:   driver.AppHeaders(h),
 		ErrorClass:        h[broker.HeaderErrorClass],
 		ErrorMessage:      h[broker.HeaderError],
 		Reason:            h[broker.HeaderReason],

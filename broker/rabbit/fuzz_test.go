@@ -11,9 +11,9 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // tableGen builds AMQP header tables from fuzz bytes, with every value
@@ -133,7 +133,7 @@ func FuzzForeignHeaders(f *testing.F) {
 		m := amqp.Delivery{Headers: h, MessageId: "id", Body: []byte("b"), RoutingKey: "t"}
 
 		d := c.delivery(m, false)
-		if d.Attempt < 1 || d.Attempt > pipeline.MaxAttempt {
+		if d.Attempt < 1 || d.Attempt > driver.MaxAttempt {
 			t.Fatalf("attempt %d", d.Attempt)
 		}
 		// HeadersOnDemand reads the same headers and the same story.
@@ -180,10 +180,10 @@ func FuzzForeignHeaders(f *testing.F) {
 				t.Fatalf("original headers keep %q", k)
 			}
 		}
-		if err := toTable(pipeline.FailureHeaders(d, pipeline.Outcome{Retry: true}, time.Now())).Validate(); err != nil {
+		if err := toTable(driver.FailureHeaders(d, driver.Outcome{Retry: true}, time.Now())).Validate(); err != nil {
 			t.Fatalf("republished headers are not a valid table: %v", err)
 		}
-		if err := storyTable(m, d, pipeline.Outcome{Reason: broker.ReasonPermanent}, time.Now()).Validate(); err != nil {
+		if err := storyTable(m, d, driver.Outcome{Reason: broker.ReasonPermanent}, time.Now()).Validate(); err != nil {
 			t.Fatalf("a dead-letter copy's headers are not a valid table: %v", err)
 		}
 		// The exact form is kept, and its string view is the entry's.

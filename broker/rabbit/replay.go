@@ -9,9 +9,9 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // Republish implements dlq.Republisher: it puts a dead letter back on
@@ -46,7 +46,7 @@ func (b *Broker) Republish(ctx context.Context, e dlq.Entry, to dlq.Route, repla
 		}
 		msg = publishing(f, amqpTable(withoutBrokerOwned(f.Headers.App())))
 	} else {
-		msg = amqp.Publishing{Headers: toTable(pipeline.AppHeaders(e.OriginalHeaders)), DeliveryMode: amqp.Persistent}
+		msg = amqp.Publishing{Headers: toTable(driver.AppHeaders(e.OriginalHeaders)), DeliveryMode: amqp.Persistent}
 	}
 	msg.Headers[broker.HeaderReplayedFrom] = replayedFrom
 	if to.Topic != "" {

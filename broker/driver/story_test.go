@@ -1,4 +1,4 @@
-package pipeline
+package driver
 
 import (
 	"errors"
@@ -60,7 +60,7 @@ func TestDecide(t *testing.T) {
 		{"permanent", 1, time.Time{}, broker.Permanent(boom),
 			Outcome{Reason: broker.ReasonPermanent, Class: "error", Error: "boom"}},
 		{"wrapped permanent", 2, now, fmt.Errorf("order 7: %w", broker.Permanent(&typedErr{code: 3})),
-			Outcome{Reason: broker.ReasonPermanent, Class: "pipeline.typedErr", Error: "order 7: permanent: code 3"}},
+			Outcome{Reason: broker.ReasonPermanent, Class: "driver.typedErr", Error: "order 7: permanent: code 3"}},
 		{"non-retriable class", 1, time.Time{}, &classErr{class: "validation"},
 			Outcome{Reason: broker.ReasonPermanent, Class: "validation", Error: "classified"}},
 		{"retry after overrides the delay", 1, time.Time{}, broker.RetryAfter(boom, 10*time.Minute),

@@ -1,4 +1,4 @@
-package pipeline
+package driver
 
 import (
 	"context"
@@ -72,14 +72,14 @@ func (p *Pipeline) traced(ctx context.Context, d *broker.Delivery, h broker.Hand
 		))
 	dec := p.process(ctx, d, h, in)
 	span.SetAttributes(AttrOutcome.String(dec.Action.String()))
-	if dec.Action == DeadLetter {
+	if dec.Action == ActionDeadLetter {
 		span.SetAttributes(AttrReason.String(string(dec.Outcome.Reason)))
 	}
 	if dec.Outcome.Class != "" {
 		span.SetAttributes(AttrErrorClass.String(dec.Outcome.Class))
 	}
 	switch dec.Action {
-	case Retry, DeadLetter, Requeue:
+	case ActionRetry, ActionDeadLetter, ActionRequeue:
 		span.SetStatus(codes.Error, dec.Outcome.Error)
 	}
 	span.End()

@@ -1,22 +1,19 @@
-// Package pipeline is the per-delivery pipeline both backends run: the
-// max-age check, poison-pill claims, the handler call with its panic
-// recovered, the retry decision ([Decide]) and the one log line of each
-// decision. [Pipeline.Process] returns a [Decision] (ack, retry after a
-// delay, dead-letter with a reason, requeue with the same attempt, stop);
-// the backend keeps only the transport:
-// it executes the decision (acks or commits, writes the retry or
-// dead-letter copy, whose headers [Patch] builds on the exact header model
-// of broker/wire) and then [Pipeline.Release]s the delivery's claim.
+// The per-delivery pipeline every backend runs: the max-age check,
+// poison-pill claims, the handler call with its panic recovered, the
+// retry decision ([Decide]) and the one log line of each decision.
+// [Pipeline.Process] returns a [Decision] (ack, retry after a delay,
+// dead-letter with a reason, requeue with the same attempt, stop); the
+// backend keeps only the transport: it executes the decision (acks or
+// commits, writes the retry or dead-letter copy, whose headers [Patch]
+// builds on the exact header model of broker/wire) and then
+// [Pipeline.Release]s the delivery's claim.
 //
-// It also holds the story plumbing of the x-redrive-* headers ([ReadStory],
-// [Story], [FailureHeaders], [AppHeaders]) and the claim-counter keys
-// ([ClaimKey]), so that package broker keeps only the application's
-// contract.
-//
-// Log lines use one set of keys on both brokers: message_id, attempt,
-// offset (Kafka), reason, error_class, error, delay, claims, age. A
-// dead-letter decision logs at Warn, a retry and a requeue at Debug.
-package pipeline
+// Log lines use one set of keys on every backend: message_id, attempt,
+// offset (when the backend has offsets), reason, error_class, error,
+// delay, claims, age. A dead-letter decision logs at Warn, a retry and a
+// requeue at Debug.
+
+package driver
 
 import (
 	"context"
@@ -36,37 +33,37 @@ type Action uint8
 
 // Actions of a Decision.
 const (
-	// Ack: the handler succeeded; acknowledge the delivery (RabbitMQ) or
+	// ActionAck: the handler succeeded; acknowledge the delivery (RabbitMQ) or
 	// mark its offset done (Kafka).
-	Ack Action = iota
-	// Retry: the delivery is tried again after Decision.Outcome.Delay.
-	Retry
-	// DeadLetter: the delivery goes to the dead-letter queue with
+	ActionAck Action = iota
+	// ActionRetry: the delivery is tried again after Decision.Outcome.Delay.
+	ActionRetry
+	// ActionDeadLetter: the delivery goes to the dead-letter queue with
 	// Decision.Outcome.Reason.
-	DeadLetter
-	// Requeue: the handler handed the delivery back (broker.Requeue); it
+	ActionDeadLetter
+	// ActionRequeue: the handler handed the delivery back (broker.Requeue); it
 	// is handled again with the same attempt, spending no retry and never
 	// dead-lettered for it (RabbitMQ: a copy with the same headers to the
 	// group queue; Kafka: handled again in place).
-	Requeue
-	// Stop: the handler was not called because the consumer is stopping
+	ActionRequeue
+	// ActionStop: the handler was not called because the consumer is stopping
 	// (the handler returned ErrStopped); the delivery is left to the
 	// broker, unacknowledged.
-	Stop
+	ActionStop
 )
 
 // String names a, for logs and test failures.
 func (a Action) String() string {
 	switch a {
-	case Ack:
+	case ActionAck:
 		return "ack"
-	case Retry:
+	case ActionRetry:
 		return "retry"
-	case DeadLetter:
+	case ActionDeadLetter:
 		return "dead_letter"
-	case Requeue:
+	case ActionRequeue:
 		return "requeue"
-	case Stop:
+	case ActionStop:
 		return "stop"
 	}
 	return fmt.Sprintf("action(%d)", uint8(a))
@@ -74,9 +71,9 @@ func (a Action) String() string {
 
 // ErrStopped is returned by a backend's wrapper of the handler when the
 // consumer stops before the handler could run (Kafka: waiting for a
-// concurrency slot). Process then decides Stop. It is compared by
+// concurrency slot). Process then decides ActionStop. It is compared by
 // identity: an application's handler cannot return it.
-var ErrStopped = errors.New("pipeline: consumer stopping, handler not called")
+var ErrStopped = errors.New("driver: consumer stopping, handler not called")
 
 // Input is what the backend knows of a delivery beyond the Delivery.
 type Input struct {
@@ -105,7 +102,7 @@ type Decision struct {
 	Action Action
 	// Outcome describes a Retry or DeadLetter: delay or reason, and the
 	// failure's class and error text (only the class and text for a
-	// Requeue).
+	// ActionRequeue).
 	Outcome Outcome
 	// Cause is the handler's error; nil when the handler succeeded or was
 	// not called (expired, over max claims).
@@ -126,9 +123,9 @@ type Pipeline struct {
 	tracer trace.Tracer
 }
 
-// New returns the pipeline of sub (with its defaults applied), logging to
+// NewPipeline returns the pipeline of sub (with its defaults applied), logging to
 // log (slog.Default when nil).
-func New(sub broker.Subscription, log *slog.Logger) *Pipeline {
+func NewPipeline(sub broker.Subscription, log *slog.Logger) *Pipeline {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -141,7 +138,7 @@ func New(sub broker.Subscription, log *slog.Logger) *Pipeline {
 // MaxClaims times are dead-lettered without calling h; otherwise h
 // runs on d with a panic recovered as a *broker.PanicError, and a failure
 // is decided by the subscription's policy (Decide), except one marked with
-// broker.Requeue, which is handed back (Requeue). The decision is logged
+// broker.Requeue, which is handed back (ActionRequeue). The decision is logged
 // here; the backend executes it, then calls Release.
 //
 // h may change d; the backend builds a retry or dead-letter copy from the
@@ -164,7 +161,7 @@ func (p *Pipeline) process(ctx context.Context, d *broker.Delivery, h broker.Han
 	// What the log and the decision need of d as delivered: h may change d.
 	at := seen{id: d.ID, offset: d.Offset, attempt: d.Attempt, first: d.FirstFailureAt}
 	if in.Undecodable != "" {
-		dec := Decision{Action: DeadLetter, At: time.Now(), Outcome: Outcome{
+		dec := Decision{Action: ActionDeadLetter, At: time.Now(), Outcome: Outcome{
 			Reason: broker.ReasonUndecodable,
 			Class:  broker.ClassUndecodable,
 			Error:  truncate(in.Undecodable, MaxErrorLen),
@@ -174,7 +171,7 @@ func (p *Pipeline) process(ctx context.Context, d *broker.Delivery, h broker.Han
 	}
 	if sub.MaxAge > 0 && !in.Born.IsZero() {
 		if age := time.Since(in.Born); age > sub.MaxAge {
-			dec := Decision{Action: DeadLetter, At: time.Now(), Outcome: Outcome{
+			dec := Decision{Action: ActionDeadLetter, At: time.Now(), Outcome: Outcome{
 				Reason: broker.ReasonExpired,
 				Class:  broker.ClassExpired,
 				Error:  fmt.Sprintf("message is %s old, over the max age %s", age.Round(time.Millisecond), sub.MaxAge),
@@ -185,22 +182,22 @@ func (p *Pipeline) process(ctx context.Context, d *broker.Delivery, h broker.Han
 	}
 	var dec Decision
 	if n, over := p.claim(ctx, &dec, in); over {
-		dec.Action, dec.At, dec.Outcome = DeadLetter, time.Now(), MaxClaimsOutcome(n, sub.MaxClaims)
+		dec.Action, dec.At, dec.Outcome = ActionDeadLetter, time.Now(), MaxClaimsOutcome(n, sub.MaxClaims)
 		p.log.Warn("dead-lettering a poison pill", at.keys(dec, "claims", n)...)
 		return dec
 	}
 	err := call(ctx, h, d)
 	switch {
 	case err == nil:
-		dec.Action = Ack
+		dec.Action = ActionAck
 		return dec
 	case err == ErrStopped: // identity: only a backend's wrapper returns it
-		dec.Action = Stop
+		dec.Action = ActionStop
 		return dec
 	}
 	dec.Cause, dec.At = err, time.Now()
 	if broker.IsRequeue(err) {
-		dec.Action = Requeue
+		dec.Action = ActionRequeue
 		dec.Outcome = Outcome{Class: broker.ErrorClass(err), Error: truncate(broker.ErrorMessage(err), MaxErrorLen)}
 		if p.log.Enabled(ctx, slog.LevelDebug) {
 			p.log.Debug("requeueing", at.keys(dec)...)
@@ -209,13 +206,13 @@ func (p *Pipeline) process(ctx context.Context, d *broker.Delivery, h broker.Han
 	}
 	dec.Outcome = Decide(p.sub, &broker.Delivery{Attempt: at.attempt, FirstFailureAt: at.first}, err, dec.At)
 	if dec.Outcome.Retry {
-		dec.Action = Retry
+		dec.Action = ActionRetry
 		if p.log.Enabled(ctx, slog.LevelDebug) {
 			p.log.Debug("retrying", at.keys(dec, "delay", dec.Outcome.Delay)...)
 		}
 		return dec
 	}
-	dec.Action = DeadLetter
+	dec.Action = ActionDeadLetter
 	p.log.Warn("dead-lettering", at.keys(dec)...)
 	return dec
 }
@@ -247,7 +244,7 @@ func (s seen) keys(dec Decision, extra ...any) []any {
 	}
 	kv = append(kv, "attempt", max(s.attempt, 1))
 	kv = append(kv, extra...)
-	if dec.Action == DeadLetter {
+	if dec.Action == ActionDeadLetter {
 		kv = append(kv, "reason", dec.Outcome.Reason)
 	}
 	return append(kv, "error_class", dec.Outcome.Class, "error", dec.Outcome.Error)

@@ -1,4 +1,4 @@
-package pipeline
+package driver
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func TestProcessSpans(t *testing.T) {
 		return nil
 	}
 	hdr := map[string]string{"traceparent": testParent, "tracestate": "vendor=abc"}
-	wantActions := []Action{Retry, Retry, Retry, Ack}
+	wantActions := []Action{ActionRetry, ActionRetry, ActionRetry, ActionAck}
 	for i, want := range wantActions {
 		dec := p.Process(t.Context(), &broker.Delivery{Message: broker.Message{ID: "m1", Headers: hdr}, Attempt: i + 1, Offset: -1}, h, Input{})
 		if dec.Action != want {
@@ -125,12 +125,12 @@ func TestProcessTracingOffAllocatesNothing(t *testing.T) {
 func BenchmarkProcessTracing(b *testing.B) {
 	d := &broker.Delivery{Message: broker.Message{Headers: map[string]string{"traceparent": testParent}}, Attempt: 1, Offset: -1}
 	ok := func(context.Context, *broker.Delivery) error { return nil }
-	off := New(testSub(threeRetries), nil)
+	off := NewPipeline(testSub(threeRetries), nil)
 	tp := sdktrace.NewTracerProvider()
 	b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	sub := testSub(threeRetries)
 	sub.TracerProvider = tp
-	on := New(sub, nil)
+	on := NewPipeline(sub, nil)
 	for _, c := range []struct {
 		name string
 		p    *Pipeline

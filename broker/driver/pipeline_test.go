@@ -1,4 +1,4 @@
-package pipeline
+package driver
 
 import (
 	"bytes"
@@ -38,7 +38,7 @@ func (c *memCounter) Release(_ context.Context, key string) error {
 func newTestPipeline(sub broker.Subscription) (*Pipeline, *bytes.Buffer) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	return New(sub, log), &buf
+	return NewPipeline(sub, log), &buf
 }
 
 func TestProcessDecides(t *testing.T) {
@@ -51,21 +51,21 @@ func TestProcessDecides(t *testing.T) {
 		reason  broker.Reason
 		class   string
 	}{
-		{"success acks", func(context.Context, *broker.Delivery) error { return nil }, 1, Ack, "", ""},
-		{"failure retries", func(context.Context, *broker.Delivery) error { return boom }, 1, Retry, "", "error"},
-		{"exhausted dead-letters", func(context.Context, *broker.Delivery) error { return boom }, 4, DeadLetter, broker.ReasonMaxRetries, "error"},
-		{"permanent dead-letters", func(context.Context, *broker.Delivery) error { return broker.Permanent(boom) }, 1, DeadLetter, broker.ReasonPermanent, "error"},
-		{"panic is recovered", func(context.Context, *broker.Delivery) error { panic("nil map") }, 1, Retry, "", broker.ClassPanic},
-		{"stopped leaves it", func(context.Context, *broker.Delivery) error { return ErrStopped }, 1, Stop, "", ""},
-		{"requeue hands it back", func(context.Context, *broker.Delivery) error { return broker.Requeue(boom) }, 1, Requeue, "", "error"},
+		{"success acks", func(context.Context, *broker.Delivery) error { return nil }, 1, ActionAck, "", ""},
+		{"failure retries", func(context.Context, *broker.Delivery) error { return boom }, 1, ActionRetry, "", "error"},
+		{"exhausted dead-letters", func(context.Context, *broker.Delivery) error { return boom }, 4, ActionDeadLetter, broker.ReasonMaxRetries, "error"},
+		{"permanent dead-letters", func(context.Context, *broker.Delivery) error { return broker.Permanent(boom) }, 1, ActionDeadLetter, broker.ReasonPermanent, "error"},
+		{"panic is recovered", func(context.Context, *broker.Delivery) error { panic("nil map") }, 1, ActionRetry, "", broker.ClassPanic},
+		{"stopped leaves it", func(context.Context, *broker.Delivery) error { return ErrStopped }, 1, ActionStop, "", ""},
+		{"requeue hands it back", func(context.Context, *broker.Delivery) error { return broker.Requeue(boom) }, 1, ActionRequeue, "", "error"},
 		{"requeue at the last attempt is no dead letter", func(context.Context, *broker.Delivery) error {
 			return fmt.Errorf("shutting down: %w", broker.Requeue(boom))
-		}, 4, Requeue, "", "error"},
-		{"requeue of a permanent error is still a requeue", func(context.Context, *broker.Delivery) error { return broker.Requeue(broker.Permanent(boom)) }, 1, Requeue, "", "error"},
+		}, 4, ActionRequeue, "", "error"},
+		{"requeue of a permanent error is still a requeue", func(context.Context, *broker.Delivery) error { return broker.Requeue(broker.Permanent(boom)) }, 1, ActionRequeue, "", "error"},
 		{"a handler changing its delivery does not change the decision", func(_ context.Context, d *broker.Delivery) error {
 			d.Attempt = 1
 			return boom
-		}, 4, DeadLetter, broker.ReasonMaxRetries, "error"},
+		}, 4, ActionDeadLetter, broker.ReasonMaxRetries, "error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,10 +74,10 @@ func TestProcessDecides(t *testing.T) {
 			if dec.Action != tt.want || dec.Outcome.Reason != tt.reason || dec.Outcome.Class != tt.class {
 				t.Fatalf("Process = %v %+v, want %v reason %q class %q", dec.Action, dec.Outcome, tt.want, tt.reason, tt.class)
 			}
-			if (dec.Action == Retry || dec.Action == DeadLetter || dec.Action == Requeue) && (dec.Cause == nil || dec.At.IsZero()) {
+			if (dec.Action == ActionRetry || dec.Action == ActionDeadLetter || dec.Action == ActionRequeue) && (dec.Cause == nil || dec.At.IsZero()) {
 				t.Errorf("a failure decision has cause %v, at %v", dec.Cause, dec.At)
 			}
-			if dec.Action == Requeue && (!strings.HasSuffix(dec.Outcome.Error, "boom") || dec.Outcome.Retry || dec.Outcome.Delay != 0) {
+			if dec.Action == ActionRequeue && (!strings.HasSuffix(dec.Outcome.Error, "boom") || dec.Outcome.Retry || dec.Outcome.Delay != 0) {
 				t.Errorf("requeue outcome = %+v, want the handler's text, no retry and no delay", dec.Outcome)
 			}
 			if tt.class == broker.ClassPanic {
@@ -98,7 +98,7 @@ func TestProcessMaxAge(t *testing.T) {
 	h := func(context.Context, *broker.Delivery) error { called = true; return nil }
 	d := &broker.Delivery{Message: broker.Message{ID: "m1"}, Attempt: 1, Offset: 7}
 	dec := p.Process(t.Context(), d, h, Input{Born: time.Now().Add(-2 * time.Minute)})
-	if called || dec.Action != DeadLetter || dec.Outcome.Reason != broker.ReasonExpired || dec.Outcome.Class != broker.ClassExpired || dec.Cause != nil {
+	if called || dec.Action != ActionDeadLetter || dec.Outcome.Reason != broker.ReasonExpired || dec.Outcome.Class != broker.ClassExpired || dec.Cause != nil {
 		t.Fatalf("expired: called %v, %v %+v; want a dead letter, reason expired, handler not called", called, dec.Action, dec.Outcome)
 	}
 	for _, kv := range []string{"message_id=m1", "offset=7", "reason=expired", "error_class=expired", "age="} {
@@ -106,11 +106,11 @@ func TestProcessMaxAge(t *testing.T) {
 			t.Errorf("log %q lacks %s", logs.String(), kv)
 		}
 	}
-	if dec := p.Process(t.Context(), d, h, Input{Born: time.Now()}); !called || dec.Action != Ack {
+	if dec := p.Process(t.Context(), d, h, Input{Born: time.Now()}); !called || dec.Action != ActionAck {
 		t.Errorf("young: called %v, %v; want an ack", called, dec.Action)
 	}
 	called = false
-	if dec := p.Process(t.Context(), d, h, Input{}); !called || dec.Action != Ack {
+	if dec := p.Process(t.Context(), d, h, Input{}); !called || dec.Action != ActionAck {
 		t.Errorf("no birth time: called %v, %v; want an ack (age not checked)", called, dec.Action)
 	}
 }
@@ -129,7 +129,7 @@ func TestProcessUndecodable(t *testing.T) {
 	why := "the headers nest tables more than 32 levels deep" + strings.Repeat("!", 2*MaxErrorLen)
 	dec := p.Process(t.Context(), &broker.Delivery{Message: broker.Message{ID: "m1"}, Attempt: 1, Offset: -1}, h,
 		Input{Undecodable: why, Born: time.Now().Add(-time.Hour), ClaimKey: "k"})
-	if called || dec.Action != DeadLetter || dec.Outcome.Reason != broker.ReasonUndecodable || dec.Outcome.Class != broker.ClassUndecodable ||
+	if called || dec.Action != ActionDeadLetter || dec.Outcome.Reason != broker.ReasonUndecodable || dec.Outcome.Class != broker.ClassUndecodable ||
 		!strings.HasPrefix(dec.Outcome.Error, "the headers nest") || len(dec.Outcome.Error) != MaxErrorLen || dec.Cause != nil || dec.At.IsZero() {
 		t.Fatalf("undecodable: called %v, %v %+v; want a dead letter, reason undecodable, the reason cut, handler not called", called, dec.Action, dec.Outcome)
 	}
@@ -155,7 +155,7 @@ func TestProcessClaims(t *testing.T) {
 	for range 3 {
 		decs = append(decs, p.Process(t.Context(), d, h, Input{ClaimKey: "k"}))
 	}
-	if calls != 2 || decs[2].Action != DeadLetter || decs[2].Outcome.Reason != broker.ReasonMaxClaims {
+	if calls != 2 || decs[2].Action != ActionDeadLetter || decs[2].Outcome.Reason != broker.ReasonMaxClaims {
 		t.Fatalf("handler calls %d, third %v %+v; want 2 calls, then a max_claims dead letter", calls, decs[2].Action, decs[2].Outcome)
 	}
 	if !strings.Contains(logs.String(), "claims=3") {
@@ -166,12 +166,12 @@ func TestProcessClaims(t *testing.T) {
 		t.Errorf("released %v, want [k]", c.released)
 	}
 	// The broker's own count, when there is no key.
-	if dec := p.Process(t.Context(), d, h, Input{NativeClaims: 3}); dec.Action != DeadLetter || calls != 2 {
+	if dec := p.Process(t.Context(), d, h, Input{NativeClaims: 3}); dec.Action != ActionDeadLetter || calls != 2 {
 		t.Errorf("native count 3: %v, calls %d; want a dead letter without a call", dec.Action, calls)
 	}
 	// A counter error runs the handler (never stall).
 	c.err = errors.New("redis down")
-	if dec := p.Process(t.Context(), d, h, Input{ClaimKey: "k"}); dec.Action != Ack || calls != 3 {
+	if dec := p.Process(t.Context(), d, h, Input{ClaimKey: "k"}); dec.Action != ActionAck || calls != 3 {
 		t.Errorf("counter down: %v, calls %d; want an ack after a call", dec.Action, calls)
 	}
 }
