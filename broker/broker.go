@@ -3,6 +3,8 @@ package broker
 import (
 	"context"
 	"time"
+
+	"github.com/redrive/redrive/broker/internal/deliveryset"
 )
 
 // Broker is the one interface both backends implement. All methods are safe
@@ -83,7 +85,7 @@ type Delivery struct {
 	// crash, a reconnect or a rebalance (a possible duplicate).
 	Redelivered bool
 
-	reader HeaderReader // Headers' source when Headers is nil (HeadersOnDemand)
+	reader deliveryset.HeaderReader // Headers' source when Headers is nil (HeadersOnDemand)
 }
 
 // RetryMode says how a failed message waits for its retry.

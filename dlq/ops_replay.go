@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // ReconcileActor is the actor of the audit rows Reconcile writes.
@@ -71,7 +71,7 @@ func UnknownMessage(r Record) bool { return r.Entry.unknown() }
 // unknown reports whether e's original message is unknown: stored raw,
 // or its headers refused by the broker client.
 func (e Entry) unknown() bool {
-	return e.Reason == string(ReasonUnparseable) || e.Reason == string(broker.ReasonUndecodable)
+	return e.Reason == string(ReasonUnparseable) || e.Reason == string(driver.ReasonUndecodable)
 }
 
 // ActionReplayAsStored is the audit action of a replay an operator forced

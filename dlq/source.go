@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // DeadLetter is one message read from a dead-letter queue by a Source.
@@ -30,7 +30,7 @@ type DeadLetter struct {
 
 // ReasonUnparseable marks an entry whose message could not be decoded; it
 // is stored raw, never dropped.
-const ReasonUnparseable broker.Reason = "unparseable"
+const ReasonUnparseable driver.Reason = "unparseable"
 
 // Source delivers the messages of dead-letter queues. Each backend
 // implements it.

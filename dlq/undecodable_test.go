@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
 )
@@ -30,8 +31,8 @@ func TestUndecodableIsNotReplayed(t *testing.T) {
 		}
 		return r
 	}
-	bad := insert(dlq.Entry{MessageID: "deep", Reason: string(broker.ReasonUndecodable), Worker: "w", Source: "t.w", OriginalValue: []byte("x")})
-	plain := insert(dlq.Entry{MessageID: "plain", Reason: string(broker.ReasonPermanent), Worker: "w", Source: "t.w", OriginalValue: []byte("y")})
+	bad := insert(dlq.Entry{MessageID: "deep", Reason: string(driver.ReasonUndecodable), Worker: "w", Source: "t.w", OriginalValue: []byte("x")})
+	plain := insert(dlq.Entry{MessageID: "plain", Reason: string(driver.ReasonPermanent), Worker: "w", Source: "t.w", OriginalValue: []byte("y")})
 	var sent []string
 	pub := republisherFunc(func(_ context.Context, e dlq.Entry, _ dlq.Route, _ string) error {
 		sent = append(sent, e.MessageID)

@@ -99,8 +99,8 @@ func (s *suite) traces(t *testing.T) {
 			t.Errorf("span %d: attempt %d outcome %q, want %d %q", i, a.AsInt64(), o.AsString(), i+1, want[i])
 		}
 	}
-	if o, r := attrOf(*dead, driver.AttrOutcome), attrOf(*dead, driver.AttrReason); o.AsString() != "dead_letter" || r.AsString() != string(broker.ReasonPermanent) {
-		t.Errorf("dead letter's span: outcome %q reason %q, want dead_letter %q", o.AsString(), r.AsString(), broker.ReasonPermanent)
+	if o, r := attrOf(*dead, driver.AttrOutcome), attrOf(*dead, driver.AttrReason); o.AsString() != "dead_letter" || r.AsString() != string(driver.ReasonPermanent) {
+		t.Errorf("dead letter's span: outcome %q reason %q, want dead_letter %q", o.AsString(), r.AsString(), driver.ReasonPermanent)
 	}
 }
 

@@ -141,7 +141,7 @@ func (g *gate) outcome(d *broker.Delivery, err error) killswitch.Outcome {
 	case broker.IsRequeue(err), broker.IsPermanent(err):
 		return killswitch.Ignored
 	}
-	if o := driver.Decide(g.sub, d, err, time.Now()); !o.Retry && o.Reason == broker.ReasonPermanent {
+	if o := driver.Decide(g.sub, d, err, time.Now()); !o.Retry && o.Reason == driver.ReasonPermanent {
 		return killswitch.Ignored
 	}
 	return killswitch.Transient

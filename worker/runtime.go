@@ -22,6 +22,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/claims"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
@@ -184,7 +185,7 @@ func (r *Runtime) Instance() string {
 	if b, ok := r.b.(interface{ InstanceID() string }); ok && b.InstanceID() != "" {
 		return b.InstanceID()
 	}
-	return broker.DefaultInstance()
+	return driver.DefaultInstance()
 }
 
 // HealthAddr returns the address the health probes listen on once Run

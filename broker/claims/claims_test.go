@@ -51,7 +51,7 @@ func TestProcessCountsClaims(t *testing.T) {
 	var got []bool
 	for range 3 {
 		dec := p.Process(t.Context(), &broker.Delivery{}, h, driver.Input{ClaimKey: key})
-		got = append(got, dec.Action == driver.ActionDeadLetter && dec.Outcome.Reason == broker.ReasonMaxClaims)
+		got = append(got, dec.Action == driver.ActionDeadLetter && dec.Outcome.Reason == driver.ReasonMaxClaims)
 	}
 	if want := []bool{false, false, true}; !equal(got, want) || calls != 2 {
 		t.Errorf("over per claim = %v, handler calls %d; want %v, 2", got, calls, want)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-
-	"github.com/redrive/redrive/broker"
 )
 
 // ClaimKey is the counter key of a message of group identified by parts
@@ -57,8 +55,8 @@ func (p *Pipeline) claim(ctx context.Context, dec *Decision, in Input) (int64, b
 // when max were allowed.
 func MaxClaimsOutcome(n int64, max int) Outcome {
 	return Outcome{
-		Reason: broker.ReasonMaxClaims,
-		Class:  broker.ClassMaxClaims,
+		Reason: ReasonMaxClaims,
+		Class:  ClassMaxClaims,
 		Error: fmt.Sprintf("message claimed %d times without its handler finishing (max_claims %d): "+
 			"the handler likely kills the process", n, max),
 	}

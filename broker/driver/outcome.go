@@ -21,7 +21,7 @@ type Outcome struct {
 	// it is dead-lettered with Reason.
 	Retry  bool
 	Delay  time.Duration
-	Reason broker.Reason
+	Reason Reason
 	// Class and Error describe the failure.
 	Class string
 	Error string
@@ -33,7 +33,7 @@ type Outcome struct {
 func Decide(sub broker.Subscription, d *broker.Delivery, err error, now time.Time) Outcome {
 	o := Outcome{Class: broker.ErrorClass(err), Error: truncate(broker.ErrorMessage(err), MaxErrorLen)}
 	if broker.IsPermanent(err) {
-		o.Reason = broker.ReasonPermanent
+		o.Reason = ReasonPermanent
 		return o
 	}
 	var elapsed time.Duration

@@ -162,8 +162,8 @@ func (p *Pipeline) process(ctx context.Context, d *broker.Delivery, h broker.Han
 	at := seen{id: d.ID, offset: d.Offset, attempt: d.Attempt, first: d.FirstFailureAt}
 	if in.Undecodable != "" {
 		dec := Decision{Action: ActionDeadLetter, At: time.Now(), Outcome: Outcome{
-			Reason: broker.ReasonUndecodable,
-			Class:  broker.ClassUndecodable,
+			Reason: ReasonUndecodable,
+			Class:  ClassUndecodable,
 			Error:  truncate(in.Undecodable, MaxErrorLen),
 		}}
 		p.log.Warn("dead-lettering a message its client cannot decode", at.keys(dec)...)
@@ -172,8 +172,8 @@ func (p *Pipeline) process(ctx context.Context, d *broker.Delivery, h broker.Han
 	if sub.MaxAge > 0 && !in.Born.IsZero() {
 		if age := time.Since(in.Born); age > sub.MaxAge {
 			dec := Decision{Action: ActionDeadLetter, At: time.Now(), Outcome: Outcome{
-				Reason: broker.ReasonExpired,
-				Class:  broker.ClassExpired,
+				Reason: ReasonExpired,
+				Class:  ClassExpired,
 				Error:  fmt.Sprintf("message is %s old, over the max age %s", age.Round(time.Millisecond), sub.MaxAge),
 			}}
 			p.log.Warn("dead-lettering an expired message", at.keys(dec, "age", age)...)

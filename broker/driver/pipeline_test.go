@@ -48,13 +48,13 @@ func TestProcessDecides(t *testing.T) {
 		h       broker.Handler
 		attempt int
 		want    Action
-		reason  broker.Reason
+		reason  Reason
 		class   string
 	}{
 		{"success acks", func(context.Context, *broker.Delivery) error { return nil }, 1, ActionAck, "", ""},
 		{"failure retries", func(context.Context, *broker.Delivery) error { return boom }, 1, ActionRetry, "", "error"},
-		{"exhausted dead-letters", func(context.Context, *broker.Delivery) error { return boom }, 4, ActionDeadLetter, broker.ReasonMaxRetries, "error"},
-		{"permanent dead-letters", func(context.Context, *broker.Delivery) error { return broker.Permanent(boom) }, 1, ActionDeadLetter, broker.ReasonPermanent, "error"},
+		{"exhausted dead-letters", func(context.Context, *broker.Delivery) error { return boom }, 4, ActionDeadLetter, ReasonMaxRetries, "error"},
+		{"permanent dead-letters", func(context.Context, *broker.Delivery) error { return broker.Permanent(boom) }, 1, ActionDeadLetter, ReasonPermanent, "error"},
 		{"panic is recovered", func(context.Context, *broker.Delivery) error { panic("nil map") }, 1, ActionRetry, "", broker.ClassPanic},
 		{"stopped leaves it", func(context.Context, *broker.Delivery) error { return ErrStopped }, 1, ActionStop, "", ""},
 		{"requeue hands it back", func(context.Context, *broker.Delivery) error { return broker.Requeue(boom) }, 1, ActionRequeue, "", "error"},
@@ -65,7 +65,7 @@ func TestProcessDecides(t *testing.T) {
 		{"a handler changing its delivery does not change the decision", func(_ context.Context, d *broker.Delivery) error {
 			d.Attempt = 1
 			return boom
-		}, 4, ActionDeadLetter, broker.ReasonMaxRetries, "error"},
+		}, 4, ActionDeadLetter, ReasonMaxRetries, "error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,7 +98,7 @@ func TestProcessMaxAge(t *testing.T) {
 	h := func(context.Context, *broker.Delivery) error { called = true; return nil }
 	d := &broker.Delivery{Message: broker.Message{ID: "m1"}, Attempt: 1, Offset: 7}
 	dec := p.Process(t.Context(), d, h, Input{Born: time.Now().Add(-2 * time.Minute)})
-	if called || dec.Action != ActionDeadLetter || dec.Outcome.Reason != broker.ReasonExpired || dec.Outcome.Class != broker.ClassExpired || dec.Cause != nil {
+	if called || dec.Action != ActionDeadLetter || dec.Outcome.Reason != ReasonExpired || dec.Outcome.Class != ClassExpired || dec.Cause != nil {
 		t.Fatalf("expired: called %v, %v %+v; want a dead letter, reason expired, handler not called", called, dec.Action, dec.Outcome)
 	}
 	for _, kv := range []string{"message_id=m1", "offset=7", "reason=expired", "error_class=expired", "age="} {
@@ -129,7 +129,7 @@ func TestProcessUndecodable(t *testing.T) {
 	why := "the headers nest tables more than 32 levels deep" + strings.Repeat("!", 2*MaxErrorLen)
 	dec := p.Process(t.Context(), &broker.Delivery{Message: broker.Message{ID: "m1"}, Attempt: 1, Offset: -1}, h,
 		Input{Undecodable: why, Born: time.Now().Add(-time.Hour), ClaimKey: "k"})
-	if called || dec.Action != ActionDeadLetter || dec.Outcome.Reason != broker.ReasonUndecodable || dec.Outcome.Class != broker.ClassUndecodable ||
+	if called || dec.Action != ActionDeadLetter || dec.Outcome.Reason != ReasonUndecodable || dec.Outcome.Class != ClassUndecodable ||
 		!strings.HasPrefix(dec.Outcome.Error, "the headers nest") || len(dec.Outcome.Error) != MaxErrorLen || dec.Cause != nil || dec.At.IsZero() {
 		t.Fatalf("undecodable: called %v, %v %+v; want a dead letter, reason undecodable, the reason cut, handler not called", called, dec.Action, dec.Outcome)
 	}
@@ -155,7 +155,7 @@ func TestProcessClaims(t *testing.T) {
 	for range 3 {
 		decs = append(decs, p.Process(t.Context(), d, h, Input{ClaimKey: "k"}))
 	}
-	if calls != 2 || decs[2].Action != ActionDeadLetter || decs[2].Outcome.Reason != broker.ReasonMaxClaims {
+	if calls != 2 || decs[2].Action != ActionDeadLetter || decs[2].Outcome.Reason != ReasonMaxClaims {
 		t.Fatalf("handler calls %d, third %v %+v; want 2 calls, then a max_claims dead letter", calls, decs[2].Action, decs[2].Outcome)
 	}
 	if !strings.Contains(logs.String(), "claims=3") {

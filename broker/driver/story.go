@@ -40,7 +40,7 @@ func writeStory(h map[string]string, d *broker.Delivery, o Outcome, now time.Tim
 		h[broker.HeaderSource] = d.Source
 	}
 	if d.Topic != "" {
-		h[broker.HeaderTopic] = d.Topic
+		h[HeaderTopic] = d.Topic
 	}
 	if o.Retry {
 		h[broker.HeaderAttempt] = strconv.Itoa(nextAttempt(d))

@@ -56,13 +56,13 @@ func TestDecide(t *testing.T) {
 		{"last retry", 3, now.Add(-time.Minute), boom,
 			Outcome{Retry: true, Delay: 30 * time.Second, Class: "error", Error: "boom"}},
 		{"retries exhausted", 4, now.Add(-time.Minute), boom,
-			Outcome{Reason: broker.ReasonMaxRetries, Class: "error", Error: "boom"}},
+			Outcome{Reason: ReasonMaxRetries, Class: "error", Error: "boom"}},
 		{"permanent", 1, time.Time{}, broker.Permanent(boom),
-			Outcome{Reason: broker.ReasonPermanent, Class: "error", Error: "boom"}},
+			Outcome{Reason: ReasonPermanent, Class: "error", Error: "boom"}},
 		{"wrapped permanent", 2, now, fmt.Errorf("order 7: %w", broker.Permanent(&typedErr{code: 3})),
-			Outcome{Reason: broker.ReasonPermanent, Class: "driver.typedErr", Error: "order 7: permanent: code 3"}},
+			Outcome{Reason: ReasonPermanent, Class: "driver.typedErr", Error: "order 7: permanent: code 3"}},
 		{"non-retriable class", 1, time.Time{}, &classErr{class: "validation"},
-			Outcome{Reason: broker.ReasonPermanent, Class: "validation", Error: "classified"}},
+			Outcome{Reason: ReasonPermanent, Class: "validation", Error: "classified"}},
 		{"retry after overrides the delay", 1, time.Time{}, broker.RetryAfter(boom, 10*time.Minute),
 			Outcome{Retry: true, Delay: 10 * time.Minute, Class: "error", Error: "boom"}},
 		{"retry after shorter than the policy", 3, now, broker.RetryAfter(boom, time.Millisecond),
@@ -70,9 +70,9 @@ func TestDecide(t *testing.T) {
 		{"negative retry after means now", 1, time.Time{}, broker.RetryAfter(boom, -time.Second),
 			Outcome{Retry: true, Delay: 0, Class: "error", Error: "boom"}},
 		{"retry after does not add retries", 4, now, broker.RetryAfter(boom, time.Second),
-			Outcome{Reason: broker.ReasonMaxRetries, Class: "error", Error: "boom"}},
+			Outcome{Reason: ReasonMaxRetries, Class: "error", Error: "boom"}},
 		{"permanent retry after is permanent", 1, time.Time{}, broker.RetryAfter(broker.Permanent(boom), time.Second),
-			Outcome{Reason: broker.ReasonPermanent, Class: "error", Error: "boom"}},
+			Outcome{Reason: ReasonPermanent, Class: "error", Error: "boom"}},
 		{"max elapsed", 2, now.Add(-2 * time.Hour), boom,
 			Outcome{Reason: retrypolicy.ReasonMaxElapsed, Class: "error", Error: "boom"}},
 		{"just under max elapsed", 2, now.Add(-time.Hour + time.Second), boom,
@@ -92,8 +92,8 @@ func TestDecide(t *testing.T) {
 
 func TestDecideZeroPolicyDeadLettersAtOnce(t *testing.T) {
 	o := Decide(testSub(retrypolicy.Policy{}), &broker.Delivery{Attempt: 1}, errors.New("x"), time.Now())
-	if o.Retry || o.Reason != broker.ReasonMaxRetries {
-		t.Errorf("Decide() = %+v, want a dead letter with reason %q", o, broker.ReasonMaxRetries)
+	if o.Retry || o.Reason != ReasonMaxRetries {
+		t.Errorf("Decide() = %+v, want a dead letter with reason %q", o, ReasonMaxRetries)
 	}
 }
 
@@ -187,7 +187,7 @@ func TestFailureStory(t *testing.T) {
 			broker.HeaderErrorClass:     "error",
 			broker.HeaderWorker:         "billing",
 			broker.HeaderSource:         "orders.billing",
-			broker.HeaderTopic:          "orders",
+			HeaderTopic:                 "orders",
 		} {
 			if h[k] != want {
 				t.Errorf("delivery %d: %s = %q, want %q", attempt, k, h[k], want)
@@ -210,8 +210,8 @@ func TestFailureStory(t *testing.T) {
 		if got, want := h[broker.HeaderAttempt], strconv.Itoa(attempt); got != want {
 			t.Errorf("dead letter: %s = %q, want %q", broker.HeaderAttempt, got, want)
 		}
-		if h[broker.HeaderReason] != string(broker.ReasonMaxRetries) {
-			t.Errorf("dead letter: %s = %q, want %q", broker.HeaderReason, h[broker.HeaderReason], broker.ReasonMaxRetries)
+		if h[broker.HeaderReason] != string(ReasonMaxRetries) {
+			t.Errorf("dead letter: %s = %q, want %q", broker.HeaderReason, h[broker.HeaderReason], ReasonMaxRetries)
 		}
 		break
 	}
@@ -220,16 +220,16 @@ func TestFailureStory(t *testing.T) {
 func TestFailureHeadersRetryClearsReason(t *testing.T) {
 	// A replayed dead letter carries the reason of its first life; a retry
 	// in its new life must not keep it.
-	d := &broker.Delivery{Message: broker.Message{Headers: map[string]string{broker.HeaderReason: string(broker.ReasonMaxRetries), broker.HeaderAttempt: "1"}}, Group: "g"}
+	d := &broker.Delivery{Message: broker.Message{Headers: map[string]string{broker.HeaderReason: string(ReasonMaxRetries), broker.HeaderAttempt: "1"}}, Group: "g"}
 	ReadStory(d)
 	now := time.Now()
 	h := FailureHeaders(d, Outcome{Retry: true, Delay: time.Second, Class: "error", Error: "x"}, now)
 	if _, ok := h[broker.HeaderReason]; ok {
 		t.Errorf("retry kept %s", broker.HeaderReason)
 	}
-	h = FailureHeaders(d, Outcome{Reason: broker.ReasonPermanent, Class: "error", Error: "x"}, now)
-	if h[broker.HeaderReason] != string(broker.ReasonPermanent) {
-		t.Errorf("dead letter: %s = %q, want %q", broker.HeaderReason, h[broker.HeaderReason], broker.ReasonPermanent)
+	h = FailureHeaders(d, Outcome{Reason: ReasonPermanent, Class: "error", Error: "x"}, now)
+	if h[broker.HeaderReason] != string(ReasonPermanent) {
+		t.Errorf("dead letter: %s = %q, want %q", broker.HeaderReason, h[broker.HeaderReason], ReasonPermanent)
 	}
 }
 
@@ -244,7 +244,7 @@ func TestFailureHeadersNilHeadersAndNoSource(t *testing.T) {
 	if got, want := h[broker.HeaderFirstFailureAt], "2025-01-15T09:30:00.000Z"; got != want {
 		t.Errorf("%s = %q, want %q (UTC)", broker.HeaderFirstFailureAt, got, want)
 	}
-	for _, k := range []string{broker.HeaderSource, broker.HeaderTopic} {
+	for _, k := range []string{broker.HeaderSource, HeaderTopic} {
 		if _, ok := h[k]; ok {
 			t.Errorf("%s set without a value", k)
 		}
@@ -360,7 +360,7 @@ func TestRetryInPlaceAsFailureHeadersThenReadStory(t *testing.T) {
 			build := func() *broker.Delivery {
 				d := &broker.Delivery{Topic: "orders", Group: "billing", Instance: "w-1", Source: "orders.billing"}
 				if tt.onDemand {
-					d.SetHeaderReader(mapReader(tt.headers))
+					SetHeaderReader(d, mapReader(tt.headers))
 				} else {
 					d.Headers = maps.Clone(tt.headers)
 				}
@@ -385,7 +385,7 @@ func TestRetryInPlaceAsFailureHeadersThenReadStory(t *testing.T) {
 	}
 }
 
-// mapReader is a broker.HeaderReader over a map, as a backend's on-demand
+// mapReader is a HeaderReader over a map, as a backend's on-demand
 // headers.
 type mapReader map[string]string
 

@@ -84,8 +84,8 @@ func TestProcessSpans(t *testing.T) {
 			t.Errorf("span %d: the handler's ctx carries %v, not the span", i, inHandler[i])
 		}
 	}
-	if r := spanAttrs(spans[4])[AttrReason].AsString(); r != string(broker.ReasonPermanent) {
-		t.Errorf("dead letter's reason attribute %q, want %q", r, broker.ReasonPermanent)
+	if r := spanAttrs(spans[4])[AttrReason].AsString(); r != string(ReasonPermanent) {
+		t.Errorf("dead letter's reason attribute %q, want %q", r, ReasonPermanent)
 	}
 	if _, ok := spanAttrs(spans[3])[AttrReason]; ok {
 		t.Error("an ack has a dead-letter reason")
@@ -172,7 +172,7 @@ func TestProcessSpanWithoutHandler(t *testing.T) {
 		t.Fatalf("%d spans, want 1", len(spans))
 	}
 	a := spanAttrs(spans[0])
-	if a[AttrOutcome].AsString() != "dead_letter" || a[AttrReason].AsString() != string(broker.ReasonExpired) || a[AttrAttempt].AsInt64() != 2 {
+	if a[AttrOutcome].AsString() != "dead_letter" || a[AttrReason].AsString() != string(ReasonExpired) || a[AttrAttempt].AsInt64() != 2 {
 		t.Errorf("attributes %v, want dead_letter, reason expired, attempt 2", a)
 	}
 }

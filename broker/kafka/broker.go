@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // Broker is the Kafka implementation of broker.Broker. Create it with New.
@@ -29,7 +30,7 @@ type Broker struct {
 	closed    bool
 	known     map[string]bool // topics known to exist
 	consumers map[consumerKey][]*consumer
-	holds     broker.Holds // PauseConsume
+	holds     driver.Holds // PauseConsume
 }
 
 var _ broker.Broker = (*Broker)(nil)

@@ -98,8 +98,8 @@ func TestPoisonPillIsDeadLettered(t *testing.T) {
 		t.Fatalf("%d dead letters, want 1", len(dls))
 	}
 	e := dls[0].Entry
-	if e.MessageID != poison || e.Reason != string(broker.ReasonMaxClaims) || e.ErrorClass != broker.ClassMaxClaims {
-		t.Errorf("dead letter = id %q reason %q class %q, want %q %q %q", e.MessageID, e.Reason, e.ErrorClass, poison, broker.ReasonMaxClaims, broker.ClassMaxClaims)
+	if e.MessageID != poison || e.Reason != string(driver.ReasonMaxClaims) || e.ErrorClass != driver.ClassMaxClaims {
+		t.Errorf("dead letter = id %q reason %q class %q, want %q %q %q", e.MessageID, e.Reason, e.ErrorClass, poison, driver.ReasonMaxClaims, driver.ClassMaxClaims)
 	}
 	starts, done := sv.Starts(), sv.Done()
 	if starts[poison] != poisonMaxClaims {

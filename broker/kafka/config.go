@@ -9,7 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // ErrInvalidConfig is wrapped by every Config.Validate error.
@@ -186,7 +186,7 @@ func (c Config) withDefaults() Config {
 		c.ClientID = DefaultClientID
 	}
 	if c.InstanceID == "" {
-		c.InstanceID = broker.DefaultInstance()
+		c.InstanceID = driver.DefaultInstance()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

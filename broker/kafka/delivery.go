@@ -110,14 +110,14 @@ func (c *consumer) fill(d *broker.Delivery, r *kgo.Record, onDemand bool) (story
 	if onDemand {
 		for _, x := range r.Headers {
 			if wire.Own(x.Key) {
-				if x.Key == broker.HeaderMessageID {
+				if x.Key == driver.HeaderMessageID {
 					id = headerString(x.Value) // the last one, as Header gives
 				} else {
 					story = true
 				}
 			}
 		}
-		d.SetHeaderReader((*onDemandHeaders)(r))
+		driver.SetHeaderReader(d, (*onDemandHeaders)(r))
 	} else {
 		if h = d.Headers; h == nil {
 			h = make(map[string]string, len(r.Headers))
@@ -126,7 +126,7 @@ func (c *consumer) fill(d *broker.Delivery, r *kgo.Record, onDemand bool) (story
 			v := headerString(x.Value)
 			h[x.Key] = v
 			if wire.Own(x.Key) {
-				if x.Key == broker.HeaderMessageID {
+				if x.Key == driver.HeaderMessageID {
 					id = v
 				} else {
 					story = true
@@ -150,11 +150,11 @@ func (c *consumer) fill(d *broker.Delivery, r *kgo.Record, onDemand bool) (story
 }
 
 // onDemandHeaders reads a record's headers for a HeadersOnDemand delivery
-// (broker.HeaderReader): values share the record's memory, as Headers'
+// (driver.HeaderReader): values share the record's memory, as Headers'
 // do, and a name that repeats has its last value, as in Headers.
 type onDemandHeaders kgo.Record
 
-// Header implements broker.HeaderReader.
+// Header implements driver.HeaderReader.
 func (r *onDemandHeaders) Header(key string) (string, bool) {
 	for i := len(r.Headers) - 1; i >= 0; i-- {
 		if r.Headers[i].Key == key {
@@ -164,7 +164,7 @@ func (r *onDemandHeaders) Header(key string) (string, bool) {
 	return "", false
 }
 
-// Range implements broker.HeaderReader.
+// Range implements driver.HeaderReader.
 func (r *onDemandHeaders) Range(f func(key, value string) bool) {
 	for i, x := range r.Headers {
 		if r.repeated(x.Key, i) {

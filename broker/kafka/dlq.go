@@ -66,7 +66,7 @@ func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o driver.
 	if err != nil {
 		return nil, err
 	}
-	h := storyHeaders(r, d, o, now, broker.HeaderDueAt, headerOriginPartition, headerOriginOffset, headerOriginTimestamp)
+	h := storyHeaders(r, d, o, now, driver.HeaderDueAt, headerOriginPartition, headerOriginOffset, headerOriginTimestamp)
 	return &kgo.Record{Topic: DLQTopic(c.sub.Topic), Key: r.Key, Value: val, Headers: recordHeaders(h), Timestamp: now}, nil
 }
 

@@ -195,7 +195,7 @@ func (b *Broker) deadLetterOf(r *kgo.Record) dlq.DeadLetter {
 		return dl
 	}
 	dl.Entry = dlq.Entry{
-		MessageID:         h[broker.HeaderMessageID],
+		MessageID:         h[driver.HeaderMessageID],
 		OriginalTopic:     strings.TrimSuffix(r.Topic, dlqSuffix),
 		OriginalPartition: -1,
 		OriginalOffset:    -1,

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/dlq"
@@ -117,7 +118,7 @@ func TestConsumeDeadLetters(t *testing.T) {
 	if ours == nil || spring == nil || raw == nil {
 		t.Fatalf("dead letters = %+v, want ours, a Spring one and a raw one", got)
 	}
-	if e := ours.Entry; e.Worker != "payer" || e.Reason != string(broker.ReasonPermanent) || e.OriginalTopic != topic {
+	if e := ours.Entry; e.Worker != "payer" || e.Reason != string(driver.ReasonPermanent) || e.OriginalTopic != topic {
 		t.Errorf("our entry = %+v", e)
 	}
 	if e := spring.Entry; e.OriginalTopic != "orders" || e.OriginalPartition != 7 || e.ErrorMessage != "NPE" ||

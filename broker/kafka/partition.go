@@ -215,7 +215,7 @@ func (p *partition) process(r *kgo.Record) bool {
 	d, story := p.newDelivery(r)
 	var due time.Time
 	if story { // x-redrive-due-at is one of redrive's headers
-		due = wire.ParseTime(d.Header(broker.HeaderDueAt))
+		due = wire.ParseTime(d.Header(driver.HeaderDueAt))
 	}
 	if !due.IsZero() && !p.sleepUntil(due) {
 		return false

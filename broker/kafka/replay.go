@@ -61,7 +61,7 @@ func (b *Broker) Republish(ctx context.Context, e dlq.Entry, to dlq.Route, repla
 	if id == "" {
 		id = broker.NewMessageID()
 	}
-	t = append(t, wire.Field{Name: broker.HeaderReplayedFrom, Value: replayedFrom}, wire.Field{Name: broker.HeaderMessageID, Value: id})
+	t = append(t, wire.Field{Name: broker.HeaderReplayedFrom, Value: replayedFrom}, wire.Field{Name: driver.HeaderMessageID, Value: id})
 	r := &kgo.Record{Topic: to.Target, Key: e.OriginalKey, Value: e.OriginalValue, Headers: recordHeaders(t), Timestamp: time.Now()}
 	if err := b.produce(ctx, r); err != nil {
 		return fmt.Errorf("kafka: republish %s to %q: %w", replayedFrom, to.Target, err)

@@ -56,8 +56,8 @@ func (p *partition) retryLater(r *kgo.Record, d *broker.Delivery, dec, first dri
 // from (the original partition, offset and timestamp; the copy itself is
 // stamped now so that the retry topic's retention counts from the retry).
 func (c *consumer) retryRecord(r *kgo.Record, d *broker.Delivery, o driver.Outcome, now time.Time) *kgo.Record {
-	t := storyHeaders(r, d, o, now, broker.HeaderDueAt)
-	t = append(t, wire.Field{Name: broker.HeaderDueAt, Value: wire.FormatTime(dueAt(now, o.Delay))})
+	t := storyHeaders(r, d, o, now, driver.HeaderDueAt)
+	t = append(t, wire.Field{Name: driver.HeaderDueAt, Value: wire.FormatTime(dueAt(now, o.Delay))})
 	if _, ok := t.Get(headerOriginPartition); !ok {
 		t = append(t, wire.Field{Name: headerOriginPartition, Value: strconv.FormatInt(int64(d.Partition), 10)},
 			wire.Field{Name: headerOriginOffset, Value: strconv.FormatInt(d.Offset, 10)})

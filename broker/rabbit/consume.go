@@ -312,10 +312,10 @@ const HeaderTierPasses = "x-redrive-tier-passes"
 // without calling the handler.
 func (c *consumer) hop(ctx context.Context, m amqp.Delivery, remaining time.Duration, fwd chan<- forwardJob) {
 	h := copyTable(m.Headers, brokerOwned)
-	if _, ok := h[broker.HeaderTopic]; !ok {
+	if _, ok := h[driver.HeaderTopic]; !ok {
 		// The copy leaves the topic exchange: say which topic it came
 		// from (a foreign producer's delayed message does not).
-		h[broker.HeaderTopic] = c.sub.Topic
+		h[driver.HeaderTopic] = c.sub.Topic
 	}
 	c.send(ctx, fwd, forwardJob{m: m, out: c.delayed(m, h, remaining, intHeader(m.Headers, HeaderTierPasses))})
 }
@@ -397,13 +397,13 @@ func (c *consumer) delivery(m amqp.Delivery, onDemand bool) *broker.Delivery {
 		Redelivered: m.Redelivered,
 	}
 	if onDemand {
-		d.SetHeaderReader(onDemandTable(m.Headers))
+		driver.SetHeaderReader(d, onDemandTable(m.Headers))
 	}
-	d.Topic = d.Header(broker.HeaderTopic)
+	d.Topic = d.Header(driver.HeaderTopic)
 	if d.Topic == "" {
 		d.Topic = c.sub.Topic
 	}
-	if k, ok := d.LookupHeader(broker.HeaderKey); ok { // an empty key stays empty, not nil
+	if k, ok := d.LookupHeader(driver.HeaderKey); ok { // an empty key stays empty, not nil
 		d.Key = []byte(k)
 	}
 	driver.ReadStory(d)

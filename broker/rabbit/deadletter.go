@@ -25,7 +25,7 @@ func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 	h := fromTable(m.Headers)
 	e := dlq.Entry{
 		MessageID:         m.MessageId,
-		OriginalTopic:     h[broker.HeaderTopic],
+		OriginalTopic:     h[driver.HeaderTopic],
 		OriginalPartition: -1,
 		OriginalOffset:    -1,
 		OriginalValue:     m.Body,
@@ -39,7 +39,7 @@ func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 		FirstFailureAt:    wire.ParseTime(h[broker.HeaderFirstFailureAt]),
 		LastFailureAt:     wire.ParseTime(h[broker.HeaderLastFailureAt]),
 	}
-	if k, ok := h[broker.HeaderKey]; ok {
+	if k, ok := h[driver.HeaderKey]; ok {
 		e.OriginalKey = []byte(k)
 	}
 	if w, err := wire.Encode(deadLetterForm(m)); err == nil { // values amqp091-go read always encode

@@ -9,6 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 )
@@ -37,7 +38,7 @@ func TestEntryTellsTheDeathStory(t *testing.T) {
 		"x-first-death-exchange": "attune.executions", "x-first-death-queue": "attune.executions.q", "x-first-death-reason": "expired"},
 		MessageId: "exec-1", Body: []byte(`{"execution":1}`)}
 	e := EntryFromDelivery(m)
-	if e.Reason != string(broker.ReasonRejected) || e.Source != "attune.retry.q" || e.OriginalTopic != "execution.requested" ||
+	if e.Reason != string(driver.ReasonRejected) || e.Source != "attune.retry.q" || e.OriginalTopic != "execution.requested" ||
 		!e.LastFailureAt.Equal(last) || !e.FirstFailureAt.Equal(first) || e.Worker != "" {
 		t.Errorf("entry = reason %q source %q topic %q worker %q, failures %v..%v", e.Reason, e.Source, e.OriginalTopic, e.Worker, e.FirstFailureAt, e.LastFailureAt)
 	}

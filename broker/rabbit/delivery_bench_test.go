@@ -28,7 +28,7 @@ func BenchmarkDeliveryPath(b *testing.B) {
 	ms := make([]amqp.Delivery, 1024)
 	for i := range ms {
 		ms[i] = amqp.Delivery{MessageId: broker.NewMessageID(), Timestamp: time.Now(), DeliveryMode: amqp.Persistent,
-			Body: make([]byte, 1024), Headers: amqp.Table{"bench-seq": strconv.Itoa(i), broker.HeaderTopic: "t"}}
+			Body: make([]byte, 1024), Headers: amqp.Table{"bench-seq": strconv.Itoa(i), driver.HeaderTopic: "t"}}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -50,10 +50,10 @@ func (b *Broker) Republish(ctx context.Context, e dlq.Entry, to dlq.Route, repla
 	}
 	msg.Headers[broker.HeaderReplayedFrom] = replayedFrom
 	if to.Topic != "" {
-		msg.Headers[broker.HeaderTopic] = to.Topic
+		msg.Headers[driver.HeaderTopic] = to.Topic
 	}
 	if e.OriginalKey != nil {
-		msg.Headers[broker.HeaderKey] = string(e.OriginalKey)
+		msg.Headers[driver.HeaderKey] = string(e.OriginalKey)
 	}
 	msg.MessageId = e.MessageID
 	if msg.MessageId == "" {

@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/backend"
 	"github.com/redrive/redrive/internal/config"
@@ -111,7 +112,7 @@ func TestUndecodableOverTLS(t *testing.T) {
 			publishRaw(t, channel(t), b.Names().Topics(), s.Topic, msgs...)
 			handled.WaitUntil(t, 30*time.Second, "5 plain messages handled over TLS", func(ids []string) bool { return len(ids) >= 5 })
 			e := keep(t, b, rabbit.DLQ(rabbit.Queue(s.Topic, s.Group)), 1)["deep-33"]
-			if e.Reason != string(broker.ReasonUndecodable) {
+			if e.Reason != string(driver.ReasonUndecodable) {
 				t.Errorf("entry reason %q, want undecodable", e.Reason)
 			}
 			if got := handled.Snapshot(); len(got) != 5 {

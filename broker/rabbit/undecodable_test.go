@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
@@ -174,7 +175,7 @@ func TestUndecodableDeadLettersAreKept(t *testing.T) {
 			t.Errorf("%s: not kept", m.MessageId)
 		case m.Headers != nil:
 			checkUndecodable(t, e, m)
-		case e.Reason == string(broker.ReasonUndecodable):
+		case e.Reason == string(driver.ReasonUndecodable):
 			t.Errorf("%s: a plain dead letter kept as undecodable", m.MessageId)
 		}
 	}
@@ -246,7 +247,7 @@ func keep(t *testing.T, b *rabbit.Broker, queue string, n int) map[string]dlq.En
 // properties, no string headers, and its refused bytes in the wire form.
 func checkUndecodable(t *testing.T, e dlq.Entry, m amqp.Publishing) {
 	t.Helper()
-	if e.Reason != string(broker.ReasonUndecodable) || e.ErrorClass != broker.ClassUndecodable ||
+	if e.Reason != string(driver.ReasonUndecodable) || e.ErrorClass != driver.ClassUndecodable ||
 		!strings.Contains(e.ErrorMessage, "headers") || !strings.Contains(e.ErrorMessage, "32") && !strings.Contains(e.ErrorMessage, "8192") {
 		t.Errorf("%s: reason %q class %q error %q; want undecodable, saying why", m.MessageId, e.Reason, e.ErrorClass, e.ErrorMessage)
 	}

@@ -15,6 +15,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/heartbeat"
@@ -100,7 +101,7 @@ func (e *serveEnv) deadLetter(t *testing.T, ch *amqp.Channel, body, errMsg strin
 		MessageId: broker.NewMessageID(), Body: []byte(body), DeliveryMode: amqp.Persistent,
 		Headers: amqp.Table{
 			broker.HeaderReason: "max_retries", broker.HeaderError: errMsg, broker.HeaderErrorClass: "db.Timeout",
-			broker.HeaderWorker: e.worker, broker.HeaderSource: e.queue, broker.HeaderTopic: e.topic,
+			broker.HeaderWorker: e.worker, broker.HeaderSource: e.queue, driver.HeaderTopic: e.topic,
 			broker.HeaderAttempt: "4", broker.HeaderFirstFailureAt: now, broker.HeaderLastFailureAt: now,
 		},
 	})

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/memstore"
@@ -125,7 +126,7 @@ func (f *fixture) insert(dlqName string, n int, mod func(i int, r *dlq.Record)) 
 				OriginalKey: []byte("key-" + strconv.Itoa(i)), OriginalValue: []byte(`{"n":` + strconv.Itoa(i) + `}`),
 				OriginalHeaders: map[string]string{"content-type": "application/json"},
 				ErrorClass:      "payout.BankError", ErrorMessage: "bank rejected transfer " + strconv.Itoa(i),
-				Reason: string(broker.ReasonMaxRetries), RetryCount: 5, Worker: "billing", Source: "orders.billing",
+				Reason: string(driver.ReasonMaxRetries), RetryCount: 5, Worker: "billing", Source: "orders.billing",
 			},
 		}
 		if mod != nil {

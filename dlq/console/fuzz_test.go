@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/console"
@@ -63,7 +64,7 @@ func renderAll(t *testing.T, text string, asJSON bool) string {
 			MessageID: text, OriginalTopic: text, OriginalPartition: -1, OriginalOffset: -1,
 			OriginalKey: []byte(text), OriginalValue: value,
 			OriginalHeaders: map[string]string{text: text, "h": text, "traceparent": text},
-			ErrorClass:      text, ErrorMessage: text, StackTrace: text, Reason: string(broker.ReasonMaxRetries),
+			ErrorClass:      text, ErrorMessage: text, StackTrace: text, Reason: string(driver.ReasonMaxRetries),
 			Worker: text, WorkerInstance: text, Source: text,
 		},
 	})

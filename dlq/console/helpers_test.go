@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/dlq"
@@ -125,7 +126,7 @@ func (f *fixture) insert(n int, mod func(i int, r *dlq.Record)) []dlq.Record {
 				OriginalKey: []byte("deal-" + strconv.Itoa(i)), OriginalValue: []byte(`{"deal":"d` + strconv.Itoa(i) + `","amount":12.5}`),
 				OriginalHeaders: map[string]string{"content-type": "application/json", "trace-id": "t-" + strconv.Itoa(i)},
 				ErrorClass:      "payout.BankError", ErrorMessage: "bank rejected transfer " + strconv.Itoa(i),
-				StackTrace: "goroutine 1 [running]:\nmain.pay()", Reason: string(broker.ReasonMaxRetries), RetryCount: 5,
+				StackTrace: "goroutine 1 [running]:\nmain.pay()", Reason: string(driver.ReasonMaxRetries), RetryCount: 5,
 				Worker: group, WorkerInstance: "billing-1", Source: topic,
 				FirstFailureAt: time.Now().Add(-time.Hour), LastFailureAt: time.Now().Add(-time.Minute),
 			},

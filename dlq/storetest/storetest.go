@@ -27,6 +27,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 )
@@ -103,7 +104,7 @@ func entry(i int) dlq.Entry {
 		ErrorClass:        "payout.BankError",
 		ErrorMessage:      fmt.Sprintf("bank rejected transfer %d", i),
 		StackTrace:        "goroutine 1 [running]:\nmain.main()",
-		Reason:            string(broker.ReasonMaxRetries),
+		Reason:            string(driver.ReasonMaxRetries),
 		RetryCount:        5,
 		Worker:            "billing",
 		WorkerInstance:    "billing-1",

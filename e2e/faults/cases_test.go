@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/broker/rabbit"
@@ -313,8 +314,8 @@ func TestPoisonPill(t *testing.T) {
 		poisonPill(t, b, sub, childKafka, []string{envBrokers + "=" + strings.Join(brokers, ",")}, func(want int) map[string]int {
 			out := map[string]int{}
 			for _, e := range kafkatest.Entries(kafkatest.DeadLetters(context.Background(), t, brokers, topic, sub.Group, want, time.Second)) {
-				if e.Reason != string(broker.ReasonMaxClaims) {
-					t.Errorf("dead letter %s: reason %q, want %q", e.MessageID, e.Reason, broker.ReasonMaxClaims)
+				if e.Reason != string(driver.ReasonMaxClaims) {
+					t.Errorf("dead letter %s: reason %q, want %q", e.MessageID, e.Reason, driver.ReasonMaxClaims)
 				}
 				out[e.MessageID]++
 			}

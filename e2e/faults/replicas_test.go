@@ -21,6 +21,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/broker/rabbit"
@@ -247,7 +248,7 @@ func loadSmall(t *testing.T, st *pgstore.Store, s replicaSetup, n int) map[strin
 			'TimeoutError', 'upstream timed out', $7, 3, $8, $9
 		FROM generate_series(0, $10::int - 1) AS i, LATERAL (SELECT 'r-' || lpad(i::text, 7, '0') AS id) x ORDER BY i`,
 		s.dlq, string(s.kind), string(broker.SeverityWarning), received, s.sub.Topic, s.wire,
-		string(broker.ReasonPermanent), s.sub.Group, s.source, n, partition)
+		string(driver.ReasonPermanent), s.sub.Group, s.source, n, partition)
 	if err != nil || tag.RowsAffected() != int64(n) {
 		t.Fatalf("load: %d of %d entries: %v", tag.RowsAffected(), n, err)
 	}

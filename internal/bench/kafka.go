@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/dlq"
 )
@@ -149,7 +150,7 @@ func records(topic string, batch []broker.Message) []*kgo.Record {
 func recordsWithID(topic string, batch []broker.Message) []*kgo.Record {
 	recs := records(topic, batch)
 	for _, r := range recs {
-		r.Headers = append(r.Headers, kgo.RecordHeader{Key: broker.HeaderMessageID, Value: broker.AppendMessageID(nil)})
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: driver.HeaderMessageID, Value: driver.AppendMessageID(nil)})
 	}
 	return recs
 }

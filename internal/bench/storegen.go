@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
 )
 
@@ -93,7 +94,7 @@ func storeRecord(i, n int, end time.Time) dlq.Record {
 		ErrorClass:        storeErrors[ek].class,
 		ErrorMessage:      msg,
 		StackTrace:        "goroutine 1 [running]:\nmain.handle(...)\n\t/app/handler.go:88 +0x1d\nmain.main()\n\t/app/main.go:41 +0x65",
-		Reason:            string(broker.ReasonMaxRetries),
+		Reason:            string(driver.ReasonMaxRetries),
 		RetryCount:        5,
 		Worker:            "billing",
 		WorkerInstance:    fmt.Sprint("billing-", rng.IntN(6)),

@@ -1,4 +1,4 @@
-package broker
+package msgid
 
 import (
 	"encoding/hex"
@@ -6,14 +6,14 @@ import (
 	"testing"
 )
 
-func TestNewMessageIDUniqueAndHex(t *testing.T) {
+func TestAppendUniqueAndHex(t *testing.T) {
 	const goroutines, each = 4, 3 * idsPerRead // several refills, concurrently
 	ids := make(chan string, goroutines*each)
 	var wg sync.WaitGroup
 	for range goroutines {
 		wg.Go(func() {
 			for range each {
-				ids <- NewMessageID()
+				ids <- string(Append(nil))
 			}
 		})
 	}
@@ -37,9 +37,10 @@ func TestNewMessageIDUniqueAndHex(t *testing.T) {
 	}
 }
 
-func BenchmarkNewMessageID(b *testing.B) {
+func BenchmarkAppend(b *testing.B) {
 	b.ReportAllocs()
+	var buf [Len]byte
 	for b.Loop() {
-		_ = NewMessageID()
+		_ = Append(buf[:0])
 	}
 }
