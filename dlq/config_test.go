@@ -31,7 +31,7 @@ func TestOpsConfigValidate(t *testing.T) {
 func TestKeeperConfigValidate(t *testing.T) {
 	s := memstore.New(memstore.Config{})
 	defer s.Close()
-	ok := dlq.KeeperConfig{Source: nilSource{}, Store: s, Broker: broker.Kafka, DLQs: map[string]broker.Severity{"a.dlq": ""}}
+	ok := dlq.KeeperConfig{Source: nilSource{}, Store: s, Broker: "kafka", DLQs: map[string]broker.Severity{"a.dlq": ""}}
 	with := func(f func(*dlq.KeeperConfig)) dlq.KeeperConfig { c := ok; f(&c); return c }
 	testenv.RunValidate(t, []testenv.ValidateCase[dlq.KeeperConfig]{
 		{Name: "required fields: defaults", Config: ok},

@@ -125,7 +125,7 @@ func TestReplayToRabbitMQ(t *testing.T) {
 				Worker:            f.sub.Group,
 				Source:            f.queue,
 			}
-			r, _, err := s.Insert(ctx, dlq.Record{Broker: broker.RabbitMQ, DLQ: f.dlq, Identity: "order-42/1", Entry: e})
+			r, _, err := s.Insert(ctx, dlq.Record{Broker: rabbit.Name, DLQ: f.dlq, Identity: "order-42/1", Entry: e})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -190,7 +190,7 @@ func TestReplayAllToRabbitMQ(t *testing.T) {
 					MessageID: fmt.Sprintf("m-%04d", i), OriginalTopic: f.sub.Topic, OriginalPartition: -1, OriginalOffset: -1,
 					OriginalValue: []byte(fmt.Sprintf("body-%d", i)), Source: f.queue, ErrorClass: "x", Reason: string(driver.ReasonPermanent),
 				}
-				if _, _, err := s.Insert(ctx, dlq.Record{Broker: broker.RabbitMQ, DLQ: f.dlq, Identity: e.MessageID, Entry: e}); err != nil {
+				if _, _, err := s.Insert(ctx, dlq.Record{Broker: rabbit.Name, DLQ: f.dlq, Identity: e.MessageID, Entry: e}); err != nil {
 					t.Fatal(err)
 				}
 			}

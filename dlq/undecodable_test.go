@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
@@ -25,7 +24,7 @@ func TestUndecodableIsNotReplayed(t *testing.T) {
 	s := memstore.New(memstore.Config{})
 	defer s.Close()
 	insert := func(e dlq.Entry) dlq.Record {
-		r, _, err := s.Insert(ctx, dlq.Record{Broker: broker.RabbitMQ, DLQ: "t.w.dlq", Identity: e.MessageID, Entry: e})
+		r, _, err := s.Insert(ctx, dlq.Record{Broker: "rabbitmq", DLQ: "t.w.dlq", Identity: e.MessageID, Entry: e})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -117,7 +117,7 @@ func (s *suite) keeper(t *testing.T, b broker.Broker, st dlq.Store, dlqName stri
 	if !ok {
 		t.Fatalf("%s broker does not implement dlq.Source", s.env.Name)
 	}
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: src, Store: st, Broker: broker.Backend(s.env.Name),
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: src, Store: st, Broker: s.env.Name,
 		DLQs: map[string]broker.Severity{dlqName: broker.SeverityCritical}, Hook: hook, Logger: quietLogger()})
 	if err != nil {
 		t.Fatalf("NewKeeper: %v", err)

@@ -190,7 +190,7 @@ rabbitmq: {url: %q, prefix: fid-%s, delay: {mode: route, resolution: 100ms, fact
 	}
 
 	// The keeper stores them: the entry keeps the exact form.
-	s := &suite{env: Env{Name: string(broker.RabbitMQ), Router: rabbit.Router{}}}
+	s := &suite{env: Env{Name: string(rabbit.Name), Router: rabbit.Router{}}}
 	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
 	s.keeper(t, b, st, dlqName, nil)
 	st.waitAll(t, dlqName, int64(len(cases)), 60*time.Second)

@@ -163,7 +163,7 @@ func TestRabbitMQOriginMismatch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	s := &suite{env: Env{Name: string(broker.RabbitMQ), Router: rabbit.Router{}}}
+	s := &suite{env: Env{Name: string(rabbit.Name), Router: rabbit.Router{}}}
 	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
 	s.keeper(t, b, st, dlq1, nil)
 	st.waitAll(t, dlq1, int64(len(msgs)), 60*time.Second)

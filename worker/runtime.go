@@ -24,7 +24,7 @@ import (
 	"github.com/redrive/redrive/broker/claims"
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/tracing"
 	"github.com/redrive/redrive/worker/killswitch"
@@ -129,7 +129,7 @@ func fromConfig(ctx context.Context, file *config.Config, cfg Config) (*Runtime,
 			r.subs[i].TracerProvider = tp
 		}
 	}
-	b, err := backend.Open(ctx, file, r.log)
+	b, err := assembly.Open(ctx, file, r.log)
 	if err != nil {
 		r.flushTraces()
 		r.closeRedis()

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/worker"
 )
@@ -70,7 +70,7 @@ func TestRunRefusesMismatchedHandlers(t *testing.T) {
 
 func TestParseRejectsUnlinkedBackend(t *testing.T) {
 	_, err := worker.Parse(t.Context(), []byte("broker: kafka\nkafka: {brokers: [127.0.0.1:9092]}\n"), quiet(worker.Config{}))
-	if !errors.Is(err, backend.ErrNotLinked) || !strings.Contains(err.Error(), "broker/kafka") {
+	if !errors.Is(err, assembly.ErrNotLinked) || !strings.Contains(err.Error(), "broker/kafka") {
 		t.Fatalf("Parse with kafka not imported = %v, want ErrNotLinked naming the package to import", err)
 	}
 }

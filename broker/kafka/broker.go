@@ -43,7 +43,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	b := &Broker{cfg: cfg, log: cfg.Logger.With("broker", string(broker.Kafka)), known: make(map[string]bool)}
+	b := &Broker{cfg: cfg, log: cfg.Logger.With("broker", Name), known: make(map[string]bool)}
 
 	opts := b.baseOptions()
 	opts = append(opts,
@@ -61,7 +61,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		}),
 		kgo.ProducerLinger(0),
 	)
-	opts = append(opts, cfg.ClientOptions...)
+	opts = append(opts, cfg.clientOptions()...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: new client for brokers %s: %w", b.brokerList(), err)

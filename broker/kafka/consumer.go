@@ -151,7 +151,7 @@ func (c *consumer) consume(ctx context.Context, group string, topics ...string) 
 		kgo.OnPartitionsRevoked(c.onRevoked),
 		kgo.OnPartitionsLost(c.onLost),
 	)
-	opts = append(opts, b.cfg.ClientOptions...)
+	opts = append(opts, b.cfg.clientOptions()...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("new client: %w", err)

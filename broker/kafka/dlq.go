@@ -8,7 +8,6 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
-	"github.com/redrive/redrive/dlq"
 )
 
 // deadLetter sends r (delivered as d, decided by dec) to <topic>.dlq (see
@@ -42,7 +41,7 @@ func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o driver.
 		}
 		last = now
 	}
-	e := dlq.Entry{
+	e := driver.Entry{
 		MessageID:         d.ID,
 		OriginalTopic:     d.Topic,
 		OriginalPartition: part,

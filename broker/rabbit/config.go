@@ -2,7 +2,6 @@ package rabbit
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -14,7 +13,7 @@ import (
 )
 
 // ErrInvalidConfig is wrapped by Config.Validate errors.
-var ErrInvalidConfig = errors.New("rabbit: invalid config")
+var ErrInvalidConfig = driver.NewError("rabbit: invalid config", driver.ErrInvalidConfig)
 
 // Defaults of Config.
 const (

@@ -39,7 +39,7 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 	}
 	c := &consumer{b: b, sub: sub, h: h, queue: Queue(sub.Topic, sub.Group), instance: b.cfg.InstanceID,
 		log: b.log.With("queue", Queue(sub.Topic, sub.Group))}
-	c.pipe = driver.NewPipeline(sub, c.log.With("broker", string(broker.RabbitMQ)))
+	c.pipe = driver.NewPipeline(sub, c.log.With("broker", Name))
 	defer b.probe.track(c.queue, &c.consuming)()
 	c.pipe.WarnUncountedClaims(b.cfg.QueueType == Quorum)
 	wait := minReconnect

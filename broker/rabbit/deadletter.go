@@ -8,7 +8,6 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/dlq"
 )
 
 // EntryFromDelivery reads a message taken from a "<queue>.dlq" queue into
@@ -21,9 +20,9 @@ import (
 // the wire form (deadLetterForm), never replayed. A delivery whose
 // properties amqp091-go could not decode (HeaderUndecodable) is an entry
 // with reason undecodable that keeps the refused bytes (markUndecodable).
-func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
+func EntryFromDelivery(m amqp.Delivery) driver.Entry {
 	h := fromTable(m.Headers)
-	e := dlq.Entry{
+	e := driver.Entry{
 		MessageID:         m.MessageId,
 		OriginalTopic:     h[driver.HeaderTopic],
 		OriginalPartition: -1,

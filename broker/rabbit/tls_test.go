@@ -14,7 +14,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/internal/tlstest"
@@ -41,7 +41,7 @@ func TestTLSFilesReachTheDialer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			addr, handshakes := tlstest.Listen(t, f)
-			cfg, err := backend.ConfigOf[rabbit.Config](&config.Config{RabbitMQ: config.RabbitMQ{URL: "amqps://redrive:" + secret + "@" + addr + "/", TLS: &tt.tls}}, slog.New(slog.DiscardHandler))
+			cfg, err := assembly.RabbitConfig(&config.Config{RabbitMQ: config.RabbitMQ{URL: "amqps://redrive:" + secret + "@" + addr + "/", TLS: &tt.tls}}, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,7 +90,7 @@ func TestUndecodableOverTLS(t *testing.T) {
 				u.RawQuery = url.Values{"cacertfile": {f.CA}, "certfile": {f.ClientCert}, "keyfile": {f.ClientKey}}.Encode()
 				files = nil
 			}
-			tc, err := backend.ConfigOf[rabbit.Config](&config.Config{RabbitMQ: config.RabbitMQ{URL: u.String(), TLS: files}}, slog.New(slog.DiscardHandler))
+			tc, err := assembly.RabbitConfig(&config.Config{RabbitMQ: config.RabbitMQ{URL: u.String(), TLS: files}}, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}

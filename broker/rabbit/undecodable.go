@@ -6,7 +6,6 @@ import (
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit/internal/framefilter"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/dlq"
 )
 
 // Headers of a delivery whose properties amqp091-go cannot decode (a
@@ -64,7 +63,7 @@ func undecodableForm(m amqp.Delivery) wire.Form {
 // what the message said was refused), the error saying why unless a
 // redrive consumer said it, the refused bytes as its wire form's headers
 // and no string headers.
-func markUndecodable(e *dlq.Entry, m amqp.Delivery, why string) {
+func markUndecodable(e *driver.Entry, m amqp.Delivery, why string) {
 	e.Reason = string(driver.ReasonUndecodable)
 	if e.ErrorMessage == "" {
 		e.ErrorMessage = why

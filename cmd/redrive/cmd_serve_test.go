@@ -19,7 +19,7 @@ import (
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/testenv"
 )
@@ -133,7 +133,7 @@ func TestServeDLQOperations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := backend.ConfigOf[rabbit.Config](c, slog.New(slog.DiscardHandler))
+	rc, err := assembly.RabbitConfig(c, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

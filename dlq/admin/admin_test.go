@@ -119,7 +119,7 @@ func (f *fixture) insert(dlqName string, n int, mod func(i int, r *dlq.Record)) 
 	out := make([]dlq.Record, 0, n)
 	for i := range n {
 		r := dlq.Record{
-			Broker: broker.RabbitMQ, DLQ: dlqName, Identity: dlqName + "-" + string(rune('a'+i%26)) + "-" + strconv.Itoa(i),
+			Broker: "rabbitmq", DLQ: dlqName, Identity: dlqName + "-" + string(rune('a'+i%26)) + "-" + strconv.Itoa(i),
 			ReceivedAt: time.Date(2025, 1, 15, 10, 0, i, 0, time.UTC),
 			Entry: dlq.Entry{
 				MessageID: "m" + strconv.Itoa(i), OriginalTopic: "orders", OriginalPartition: -1, OriginalOffset: -1,

@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/httpguard"
@@ -34,10 +33,16 @@ type WorkerSource interface {
 	Last() ([]heartbeat.WorkerStatus, time.Time, error)
 }
 
-// LagSource gives the last lag measurements; *lag.Sampler implements it.
+// LagSource gives the last lag measurements, consumer-group lag or queue
+// depth, as the backend's monitor measures it; *lag.Sampler implements
+// it.
 type LagSource interface {
-	LastKafka() (lag.KafkaReport, error)
-	LastRabbit() ([]lag.QueueDepth, time.Time, error)
+	// Groups reports whether it measures group lag (LastGroups); Depths
+	// whether it measures queue depth (LastDepths).
+	Groups() bool
+	Depths() bool
+	LastGroups() (lag.GroupReport, error)
+	LastDepths() ([]lag.QueueDepth, time.Time, error)
 }
 
 // User is someone who may log in: Name is the audit log's actor, Token
@@ -61,8 +66,9 @@ type Config struct {
 	Pauser WorkerPauser
 	// Lag feeds the lag page; nil shows "not configured".
 	Lag LagSource
-	// Broker is broker.RabbitMQ or broker.Kafka, shown in the header.
-	Broker broker.Backend
+	// Broker is the backend's name ("rabbitmq", "kafka"), shown in the
+	// header.
+	Broker string
 	// Users may log in with their token; at least one unless
 	// InsecureNoAuth.
 	Users []User

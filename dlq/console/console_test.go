@@ -385,12 +385,15 @@ func (w workerSource) Last() ([]heartbeat.WorkerStatus, time.Time, error) {
 
 type lagSource struct{}
 
-func (lagSource) LastKafka() (lag.KafkaReport, error) {
-	return lag.KafkaReport{At: time.Now(), Topics: []lag.TopicLag{{Group: "billing", Topic: "orders", Partitions: 3, Members: 1, Lag: 42,
+func (lagSource) Groups() bool { return true }
+func (lagSource) Depths() bool { return false }
+
+func (lagSource) LastGroups() (lag.GroupReport, error) {
+	return lag.GroupReport{At: time.Now(), Topics: []lag.TopicLag{{Group: "billing", Topic: "orders", Partitions: 3, Members: 1, Lag: 42,
 		Level: lag.LevelWarning, Status: lag.StatusStall, Reason: "committed offset 7 not moving"}}}, nil
 }
 
-func (lagSource) LastRabbit() ([]lag.QueueDepth, time.Time, error) { return nil, time.Time{}, nil }
+func (lagSource) LastDepths() ([]lag.QueueDepth, time.Time, error) { return nil, time.Time{}, nil }
 
 func TestHealthPages(t *testing.T) {
 	f := newFixture(t, stores[0].Open(t), func(cfg *console.Config) {

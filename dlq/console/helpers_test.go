@@ -97,7 +97,7 @@ func newFixtureRoutesPreview(t *testing.T, s dlq.Store, routes []dlq.Route, prev
 	}
 	t.Cleanup(f.srv.Close)
 	cfg := console.Config{
-		Ops: ops, Jobs: f.srv.Jobs(), Broker: broker.Kafka, Logger: quiet,
+		Ops: ops, Jobs: f.srv.Jobs(), Broker: kafka.Name, Logger: quiet,
 		Users: []console.User{{Name: "alice", Token: opToken}, {Name: "victor", Token: viewerToken, ReadOnly: true}},
 	}
 	if edit != nil {
@@ -119,7 +119,7 @@ func (f *fixture) insert(n int, mod func(i int, r *dlq.Record)) []dlq.Record {
 	out := make([]dlq.Record, 0, n)
 	for i := range n {
 		r := dlq.Record{
-			Broker: broker.Kafka, DLQ: f.dlq, ID: "0-" + strconv.Itoa(100+f.seq),
+			Broker: kafka.Name, DLQ: f.dlq, ID: "0-" + strconv.Itoa(100+f.seq),
 			ReceivedAt: time.Now().Add(-time.Duration(n-i) * time.Minute),
 			Entry: dlq.Entry{
 				MessageID: "m" + strconv.Itoa(i), OriginalTopic: topic, OriginalPartition: 1, OriginalOffset: int64(100 + i),

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq/console"
 	"github.com/redrive/redrive/lag"
 )
@@ -15,9 +14,11 @@ import (
 // queue and the unroutable queue, none consumed.
 type rabbitLag struct{}
 
-func (rabbitLag) LastKafka() (lag.KafkaReport, error) { return lag.KafkaReport{}, nil }
+func (rabbitLag) Groups() bool                         { return false }
+func (rabbitLag) Depths() bool                         { return true }
+func (rabbitLag) LastGroups() (lag.GroupReport, error) { return lag.GroupReport{}, nil }
 
-func (rabbitLag) LastRabbit() ([]lag.QueueDepth, time.Time, error) {
+func (rabbitLag) LastDepths() ([]lag.QueueDepth, time.Time, error) {
 	return []lag.QueueDepth{
 		{Queue: "orders.billing", Exists: true, Messages: 3, Role: lag.RoleGroup},
 		{Queue: "orders.billing.dlq", Exists: true, Messages: 1, Consumers: 1, Role: lag.RoleDLQ},
@@ -32,7 +33,7 @@ func (rabbitLag) LastRabbit() ([]lag.QueueDepth, time.Time, error) {
 // messages reads "parked".
 func TestLagPageMarksNoConsumerWhereExpected(t *testing.T) {
 	f := newFixture(t, stores[0].Open(t), func(cfg *console.Config) {
-		cfg.Broker = broker.RabbitMQ
+		cfg.Broker = "rabbitmq"
 		cfg.Lag = rabbitLag{}
 	})
 	r := f.client().login(viewerToken).get("/lag")

@@ -59,7 +59,7 @@ func testInsertRoundTrip(t *testing.T, s dlq.Store) {
 			checkEntry(t, got.Entry, want)
 			back := get(t, s, "rt.dlq", got.ID)
 			checkEntry(t, back.Entry, want)
-			if back.ID != got.ID || back.Identity != r.Identity || back.Broker != broker.RabbitMQ || back.DLQ != "rt.dlq" ||
+			if back.ID != got.ID || back.Identity != r.Identity || back.Broker != "rabbitmq" || back.DLQ != "rt.dlq" ||
 				back.Status != dlq.StatusPending || !back.ReceivedAt.Equal(r.ReceivedAt) || back.ReceivedAt.Location() != time.UTC ||
 				!back.StatusChangedAt.Equal(got.StatusChangedAt) || back.Version != 1 {
 				t.Errorf("Get = %+v\nInsert returned %+v", back, got)
@@ -107,7 +107,7 @@ func testInsertConcurrent(t *testing.T, s dlq.Store) {
 		{"rabbitmq, generated ids", record("conc.dlq", "same-delivery", 1)},
 		{"kafka, given ids", func() dlq.Record {
 			r := record("conc-k.dlq", "", 1)
-			r.Broker, r.ID = broker.Kafka, dlq.KafkaID(2, 99)
+			r.Broker, r.ID = "kafka", offsetID(2, 99)
 			return r
 		}()},
 	} {
@@ -157,7 +157,7 @@ func testInsertConcurrent(t *testing.T, s dlq.Store) {
 func testInsertIDs(t *testing.T, s dlq.Store) {
 	ctx := context.Background()
 	k := record("ids.dlq", "", 1)
-	k.Broker, k.ID = broker.Kafka, dlq.KafkaID(3, 12345)
+	k.Broker, k.ID = "kafka", offsetID(3, 12345)
 	got := mustInsert(t, s, k)
 	if got.ID != "3-12345" || got.Identity != "3-12345" {
 		t.Errorf("kafka record id, identity = %q, %q; want 3-12345 twice", got.ID, got.Identity)
@@ -187,7 +187,8 @@ func testInsertInvalid(t *testing.T, s dlq.Store) {
 		mod  func(r *dlq.Record)
 	}{
 		{"no broker", func(r *dlq.Record) { r.Broker = "" }},
-		{"unknown broker", func(r *dlq.Record) { r.Broker = "sqs" }},
+		{"malformed broker", func(r *dlq.Record) { r.Broker = "Not A Backend" }},
+		{"no broker", func(r *dlq.Record) { r.Broker = "" }},
 		{"no dlq", func(r *dlq.Record) { r.DLQ = "" }},
 		{"dlq with slash", func(r *dlq.Record) { r.DLQ = "a/b.dlq" }},
 		{"dlq dot-dot", func(r *dlq.Record) { r.DLQ = ".." }},

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -26,7 +27,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
@@ -129,7 +129,7 @@ func wireForm(i int) []byte {
 // received at base + i seconds.
 func record(dlqName, identity string, i int) dlq.Record {
 	return dlq.Record{
-		Broker:     broker.RabbitMQ,
+		Broker:     "rabbitmq",
 		DLQ:        dlqName,
 		Identity:   identity,
 		Entry:      entry(i),
@@ -393,3 +393,10 @@ func find(t *testing.T, reg *prometheus.Registry, name, dlqName string) (*dto.Me
 
 // errBroker is the failure of the suite's failing publisher.
 var errBroker = errors.New("broker unavailable")
+
+// offsetID is the id a backend with offsets gives the dead letter at
+// (partition, offset) (Kafka's "{partition}-{offset}"): the suite's
+// example of a DeadLetter.ID the keeper supplies.
+func offsetID(partition int32, offset int64) string {
+	return strconv.FormatInt(int64(partition), 10) + "-" + strconv.FormatInt(offset, 10)
+}

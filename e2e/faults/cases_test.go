@@ -271,7 +271,7 @@ func TestStoreUnreachable(t *testing.T) {
 		topic := "faults.store." + broker.NewMessageID()[:6]
 		sub := rabbitSub(topic)
 		b, _ := newRabbit(t, sub)
-		storeOutage(t, b, string(broker.RabbitMQ), rabbit.DLQ(rabbit.Queue(topic, sub.Group)), sub)
+		storeOutage(t, b, string(rabbit.Name), rabbit.DLQ(rabbit.Queue(topic, sub.Group)), sub)
 	})
 	t.Run("kafka", func(t *testing.T) {
 		_, brokers := kafkatest.Fake(t)
@@ -281,7 +281,7 @@ func TestStoreUnreachable(t *testing.T) {
 		if err := b.Declare(context.Background(), sub); err != nil {
 			t.Fatal(err)
 		}
-		storeOutage(t, b, string(broker.Kafka), kafka.DLQTopic(topic), sub)
+		storeOutage(t, b, string(kafka.Name), kafka.DLQTopic(topic), sub)
 	})
 }
 

@@ -256,7 +256,7 @@ func loadLarge(t *testing.T, st *pgstore.Store, dlqName string, sub broker.Subsc
 	}
 	received := dlq.StoreTime(time.Now().Add(-time.Hour))
 	first := largeID(0)
-	rows := [][]any{{dlqName, first, first, string(broker.RabbitMQ), string(broker.SeverityWarning), string(dlq.StatusPending),
+	rows := [][]any{{dlqName, first, first, string(rabbit.Name), string(broker.SeverityWarning), string(dlq.StatusPending),
 		received, received, first, sub.Topic, []byte(first), largeValue(first), wf,
 		"TimeoutError", "upstream timed out", driver.ReasonPermanent, int32(3), sub.Group, rabbit.Queue(sub.Topic, sub.Group)}}
 	cols := []string{"dlq", "id", "identity", "broker", "severity", "status", "status_changed_at", "received_at",

@@ -382,7 +382,7 @@ func keeperChild(t *testing.T) {
 			cancel()
 		}
 	}}
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: counted, Broker: broker.Kafka,
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: counted, Broker: kafka.Name,
 		DLQs: map[string]broker.Severity{os.Getenv(envMemDLQ): broker.SeverityWarning}, Logger: quiet})
 	if err != nil {
 		rep.Err = err.Error()
@@ -548,7 +548,7 @@ func loadEntries(t *testing.T, st *pgstore.Store, dlqName, topic string, n int) 
 		}
 		id := entryID(i)
 		value := append(fmt.Appendf(nil, "%08d", i), payload[8:]...)
-		row := []any{dlqName, id, "memory-" + id, string(broker.Kafka), string(broker.SeverityWarning), string(dlq.StatusPending),
+		row := []any{dlqName, id, "memory-" + id, string(kafka.Name), string(broker.SeverityWarning), string(dlq.StatusPending),
 			received, received.Add(time.Duration(i) * time.Microsecond),
 			broker.NewMessageID(), topic, int32(i % 3), int64(i), []byte(id), value,
 			"TimeoutError", "upstream timed out", driver.ReasonPermanent, int32(3)}

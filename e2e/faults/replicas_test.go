@@ -85,7 +85,7 @@ func TestReplicaKilled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		replicaKilled(t, replicaSetup{kind: broker.RabbitMQ, dlq: rabbit.DLQ(queue), source: queue, wire: wf, sub: sub,
+		replicaKilled(t, replicaSetup{kind: rabbit.Name, dlq: rabbit.DLQ(queue), source: queue, wire: wf, sub: sub,
 			env: []string{envPrefix + "=" + prefix},
 			drain: func(sums map[string][32]byte) func() map[string]int {
 				c := drainReplays(t, queue, sums)
@@ -104,7 +104,7 @@ func TestReplicaKilled(t *testing.T) {
 		if err := b.Declare(context.Background(), sub); err != nil {
 			t.Fatal(err)
 		}
-		replicaKilled(t, replicaSetup{kind: broker.Kafka, dlq: kafka.DLQTopic(sub.Topic), source: sub.Topic, sub: sub,
+		replicaKilled(t, replicaSetup{kind: kafka.Name, dlq: kafka.DLQTopic(sub.Topic), source: sub.Topic, sub: sub,
 			env: []string{envBrokers + "=" + strings.Join(brokers, ",")},
 			drain: func(sums map[string][32]byte) func() map[string]int {
 				c := newTally()
@@ -134,7 +134,7 @@ func TestReplicaKilled(t *testing.T) {
 
 // replicaSetup is the broker side of TestReplicaKilled.
 type replicaSetup struct {
-	kind   broker.Backend
+	kind   string
 	dlq    string // where the entries were dead-lettered
 	source string // the queue or topic they failed in
 	wire   []byte // their stored wire form (nil: none)
@@ -237,7 +237,7 @@ func loadSmall(t *testing.T, st *pgstore.Store, s replicaSetup, n int) map[strin
 	t.Helper()
 	received := dlq.StoreTime(time.Now().Add(-time.Hour))
 	partition := int32(-1)
-	if s.kind == broker.Kafka {
+	if s.kind == kafka.Name {
 		partition = 0
 	}
 	tag, err := st.Pool().Exec(t.Context(), `INSERT INTO dlq_entries (dlq, id, identity, broker, severity, status, status_changed_at,

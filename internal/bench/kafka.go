@@ -83,7 +83,7 @@ func runKafka(ctx context.Context, cfg Config, prefix string, peers *peerRunner)
 		{ScenarioConsume, e.consume},
 		{ScenarioRetry, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failRetry, kafkaNotes, rows) }},
 		{ScenarioDLQ, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failDLQ, kafkaNotes, rows) }},
-		{ScenarioKeeper, func(ctx context.Context) ([]Row, error) { return keeperScenario(ctx, e, broker.Kafka) }},
+		{ScenarioKeeper, func(ctx context.Context) ([]Row, error) { return keeperScenario(ctx, e, kafka.Name) }},
 		{ScenarioRelay, func(ctx context.Context) ([]Row, error) { return relayScenario(ctx, e) }},
 		{ScenarioScrape, e.scrape},
 	}

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redrive/redrive/broker"
 )
 
 func TestValidateRules(t *testing.T) {
@@ -16,8 +14,8 @@ func TestValidateRules(t *testing.T) {
 		want []string
 	}{
 		// broker
-		{"broker missing", "workers: []", []string{"broker: required (rabbitmq or kafka)"}},
-		{"broker unknown", "broker: rabit", []string{`broker: "rabit" is not rabbitmq or kafka`}},
+		{"broker missing", "workers: []", []string{"broker: required (kafka or rabbitmq)"}},
+		{"broker unknown", "broker: rabit", []string{`broker: "rabit" is not kafka or rabbitmq`}},
 		{"broker kafka without brokers", "broker: kafka", []string{"kafka.brokers: required when broker is kafka"}},
 		{"broker kafka with empty brokers", "broker: kafka\nkafka: {brokers: [\"\", \" , \"]}", []string{"kafka.brokers: required when broker is kafka"}},
 
@@ -260,7 +258,7 @@ func TestValidateCollectsEverything(t *testing.T) {
 		Lag: Lag{Thresholds: map[string]Threshold{"t": {Warning: 5, Critical: 1}}},
 	}
 	assertLines(t, c.Validate(),
-		`broker: "rabit" is not rabbitmq or kafka`,
+		`broker: "rabit" is not kafka or rabbitmq`,
 		"workers[0].retry.max_retries: -1 is negative (unlimited retries must be explicit: set unlimited: true)",
 		`workers[1].name: "w" is already the name of workers[0]`,
 		`workers[1].retry.mode: "eventually" is not blocking or non_blocking`,
@@ -272,7 +270,7 @@ func TestValidateCollectsEverything(t *testing.T) {
 }
 
 func TestValidateHandBuiltConfig(t *testing.T) {
-	c := &Config{Broker: broker.RabbitMQ, Workers: []Worker{{Name: "w", Topic: "t"}}}
+	c := &Config{Broker: "rabbitmq", Workers: []Worker{{Name: "w", Topic: "t"}}}
 	if err := c.Validate(); err != nil {
 		t.Fatalf("a config without defaults applied: %v", err)
 	}

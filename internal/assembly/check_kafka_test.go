@@ -1,14 +1,16 @@
-package kafka
+package assembly_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/broker/driver"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 )
 
-func TestCheckNames(t *testing.T) {
+func TestKafkaCheckNames(t *testing.T) {
 	n := func(k int) string { return strings.Repeat("n", k) }
 	for _, tc := range []struct {
 		name string
@@ -22,10 +24,10 @@ func TestCheckNames(t *testing.T) {
 		{"a DLQ that is a worker's topic", "workers: [{name: b, topic: a}, {name: c, topic: a.dlq}]",
 			[]string{`workers[1].topic: its topic "a.dlq" is also the dead-letter topic of workers[0] (topic "a", name "b"): rename one of the workers`}},
 		{"dead-letter topic too long", "workers: [{name: w, topic: " + n(246) + "}]",
-			[]string{`workers[0].topic: its dead-letter topic "` + backend.Clip(n(246)+".dlq") + `" is 250 characters, over Kafka's 249`,
-				`workers[0].name: its retry topic "` + backend.Clip(n(246)+".retry.w") + `" is 254 characters, over Kafka's 249`}},
+			[]string{`workers[0].topic: its dead-letter topic "` + driver.ClipName(n(246)+".dlq") + `" is 250 characters, over Kafka's 249`,
+				`workers[0].name: its retry topic "` + driver.ClipName(n(246)+".retry.w") + `" is 254 characters, over Kafka's 249`}},
 		{"retry topic too long, blocking mode too (replays use it)", "workers: [{name: " + n(200) + ", topic: " + n(43) + "}]",
-			[]string{`workers[0].name: its retry topic "` + backend.Clip(n(43)+".retry."+n(200)) + `" is 250 characters, over Kafka's 249`}},
+			[]string{`workers[0].name: its retry topic "` + driver.ClipName(n(43)+".retry."+n(200)) + `" is 250 characters, over Kafka's 249`}},
 		{"foreign DLQs", "workers: [{name: b, topic: a}]\nkafka: {brokers: [k:9092], foreign_dlqs: [{topic: a.DLT, replay_to: a}, {topic: x-dlq, replay_to: other}]}", nil},
 		{"a foreign DLQ that is redrive's", "workers: [{name: b, topic: a}]\nkafka: {brokers: [k:9092], foreign_dlqs: [{topic: a.dlq, replay_to: c}, {topic: a, replay_to: c}, {topic: a.retry.b, replay_to: c}]}",
 			[]string{`kafka.foreign_dlqs[0].topic: "a.dlq" is also the dead-letter topic of workers[0] (topic "a", name "b"): a foreign dead-letter topic is another application's, not redrive's`,
@@ -44,14 +46,14 @@ func TestCheckNames(t *testing.T) {
 				t.Fatalf("the configuration itself is invalid: %v", err)
 			}
 			var got []string
-			for _, fe := range checkNames(c) {
-				got = append(got, fe.Error())
+			if err := assembly.Check(c); err != nil {
+				got = strings.Split(err.Error(), "\n")
+				if !errors.Is(err, config.ErrInvalid) {
+					t.Errorf("assembly.Check = %v, not a config.ErrInvalid", err)
+				}
 			}
 			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("problems:\n got: %q\nwant: %q", got, tc.want)
-			}
-			if err := backend.Check(c); (err != nil) != (len(tc.want) > 0) {
-				t.Errorf("backend.Check = %v", err)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package lag
+package kafka
 
 import (
 	"context"
@@ -8,13 +8,37 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/lag"
 )
 
+// The LagMonitor's tests measure a kfake cluster and grade the samples
+// with a lag.Tracker, as the exporter does.
+
 const topic = "orders"
+
+type (
+	kmsgReq  = kmsg.OffsetCommitRequest
+	kmsgResp = kmsg.OffsetCommitResponse
+)
+
+// commitErr returns the first partition error of an offset commit.
+func commitErr(resp *kmsg.OffsetCommitResponse) error {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, err)
+			}
+		}
+	}
+	return nil
+}
 
 // kafkaEnv is a one-broker kfake cluster with a 3-partition topic, a
 // client and an admin.
@@ -64,26 +88,26 @@ func (e *kafkaEnv) commit(t testing.TB, group string, offsets map[int32]int64) {
 	}
 }
 
-func (e *kafkaEnv) measurer(t testing.TB, cfg KafkaConfig) *Kafka {
+func (e *kafkaEnv) measurer(t testing.TB, cfg LagConfig) *LagMonitor {
 	t.Helper()
-	k, err := NewKafka(e.cl, cfg)
+	k, err := NewLagMonitor(e.cl, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return k
 }
 
-func measure(t testing.TB, k *Kafka) KafkaSample {
+func measure(t testing.TB, k *LagMonitor) driver.GroupSample {
 	t.Helper()
-	s, err := k.Measure(context.Background())
+	s, err := k.MeasureGroups(context.Background())
 	if err != nil {
-		t.Fatalf("Measure: %v", err)
+		t.Fatalf("MeasureGroups: %v", err)
 	}
 	return s
 }
 
 // lags returns the lag of each partition of group in s.
-func lags(s KafkaSample, group string) map[int32]int64 {
+func lags(s driver.GroupSample, group string) map[int32]int64 {
 	out := map[int32]int64{}
 	for _, p := range s.Partitions {
 		if p.Group == group {
@@ -93,7 +117,7 @@ func lags(s KafkaSample, group string) map[int32]int64 {
 	return out
 }
 
-func topicLag(t testing.TB, r KafkaReport, group string) TopicLag {
+func topicLag(t testing.TB, r lag.GroupReport, group string) lag.TopicLag {
 	t.Helper()
 	for _, tl := range r.Topics {
 		if tl.Group == group && tl.Topic == topic {
@@ -101,7 +125,7 @@ func topicLag(t testing.TB, r KafkaReport, group string) TopicLag {
 		}
 	}
 	t.Fatalf("no row for %s/%s in %+v", group, topic, r.Topics)
-	return TopicLag{}
+	return lag.TopicLag{}
 }
 
 func wantLags(t testing.TB, got, want map[int32]int64) {
@@ -113,15 +137,15 @@ func wantLags(t testing.TB, got, want map[int32]int64) {
 
 // Produce N, commit M: lag N−M per partition and summed per topic; it
 // rises while the group is stopped and falls when it commits again.
-func TestKafkaLagRecords(t *testing.T) {
+func TestLagRecords(t *testing.T) {
 	t.Parallel()
 	e := newKafka(t)
 	for p, n := range map[int32]int{0: 10, 1: 20, 2: 5} {
 		e.produce(t, p, n, time.Time{})
 	}
 	e.commit(t, "g", map[int32]int64{0: 4, 1: 20, 2: 0})
-	k := e.measurer(t, KafkaConfig{Groups: []string{"g"}})
-	tr, _ := NewTracker(TrackerConfig{Thresholds: Thresholds{topic: {Warning: 10, Critical: 20}}})
+	k := e.measurer(t, LagConfig{Groups: []string{"g"}})
+	tr, _ := lag.NewTracker(lag.TrackerConfig{Thresholds: lag.Thresholds{topic: {Warning: 10, Critical: 20}}})
 
 	s := measure(t, k)
 	wantLags(t, lags(s, "g"), map[int32]int64{0: 6, 1: 0, 2: 5})
@@ -131,7 +155,7 @@ func TestKafkaLagRecords(t *testing.T) {
 		}
 	}
 	tl := topicLag(t, tr.Observe(s), "g")
-	if tl.Lag != 11 || tl.Level != LevelWarning || tl.Partitions != 3 || tl.Members != 0 {
+	if tl.Lag != 11 || tl.Level != lag.LevelWarning || tl.Partitions != 3 || tl.Members != 0 {
 		t.Fatalf("topic row = %+v, want lag 11 WARNING over 3 partitions", tl)
 	}
 
@@ -140,7 +164,7 @@ func TestKafkaLagRecords(t *testing.T) {
 	s = measure(t, k)
 	wantLags(t, lags(s, "g"), map[int32]int64{0: 6, 1: 15, 2: 5})
 	tl = topicLag(t, tr.Observe(s), "g")
-	if tl.Lag != 26 || tl.Level != LevelCritical || tl.Status != StatusStop {
+	if tl.Lag != 26 || tl.Level != lag.LevelCritical || tl.Status != lag.StatusStop {
 		t.Fatalf("topic row = %+v, want lag 26 CRITICAL STOP (no member, offsets still)", tl)
 	}
 
@@ -149,7 +173,7 @@ func TestKafkaLagRecords(t *testing.T) {
 	s = measure(t, k)
 	wantLags(t, lags(s, "g"), map[int32]int64{0: 0, 1: 5, 2: 0})
 	tl = topicLag(t, tr.Observe(s), "g")
-	if tl.Lag != 5 || tl.Level != LevelOK || tl.Status != StatusOK {
+	if tl.Lag != 5 || tl.Level != lag.LevelOK || tl.Status != lag.StatusOK {
 		t.Fatalf("topic row = %+v, want lag 5 OK OK", tl)
 	}
 }
@@ -157,7 +181,7 @@ func TestKafkaLagRecords(t *testing.T) {
 // A group member that holds partitions: STALL while it does not commit,
 // OK when it commits forward, REWIND when it commits backwards, STOP once
 // it left. Every step is an explicit sample; nothing sleeps.
-func TestKafkaStatusWithMember(t *testing.T) {
+func TestLagStatusWithMember(t *testing.T) {
 	t.Parallel()
 	e := newKafka(t)
 	for p := range int32(3) {
@@ -196,9 +220,9 @@ func TestKafkaStatusWithMember(t *testing.T) {
 	}
 	commit(map[int32]int64{0: 2, 1: 2, 2: 2})
 
-	k := e.measurer(t, KafkaConfig{Groups: []string{"workers"}})
-	tr, _ := NewTracker(TrackerConfig{Window: 3})
-	step := func(want Status) TopicLag {
+	k := e.measurer(t, LagConfig{Groups: []string{"workers"}})
+	tr, _ := lag.NewTracker(lag.TrackerConfig{Window: 3})
+	step := func(want lag.Status) lag.TopicLag {
 		t.Helper()
 		s := measure(t, k)
 		tl := topicLag(t, tr.Observe(s), "workers")
@@ -208,15 +232,15 @@ func TestKafkaStatusWithMember(t *testing.T) {
 		return tl
 	}
 
-	tl := step(StatusOK) // one sample: nothing to compare yet
+	tl := step(lag.StatusOK) // one sample: nothing to compare yet
 	if tl.Members != 1 || tl.Lag != 24 {
 		t.Fatalf("topic row = %+v, want 1 member, lag 24", tl)
 	}
-	step(StatusStall) // two samples, offsets still, member assigned
+	step(lag.StatusStall) // two samples, offsets still, member assigned
 	commit(map[int32]int64{0: 6, 1: 6, 2: 6})
-	step(StatusOK) // moving and catching up
+	step(lag.StatusOK) // moving and catching up
 	commit(map[int32]int64{0: 1, 1: 6, 2: 6})
-	tl = step(StatusRewind)
+	tl = step(lag.StatusRewind)
 	if tl.Reason != "partition 0: committed offset went back from 6 to 1" {
 		t.Errorf("rewind reason = %q", tl.Reason)
 	}
@@ -225,14 +249,14 @@ func TestKafkaStatusWithMember(t *testing.T) {
 	member.Close()
 	// Partitions 1 and 2 lag with still offsets and no member: STOP, which
 	// outranks partition 0's REWIND.
-	tl = step(StatusStop)
+	tl = step(lag.StatusStop)
 	if tl.Members != 0 {
 		t.Errorf("members = %d after the member left", tl.Members)
 	}
 }
 
 // Lag in seconds: the age of the record at the committed offset.
-func TestKafkaTimeLag(t *testing.T) {
+func TestLagTime(t *testing.T) {
 	t.Parallel()
 	e := newKafka(t)
 	old := time.Now().Add(-time.Hour).Truncate(time.Millisecond)
@@ -243,7 +267,7 @@ func TestKafkaTimeLag(t *testing.T) {
 	e.produce(t, 2, 2, recent)
 	e.commit(t, "g", map[int32]int64{0: 3, 1: 1, 2: 2})
 
-	s := measure(t, e.measurer(t, KafkaConfig{Groups: []string{"g"}}))
+	s := measure(t, e.measurer(t, LagConfig{Groups: []string{"g"}}))
 	want := map[int32]time.Duration{0: s.At.Sub(recent), 1: s.At.Sub(old), 2: 0}
 	for _, p := range s.Partitions {
 		if !p.TimeLagKnown {
@@ -253,21 +277,21 @@ func TestKafkaTimeLag(t *testing.T) {
 			t.Errorf("partition %d: time lag %s, want %s", p.Partition, p.TimeLag, want[p.Partition])
 		}
 	}
-	tr, _ := NewTracker(TrackerConfig{})
+	tr, _ := lag.NewTracker(lag.TrackerConfig{})
 	if tl := topicLag(t, tr.Observe(s), "g"); tl.TimeLag != want[1] {
 		t.Errorf("topic time lag %s, want the oldest partition's %s", tl.TimeLag, want[1])
 	}
 
 	// Bounded work: with one fetch allowed, only the most lagging partition
 	// (partition 1, lag 4) gets an age.
-	s = measure(t, e.measurer(t, KafkaConfig{Groups: []string{"g"}, TimeLagPartitions: 1}))
+	s = measure(t, e.measurer(t, LagConfig{Groups: []string{"g"}, TimeLagPartitions: 1}))
 	for _, p := range s.Partitions {
 		known := p.Partition == 1 || p.Lag == 0
 		if p.TimeLagKnown != known {
 			t.Errorf("partition %d (lag %d): TimeLagKnown %v, want %v", p.Partition, p.Lag, p.TimeLagKnown, known)
 		}
 	}
-	s = measure(t, e.measurer(t, KafkaConfig{Groups: []string{"g"}, TimeLagPartitions: -1}))
+	s = measure(t, e.measurer(t, LagConfig{Groups: []string{"g"}, TimeLagPartitions: -1}))
 	for _, p := range s.Partitions {
 		if p.TimeLagKnown {
 			t.Errorf("partition %d has an age with time lag disabled", p.Partition)
@@ -275,33 +299,33 @@ func TestKafkaTimeLag(t *testing.T) {
 	}
 }
 
-func TestKafkaAllGroupsAndUnknownGroup(t *testing.T) {
+func TestLagAllGroupsAndUnknownGroup(t *testing.T) {
 	t.Parallel()
 	e := newKafka(t)
 	e.produce(t, 0, 3, time.Time{})
 	e.commit(t, "a", map[int32]int64{0: 1})
 	e.commit(t, "b", map[int32]int64{0: 2})
-	s := measure(t, e.measurer(t, KafkaConfig{}))
+	s := measure(t, e.measurer(t, LagConfig{}))
 	if got := lags(s, "a")[0] + 10*lags(s, "b")[0]; got != 2+10*1 {
 		t.Errorf("lags of all groups: a %v b %v", lags(s, "a"), lags(s, "b"))
 	}
-	s = measure(t, e.measurer(t, KafkaConfig{Groups: []string{"never-seen"}}))
+	s = measure(t, e.measurer(t, LagConfig{Groups: []string{"never-seen"}}))
 	if len(s.Partitions) != 0 {
 		t.Errorf("a group that never committed has partitions %+v", s.Partitions)
 	}
 }
 
-func TestKafkaUnreachable(t *testing.T) {
+func TestLagUnreachable(t *testing.T) {
 	t.Parallel()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(testenv.ClosedAddr(t)), kgo.RequestRetries(0), kgo.RetryTimeout(500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	k, _ := NewKafka(cl, KafkaConfig{Groups: []string{"g"}})
+	k, _ := NewLagMonitor(cl, LagConfig{Groups: []string{"g"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	if _, err := k.Measure(ctx); !errors.Is(err, ErrUnavailable) {
+	if _, err := k.MeasureGroups(ctx); !errors.Is(err, driver.ErrUnavailable) {
 		t.Fatalf("Measure against a closed port = %v, want ErrUnavailable", err)
 	}
 }
@@ -309,7 +333,7 @@ func TestKafkaUnreachable(t *testing.T) {
 // TestMeasureKeepsGroups: measuring several groups, one of which never
 // committed, leaves the configured list alone (kadm.Lag reuses the slice it
 // is given; the groups measured once read [a a ...] afterwards).
-func TestMeasureKeepsGroups(t *testing.T) {
+func TestLagKeepsGroups(t *testing.T) {
 	t.Parallel()
 	e := newKafka(t)
 	e.produce(t, 0, 2, time.Now())
@@ -317,12 +341,12 @@ func TestMeasureKeepsGroups(t *testing.T) {
 		e.commit(t, g, map[int32]int64{0: 1})
 	}
 	groups := []string{"g1", "g2", "g3", "never-committed"}
-	k, err := NewKafka(e.cl, KafkaConfig{Groups: groups})
+	k, err := NewLagMonitor(e.cl, LagConfig{Groups: groups})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 5 {
-		if _, err := k.Measure(t.Context()); err != nil {
+		if _, err := k.MeasureGroups(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	}

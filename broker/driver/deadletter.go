@@ -1,10 +1,8 @@
-package dlq
+package driver
 
 import (
 	"context"
 	"errors"
-
-	"github.com/redrive/redrive/broker/driver"
 )
 
 // DeadLetter is one message read from a dead-letter queue by a Source.
@@ -12,12 +10,14 @@ type DeadLetter struct {
 	// DLQ is the dead-letter queue (RabbitMQ) or topic (Kafka) it was read
 	// from.
 	DLQ string
-	// ID is the broker's address of the message when it has one that an
-	// operator can use ("{partition}-{offset}" on Kafka); empty on RabbitMQ,
-	// where the store assigns ids.
+	// ID is the backend's id of the dead letter when it has one an
+	// operator can use (its id scheme: Kafka "{partition}-{offset}", the
+	// DLQ record's coordinates); empty when the store assigns one
+	// (dlq.NewID: RabbitMQ). It must match
+	// [A-Za-z0-9][A-Za-z0-9._-]{0,127}.
 	ID string
 	// Identity identifies this dead-lettering of this message, so that a
-	// redelivered dead letter is stored once: Kafka
+	// redelivered dead letter is stored once (at most 1024 bytes): Kafka
 	// "<partition>-<offset>@<record ms>" (the record time tells a recreated
 	// DLQ topic's offsets from old ones); RabbitMQ a digest of the message
 	// id, the failure time and the reason.
@@ -30,10 +30,10 @@ type DeadLetter struct {
 
 // ReasonUnparseable marks an entry whose message could not be decoded; it
 // is stored raw, never dropped.
-const ReasonUnparseable driver.Reason = "unparseable"
+const ReasonUnparseable Reason = "unparseable"
 
-// Source delivers the messages of dead-letter queues. Each backend
-// implements it.
+// Source delivers the messages of dead-letter queues: the DLQ keeper
+// (dlq.Keeper) reads through it. A backend's Broker implements it.
 type Source interface {
 	// ConsumeDeadLetters calls handle for every message of the named DLQs
 	// and acknowledges (or commits) a message only after handle returned nil
@@ -43,27 +43,10 @@ type Source interface {
 	ConsumeDeadLetters(ctx context.Context, dlqs []string, handle func(context.Context, DeadLetter) error) error
 }
 
-// Router names a backend's dead-letter queues: the replay route of a
-// configured worker, whose DLQ is where the worker's dead letters go
-// (RabbitMQ "<topic>.<worker>.dlq", one per worker; Kafka "<topic>.dlq",
-// shared by the topic's workers) and whose Target is where they are
-// replayed to. Each backend implements it (rabbit.Router, kafka.Router),
-// so that no caller spells a backend's names.
-type Router interface {
-	// Route returns the replay route of worker of topic.
-	Route(topic, worker string) Route
-	// ForeignWorkerRoute returns the replay route of worker of topic
-	// declared foreign (workers[].foreign: written in another language,
-	// not run by redrive): the same DLQ as Route's, replaying where such
-	// a worker reads (Kafka: topic itself, which every group of it
-	// receives, Route.EveryGroup; RabbitMQ: its queue, as Route, which it
-	// consumes).
-	ForeignWorkerRoute(topic, worker string) Route
-}
-
 // BatchSource is a Source that hands the keeper several dead letters at
-// once, so that it stores them in one batch (Store.InsertBatch). Both
-// backends implement it; the keeper uses it when its Source does.
+// once, so that it stores them in one batch (Store.InsertBatch). The
+// built-in backends implement it; the keeper uses it when its Source
+// does.
 type BatchSource interface {
 	Source
 	// ConsumeDeadLetterBatches calls handle with the messages of the named
@@ -80,7 +63,7 @@ type BatchSource interface {
 // ErrNotTried is the error HandleEach gives the dead letters of a batch
 // after one whose handling failed: they were not handed to the handler,
 // and are offered again with it.
-var ErrNotTried = errors.New("dlq: not handled: an earlier dead letter of its batch failed")
+var ErrNotTried = errors.New("driver: not handled: an earlier dead letter of its batch failed")
 
 // HandleEach adapts a handler of one dead letter to a batch: it calls
 // handle for each in order and stops at the first failure (the later ones

@@ -1,15 +1,17 @@
-package lag
+package rabbit_test
 
 import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/testenv"
 )
@@ -47,9 +49,9 @@ func declareQueue(t testing.TB, ch *amqp.Channel, n int) string {
 	return name
 }
 
-func newRabbit(t testing.TB, url string) *Rabbit {
+func newDepthMonitor(t testing.TB, url string) *rabbit.DepthMonitor {
 	t.Helper()
-	r, err := NewRabbit(RabbitConfig{URL: url, DialTimeout: time.Second})
+	r, err := rabbit.NewDepthMonitor(rabbit.DepthConfig{URL: url, DialTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,19 +59,19 @@ func newRabbit(t testing.TB, url string) *Rabbit {
 	return r
 }
 
-func TestRabbitDepth(t *testing.T) {
+func TestDepth(t *testing.T) {
 	t.Parallel()
 	ch := rabbitChannel(t)
 	full := declareQueue(t, ch, 7)
 	empty := declareQueue(t, ch, 0)
-	missing := "lag-test.missing." + broker.NewMessageID()[:8]
-	r := newRabbit(t, testenv.RabbitMQ.URL())
+	missing := "depth-test.missing." + broker.NewMessageID()[:8]
+	r := newDepthMonitor(t, testenv.RabbitMQ.URL())
 
 	got, err := r.Measure(t.Context(), full, missing, empty)
 	if err != nil {
 		t.Fatalf("Measure: %v", err)
 	}
-	want := []QueueDepth{
+	want := []driver.QueueDepth{
 		{Queue: full, Exists: true, Messages: 7},
 		{Queue: missing},
 		{Queue: empty, Exists: true}, // measured on a new channel after the 404
@@ -97,33 +99,33 @@ func TestRabbitDepth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (QueueDepth{Queue: full, Exists: true, Messages: 6, Consumers: 1}); got[0] != want {
+	if want := (driver.QueueDepth{Queue: full, Exists: true, Messages: 6, Consumers: 1}); got[0] != want {
 		t.Fatalf("with a consumer: %+v, want %+v", got[0], want)
 	}
 }
 
-func TestRabbitUnreachable(t *testing.T) {
+func TestDepthUnreachable(t *testing.T) {
 	t.Parallel()
-	r := newRabbit(t, "amqp://guest:secret@"+testenv.ClosedAddr(t)+"/")
+	r := newDepthMonitor(t, "amqp://guest:secret@"+testenv.ClosedAddr(t)+"/")
 	_, err := r.Measure(t.Context(), "q")
-	if !errors.Is(err, ErrUnavailable) {
-		t.Fatalf("Measure against a closed port = %v, want ErrUnavailable", err)
+	if !errors.Is(err, driver.ErrUnavailable) {
+		t.Fatalf("Measure against a closed port = %v, want driver.ErrUnavailable", err)
 	}
-	if contains(err.Error(), "secret") {
+	if strings.Contains(err.Error(), "secret") {
 		t.Errorf("error leaks the password: %v", err)
 	}
-	if _, err := NewRabbit(RabbitConfig{URL: "http://nope"}); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("NewRabbit(bad url) = %v, want ErrInvalidConfig", err)
+	if _, err := rabbit.NewDepthMonitor(rabbit.DepthConfig{URL: "http://nope"}); !errors.Is(err, rabbit.ErrInvalidConfig) {
+		t.Errorf("NewDepthMonitor(bad url) = %v, want ErrInvalidConfig", err)
 	}
 }
 
 // With several URLs the first that answers is measured through, and the
 // passwords of all of them stay hidden when none does.
-func TestRabbitURLs(t *testing.T) {
+func TestDepthURLs(t *testing.T) {
 	t.Parallel()
 	ch := rabbitChannel(t)
 	q := declareQueue(t, ch, 3)
-	r, err := NewRabbit(RabbitConfig{URLs: []string{"amqp://guest:one-S3CRET@" + testenv.ClosedAddr(t) + "/", testenv.RabbitMQ.URL()}, DialTimeout: time.Second})
+	r, err := rabbit.NewDepthMonitor(rabbit.DepthConfig{URLs: []string{"amqp://guest:one-S3CRET@" + testenv.ClosedAddr(t) + "/", testenv.RabbitMQ.URL()}, DialTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,20 +134,20 @@ func TestRabbitURLs(t *testing.T) {
 	if err != nil || got[0].Messages != 3 {
 		t.Fatalf("Measure through the second URL = %+v, %v; want 3 messages", got, err)
 	}
-	down, err := NewRabbit(RabbitConfig{URLs: []string{"amqp://guest:one-S3CRET@" + testenv.ClosedAddr(t) + "/", "amqp://guest:two-S3CRET@" + testenv.ClosedAddr(t) + "/"}})
+	down, err := rabbit.NewDepthMonitor(rabbit.DepthConfig{URLs: []string{"amqp://guest:one-S3CRET@" + testenv.ClosedAddr(t) + "/", "amqp://guest:two-S3CRET@" + testenv.ClosedAddr(t) + "/"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = down.Measure(t.Context(), q)
-	if !errors.Is(err, ErrUnavailable) || contains(err.Error(), "S3CRET") {
-		t.Fatalf("Measure with no URL answering = %v, want ErrUnavailable without passwords", err)
+	if !errors.Is(err, driver.ErrUnavailable) || strings.Contains(err.Error(), "S3CRET") {
+		t.Fatalf("Measure with no URL answering = %v, want driver.ErrUnavailable without passwords", err)
 	}
-	if _, err := NewRabbit(RabbitConfig{URL: testenv.RabbitMQ.URL(), URLs: []string{testenv.RabbitMQ.URL()}}); !errors.Is(err, ErrInvalidConfig) {
-		t.Errorf("NewRabbit(url and urls) = %v, want ErrInvalidConfig", err)
+	if _, err := rabbit.NewDepthMonitor(rabbit.DepthConfig{URL: testenv.RabbitMQ.URL(), URLs: []string{testenv.RabbitMQ.URL()}}); !errors.Is(err, rabbit.ErrInvalidConfig) {
+		t.Errorf("NewDepthMonitor(url and urls) = %v, want ErrInvalidConfig", err)
 	}
 }
 
-func TestRabbitQueues(t *testing.T) {
+func TestDepthWorkerQueues(t *testing.T) {
 	t.Parallel()
 	n := rabbit.Names{Prefix: "redrive"}
 	tests := []struct {
@@ -167,10 +169,20 @@ func TestRabbitQueues(t *testing.T) {
 		if !slices.Equal(delay, tt.want) {
 			t.Errorf("%s: DelayQueues = %v, want %v", tt.mode, delay, tt.want)
 		}
-		got := RabbitQueues(n, delay, rabbit.Queue("escrow.commands", "payout-executor"))
+		queues := rabbit.WorkerQueues(n, delay, []driver.Worker{{Topic: "escrow.commands", Group: "payout-executor"}})
+		var got []string
+		for _, q := range queues {
+			got = append(got, q.Name)
+			// Only group queues and DLQs expect a consumer, and they name
+			// their worker.
+			worker := q.Topic == "escrow.commands" && q.Group == "payout-executor"
+			if q.Role == "" || q.Role.ExpectsConsumer() != (q.Role == driver.RoleGroup || q.Role == driver.RoleDLQ) || worker != q.Role.ExpectsConsumer() {
+				t.Errorf("%s: %+v", tt.mode, q)
+			}
+		}
 		want := append(append([]string{"escrow.commands.payout-executor", "escrow.commands.payout-executor.dlq"}, tt.want...), "redrive.unroutable")
 		if !slices.Equal(got, want) {
-			t.Errorf("%s: RabbitQueues = %v, want %v", tt.mode, got, want)
+			t.Errorf("%s: WorkerQueues = %v, want %v", tt.mode, got, want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package lag
+package kafka
 
 import (
 	"cmp"
@@ -9,14 +9,16 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // timeLags fills in TimeLag of parts: 0 for partitions without lag, the age
 // of the record at the next offset to consume for up to TimeLagPartitions
 // lagging ones (the most lagging first). Partitions it cannot fetch keep
 // TimeLagKnown false.
-func (k *Kafka) timeLags(ctx context.Context, now time.Time, parts []PartitionLag) {
-	var lagging []*PartitionLag
+func (k *LagMonitor) timeLags(ctx context.Context, now time.Time, parts []driver.PartitionLag) {
+	var lagging []*driver.PartitionLag
 	topics := map[string]bool{}
 	for i := range parts {
 		p := &parts[i]
@@ -28,7 +30,7 @@ func (k *Kafka) timeLags(ctx context.Context, now time.Time, parts []PartitionLa
 			lagging = append(lagging, p)
 		}
 	}
-	slices.SortStableFunc(lagging, func(a, b *PartitionLag) int { return cmp.Compare(b.Lag, a.Lag) })
+	slices.SortStableFunc(lagging, func(a, b *driver.PartitionLag) int { return cmp.Compare(b.Lag, a.Lag) })
 	if len(lagging) > k.cfg.TimeLagPartitions {
 		lagging = lagging[:k.cfg.TimeLagPartitions]
 	}
@@ -38,7 +40,7 @@ func (k *Kafka) timeLags(ctx context.Context, now time.Time, parts []PartitionLa
 	for _, p := range lagging {
 		topics[p.Topic] = true
 	}
-	meta, err := k.adm.Metadata(ctx, mapsKeys(topics)...)
+	meta, err := k.adm.Metadata(ctx, sortedKeys(topics)...)
 	if err != nil {
 		return
 	}
@@ -50,7 +52,7 @@ func (k *Kafka) timeLags(ctx context.Context, now time.Time, parts []PartitionLa
 		partition int32
 		offset    int64
 	}
-	want := map[target][]*PartitionLag{}
+	want := map[target][]*driver.PartitionLag{}
 	for _, p := range lagging {
 		t := target{p.Topic, p.Partition, p.End - p.Lag}
 		want[t] = append(want[t], p)
@@ -89,7 +91,7 @@ func (k *Kafka) timeLags(ctx context.Context, now time.Time, parts []PartitionLa
 
 // recordTime fetches the first record at or after offset of one partition
 // from its leader and returns its timestamp.
-func (k *Kafka) recordTime(ctx context.Context, leader int32, topic string, id [16]byte, partition int32, offset int64) (time.Time, bool) {
+func (k *LagMonitor) recordTime(ctx context.Context, leader int32, topic string, id [16]byte, partition int32, offset int64) (time.Time, bool) {
 	req := kmsg.NewPtrFetchRequest()
 	req.ReplicaID = -1
 	req.MaxWaitMillis = 0
@@ -132,7 +134,7 @@ func (k *Kafka) recordTime(ctx context.Context, leader int32, topic string, id [
 	return time.Time{}, false
 }
 
-func mapsKeys(m map[string]bool) []string {
+func sortedKeys(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
