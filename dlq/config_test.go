@@ -37,7 +37,8 @@ func TestKeeperConfigValidate(t *testing.T) {
 		{Name: "required fields: defaults", Config: ok},
 		{Name: "no source", Config: with(func(c *dlq.KeeperConfig) { c.Source = nil }), Want: "KeeperConfig.Source"},
 		{Name: "no store", Config: with(func(c *dlq.KeeperConfig) { c.Store = nil }), Want: "KeeperConfig.Store"},
-		{Name: "bad broker", Config: with(func(c *dlq.KeeperConfig) { c.Broker = "nats" }), Want: "KeeperConfig.Broker"},
+		{Name: "bad broker", Config: with(func(c *dlq.KeeperConfig) { c.Broker = "NATS!" }), Want: "KeeperConfig.Broker"},
+		{Name: "no broker", Config: with(func(c *dlq.KeeperConfig) { c.Broker = "" }), Want: "KeeperConfig.Broker"},
 		{Name: "no DLQs", Config: with(func(c *dlq.KeeperConfig) { c.DLQs = nil }), Want: "KeeperConfig.DLQs"},
 	}, dlq.KeeperConfig.Validate, func(c dlq.KeeperConfig) error { _, err := dlq.NewKeeper(c); return err })
 }
