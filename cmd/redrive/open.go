@@ -7,8 +7,6 @@ import (
 	"os"
 
 	"github.com/redrive/redrive/broker"
-	_ "github.com/redrive/redrive/broker/kafka"  // registers broker: kafka
-	_ "github.com/redrive/redrive/broker/rabbit" // registers broker: rabbitmq
 	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 )

@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) dlq.Store) {
 		{"InsertConcurrent", testInsertConcurrent},
 		{"InsertIDs", testInsertIDs},
 		{"InsertInvalid", testInsertInvalid},
+		{"InsertAnyBackend", testInsertAnyBackend},
 		{"InsertCleansText", testInsertCleansText},
 		{"InsertBoundsText", testInsertBoundsText},
 		{"InsertBatch", testInsertBatch},
@@ -125,11 +126,11 @@ func wireForm(i int) []byte {
 	return b
 }
 
-// record returns a RabbitMQ record of dlqName whose identity is identity,
+// record returns a queueBackend record of dlqName whose identity is identity,
 // received at base + i seconds.
 func record(dlqName, identity string, i int) dlq.Record {
 	return dlq.Record{
-		Broker:     "rabbitmq",
+		Broker:     queueBackend,
 		DLQ:        dlqName,
 		Identity:   identity,
 		Entry:      entry(i),
@@ -400,3 +401,12 @@ var errBroker = errors.New("broker unavailable")
 func offsetID(partition int32, offset int64) string {
 	return strconv.FormatInt(int64(partition), 10) + "-" + strconv.FormatInt(offset, 10)
 }
+
+// The backends of the suite's records: any backend's name is stored (a
+// driver.Descriptor's Name), whatever its kind. offsetBackend stands for
+// one whose dead letters carry offset ids (Kafka's), queueBackend for one
+// whose ids the store assigns (RabbitMQ's).
+const (
+	offsetBackend = "offsets"
+	queueBackend  = "queues"
+)
