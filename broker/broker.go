@@ -7,7 +7,7 @@ import (
 	"github.com/redrive/redrive/broker/internal/deliveryset"
 )
 
-// Broker is the one interface both backends implement. All methods are safe
+// Broker is the one interface every backend implements. All methods are safe
 // for concurrent use.
 type Broker interface {
 	// Publish sends msgs to every group subscribed to topic and returns only

@@ -3,13 +3,14 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/redrive/redrive/broker"
 )
 
 // The capabilities a backend may offer beyond broker.Broker, each a small
 // interface. An opened Broker is checked for those of a running consumer
-// (Pauser, Source, BatchSource, Republisher, Instancer) where they are
+// (Pauser, Prober, Source, BatchSource, Republisher, Instancer) where they are
 // used, once; those that need no consumer are reached through the
 // Descriptor (Monitor, Topology, DevServer).
 
@@ -25,6 +26,23 @@ type Pauser interface {
 	// ResumeConsume undoes PauseConsume.
 	ResumeConsume(topic, group string)
 }
+
+// Prober tells about this process's Consume calls: the worker runtime's
+// /readyz asks whether each worker consumes, and its heartbeats carry the
+// messages waiting for it.
+type Prober interface {
+	// ConsumerLag returns the messages waiting for topic/group's
+	// consumers.
+	ConsumerLag(ctx context.Context, topic, group string) (int64, error)
+	// ConsumerReady returns nil when topic/group's consumers consume now,
+	// else why not (wrapping ErrNotConsuming when no Consume of theirs
+	// runs in this process).
+	ConsumerReady(ctx context.Context, topic, group string) error
+}
+
+// ErrNotConsuming is wrapped by Prober.ConsumerReady for a topic and
+// group no Consume call of this process consumes.
+var ErrNotConsuming = errors.New("not consuming")
 
 // Instancer reports the identity a backend writes into the dead letters
 // of this process (Settings.Instance, or DefaultInstance).
@@ -94,6 +112,14 @@ type DevServer interface {
 // DevServerConfig configures a DevServer.
 type DevServerConfig struct {
 	// Port is the port of the first listener, the others following it;
-	// 0 = random free ports. It listens on 127.0.0.1.
+	// 0 (the default) = random free ports. It listens on 127.0.0.1.
 	Port int
+}
+
+// Validate reports a port that is not one.
+func (c DevServerConfig) Validate() error {
+	if c.Port < 0 || c.Port > 65535 {
+		return fmt.Errorf("%w: DevServerConfig.Port: %d is not a port", ErrInvalidConfig, c.Port)
+	}
+	return nil
 }

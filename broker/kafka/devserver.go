@@ -17,7 +17,10 @@ const DevBrokers = 3
 // DevBrokers brokers on 127.0.0.1 (franz-go's kfake), its listeners on
 // cfg.Port and the ports after it, or on random ports.
 func devServer(cfg driver.DevServerConfig) (driver.DevServer, error) {
-	if cfg.Port < 0 || cfg.Port > 65535-DevBrokers+1 {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Port > 65535-DevBrokers+1 {
 		return nil, fmt.Errorf("%w: dev server port %d is not in [0, %d]", ErrInvalidConfig, cfg.Port, 65535-DevBrokers+1)
 	}
 	opts := []kfake.Opt{kfake.NumBrokers(DevBrokers)} // listens on 127.0.0.1

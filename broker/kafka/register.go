@@ -54,3 +54,17 @@ func configOf(s driver.Settings) (Config, error) {
 	}
 	return cfg, nil
 }
+
+// What this backend offers through the seam (checked at compile time).
+var (
+	_ broker.Broker      = (*Broker)(nil)
+	_ driver.Pauser      = (*Broker)(nil)
+	_ driver.Instancer   = (*Broker)(nil)
+	_ driver.Prober      = (*Broker)(nil)
+	_ driver.BatchSource = (*Broker)(nil)
+	_ driver.Republisher = (*Broker)(nil)
+	_ driver.Router      = Router{}
+	_ driver.Topology    = manager{}
+)
+
+var _ driver.GroupLagMonitor = (*LagMonitor)(nil)

@@ -20,7 +20,7 @@ import (
 	"github.com/redrive/redrive/internal/tlstest"
 )
 
-// TestTLSFilesReachTheDialer connects through backend.ConfigOf to a local TLS
+// TestTLSFilesReachTheDialer connects through the assembly's Config mapping to a local TLS
 // listener that requires a client certificate: the handshake completes
 // only when the CA file verifies the server and the client certificate is
 // presented. Without the CA the client refuses the server. The failing

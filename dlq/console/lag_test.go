@@ -10,6 +10,20 @@ import (
 	"github.com/redrive/redrive/lag"
 )
 
+// lagSource stands for the lag sampler of a backend measured by group
+// lag: one group lagging and stalled.
+type lagSource struct{}
+
+func (lagSource) Groups() bool { return true }
+func (lagSource) Depths() bool { return false }
+
+func (lagSource) LastGroups() (lag.GroupReport, error) {
+	return lag.GroupReport{At: time.Now(), Topics: []lag.TopicLag{{Group: "billing", Topic: "orders", Partitions: 3, Members: 1, Lag: 42,
+		Level: lag.LevelWarning, Status: lag.StatusStall, Reason: "committed offset 7 not moving"}}}, nil
+}
+
+func (lagSource) LastDepths() ([]lag.QueueDepth, time.Time, error) { return nil, time.Time{}, nil }
+
 // rabbitLag is a RabbitMQ depth sample of one worker's queues, a delay
 // queue and the unroutable queue, none consumed.
 type rabbitLag struct{}
