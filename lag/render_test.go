@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-func TestRenderKafka(t *testing.T) {
+func TestRenderGroups(t *testing.T) {
 	tr, _ := NewTracker(TrackerConfig{Thresholds: Thresholds{"escrow.commands": {Warning: 10, Critical: 50}}})
 	a := part("payout-executor", "escrow.commands", 0, 40, 52, "worker-1")
 	a.TimeLag, a.TimeLagKnown = 4200*time.Millisecond, true
@@ -42,7 +42,7 @@ group refund-executor: not measured: COORDINATOR_NOT_AVAILABLE
 	}
 }
 
-func TestRenderRabbit(t *testing.T) {
+func TestRenderDepths(t *testing.T) {
 	var buf bytes.Buffer
 	err := RenderDepths(&buf, []QueueDepth{
 		{Queue: "escrow.commands.payout-executor", Exists: true, Messages: 12, Consumers: 2},
