@@ -141,7 +141,7 @@ func TestSamplerPage(t *testing.T) {
 	e := newKafka(t)
 	const wide = "wide" // 12 partitions: "10" sorts before "2"
 	ctx := t.Context()
-	resp, err := e.adm.CreateTopics(ctx, 12, 1, nil, wide)
+	resp, err := e.Admin.CreateTopics(ctx, 12, 1, nil, wide)
 	if err == nil {
 		err = resp.Error()
 	}
@@ -154,7 +154,7 @@ func TestSamplerPage(t *testing.T) {
 			recs = append(recs, &kgo.Record{Topic: wide, Partition: p, Value: []byte("x")})
 		}
 	}
-	if err := e.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	if err := e.Client.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
 	}
 	e.produce(t, 0, 6, time.Now())
@@ -168,7 +168,7 @@ func TestSamplerPage(t *testing.T) {
 		for p := range int32(3) {
 			offs.AddOffset(topic, p, 0, -1)
 		}
-		if err := e.adm.CommitAllOffsets(ctx, group, offs); err != nil {
+		if err := e.Admin.CommitAllOffsets(ctx, group, offs); err != nil {
 			t.Fatalf("commit: %v", err)
 		}
 	}

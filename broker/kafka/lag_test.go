@@ -1,4 +1,4 @@
-package kafka
+package kafka_test
 
 import (
 	"context"
@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/broker/driver"
+	"github.com/redrive/redrive/broker/kafka"
+	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/lag"
 )
@@ -40,64 +40,25 @@ func commitErr(resp *kmsg.OffsetCommitResponse) error {
 	return nil
 }
 
-// kafkaEnv is a one-broker kfake cluster with a 3-partition topic, a
-// client and an admin.
-type kafkaEnv struct {
-	addrs []string
-	cl    *kgo.Client
-	adm   *kadm.Client
-}
+// kafkaEnv is kafkatest's lagging cluster.
+type kafkaEnv struct{ *kafkatest.Lagging }
 
-func newKafka(t testing.TB) *kafkaEnv {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, topic))
-	if err != nil {
-		t.Fatalf("kfake: %v", err)
-	}
-	t.Cleanup(c.Close)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cl.Close)
-	return &kafkaEnv{addrs: c.ListenAddrs(), cl: cl, adm: kadm.NewClient(cl)}
-}
+func newKafka(t testing.TB) kafkaEnv { return kafkaEnv{kafkatest.NewLagging(t, topic)} }
 
-// produce writes n records to partition p, timestamped ts.
-func (e *kafkaEnv) produce(t testing.TB, p int32, n int, ts time.Time) {
-	t.Helper()
-	recs := make([]*kgo.Record, n)
-	for i := range recs {
-		recs[i] = &kgo.Record{Topic: topic, Partition: p, Value: []byte(fmt.Sprint(i)), Timestamp: ts}
-	}
-	if err := e.cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
-}
+func (e kafkaEnv) produce(t testing.TB, p int32, n int, ts time.Time) { e.Produce(t, p, n, ts) }
 
-// commit sets group's committed offsets with kadm (for a group without
-// members).
-func (e *kafkaEnv) commit(t testing.TB, group string, offsets map[int32]int64) {
-	t.Helper()
-	var os kadm.Offsets
-	for p, o := range offsets {
-		os.AddOffset(topic, p, o, -1)
-	}
-	if err := e.adm.CommitAllOffsets(context.Background(), group, os); err != nil {
-		t.Fatalf("commit %v: %v", offsets, err)
-	}
-}
+func (e kafkaEnv) commit(t testing.TB, group string, offsets map[int32]int64) { e.Commit(t, group, offsets) }
 
-func (e *kafkaEnv) measurer(t testing.TB, cfg LagConfig) *LagMonitor {
+func (e kafkaEnv) measurer(t testing.TB, cfg kafka.LagConfig) *kafka.LagMonitor {
 	t.Helper()
-	k, err := NewLagMonitor(e.cl, cfg)
+	k, err := kafka.NewLagMonitor(e.Client, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return k
 }
 
-func measure(t testing.TB, k *LagMonitor) driver.GroupSample {
+func measure(t testing.TB, k *kafka.LagMonitor) driver.GroupSample {
 	t.Helper()
 	s, err := k.MeasureGroups(context.Background())
 	if err != nil {
@@ -144,7 +105,7 @@ func TestLagRecords(t *testing.T) {
 		e.produce(t, p, n, time.Time{})
 	}
 	e.commit(t, "g", map[int32]int64{0: 4, 1: 20, 2: 0})
-	k := e.measurer(t, LagConfig{Groups: []string{"g"}})
+	k := e.measurer(t, kafka.LagConfig{Groups: []string{"g"}})
 	tr, _ := lag.NewTracker(lag.TrackerConfig{Thresholds: lag.Thresholds{topic: {Warning: 10, Critical: 20}}})
 
 	s := measure(t, k)
@@ -187,7 +148,7 @@ func TestLagStatusWithMember(t *testing.T) {
 	for p := range int32(3) {
 		e.produce(t, p, 10, time.Time{})
 	}
-	member, err := kgo.NewClient(kgo.SeedBrokers(e.addrs...), kgo.ConsumerGroup("workers"), kgo.ConsumeTopics(topic),
+	member, err := kgo.NewClient(kgo.SeedBrokers(e.Addrs...), kgo.ConsumerGroup("workers"), kgo.ConsumeTopics(topic),
 		kgo.DisableAutoCommit(), kgo.ClientID("worker-1"), kgo.FetchMaxWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +181,7 @@ func TestLagStatusWithMember(t *testing.T) {
 	}
 	commit(map[int32]int64{0: 2, 1: 2, 2: 2})
 
-	k := e.measurer(t, LagConfig{Groups: []string{"workers"}})
+	k := e.measurer(t, kafka.LagConfig{Groups: []string{"workers"}})
 	tr, _ := lag.NewTracker(lag.TrackerConfig{Window: 3})
 	step := func(want lag.Status) lag.TopicLag {
 		t.Helper()
@@ -267,7 +228,7 @@ func TestLagTime(t *testing.T) {
 	e.produce(t, 2, 2, recent)
 	e.commit(t, "g", map[int32]int64{0: 3, 1: 1, 2: 2})
 
-	s := measure(t, e.measurer(t, LagConfig{Groups: []string{"g"}}))
+	s := measure(t, e.measurer(t, kafka.LagConfig{Groups: []string{"g"}}))
 	want := map[int32]time.Duration{0: s.At.Sub(recent), 1: s.At.Sub(old), 2: 0}
 	for _, p := range s.Partitions {
 		if !p.TimeLagKnown {
@@ -284,14 +245,14 @@ func TestLagTime(t *testing.T) {
 
 	// Bounded work: with one fetch allowed, only the most lagging partition
 	// (partition 1, lag 4) gets an age.
-	s = measure(t, e.measurer(t, LagConfig{Groups: []string{"g"}, TimeLagPartitions: 1}))
+	s = measure(t, e.measurer(t, kafka.LagConfig{Groups: []string{"g"}, TimeLagPartitions: 1}))
 	for _, p := range s.Partitions {
 		known := p.Partition == 1 || p.Lag == 0
 		if p.TimeLagKnown != known {
 			t.Errorf("partition %d (lag %d): TimeLagKnown %v, want %v", p.Partition, p.Lag, p.TimeLagKnown, known)
 		}
 	}
-	s = measure(t, e.measurer(t, LagConfig{Groups: []string{"g"}, TimeLagPartitions: -1}))
+	s = measure(t, e.measurer(t, kafka.LagConfig{Groups: []string{"g"}, TimeLagPartitions: -1}))
 	for _, p := range s.Partitions {
 		if p.TimeLagKnown {
 			t.Errorf("partition %d has an age with time lag disabled", p.Partition)
@@ -305,11 +266,11 @@ func TestLagAllGroupsAndUnknownGroup(t *testing.T) {
 	e.produce(t, 0, 3, time.Time{})
 	e.commit(t, "a", map[int32]int64{0: 1})
 	e.commit(t, "b", map[int32]int64{0: 2})
-	s := measure(t, e.measurer(t, LagConfig{}))
+	s := measure(t, e.measurer(t, kafka.LagConfig{}))
 	if got := lags(s, "a")[0] + 10*lags(s, "b")[0]; got != 2+10*1 {
 		t.Errorf("lags of all groups: a %v b %v", lags(s, "a"), lags(s, "b"))
 	}
-	s = measure(t, e.measurer(t, LagConfig{Groups: []string{"never-seen"}}))
+	s = measure(t, e.measurer(t, kafka.LagConfig{Groups: []string{"never-seen"}}))
 	if len(s.Partitions) != 0 {
 		t.Errorf("a group that never committed has partitions %+v", s.Partitions)
 	}
@@ -322,7 +283,7 @@ func TestLagUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	k, _ := NewLagMonitor(cl, LagConfig{Groups: []string{"g"}})
+	k, _ := kafka.NewLagMonitor(cl, kafka.LagConfig{Groups: []string{"g"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	if _, err := k.MeasureGroups(ctx); !errors.Is(err, driver.ErrUnavailable) {
@@ -341,16 +302,26 @@ func TestLagKeepsGroups(t *testing.T) {
 		e.commit(t, g, map[int32]int64{0: 1})
 	}
 	groups := []string{"g1", "g2", "g3", "never-committed"}
-	k, err := NewLagMonitor(e.cl, LagConfig{Groups: groups})
+	k, err := kafka.NewLagMonitor(e.Client, kafka.LagConfig{Groups: groups})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for range 5 {
-		if _, err := k.MeasureGroups(t.Context()); err != nil {
+	for i := range 5 {
+		s, err := k.MeasureGroups(t.Context())
+		if err != nil {
 			t.Fatal(err)
 		}
+		// Every sample measures every group that committed, each once.
+		for _, g := range []string{"g1", "g2", "g3"} {
+			if got := lags(s, g); fmt.Sprint(got) != fmt.Sprint(map[int32]int64{0: 1, 1: 0, 2: 0}) {
+				t.Fatalf("sample %d: lags of %s = %v, want partition 0 one behind", i, g, got)
+			}
+		}
+		if len(s.Partitions) != 3*3 {
+			t.Fatalf("sample %d: %d partitions measured, want the topic's 3 for each group that committed: %+v", i, len(s.Partitions), s.Partitions)
+		}
 	}
-	if want := []string{"g1", "g2", "g3", "never-committed"}; fmt.Sprint(k.cfg.Groups) != fmt.Sprint(want) {
-		t.Fatalf("groups after Measure = %v, want %v", k.cfg.Groups, want)
+	if want := []string{"g1", "g2", "g3", "never-committed"}; fmt.Sprint(groups) != fmt.Sprint(want) {
+		t.Fatalf("the caller's groups after MeasureGroups = %v, want %v", groups, want)
 	}
 }

@@ -1,53 +1,17 @@
 package rabbit_test
 
 import (
-	"context"
 	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/testenv"
 )
-
-// rabbitChannel connects to the test RabbitMQ (failing the test when it is
-// unreachable) with publisher confirms on.
-func rabbitChannel(t testing.TB) *amqp.Channel {
-	t.Helper()
-	ch := testenv.AMQP(t)
-	if err := ch.Confirm(false); err != nil {
-		t.Fatal(err)
-	}
-	return ch
-}
-
-// declareQueue declares a queue of the test's own, deleted at the end, and
-// publishes n messages to it, confirmed.
-func declareQueue(t testing.TB, ch *amqp.Channel, n int) string {
-	t.Helper()
-	name := testenv.Name(t)
-	if _, err := ch.QueueDeclare(name, true, false, false, false, nil); err != nil { // durable: RabbitMQ 4 deprecates transient non-exclusive queues
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { testenv.DeleteQueues(name) })
-	ctx := context.Background()
-	for i := range n {
-		conf, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", name, true, false, amqp.Publishing{Body: []byte{byte(i)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok, err := conf.WaitContext(ctx); err != nil || !ok {
-			t.Fatalf("publish %d not confirmed: %v", i, err)
-		}
-	}
-	return name
-}
 
 func newDepthMonitor(t testing.TB, url string) *rabbit.DepthMonitor {
 	t.Helper()
@@ -61,9 +25,9 @@ func newDepthMonitor(t testing.TB, url string) *rabbit.DepthMonitor {
 
 func TestDepth(t *testing.T) {
 	t.Parallel()
-	ch := rabbitChannel(t)
-	full := declareQueue(t, ch, 7)
-	empty := declareQueue(t, ch, 0)
+	ch := testenv.AMQP(t)
+	full := testenv.FilledQueue(t, ch, 7)
+	empty := testenv.FilledQueue(t, ch, 0)
 	missing := "depth-test.missing." + broker.NewMessageID()[:8]
 	r := newDepthMonitor(t, testenv.RabbitMQ.URL())
 
@@ -82,7 +46,7 @@ func TestDepth(t *testing.T) {
 
 	// A consumer with prefetch 1 takes one message unacknowledged: ready
 	// drops to 6 (unacked messages are not counted) and consumers reads 1.
-	cch := rabbitChannel(t)
+	cch := testenv.AMQP(t)
 	if err := cch.Qos(1, 0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +87,7 @@ func TestDepthUnreachable(t *testing.T) {
 // passwords of all of them stay hidden when none does.
 func TestDepthURLs(t *testing.T) {
 	t.Parallel()
-	ch := rabbitChannel(t)
-	q := declareQueue(t, ch, 3)
+	q := testenv.FilledQueue(t, testenv.AMQP(t), 3)
 	r, err := rabbit.NewDepthMonitor(rabbit.DepthConfig{URLs: []string{"amqp://guest:one-S3CRET@" + testenv.ClosedAddr(t) + "/", testenv.RabbitMQ.URL()}, DialTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
