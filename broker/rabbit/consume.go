@@ -13,6 +13,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/internal/pipeline"
 )
 
@@ -373,7 +374,7 @@ func (c *consumer) delivery(m amqp.Delivery, onDemand bool) *broker.Delivery {
 	}
 	d := &broker.Delivery{
 		Message: broker.Message{
-			ID:        m.MessageId,
+			ID:        messageID(m),
 			Value:     m.Body,
 			Headers:   h,
 			Timestamp: m.Timestamp,
@@ -399,6 +400,24 @@ func (c *consumer) delivery(m amqp.Delivery, onDemand bool) *broker.Delivery {
 	return d
 }
 
+// messageID is m's message id: its message-id property, or, for a message
+// published without one, a broker.DerivedMessageID of its content (body,
+// properties and application headers: formOf), the same on every
+// redelivery, which its retry, delay and dead-letter copies carry
+// (republish), so that the message keeps one id however often it comes
+// back. Two messages of identical content published without ids have the
+// same one.
+func messageID(m amqp.Delivery) string {
+	if m.MessageId != "" {
+		return m.MessageId
+	}
+	form, err := wire.Encode(formOf(m))
+	if err != nil { // a table too deep to encode: its text form instead
+		form = fmt.Append(nil, m.Headers, m.ContentType, m.Type, m.CorrelationId, m.Timestamp.UnixNano())
+	}
+	return broker.DerivedMessageID([]byte("amqp"), form, m.Body)
+}
+
 // republish copies m's body and properties into a new publishing with
 // headers h: a retry, delay or dead-letter copy carries the original's
 // properties, delivery mode included, except per-message expiration (a
@@ -412,10 +431,6 @@ func republish(m amqp.Delivery, h amqp.Table) amqp.Publishing {
 	if m.UserId != "" {
 		h[HeaderUserID] = m.UserId
 	}
-	id := m.MessageId
-	if id == "" {
-		id = broker.NewMessageID()
-	}
 	return amqp.Publishing{
 		Headers:         h,
 		ContentType:     m.ContentType,
@@ -424,7 +439,7 @@ func republish(m amqp.Delivery, h amqp.Table) amqp.Publishing {
 		Priority:        m.Priority,
 		CorrelationId:   m.CorrelationId,
 		ReplyTo:         m.ReplyTo,
-		MessageId:       id,
+		MessageId:       messageID(m),
 		Timestamp:       m.Timestamp,
 		Type:            m.Type,
 		AppId:           m.AppId,
