@@ -248,7 +248,9 @@ func TestInboxAcrossDays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := in.Handler(func(ctx context.Context, tx pgx.Tx, d *broker.Delivery) error { return e.apply(ctx, tx, d.Group, d.ID, "") })
+	h := in.Handler(func(ctx context.Context, tx pgx.Tx, d *broker.Delivery) error {
+		return e.apply(ctx, tx, d.Group, d.ID, "")
+	})
 	deliver := func(h broker.Handler, id string) {
 		t.Helper()
 		if err := h(t.Context(), &broker.Delivery{Message: broker.Message{ID: id}, Group: "g", Partition: -1}); err != nil {

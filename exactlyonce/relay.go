@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -65,10 +66,15 @@ func (c RelayConfig) Validate() error {
 // database session ends) frees its shards at once; the others take them at
 // their next rebalance.
 type Relay struct {
-	s   *Store
-	cfg RelayConfig
-	log *slog.Logger
+	s     *Store
+	cfg   RelayConfig
+	log   *slog.Logger
+	owned atomic.Int32 // shards owned now
 }
+
+// Shards is how many of the outbox's Shards the relay owns now (0 while
+// it has no database session, or is a standby: more relays than shards).
+func (r *Relay) Shards() int { return int(r.owned.Load()) }
 
 // NewRelay returns a relay of the store's outbox configured by cfg.
 func (s *Store) NewRelay(cfg RelayConfig) (*Relay, error) {
@@ -113,7 +119,6 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		wait = min(2*wait, maxBackoff)
 	}
-	r.s.m.shards.Set(0)
 	return nil
 }
 
@@ -143,16 +148,19 @@ func (r *Relay) session(ctx context.Context) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	sh := &shardSet{lk: r.s.locks, conn: conn, owned: map[int16]bool{}}
-	defer r.s.m.shards.Set(0)
+	defer func() {
+		r.s.m.shards.Sub(float64(r.owned.Swap(0)))
+	}()
 	held := newHolds()
 	var rebalanced time.Time
-	for {
+	for ctx.Err() == nil {
 		if time.Since(rebalanced) >= r.cfg.RebalanceInterval {
 			if err := sh.rebalance(ctx); err != nil {
 				return fmt.Errorf("rebalance: %w", err)
 			}
 			rebalanced = time.Now()
-			r.s.m.shards.Set(float64(len(sh.owned)))
+			n := int32(len(sh.owned))
+			r.s.m.shards.Add(float64(n - r.owned.Swap(n)))
 		}
 		if err := r.drain(ctx, sh.list(), held); err != nil {
 			return err
@@ -165,6 +173,7 @@ func (r *Relay) session(ctx context.Context) error {
 			return err
 		}
 	}
+	return ctx.Err()
 }
 
 // waitNotification waits up to d for a NOTIFY on conn (nil also when d
@@ -200,12 +209,12 @@ func (r *Relay) drain(ctx context.Context, shards []int16, held *holds) error {
 
 // row is one outbox row.
 type row struct {
-	seq              int64
-	topic            string
-	key              []byte
-	id               string
-	value, headers   []byte
-	ts, writtenAt    time.Time
+	seq            int64
+	topic          string
+	key            []byte
+	id             string
+	value, headers []byte
+	ts, writtenAt  time.Time
 }
 
 // round reads up to a batch of the shards' messages in order (but those
