@@ -69,23 +69,30 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("exactlyonce: migrate: %w", err)
 	}
+	if err := s.migrate(ctx, ms); err != nil {
+		return fmt.Errorf("exactlyonce: migrate: %w", err)
+	}
+	// After the lock's connection went back to the pool: Maintain takes
+	// connections of its own.
+	return s.Maintain(ctx)
+}
+
+// migrate applies ms under the migration lock, on one connection.
+func (s *Store) migrate(ctx context.Context, ms []migration) error {
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return fmt.Errorf("exactlyonce: migrate: %w", err)
+		return err
 	}
 	defer pc.Release()
 	conn := pc.Conn()
 	if err := migrationLock(ctx, conn, s.cfg.Schema); err != nil {
-		return fmt.Errorf("exactlyonce: migrate: lock: %w", err)
+		return fmt.Errorf("lock: %w", err)
 	}
 	defer func() {
 		// A failed unlock (a lost connection) ends with the session.
 		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended('redrive/exactlyonce/migrations/' || $1::text, 0))`, s.cfg.Schema)
 	}()
-	if err := s.apply(ctx, conn, ms); err != nil {
-		return fmt.Errorf("exactlyonce: migrate: %w", err)
-	}
-	return s.Maintain(ctx)
+	return s.apply(ctx, conn, ms)
 }
 
 // apply runs the migrations not applied yet in one transaction.
