@@ -75,7 +75,9 @@ func newMetrics(reg prometheus.Registerer, s *Store) (*metrics, error) {
 	if m.shards, err = registerShared(reg, m.shards); err != nil {
 		return nil, err
 	}
-	if err := reg.Register(&tables{s: s, d: newDescs(s.cfg.Schema)}); err != nil {
+	// A second store of the same schema in the registry: the first one's
+	// collector samples the same tables.
+	if err := reg.Register(&tables{s: s, d: newDescs(s.cfg.Schema)}); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 		return nil, fmt.Errorf("exactlyonce: register metrics: %w", err)
 	}
 	return m, nil

@@ -104,6 +104,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.DLQ.JobLease, Duration(DefaultJobLease))
 	setDefault(&c.Exporter.Listen, DefaultExporterListen)
 	c.Tracing.applyDefaults()
+	c.ExactlyOnce.applyDefaults()
 
 	h := &c.Heartbeat
 	setDefault(&h.Interval, Duration(DefaultHeartbeatInterval))

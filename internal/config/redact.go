@@ -64,13 +64,13 @@ func (w Worker) clone() Worker {
 }
 
 // Redacted returns a deep copy of c fit for printing: every URL-ish value
-// (rabbitmq.url and urls, postgres.url, kafka.brokers, redis.addr, the
+// (rabbitmq.url and urls, postgres.url, exactly_once.url, kafka.brokers, redis.addr, the
 // listen addresses) goes through the masking of shown, whatever it parses to, and
 // admin.token, admin.viewer_token, redis.password and kafka.sasl.password
 // are replaced with Mask when set.
 func (c *Config) Redacted() *Config {
 	out := c.Clone()
-	for _, p := range []*string{&out.RabbitMQ.URL, &out.Postgres.URL, &out.Redis.Addr, &out.Admin.Listen, &out.Exporter.Listen} {
+	for _, p := range []*string{&out.RabbitMQ.URL, &out.Postgres.URL, &out.ExactlyOnce.URL, &out.Redis.Addr, &out.Admin.Listen, &out.Exporter.Listen} {
 		*p = redact.URL(*p)
 	}
 	for i, u := range out.RabbitMQ.URLs {

@@ -31,6 +31,9 @@ type Config struct {
 	// Tracing configures the workers' OpenTelemetry spans; off by
 	// default.
 	Tracing Tracing `yaml:"tracing"`
+	// ExactlyOnce configures the outbox relay and the inbox retention
+	// that serve runs; off by default.
+	ExactlyOnce ExactlyOnce `yaml:"exactly_once"`
 }
 
 // RabbitMQ configures the RabbitMQ backend. Validated when broker is

@@ -71,6 +71,7 @@ func (c *Config) validate(p *problems) {
 	c.Admin.validate(p)
 	c.Console.validate(p)
 	c.Tracing.validate(p)
+	c.ExactlyOnce.validate(p, c.Postgres.URL)
 	checkListen(p, "exporter.listen", c.Exporter.Listen)
 	if c.Health.Listen != "" {
 		checkListen(p, "health.listen", c.Health.Listen)
