@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -75,11 +77,12 @@ func newMetrics(reg prometheus.Registerer, s *Store) (*metrics, error) {
 	if m.shards, err = registerShared(reg, m.shards); err != nil {
 		return nil, err
 	}
-	// A second store of the same schema in the registry: the first one's
-	// collector samples the same tables.
-	if err := reg.Register(&tables{s: s, d: newDescs(s.cfg.Schema)}); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
-		return nil, fmt.Errorf("exactlyonce: register metrics: %w", err)
+	// One collector per registry samples every store registered with it.
+	t, err := registerShared(reg, &tables{})
+	if err != nil {
+		return nil, err
 	}
+	t.add(s)
 	return m, nil
 }
 
@@ -99,56 +102,75 @@ func registerShared[C prometheus.Collector](reg prometheus.Registerer, c C) (C, 
 	return c, fmt.Errorf("exactlyonce: register metrics: %w", err)
 }
 
-// descs are the descriptions of a store's sampled metrics, labelled with
-// its schema (several stores may share a registry).
-type descs struct{ unsent, oldest, stalled, up, rows *prometheus.Desc }
-
-func newDescs(schema string) descs {
-	l := prometheus.Labels{"schema": schema}
-	return descs{
-		unsent:  prometheus.NewDesc(MetricOutboxUnsent, "Messages in the outbox not yet confirmed by the broker (committed; sampled when scraped), by schema (empty: the search_path's).", nil, l),
-		oldest:  prometheus.NewDesc(MetricOutboxOldest, "Age of the oldest message in the outbox (0 when empty; sampled when scraped).", nil, l),
-		stalled: prometheus.NewDesc(MetricOutboxStalled, "1 when the oldest message in the outbox is older than the configured stalled_after (alert OutboxNotDraining), else 0.", nil, l),
-		up:      prometheus.NewDesc(MetricOutboxUp, "1 when the outbox and inbox tables could be read at the last scrape, else 0 (the other sampled metrics are then absent).", nil, l),
-		rows:    prometheus.NewDesc(MetricInboxRows, "Rows of the inbox, as PostgreSQL's statistics estimate them (reltuples of its partitions).", nil, l),
-	}
-}
+// Descriptions of the sampled metrics, by the store's schema (empty: the
+// search_path's).
+var (
+	descUnsent = prometheus.NewDesc(MetricOutboxUnsent, "Messages in the outbox not yet confirmed by the broker (committed; sampled when scraped), by schema (empty: the search_path's).",
+		[]string{"schema"}, nil)
+	descOldest  = prometheus.NewDesc(MetricOutboxOldest, "Age of the oldest message in the outbox (0 when empty; sampled when scraped).", []string{"schema"}, nil)
+	descStalled = prometheus.NewDesc(MetricOutboxStalled, "1 when the oldest message in the outbox is older than the configured stalled_after (alert OutboxNotDraining), else 0.",
+		[]string{"schema"}, nil)
+	descUp = prometheus.NewDesc(MetricOutboxUp, "1 when the outbox and inbox tables could be read at the last scrape, else 0 (the other sampled metrics are then absent).",
+		[]string{"schema"}, nil)
+	descRows = prometheus.NewDesc(MetricInboxRows, "Rows of the inbox, as PostgreSQL's statistics estimate them (reltuples of its partitions).", []string{"schema"}, nil)
+)
 
 // sampleTimeout bounds the tables' sample at scrape time.
 const sampleTimeout = 5 * time.Second
 
-// tables samples the outbox and the inbox when scraped.
+// tables samples the outbox and the inbox of its stores when scraped.
 type tables struct {
-	s *Store
-	d descs
+	mu     sync.Mutex
+	stores []*Store
+}
+
+func (t *tables) add(s *Store) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, x := range t.stores {
+		if x.cfg.Schema == s.cfg.Schema && x.pool == s.pool {
+			return // the same tables
+		}
+	}
+	t.stores = append(t.stores, s)
 }
 
 // Describe implements prometheus.Collector.
 func (t *tables) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{t.d.unsent, t.d.oldest, t.d.stalled, t.d.up, t.d.rows} {
+	for _, d := range []*prometheus.Desc{descUnsent, descOldest, descStalled, descUp, descRows} {
 		ch <- d
 	}
 }
 
 // Collect implements prometheus.Collector.
 func (t *tables) Collect(ch chan<- prometheus.Metric) {
+	t.mu.Lock()
+	stores := slices.Clone(t.stores)
+	t.mu.Unlock()
+	for _, s := range stores {
+		t.collect(ch, s)
+	}
+}
+
+func (t *tables) collect(ch chan<- prometheus.Metric, s *Store) {
 	ctx, cancel := context.WithTimeout(context.Background(), sampleTimeout)
 	defer cancel()
-	smp, err := t.s.Sample(ctx)
+	schema := s.cfg.Schema
+	smp, err := s.Sample(ctx)
 	if err != nil {
-		t.s.log.Warn("exactlyonce: cannot sample the outbox and inbox tables", "schema", t.s.cfg.Schema, "error", err)
-		ch <- prometheus.MustNewConstMetric(t.d.up, prometheus.GaugeValue, 0)
+		s.log.Warn("exactlyonce: cannot sample the outbox and inbox tables", "schema", schema, "error", err)
+		ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 0, schema)
 		return
 	}
 	stalled := 0.0
 	if smp.Stalled {
 		stalled = 1
 	}
-	ch <- prometheus.MustNewConstMetric(t.d.up, prometheus.GaugeValue, 1)
-	ch <- prometheus.MustNewConstMetric(t.d.unsent, prometheus.GaugeValue, float64(smp.Unsent))
-	ch <- prometheus.MustNewConstMetric(t.d.oldest, prometheus.GaugeValue, smp.OldestUnsent.Seconds())
-	ch <- prometheus.MustNewConstMetric(t.d.stalled, prometheus.GaugeValue, stalled)
-	ch <- prometheus.MustNewConstMetric(t.d.rows, prometheus.GaugeValue, float64(smp.InboxRows))
+	ch <- prometheus.MustNewConstMetric(descUp, prometheus.GaugeValue, 1, schema)
+	ch <- prometheus.MustNewConstMetric(descUnsent, prometheus.GaugeValue, float64(smp.Unsent), schema)
+	ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, smp.OldestUnsent.Seconds(), schema)
+	ch <- prometheus.MustNewConstMetric(descStalled, prometheus.GaugeValue, stalled, schema)
+	ch <- prometheus.MustNewConstMetric(descRows, prometheus.GaugeValue, float64(smp.InboxRows), schema)
 }
 
 // Sample is what the tables hold now.
