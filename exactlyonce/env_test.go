@@ -38,7 +38,7 @@ type env struct {
 
 // newEnv migrates a store in a schema of t's own; edit may change its
 // configuration.
-func newEnv(t *testing.T, edit func(*exactlyonce.Config)) *env {
+func newEnv(t testing.TB, edit func(*exactlyonce.Config)) *env {
 	t.Helper()
 	e := &env{pool: newPool(t), schema: testenv.Schema(t), reg: prometheus.NewPedanticRegistry()}
 	cfg := exactlyonce.Config{Pool: e.pool, Schema: e.schema, Registerer: e.reg, Logger: quiet}

@@ -36,7 +36,7 @@ var ErrNoTopic = errors.New("exactlyonce: outbox: no topic")
 // locks.
 //
 // One round trip: the locks, the rows and a NOTIFY that wakes the relays
-// at commit.
+// at commit (unless Config.NoNotify).
 func (s *Store) Publish(ctx context.Context, tx pgx.Tx, topic string, msgs ...broker.Message) error {
 	if topic == "" {
 		return ErrNoTopic
@@ -83,7 +83,9 @@ func (s *Store) Publish(ctx context.Context, tx pgx.Tx, topic string, msgs ...br
 		b.Queue(`SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k`, locks)
 	}
 	b.Queue(s.sql.write, topic, shards, keys, ids, values, headers, ts)
-	b.Queue(`SELECT pg_notify($1, '')`, s.sql.channel)
+	if !s.cfg.NoNotify {
+		b.Queue(`SELECT pg_notify($1, '')`, s.sql.channel)
+	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("exactlyonce: outbox: write %d message(s) to %s: %w", n, topic, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -188,23 +189,51 @@ func waitNotification(ctx context.Context, conn *pgx.Conn, d time.Duration) erro
 	return nil
 }
 
-// drain publishes rounds of the owned shards' messages until a round
-// finds fewer than a batch (the outbox is drained, or what is left waits
-// for a held topic).
+// drain publishes the owned shards' messages, a batch at a time in seq
+// order, until a batch is not full (the outbox is drained, or what is
+// left waits for a held topic). It overlaps the database and the broker:
+// while a batch is published, the batch before it is deleted and the next
+// one read (excluding the seqs in flight); so a message is deleted one
+// batch after its confirm (a crash in between publishes it again, with
+// its id). A topic whose Publish failed is held: its rows of the batch
+// read meanwhile are dropped from it, so that none overtakes the held
+// ones.
 func (r *Relay) drain(ctx context.Context, shards []int16, held *holds) error {
 	if len(shards) == 0 {
 		return nil
 	}
-	for ctx.Err() == nil {
-		n, err := r.round(ctx, shards, held)
-		if err != nil {
-			return err
-		}
-		if n < r.cfg.Batch {
-			return nil
-		}
+	batch, err := r.fetch(ctx, shards, held.topics(), nil)
+	if err != nil {
+		return err
 	}
-	return nil
+	var sent []int64 // confirmed, not yet deleted
+	type fetched struct {
+		rows []row
+		err  error
+	}
+	next := make(chan fetched, 1)
+	for len(batch) > 0 && ctx.Err() == nil {
+		full := len(batch) == r.cfg.Batch
+		del, inflight, holding := sent, seqs(batch), held.topics()
+		go func() {
+			err := r.remove(ctx, del)
+			var rows []row
+			if err == nil && full {
+				rows, err = r.fetch(ctx, shards, holding, inflight)
+			}
+			next <- fetched{rows, err}
+		}()
+		sent = r.publish(ctx, batch, held)
+		f := <-next
+		if f.err != nil {
+			return f.err
+		}
+		if !full {
+			break
+		}
+		batch = slices.DeleteFunc(f.rows, func(x row) bool { return held.isHeld(x.topic) })
+	}
+	return r.remove(ctx, sent)
 }
 
 // row is one outbox row.
@@ -217,15 +246,23 @@ type row struct {
 	ts, writtenAt  time.Time
 }
 
-// round reads up to a batch of the shards' messages in order (but those
-// of held topics), publishes each topic's with one Broker.Publish, and
-// deletes those confirmed; a topic whose Publish fails is held (its
-// messages stay, in order, and are tried again after a back-off). It
-// returns how many rows it read; an error is a database one.
-func (r *Relay) round(ctx context.Context, shards []int16, held *holds) (int, error) {
-	rows, err := r.s.pool.Query(ctx, r.s.sql.fetch, shards, held.topics(), r.cfg.Batch)
+func seqs(batch []row) []int64 {
+	out := make([]int64, len(batch))
+	for i, x := range batch {
+		out[i] = x.seq
+	}
+	return out
+}
+
+// fetch reads up to a batch of the shards' messages in seq order, but
+// those of the held topics and the seqs in flight.
+func (r *Relay) fetch(ctx context.Context, shards []int16, held []string, inflight []int64) ([]row, error) {
+	if inflight == nil {
+		inflight = []int64{}
+	}
+	rows, err := r.s.pool.Query(ctx, r.s.sql.fetch, shards, held, inflight, r.cfg.Batch)
 	if err != nil {
-		return 0, fmt.Errorf("read the outbox: %w", err)
+		return nil, fmt.Errorf("read the outbox: %w", err)
 	}
 	batch, err := pgx.CollectRows(rows, func(cr pgx.CollectableRow) (row, error) {
 		var x row
@@ -233,11 +270,14 @@ func (r *Relay) round(ctx context.Context, shards []int16, held *holds) (int, er
 		return x, err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("read the outbox: %w", err)
+		return nil, fmt.Errorf("read the outbox: %w", err)
 	}
-	if len(batch) == 0 {
-		return 0, nil
-	}
+	return batch, nil
+}
+
+// publish publishes a batch, each topic's rows with one Broker.Publish,
+// and returns the seqs confirmed; a topic whose Publish fails is held.
+func (r *Relay) publish(ctx context.Context, batch []row, held *holds) []int64 {
 	var sent []int64
 	for _, t := range byTopic(batch) {
 		msgs := make([]broker.Message, len(t.rows))
@@ -272,16 +312,21 @@ func (r *Relay) round(ctx context.Context, shards []int16, held *holds) (int, er
 		}
 		r.s.m.published.Add(float64(len(t.rows)))
 	}
-	if len(sent) > 0 {
-		// Confirmed: removed. Should this fail (or the process die first),
-		// the messages are published again, with their ids.
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		defer cancel()
-		if _, err := r.s.pool.Exec(dctx, r.s.sql.remove, sent); err != nil {
-			return 0, fmt.Errorf("delete %d published message(s): %w", len(sent), err)
-		}
+	return sent
+}
+
+// remove deletes the rows of confirmed messages. Should it fail (or the
+// process die first), they are published again, with their ids.
+func (r *Relay) remove(ctx context.Context, sent []int64) error {
+	if len(sent) == 0 {
+		return nil
 	}
-	return len(batch), nil
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if _, err := r.s.pool.Exec(dctx, r.s.sql.remove, sent); err != nil {
+		return fmt.Errorf("delete %d published message(s): %w", len(sent), err)
+	}
+	return nil
 }
 
 // topicRows are the rows of one topic, in order.
@@ -334,6 +379,9 @@ func (h *holds) release(topic string) {
 	delete(h.wait, topic)
 	delete(h.until, topic)
 }
+
+// isHeld reports whether topic is held now.
+func (h *holds) isHeld(topic string) bool { return time.Now().Before(h.until[topic]) }
 
 // topics are the topics held now (those whose back-off passed are tried
 // again).

@@ -32,6 +32,13 @@ type Config struct {
 	// which the outbox reads as stalled (the metric redrive_outbox_stalled,
 	// alert OutboxNotDraining). Default DefaultStalledAfter; >= 0.
 	StalledAfter time.Duration
+	// NoNotify leaves out the NOTIFY that Publish sends at commit to wake
+	// the relays within milliseconds; they then find the messages by
+	// polling (RelayConfig.PollInterval: set it short). Why: PostgreSQL
+	// serialises the commits of transactions that NOTIFY (a database-wide
+	// lock held through the commit's WAL flush), which caps the commit
+	// rate of many concurrent writers (BENCHMARKS.md). Default false.
+	NoNotify bool
 	// Registerer receives the metrics of the inbox, the relay and the
 	// tables (sampled when scraped); nil = no metrics.
 	Registerer prometheus.Registerer
@@ -131,11 +138,13 @@ func newStatements(schema string) statements {
 		return pgx.Identifier{schema, table}.Sanitize()
 	}
 	st := statements{inbox: q("redrive_inbox"), inboxDay0: q("redrive_inbox_d0"), outbox: q("redrive_outbox")}
-	// The lock is taken by the statement before (see Inbox.claim); the
-	// NOT EXISTS reads every day partition, ON CONFLICT covers the one
-	// written to.
+	// The lock is taken by the statement before (Store.claim), so that
+	// this one's snapshot sees what the lock's holder committed; the NOT
+	// EXISTS reads every day partition up to tomorrow's ($4 is today: a
+	// day of clock skew between processes; the partitions made ahead are
+	// empty), ON CONFLICT covers the one written to.
 	st.claim = `INSERT INTO ` + st.inbox + ` (worker, key, day)
-		SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM ` + st.inbox + ` WHERE worker = $1 AND key = $2)
+		SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM ` + st.inbox + ` WHERE worker = $1 AND key = $2 AND day <= $4 + 1)
 		ON CONFLICT DO NOTHING`
 	st.write = `INSERT INTO ` + st.outbox + ` (shard, topic, key, id, value, headers, ts)
 		SELECT u.shard, $1, u.key, u.id, u.value, u.headers, u.ts
@@ -143,7 +152,7 @@ func newStatements(schema string) statements {
 			WITH ORDINALITY AS u(shard, key, id, value, headers, ts, n)
 		ORDER BY u.n`
 	st.fetch = `SELECT seq, topic, key, id, value, headers, ts, written_at FROM ` + st.outbox + `
-		WHERE shard = ANY($1) AND NOT (topic = ANY($2)) ORDER BY seq LIMIT $3`
+		WHERE shard = ANY($1) AND NOT (topic = ANY($2)) AND NOT (seq = ANY($3)) ORDER BY seq LIMIT $4`
 	st.remove = `DELETE FROM ` + st.outbox + ` WHERE seq = ANY($1)`
 	st.channel = "redrive_outbox"
 	if schema != "" {

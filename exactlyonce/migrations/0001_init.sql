@@ -4,8 +4,9 @@
 -- rows of a day whose partition did not exist yet (the application
 -- computes day and writes 0 then); retention deletes its old rows one by
 -- one. The primary key (worker, key, day) is unique per partition; the
--- inbox looks a message up in every partition under a transaction-level
--- advisory lock on (worker, key), so that it is unique across them.
+-- inbox looks a message up in every partition (up to tomorrow's) under a
+-- transaction-level advisory lock on (worker, key), taken by the
+-- statement before, so that it is unique across them.
 CREATE TABLE redrive_inbox (
     worker      text        NOT NULL,
     key         text        NOT NULL,

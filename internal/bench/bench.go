@@ -33,6 +33,7 @@ const (
 	ScenarioScrape  = "scrape"  // Kafka: a full /metrics scrape of the exporter over many groups × partitions
 	ScenarioMonitor = "monitor" // Redis: heartbeat.Monitor.Check over many workers
 	ScenarioKeeper  = "keeper"  // the DLQ keeper into PostgreSQL vs the raw client draining the same DLQ
+	ScenarioEffects = "effects" // exactly-once: inbox vs a plain transaction, relay vs raw confirmed publish, commit-to-publish latency
 )
 
 // Broker names accepted by Config.Brokers: the backends' names.
@@ -70,7 +71,7 @@ const (
 )
 
 // AllScenarios lists every scenario in the order Run runs them.
-var AllScenarios = []string{ScenarioPublish, ScenarioConsume, ScenarioRetry, ScenarioDLQ, ScenarioDelay, ScenarioReplay, ScenarioKeeper, ScenarioScrape, ScenarioMonitor}
+var AllScenarios = []string{ScenarioPublish, ScenarioConsume, ScenarioRetry, ScenarioDLQ, ScenarioDelay, ScenarioReplay, ScenarioKeeper, ScenarioEffects, ScenarioScrape, ScenarioMonitor}
 
 // AllBrokers lists every broker in the order Run runs them.
 var AllBrokers = []string{RabbitMQ, Kafka}

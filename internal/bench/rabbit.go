@@ -72,6 +72,7 @@ func runRabbit(ctx context.Context, cfg Config, prefix string, peers *peerRunner
 		{ScenarioDelay, e.delay},
 		{ScenarioReplay, e.replay},
 		{ScenarioKeeper, func(ctx context.Context) ([]Row, error) { return keeperScenario(ctx, e, broker.RabbitMQ) }},
+		{ScenarioEffects, func(ctx context.Context) ([]Row, error) { return effectsScenario(ctx, e) }},
 	}
 	var peer func(context.Context, string) ([]Row, error)
 	if peers != nil {
