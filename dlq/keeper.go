@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/internal/promshare"
 )
 
 // Hook is the application's own action on a new dead letter, e.g. marking
@@ -133,17 +134,11 @@ func NewKeeper(cfg KeeperConfig) (*Keeper, error) {
 // registerShared registers c on reg, or returns the collector of the
 // same description registered before (several keepers in one process).
 func registerShared[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	switch {
-	case err == nil:
-		return c, nil
-	case errors.As(err, &are):
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
+	c, err := promshare.Register(reg, c)
+	if err != nil {
+		return c, fmt.Errorf("dlq: keeper: register metrics: %w", err)
 	}
-	return c, fmt.Errorf("dlq: keeper: register metrics: %w", err)
+	return c, nil
 }
 
 // severity is the configured severity of dlq, the default when unknown.

@@ -2,13 +2,14 @@ package exactlyonce
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/redrive/redrive/internal/promshare"
 )
 
 // Metric names.
@@ -89,17 +90,11 @@ func newMetrics(reg prometheus.Registerer, s *Store) (*metrics, error) {
 // registerShared registers c on reg, or returns the collector of the same
 // description registered before (several stores in one process).
 func registerShared[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	switch {
-	case err == nil:
-		return c, nil
-	case errors.As(err, &are):
-		if existing, ok := are.ExistingCollector.(C); ok {
-			return existing, nil
-		}
+	c, err := promshare.Register(reg, c)
+	if err != nil {
+		return c, fmt.Errorf("exactlyonce: register metrics: %w", err)
 	}
-	return c, fmt.Errorf("exactlyonce: register metrics: %w", err)
+	return c, nil
 }
 
 // Descriptions of the sampled metrics, by the store's schema (empty: the

@@ -4,14 +4,11 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
 	"slices"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/redrive/redrive/internal/pgmigrate"
 )
 
 // migrationFiles are the schema versions, "NNNN_name.sql", applied in
@@ -21,41 +18,18 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func migrations() ([]migration, error) {
-	paths, err := fs.Glob(migrationFiles, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, p := range paths {
-		num, name, ok := strings.Cut(strings.TrimSuffix(path.Base(p), ".sql"), "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration file %s is not named NNNN_name.sql", p)
-		}
-		b, err := migrationFiles.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: name, sql: string(b)})
-	}
-	slices.SortFunc(out, func(a, b migration) int { return a.version - b.version })
-	return out, nil
+// migrations returns the embedded migrations sorted by version.
+func migrations() ([]pgmigrate.Migration, error) {
+	return pgmigrate.Load(migrationFiles, "migrations/*.sql")
 }
 
 // SchemaVersion is the latest schema version this binary knows.
 func SchemaVersion() int {
 	ms, err := migrations()
-	if err != nil || len(ms) == 0 {
+	if err != nil {
 		return 0
 	}
-	return ms[len(ms)-1].version
+	return pgmigrate.Latest(ms)
 }
 
 // Migrate creates the schema when it is set and missing, applies the
@@ -78,25 +52,23 @@ func (s *Store) Migrate(ctx context.Context) error {
 }
 
 // migrate applies ms under the migration lock, on one connection.
-func (s *Store) migrate(ctx context.Context, ms []migration) error {
+func (s *Store) migrate(ctx context.Context, ms []pgmigrate.Migration) error {
 	pc, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer pc.Release()
 	conn := pc.Conn()
-	if err := migrationLock(ctx, conn, s.cfg.Schema); err != nil {
+	lock := "redrive/exactlyonce/migrations/" + s.cfg.Schema
+	if err := pgmigrate.Lock(ctx, conn, lock); err != nil {
 		return fmt.Errorf("lock: %w", err)
 	}
-	defer func() {
-		// A failed unlock (a lost connection) ends with the session.
-		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended('redrive/exactlyonce/migrations/' || $1::text, 0))`, s.cfg.Schema)
-	}()
+	defer pgmigrate.Unlock(ctx, conn, lock)
 	return s.apply(ctx, conn, ms)
 }
 
 // apply runs the migrations not applied yet in one transaction.
-func (s *Store) apply(ctx context.Context, conn *pgx.Conn, ms []migration) error {
+func (s *Store) apply(ctx context.Context, conn *pgx.Conn, ms []pgmigrate.Migration) error {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -130,44 +102,19 @@ func (s *Store) apply(ctx context.Context, conn *pgx.Conn, ms []migration) error
 		latest = max(latest, int(v))
 	}
 	for _, m := range ms {
-		if slices.Contains(applied, int32(m.version)) {
+		if slices.Contains(applied, int32(m.Version)) {
 			continue
 		}
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
-			return fmt.Errorf("apply %04d_%s: %w", m.version, m.name, err)
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return fmt.Errorf("apply %04d_%s: %w", m.Version, m.Name, err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO redrive_effects_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-			return fmt.Errorf("record %04d_%s: %w", m.version, m.name, err)
+		if _, err := tx.Exec(ctx, `INSERT INTO redrive_effects_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			return fmt.Errorf("record %04d_%s: %w", m.Version, m.Name, err)
 		}
-		s.log.Info("exactlyonce: applied schema migration", "schema", s.cfg.Schema, "version", m.version, "name", m.name)
+		s.log.Info("exactlyonce: applied schema migration", "schema", s.cfg.Schema, "version", m.Version, "name", m.Name)
 	}
-	if known := ms[len(ms)-1].version; latest > known {
+	if known := pgmigrate.Latest(ms); latest > known {
 		s.log.Warn("exactlyonce: the database schema is newer than this binary; continuing", "schema_version", latest, "known_version", known)
 	}
 	return tx.Commit(ctx)
 }
-
-// migrationLock takes the session's advisory lock of schema's migrations,
-// trying every lockPoll (a session waiting in pg_advisory_lock cannot be
-// told to give up when ctx ends).
-func migrationLock(ctx context.Context, conn *pgx.Conn, schema string) error {
-	t := time.NewTicker(lockPoll)
-	defer t.Stop()
-	for {
-		var locked bool
-		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended('redrive/exactlyonce/migrations/' || $1::text, 0))`, schema).Scan(&locked); err != nil {
-			return err
-		}
-		if locked {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// lockPoll is how often migrationLock tries the lock.
-const lockPoll = 50 * time.Millisecond
