@@ -384,8 +384,5 @@ func TestRelayHoldsARefusedTopic(t *testing.T) {
 	}
 	held := rawConsume(t, be, later, "raw")
 	held.WaitUntil(t, time.Minute, "the held message once its queue exists", func(r []received) bool { return len(r) == 1 })
-	testenv.Eventually(t, 30*time.Second, "the outbox empty", func() bool {
-		smp, err := e.store.Sample(t.Context())
-		return err == nil && smp.Unsent == 0
-	})
+	outboxEmpty(t, e)
 }
