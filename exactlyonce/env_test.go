@@ -157,8 +157,8 @@ var backends = []backend{
 	}},
 }
 
-// rabbitPrefix is the prefix of the RabbitMQ broker of the test that
-// opened one last (for raw publishes to its topics exchange).
+// rabbitPrefixes are the prefixes of the tests' RabbitMQ brokers, by
+// test (for raw publishes to its topics exchange).
 var rabbitPrefixes sync.Map // *testing.T → prefix
 
 func openRabbit(t *testing.T, subs ...broker.Subscription) broker.Broker {
@@ -196,12 +196,6 @@ func openKafka(t *testing.T, subs ...broker.Subscription) broker.Broker {
 		t.Fatal(err)
 	}
 	return b
-}
-
-// rawPublisher publishes to a topic with the raw client, the way a
-// producer that is not redrive does.
-type rawPublisher interface {
-	publish(t *testing.T, topic string, id string, key, value []byte)
 }
 
 // rawPublish publishes value to topic with the backend's raw client (no
