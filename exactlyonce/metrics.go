@@ -25,6 +25,7 @@ const (
 	MetricPublishErrors   = "redrive_outbox_publish_errors_total"
 	MetricRelayLag        = "redrive_outbox_relay_lag_seconds"
 	MetricRelayShards     = "redrive_outbox_relay_shards"
+	MetricParked          = "redrive_outbox_parked_total"
 )
 
 // lagBuckets bound redrive_outbox_relay_lag_seconds: from a relay woken by
@@ -36,6 +37,7 @@ var lagBuckets = []float64{0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2
 type metrics struct {
 	handled, duplicates *prometheus.CounterVec
 	published, errors   prometheus.Counter
+	parked              prometheus.Counter
 	lag                 prometheus.Histogram
 	shards              prometheus.Gauge
 }
@@ -50,6 +52,8 @@ func newMetrics(reg prometheus.Registerer, s *Store) (*metrics, error) {
 			Help: "Outbox messages the relays of this process published (confirmed by the broker)."}),
 		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricPublishErrors,
 			Help: "Broker.Publish calls of this process's relays that failed (the topic's messages wait and are published again)."}),
+		parked: prometheus.NewCounter(prometheus.CounterOpts{Name: MetricParked,
+			Help: "Outbox messages this process's relays parked in redrive_outbox_parked because the broker refuses them for good (over its size limit)."}),
 		lag: prometheus.NewHistogram(prometheus.HistogramOpts{Name: MetricRelayLag,
 			Help:    "Time from an outbox message's write to the broker's confirm of its publication (commit to publish, plus the transaction's time after the write).",
 			Buckets: lagBuckets}),
@@ -70,6 +74,9 @@ func newMetrics(reg prometheus.Registerer, s *Store) (*metrics, error) {
 		return nil, err
 	}
 	if m.errors, err = registerShared(reg, m.errors); err != nil {
+		return nil, err
+	}
+	if m.parked, err = registerShared(reg, m.parked); err != nil {
 		return nil, err
 	}
 	if m.lag, err = registerShared(reg, m.lag); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +22,11 @@ type RelayConfig struct {
 	// Batch is the most messages read, published and deleted in one
 	// round. 1 to 10000; default DefaultRelayBatch.
 	Batch int
+	// BatchBytes bounds the bytes (values, keys and headers) of a round:
+	// a round ends with the message that passes it (one message larger
+	// than it is a round of its own), so that the relay's memory does not
+	// grow with the messages' size. Default DefaultRelayBatchBytes; >= 0.
+	BatchBytes int
 	// PollInterval is how often the relay looks for messages when no
 	// commit woke it (LISTEN/NOTIFY wakes it within milliseconds; polling
 	// is the fallback, e.g. for a NOTIFY lost with a connection). Default
@@ -39,6 +43,7 @@ type RelayConfig struct {
 // Defaults of RelayConfig.
 const (
 	DefaultRelayBatch        = 500
+	DefaultRelayBatchBytes   = 4 << 20
 	DefaultPollInterval      = time.Second
 	DefaultRebalanceInterval = 2 * time.Second
 )
@@ -51,6 +56,8 @@ func (c RelayConfig) Validate() error {
 		return errors.New("exactlyonce: RelayConfig.Broker: required")
 	case c.Batch < 0 || c.Batch > 10000:
 		return fmt.Errorf("exactlyonce: RelayConfig.Batch: must be 0 (default) to 10000, got %d", c.Batch)
+	case c.BatchBytes < 0:
+		return fmt.Errorf("exactlyonce: RelayConfig.BatchBytes: must be >= 0, got %d", c.BatchBytes)
 	case c.PollInterval != 0 && c.PollInterval < 10*time.Millisecond:
 		return fmt.Errorf("exactlyonce: RelayConfig.PollInterval: must be at least 10ms, got %s", c.PollInterval)
 	case c.RebalanceInterval != 0 && c.RebalanceInterval < 10*time.Millisecond:
@@ -84,6 +91,9 @@ func (s *Store) NewRelay(cfg RelayConfig) (*Relay, error) {
 	}
 	if cfg.Batch == 0 {
 		cfg.Batch = DefaultRelayBatch
+	}
+	if cfg.BatchBytes == 0 {
+		cfg.BatchBytes = DefaultRelayBatchBytes
 	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = DefaultPollInterval
@@ -187,223 +197,4 @@ func waitNotification(ctx context.Context, conn *pgx.Conn, d time.Duration) erro
 		return fmt.Errorf("wait for notifications: %w", err)
 	}
 	return nil
-}
-
-// drain publishes the owned shards' messages, a batch at a time in seq
-// order, until a batch is not full (the outbox is drained, or what is
-// left waits for a held topic). It overlaps the database and the broker:
-// while a batch is published, the batch before it is deleted and the next
-// one read (excluding the seqs in flight); so a message is deleted one
-// batch after its confirm (a crash in between publishes it again, with
-// its id). A topic whose Publish failed is held: its rows of the batch
-// read meanwhile are dropped from it, so that none overtakes the held
-// ones.
-func (r *Relay) drain(ctx context.Context, shards []int16, held *holds) error {
-	if len(shards) == 0 {
-		return nil
-	}
-	batch, err := r.fetch(ctx, shards, held.topics(), nil)
-	if err != nil {
-		return err
-	}
-	var sent []int64 // confirmed, not yet deleted
-	type fetched struct {
-		rows []row
-		err  error
-	}
-	next := make(chan fetched, 1)
-	for len(batch) > 0 && ctx.Err() == nil {
-		full := len(batch) == r.cfg.Batch
-		del, inflight, holding := sent, seqs(batch), held.topics()
-		go func() {
-			err := r.remove(ctx, del)
-			var rows []row
-			if err == nil && full {
-				rows, err = r.fetch(ctx, shards, holding, inflight)
-			}
-			next <- fetched{rows, err}
-		}()
-		sent = r.publish(ctx, batch, held)
-		f := <-next
-		if f.err != nil {
-			return f.err
-		}
-		if !full {
-			break
-		}
-		batch = slices.DeleteFunc(f.rows, func(x row) bool { return held.isHeld(x.topic) })
-	}
-	return r.remove(ctx, sent)
-}
-
-// row is one outbox row.
-type row struct {
-	seq            int64
-	topic          string
-	key            []byte
-	id             string
-	value, headers []byte
-	ts, writtenAt  time.Time
-}
-
-func seqs(batch []row) []int64 {
-	out := make([]int64, len(batch))
-	for i, x := range batch {
-		out[i] = x.seq
-	}
-	return out
-}
-
-// fetch reads up to a batch of the shards' messages in seq order, but
-// those of the held topics and the seqs in flight.
-func (r *Relay) fetch(ctx context.Context, shards []int16, held []string, inflight []int64) ([]row, error) {
-	if inflight == nil {
-		inflight = []int64{}
-	}
-	rows, err := r.s.pool.Query(ctx, r.s.sql.fetch, shards, held, inflight, r.cfg.Batch)
-	if err != nil {
-		return nil, fmt.Errorf("read the outbox: %w", err)
-	}
-	batch, err := pgx.CollectRows(rows, func(cr pgx.CollectableRow) (row, error) {
-		var x row
-		err := cr.Scan(&x.seq, &x.topic, &x.key, &x.id, &x.value, &x.headers, &x.ts, &x.writtenAt)
-		return x, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read the outbox: %w", err)
-	}
-	return batch, nil
-}
-
-// publish publishes a batch, each topic's rows with one Broker.Publish,
-// and returns the seqs confirmed; a topic whose Publish fails is held.
-func (r *Relay) publish(ctx context.Context, batch []row, held *holds) []int64 {
-	var sent []int64
-	for _, t := range byTopic(batch) {
-		msgs := make([]broker.Message, len(t.rows))
-		for i, x := range t.rows {
-			h, err := decodeHeaders(x.headers)
-			if err != nil { // written by Publish, so never; kept, not lost
-				r.log.Error("exactlyonce: relay: unreadable headers; the topic is held", "topic", t.topic, "id", x.id, "error", err)
-				held.hold(t.topic)
-				msgs = nil
-				break
-			}
-			msgs[i] = broker.Message{ID: x.id, Key: x.key, Value: x.value, Headers: h, Timestamp: x.ts}
-		}
-		if msgs == nil {
-			continue
-		}
-		if err := r.cfg.Broker.Publish(ctx, t.topic, msgs...); err != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			r.s.m.errors.Inc()
-			wait := held.hold(t.topic)
-			r.log.Warn("exactlyonce: relay: publish failed; the topic's messages wait and are published again",
-				"topic", t.topic, "messages", len(msgs), "error", err, "in", wait)
-			continue
-		}
-		held.release(t.topic)
-		now := time.Now()
-		for _, x := range t.rows {
-			sent = append(sent, x.seq)
-			r.s.m.lag.Observe(max(now.Sub(x.writtenAt).Seconds(), 0))
-		}
-		r.s.m.published.Add(float64(len(t.rows)))
-	}
-	return sent
-}
-
-// remove deletes the rows of confirmed messages. Should it fail (or the
-// process die first), they are published again, with their ids.
-func (r *Relay) remove(ctx context.Context, sent []int64) error {
-	if len(sent) == 0 {
-		return nil
-	}
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if _, err := r.s.pool.Exec(dctx, r.s.sql.remove, sent); err != nil {
-		return fmt.Errorf("delete %d published message(s): %w", len(sent), err)
-	}
-	return nil
-}
-
-// topicRows are the rows of one topic, in order.
-type topicRows struct {
-	topic string
-	rows  []row
-}
-
-// byTopic splits a batch by topic, each in the batch's order (the
-// order per topic and key is what counts; topics are independent).
-func byTopic(batch []row) []topicRows {
-	var out []topicRows
-	at := map[string]int{}
-	for _, x := range batch {
-		i, ok := at[x.topic]
-		if !ok {
-			i = len(out)
-			at[x.topic] = i
-			out = append(out, topicRows{topic: x.topic})
-		}
-		out[i].rows = append(out[i].rows, x)
-	}
-	return out
-}
-
-// holds are the topics whose Publish failed, each until its next try.
-type holds struct {
-	until map[string]time.Time
-	wait  map[string]time.Duration
-}
-
-func newHolds() *holds {
-	return &holds{until: map[string]time.Time{}, wait: map[string]time.Duration{}}
-}
-
-// hold holds topic for its next back-off and returns it.
-func (h *holds) hold(topic string) time.Duration {
-	w := h.wait[topic]
-	if w == 0 {
-		w = minBackoff
-	} else {
-		w = min(2*w, maxBackoff)
-	}
-	h.wait[topic], h.until[topic] = w, time.Now().Add(w)
-	return w
-}
-
-// release forgets topic's failures.
-func (h *holds) release(topic string) {
-	delete(h.wait, topic)
-	delete(h.until, topic)
-}
-
-// isHeld reports whether topic is held now.
-func (h *holds) isHeld(topic string) bool { return time.Now().Before(h.until[topic]) }
-
-// topics are the topics held now (those whose back-off passed are tried
-// again).
-func (h *holds) topics() []string {
-	now := time.Now()
-	out := []string{}
-	for t, u := range h.until {
-		if now.Before(u) {
-			out = append(out, t)
-		}
-	}
-	return out
-}
-
-// next is when the first held topic may be tried again.
-func (h *holds) next() (time.Time, bool) {
-	var first time.Time
-	now := time.Now()
-	for _, u := range h.until {
-		if u.After(now) && (first.IsZero() || u.Before(first)) {
-			first = u
-		}
-	}
-	return first, !first.IsZero()
 }

@@ -1,13 +1,20 @@
 package exactlyonce_test
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"net/url"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/kafka"
+	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/exactlyonce"
 	"github.com/redrive/redrive/internal/tcpproxy"
 	"github.com/redrive/redrive/internal/testenv"
@@ -65,4 +72,94 @@ func outboxEmpty(t testing.TB, e *env) {
 		smp, err := e.store.Sample(t.Context())
 		return err == nil && smp.Unsent == 0
 	})
+}
+
+// sizes records the bytes of each Publish call of a relay.
+type sizes struct {
+	broker.Broker
+	mu    sync.Mutex
+	calls [][]int
+}
+
+func (s *sizes) Publish(ctx context.Context, topic string, msgs ...broker.Message) error {
+	var call []int
+	for _, m := range msgs {
+		call = append(call, len(m.Value))
+	}
+	s.mu.Lock()
+	s.calls = append(s.calls, call)
+	s.mu.Unlock()
+	return s.Broker.Publish(ctx, topic, msgs...)
+}
+
+// TestRelayBatchBytes: a round ends with the message that passes
+// BatchBytes (a larger one alone), so that large messages do not make a
+// round's memory grow; every message still leaves, in order.
+func TestRelayBatchBytes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	be := backends[1] // Kafka
+	tp := topic(t)
+	b := be.open(t, be.sub(tp, "raw"))
+	got := rawConsume(t, be, tp, "raw")
+	const kib = 1 << 10
+	var msgs []broker.Message
+	for i, n := range []int{200, 200, 200, 200, 700, 10, 10} { // KiB
+		msgs = append(msgs, broker.Message{Key: []byte("k"), Value: bytes.Repeat([]byte{byte('a' + i)}, n*kib)})
+	}
+	publishTx(t, e, tp, false, msgs...) // written before the relay starts: it finds them all at once
+	rec := &sizes{Broker: b}
+	_, stop := runRelay(t, e.store, exactlyonce.RelayConfig{Broker: rec, BatchBytes: 500 * kib})
+	defer stop()
+	all := got.WaitUntil(t, time.Minute, "every message", func(r []received) bool { return len(r) >= len(msgs) })
+	for i := range msgs {
+		if all[i].value != string(msgs[i].Value) {
+			t.Fatalf("message %d arrived out of order", i)
+		}
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	want := [][]int{{200 * kib, 200 * kib, 200 * kib}, {200 * kib, 700 * kib}, {10 * kib, 10 * kib}}
+	if fmt.Sprint(rec.calls) != fmt.Sprint(want) {
+		t.Errorf("Publish calls of %v bytes, want %v: a round ends with the message that passes 500 KiB", rec.calls, want)
+	}
+}
+
+// TestRelayParksATooLargeMessage: a message over the broker's size limit
+// (broker.ErrTooLarge) is moved to redrive_outbox_parked, counted and
+// logged, instead of holding its topic; the messages around it, of the
+// same key, are published in order.
+func TestRelayParksATooLargeMessage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	tp := topic(t)
+	_, brokers := kafkatest.Fake(t)
+	kafkaClusters.Store(t, brokers)
+	b := kafkatest.New(t, brokers, func(c *kafka.Config) { c.MaxMessageBytes = 64 << 10 })
+	be := backends[1]
+	if err := b.Declare(t.Context(), be.sub(tp, "raw")); err != nil {
+		t.Fatal(err)
+	}
+	got := rawConsume(t, be, tp, "raw")
+	msgs := []broker.Message{{Key: []byte("k"), Value: []byte("first")}, {Key: []byte("k"), Value: bytes.Repeat([]byte("x"), 100<<10)},
+		{Key: []byte("k"), Value: []byte("last")}}
+	publishTx(t, e, tp, false, msgs...)
+	big := msgs[1]
+	_, stop := runRelay(t, e.store, exactlyonce.RelayConfig{Broker: b})
+	defer stop()
+	all := got.WaitUntil(t, 30*time.Second, "the two small messages", func(r []received) bool { return len(r) >= 2 })
+	if len(all) != 2 || all[0].value != "first" || all[1].value != "last" {
+		t.Errorf("received %d messages, want first then last", len(all))
+	}
+	outboxEmpty(t, e)
+	var id, cause string
+	if err := e.pool.QueryRow(t.Context(), `SELECT id, error FROM `+e.table("redrive_outbox_parked")).Scan(&id, &cause); err != nil {
+		t.Fatalf("the parked message: %v", err)
+	}
+	if id != big.ID || !strings.Contains(cause, "too large") {
+		t.Errorf("parked %s (%s), want %s with the broker's error", id, cause, big.ID)
+	}
+	if n := e.counter(t, exactlyonce.MetricParked, nil); n != 1 {
+		t.Errorf("parked counted %v, want 1", n)
+	}
 }

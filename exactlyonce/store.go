@@ -121,13 +121,14 @@ func (s *Store) Schema() string { return s.cfg.Schema }
 
 // statements are the SQL texts of one schema.
 type statements struct {
-	inbox, inboxDay0, outbox string // qualified table names
-	claim                    string
-	write                    string
-	fetch                    string
-	remove                   string
-	channel                  string // the NOTIFY channel of commits to the outbox
-	sample                   string
+	inbox, inboxDay0, outbox, parked string // qualified table names
+	claim                            string
+	park                             string
+	write                            string
+	fetch                            string
+	remove                           string
+	channel                          string // the NOTIFY channel of commits to the outbox
+	sample                           string
 }
 
 func newStatements(schema string) statements {
@@ -137,7 +138,7 @@ func newStatements(schema string) statements {
 		}
 		return pgx.Identifier{schema, table}.Sanitize()
 	}
-	st := statements{inbox: q("redrive_inbox"), inboxDay0: q("redrive_inbox_d0"), outbox: q("redrive_outbox")}
+	st := statements{inbox: q("redrive_inbox"), inboxDay0: q("redrive_inbox_d0"), outbox: q("redrive_outbox"), parked: q("redrive_outbox_parked")}
 	// The lock is taken by the statement before (Store.claim), so that
 	// this one's snapshot sees what the lock's holder committed; the NOT
 	// EXISTS reads every day partition up to tomorrow's ($4 is today: a
@@ -151,9 +152,23 @@ func newStatements(schema string) statements {
 		FROM unnest($2::smallint[], $3::bytea[], $4::text[], $5::bytea[], $6::bytea[], $7::timestamptz[])
 			WITH ORDINALITY AS u(shard, key, id, value, headers, ts, n)
 		ORDER BY u.n`
-	st.fetch = `SELECT seq, topic, key, id, value, headers, ts, written_at FROM ` + st.outbox + `
-		WHERE shard = ANY($1) AND NOT (topic = ANY($2)) AND NOT (seq = ANY($3)) ORDER BY seq LIMIT $4`
+	// Up to $4 rows in seq order, cut after the row that brings their
+	// size past $5 bytes (the first row whatever its size); scanned says
+	// how many the LIMIT read, so that a batch cut by size is not taken
+	// for the outbox's end. The values of the rows cut are not read
+	// (their TOAST pointers go no further than the filter).
+	st.fetch = `SELECT seq, topic, key, id, value, headers, ts, written_at, scanned FROM (
+			SELECT *, sum(size) OVER (ORDER BY seq) AS upto, count(*) OVER () AS scanned FROM (
+				SELECT seq, topic, key, id, value, headers, ts, written_at,
+					octet_length(value) + coalesce(octet_length(headers), 0) + coalesce(octet_length(key), 0) AS size
+				FROM ` + st.outbox + `
+				WHERE shard = ANY($1) AND NOT (topic = ANY($2)) AND NOT (seq = ANY($3)) ORDER BY seq LIMIT $4) a) b
+		WHERE upto - size < $5 ORDER BY seq`
 	st.remove = `DELETE FROM ` + st.outbox + ` WHERE seq = ANY($1)`
+	st.park = `WITH moved AS (DELETE FROM ` + st.outbox + ` WHERE seq = $1
+			RETURNING seq, shard, topic, key, id, value, headers, ts, written_at)
+		INSERT INTO ` + st.parked + ` (seq, shard, topic, key, id, value, headers, ts, written_at, error)
+		SELECT seq, shard, topic, key, id, value, headers, ts, written_at, $2 FROM moved`
 	st.channel = "redrive_outbox"
 	if schema != "" {
 		st.channel += "_" + schema

@@ -40,6 +40,7 @@ func TestConfigValidate(t *testing.T) {
 		{Name: "relay defaults", Config: exactlyonce.RelayConfig{Broker: b}},
 		{Name: "no broker", Config: exactlyonce.RelayConfig{}, Want: "RelayConfig.Broker"},
 		{Name: "batch too large", Config: exactlyonce.RelayConfig{Broker: b, Batch: 10001}, Want: "RelayConfig.Batch"},
+		{Name: "negative batch bytes", Config: exactlyonce.RelayConfig{Broker: b, BatchBytes: -1}, Want: "RelayConfig.BatchBytes"},
 		{Name: "poll too fast", Config: exactlyonce.RelayConfig{Broker: b, PollInterval: time.Millisecond}, Want: "RelayConfig.PollInterval"},
 		{Name: "rebalance too fast", Config: exactlyonce.RelayConfig{Broker: b, RebalanceInterval: time.Millisecond}, Want: "RelayConfig.RebalanceInterval"},
 	}, exactlyonce.RelayConfig.Validate, func(c exactlyonce.RelayConfig) error { _, err := s.NewRelay(c); return err })

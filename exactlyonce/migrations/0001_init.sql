@@ -38,3 +38,22 @@ CREATE TABLE redrive_outbox (
 );
 
 CREATE INDEX redrive_outbox_shard_seq ON redrive_outbox (shard, seq);
+
+-- Messages the broker refuses for good (broker.ErrTooLarge: over its size
+-- limit), moved here by the relay with the broker's error, so that they do
+-- not hold their topic forever; nothing is dropped. An operator who
+-- raised the limit moves them back into redrive_outbox.
+CREATE TABLE redrive_outbox_parked (
+    seq        bigint      NOT NULL,
+    shard      smallint    NOT NULL,
+    topic      text        NOT NULL,
+    key        bytea,
+    id         text        NOT NULL,
+    value      bytea       NOT NULL,
+    headers    bytea,
+    ts         timestamptz NOT NULL,
+    written_at timestamptz NOT NULL,
+    error      text        NOT NULL,
+    parked_at  timestamptz NOT NULL DEFAULT now(),
+    CONSTRAINT redrive_outbox_parked_pkey PRIMARY KEY (seq)
+);
