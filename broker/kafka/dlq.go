@@ -43,7 +43,7 @@ func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o pipelin
 		last = now
 	}
 	e := dlq.Entry{
-		MessageID:         d.ID,
+		MessageID:         broker.DeliveryID(d), // derived for a record written without one
 		OriginalTopic:     d.Topic,
 		OriginalPartition: part,
 		OriginalOffset:    off,

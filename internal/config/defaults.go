@@ -113,6 +113,7 @@ func (c *Config) ApplyDefaults() {
 	setDefault(&c.Exporter.Listen, DefaultExporterListen)
 	setDefault(&c.Relay.Listen, DefaultRelayListen)
 	c.Tracing.applyDefaults()
+	c.ExactlyOnce.applyDefaults()
 
 	h := &c.Heartbeat
 	setDefault(&h.Interval, Duration(DefaultHeartbeatInterval))

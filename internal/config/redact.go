@@ -72,7 +72,7 @@ func (w Worker) clone() Worker {
 }
 
 // Redacted returns a deep copy of c fit for printing: every URL-ish value
-// (rabbitmq.url and urls, postgres.url, kafka.brokers, redis.addr, the
+// (rabbitmq.url and urls, postgres.url, exactly_once.url, kafka.brokers, redis.addr, the
 // listen addresses) goes through the masking of shown, whatever it parses to, and
 // admin.token, admin.viewer_token, redis.password, kafka.sasl.password and
 // each workers[].endpoint.bearer_token are replaced with Mask when set; an
@@ -80,7 +80,7 @@ func (w Worker) clone() Worker {
 // key travels there: ?code=…).
 func (c *Config) Redacted() *Config {
 	out := c.Clone()
-	for _, p := range []*string{&out.RabbitMQ.URL, &out.Postgres.URL, &out.Redis.Addr, &out.Admin.Listen, &out.Exporter.Listen} {
+	for _, p := range []*string{&out.RabbitMQ.URL, &out.Postgres.URL, &out.ExactlyOnce.URL, &out.Redis.Addr, &out.Admin.Listen, &out.Exporter.Listen} {
 		*p = redact.URL(*p)
 	}
 	for i, u := range out.RabbitMQ.URLs {

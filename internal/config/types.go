@@ -32,6 +32,9 @@ type Config struct {
 	// Relay configures redrive relay, which delivers the messages of the
 	// workers with an endpoint to it over HTTP.
 	Relay Relay `yaml:"relay"`
+	// ExactlyOnce configures the outbox relay and the inbox retention
+	// that serve runs; off by default.
+	ExactlyOnce ExactlyOnce `yaml:"exactly_once"`
 }
 
 // RabbitMQ configures the RabbitMQ backend. Validated when broker is

@@ -226,6 +226,17 @@ func TestValidateRules(t *testing.T) {
 		{"tracing endpoint without host", "broker: rabbitmq\ntracing: {endpoint: \"http:///v1/traces\"}", []string{`tracing.endpoint: "http:///v1/traces" has no host`}},
 		{"tracing protocol", "broker: rabbitmq\ntracing: {enabled: true, protocol: grpc}", []string{`tracing.protocol: "grpc" is not http/protobuf (the OTLP exporter built in)`}},
 		{"tracing sample ratio", "broker: rabbitmq\ntracing: {sample_ratio: 1.5}", []string{`tracing.sample_ratio: 1.5 is not in (0, 1]`}},
+
+		// exactly_once
+		{"exactly_once on with postgres.url", "broker: rabbitmq\npostgres: {url: \"postgres://h/app\"}\nexactly_once: {enabled: true, schema: app_effects}", nil},
+		{"exactly_once on with its own url", "broker: rabbitmq\nexactly_once: {enabled: true, url: \"host=db dbname=app\", inbox_retention: 30d, relay_batch: 1000, poll_interval: 250ms}", nil},
+		{"exactly_once on without a database", "broker: rabbitmq\nexactly_once: {enabled: true}",
+			[]string{"exactly_once.url: required when exactly_once.enabled (or set postgres.url): the application's database holds the inbox and the outbox"}},
+		{"exactly_once url scheme", "broker: rabbitmq\nexactly_once: {url: \"mysql://u:pw@h/app\"}", []string{`exactly_once.url: scheme "mysql" is not postgres or postgresql`}},
+		{"exactly_once schema", "broker: rabbitmq\nexactly_once: {schema: \"App-Effects\"}", []string{`exactly_once.schema: "App-Effects" is not a lower-case identifier (a-z 0-9 _, at most 63, not starting with a digit)`}},
+		{"exactly_once limits", "broker: rabbitmq\nexactly_once: {inbox_retention: 12h, stalled_after: 100ms, relay_batch: 20000, poll_interval: 1ms}", []string{
+			"exactly_once.inbox_retention: 12h0m0s is shorter than 1d", "exactly_once.stalled_after: 100ms is shorter than 1s",
+			"exactly_once.relay_batch: 20000 is not in 1..10000", "exactly_once.poll_interval: 1ms is shorter than 10ms"}},
 		{"console trace link", "broker: rabbitmq\nconsole: {trace_link: \"https://tempo.example/trace/{trace_id}\"}", nil},
 		{"console trace link without placeholder", "broker: rabbitmq\nconsole: {trace_link: \"https://tempo.example/trace/\"}", []string{`console.trace_link: "https://tempo.example/trace/" has no {trace_id}`}},
 		{"console trace link scheme", "broker: rabbitmq\nconsole: {trace_link: \"javascript:alert('{trace_id}')\"}", []string{`console.trace_link: scheme "javascript" is not http or https`}},

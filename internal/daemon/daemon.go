@@ -208,6 +208,7 @@ func (d *Daemon) keep(ctx context.Context) error {
 	g.Go(func() error { return keeper.Run(gctx) })
 	g.Go(func() error { return ops.Run(gctx) })
 	g.Go(func() error { return api.ListenAndServe(gctx) })
+	g.Go(func() error { return d.effects(gctx, b) })
 	d.log.Info("serve: keeping dead letters", "broker", d.c.Broker, "dlqs", len(d.policies), "admin", d.admin)
 	return g.Wait()
 }
