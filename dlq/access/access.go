@@ -232,3 +232,17 @@ func (a *Authenticator) Lookup(name string) (Identity, [sha256.Size]byte, bool) 
 	}
 	return Identity{}, [sha256.Size]byte{}, false
 }
+
+// Operators reports whether a can let an operator in: an operator's
+// credential, or a proxy that grants the role.
+func (a *Authenticator) Operators() bool {
+	if a == nil {
+		return false
+	}
+	for _, c := range a.creds {
+		if c.id.Role == Operator {
+			return true
+		}
+	}
+	return a.proxy != nil && (a.proxy.Role == Operator || len(a.proxy.OperatorGroups) > 0)
+}

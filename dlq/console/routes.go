@@ -5,11 +5,11 @@ import (
 	"strings"
 )
 
-// access is what a route needs.
-type access int
+// level is what a route needs.
+type level int
 
 const (
-	public   access = iota // no session (login, static files)
+	public   level = iota // no session (login, static files)
 	viewer                 // any logged-in user
 	operator               // a user who may change things; POST, CSRF-checked
 )
@@ -18,7 +18,7 @@ const (
 func (c *Console) routes() {
 	for _, rt := range []struct {
 		pattern string
-		need    access
+		need    level
 		h       func(*Console, http.ResponseWriter, *http.Request, *session)
 	}{
 		{"GET /{$}", viewer, (*Console).dlqs},
