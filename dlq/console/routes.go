@@ -10,8 +10,8 @@ type level int
 
 const (
 	public   level = iota // no session (login, static files)
-	viewer                 // any logged-in user
-	operator               // a user who may change things; POST, CSRF-checked
+	viewer                // any logged-in user
+	operator              // a user who may change things; POST, CSRF-checked
 )
 
 // routes registers the console's pages.
