@@ -87,11 +87,11 @@ func (p Proxy) Validate() error {
 		}
 	}
 	p = p.withDefaults()
-	if err := checkHeaderName(p.UserHeader); err != nil {
+	if err := CheckHeaderName(p.UserHeader); err != nil {
 		return fmt.Errorf("access: Proxy.UserHeader: %w", err)
 	}
 	if p.GroupsHeader != "" {
-		if err := checkHeaderName(p.GroupsHeader); err != nil {
+		if err := CheckHeaderName(p.GroupsHeader); err != nil {
 			return fmt.Errorf("access: Proxy.GroupsHeader: %w", err)
 		}
 		if http.CanonicalHeaderKey(p.GroupsHeader) == http.CanonicalHeaderKey(p.UserHeader) {
@@ -111,8 +111,8 @@ func (p Proxy) Validate() error {
 			return fmt.Errorf("access: Proxy.%s: needs GroupsHeader (the header that lists a person's groups)", gs.field)
 		}
 		for i, g := range gs.groups {
-			if g == "" || strings.TrimSpace(g) != g || strings.Contains(g, ",") || len(g) > 256 {
-				return fmt.Errorf("access: Proxy.%s[%d]: %q is not a group name (1 to 256 bytes, no comma, no white space at either end)", gs.field, i, cut(g, 40))
+			if err := CheckGroup(g); err != nil {
+				return fmt.Errorf("access: Proxy.%s[%d]: %w", gs.field, i, err)
 			}
 		}
 	}
@@ -133,9 +133,20 @@ func (p Proxy) withDefaults() Proxy {
 	return p
 }
 
-// checkHeaderName checks a configured header name: an HTTP token, not one
-// redrive or HTTP reads for something else.
-func checkHeaderName(h string) error {
+// CheckGroup checks a group name of Proxy.OperatorGroups or
+// ViewerGroups: 1 to 256 bytes, no comma (the groups header's
+// separator), no white space at either end (trimmed off the header's).
+func CheckGroup(g string) error {
+	if g == "" || strings.TrimSpace(g) != g || strings.Contains(g, ",") || len(g) > 256 {
+		return fmt.Errorf("%q is not a group name (1 to 256 bytes, no comma, no white space at either end)", cut(g, 40))
+	}
+	return nil
+}
+
+// CheckHeaderName checks a configured header name (Proxy.UserHeader,
+// GroupsHeader): an HTTP token, not a header redrive or HTTP reads for
+// something else (Authorization, Cookie, X-Forwarded-For, ...).
+func CheckHeaderName(h string) error {
 	if h == "" || len(h) > 128 {
 		return errors.New("not a header name")
 	}
