@@ -7,7 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/access"
+	"github.com/redrive/redrive/heartbeat"
 )
 
 const (
@@ -271,5 +273,14 @@ func TestProxyRole(t *testing.T) {
 	r.Header.Set("X-Forwarded-Groups", strings.Repeat("x,", 5000)+"ops")
 	if _, err := b.Proxied(r); !errors.Is(err, access.ErrNoRole) {
 		t.Errorf("a group after 5000 others: %v; want ErrNoRole (only the first 1000 are read)", err)
+	}
+}
+
+// The audit logs keep what Actor returns whole.
+func TestActorFitsTheAuditLogs(t *testing.T) {
+	for name, n := range map[string]int{"dlq.MaxActorLen": dlq.MaxActorLen, "heartbeat.MaxActorLen": heartbeat.MaxActorLen} {
+		if n < access.MaxActorLen {
+			t.Errorf("%s is %d, below access.MaxActorLen %d: an actor would be cut", name, n, access.MaxActorLen)
+		}
 	}
 }
