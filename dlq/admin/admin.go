@@ -1,7 +1,10 @@
 // Package admin serves the DLQ admin HTTP API on top of dlq.Ops: JSON in
-// and out, a bearer token, the routes of routes.go (documented in
-// configs/openapi.yaml and docs/operations.md; where the package sits in
-// docs/architecture.md).
+// and out, the routes of routes.go (documented in configs/openapi.yaml
+// and docs/operations.md; where the package sits in
+// docs/architecture.md). Who may call it is Config.Access's
+// (dlq/access): named bearer tokens with a role, or the person an
+// authenticating proxy vouches for; the audit log records that name, an
+// X-Redrive-Actor claim beside it (Server.authenticate).
 //
 // A DLQ is addressed by its name, as GET /internal/v1/dlq lists it:
 // "<topic>.<group>.dlq" for a RabbitMQ worker's dead-letter queue,
