@@ -232,6 +232,48 @@ func (e *opsEnv) deadLetterRaw(t *testing.T, ch *amqp.Channel, n int) {
 	}
 }
 
+// pendingIDs waits until the API (with auth) lists n pending entries of
+// the env's DLQ and returns their ids.
+func (e *opsEnv) pendingIDs(t *testing.T, d *daemonRun, auth string, n int) []string {
+	t.Helper()
+	var ids []string
+	eventually(t, fmt.Sprintf("%d pending dead letters", n), func() bool {
+		code, m := e.api(t, "GET", "/internal/v1/dlq/"+e.dlqName+"?status=pending", "", auth)
+		entries, _ := m["entries"].([]any)
+		ids = ids[:0]
+		for _, en := range entries {
+			ids = append(ids, en.(map[string]any)["id"].(string))
+		}
+		return code == http.StatusOK && len(ids) == n
+	}, d.stderr.String)
+	return ids
+}
+
+// entryState is an entry's status and the actor of each of its audit
+// rows.
+type entryState struct{ status, actor string }
+
+// audited checks that entry ids[i] is in want[i] (read through the API
+// with auth) and returns how many audit rows they have.
+func (e *opsEnv) audited(t *testing.T, auth string, ids []string, want []entryState) int {
+	t.Helper()
+	rows := 0
+	for i, w := range want {
+		code, m := e.api(t, "GET", "/internal/v1/dlq/"+e.dlqName+"/"+ids[i], "", auth)
+		audit, _ := m["audit"].([]any)
+		if code != http.StatusOK || m["status"] != w.status {
+			t.Errorf("entry %d: %d status %v, want %s", i, code, m["status"], w.status)
+		}
+		for _, a := range audit {
+			if a.(map[string]any)["actor"] != w.actor {
+				t.Errorf("entry %d: audit row %v, want actor %q", i, a, w.actor)
+			}
+		}
+		rows += len(audit)
+	}
+	return rows
+}
+
 // Two named operators (alice and bob, by token) and two people the
 // authenticating proxy signs in (carol and dave, through the console)
 // replay, discard, pause and resume, through the API, the CLI and the
@@ -257,16 +299,7 @@ func TestServeNamedOperators(t *testing.T) {
 
 			ch := testenv.AMQP(t)
 			e.deadLetterRaw(t, ch, 8)
-			var ids []string
-			eventually(t, "8 pending dead letters", func() bool {
-				code, m := e.api(t, "GET", "/internal/v1/dlq/"+e.dlqName+"?status=pending", "", "Bearer "+victorTok)
-				entries, _ := m["entries"].([]any)
-				ids = ids[:0]
-				for _, en := range entries {
-					ids = append(ids, en.(map[string]any)["id"].(string))
-				}
-				return code == http.StatusOK && len(ids) == 8
-			}, d.stderr.String)
+			ids := e.pendingIDs(t, d, "Bearer "+victorTok, 8)
 
 			// The API, with alice's and bob's own tokens.
 			if code, m := e.api(t, "POST", "/internal/v1/dlq/replay", `{"topic":"`+e.dlqName+`","id":"`+ids[0]+`"}`, "Bearer "+aliceTok); code != http.StatusOK {
@@ -383,24 +416,10 @@ func TestServeNamedOperators(t *testing.T) {
 			// Counted: each entry as its operator left it, one audit row
 			// per change, by that operator; the replays on the group queue,
 			// once each.
-			want := []struct{ status, actor string }{
+			rows := e.audited(t, "Bearer "+victorTok, ids, []entryState{
 				{"replayed", "alice"}, {"discarded", "bob"}, {"replayed", "bob"}, {"discarded", "alice"},
 				{"discarded", "alice (as carol@example.com)"}, {"replayed", "carol@example.com"}, {"discarded", "dave@example.com"}, {"pending", ""},
-			}
-			rows := 0
-			for i, w := range want {
-				code, m := e.api(t, "GET", "/internal/v1/dlq/"+e.dlqName+"/"+ids[i], "", "Bearer "+victorTok)
-				audit, _ := m["audit"].([]any)
-				if code != http.StatusOK || m["status"] != w.status {
-					t.Errorf("entry %d: %d status %v, want %s", i, code, m["status"], w.status)
-				}
-				for _, a := range audit {
-					if a.(map[string]any)["actor"] != w.actor {
-						t.Errorf("entry %d: audit row %v, want actor %q", i, a, w.actor)
-					}
-				}
-				rows += len(audit)
-			}
+			})
 			if rows != 7 {
 				t.Errorf("%d audit rows, want 7 (3 replays, 4 discards)", rows)
 			}

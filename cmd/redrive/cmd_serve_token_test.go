@@ -51,16 +51,7 @@ exporter: {listen: %q}
 	}, d.stderr.String)
 
 	e.deadLetterRaw(t, testenv.AMQP(t), 3)
-	var ids []string
-	eventually(t, "3 pending dead letters", func() bool {
-		code, m := e.api(t, "GET", "/internal/v1/dlq/"+e.dlqName+"?status=pending", "", "Bearer old-viewer-token")
-		entries, _ := m["entries"].([]any)
-		ids = ids[:0]
-		for _, en := range entries {
-			ids = append(ids, en.(map[string]any)["id"].(string))
-		}
-		return code == http.StatusOK && len(ids) == 3
-	}, d.stderr.String)
+	ids := e.pendingIDs(t, d, "Bearer old-viewer-token", 3)
 
 	if code, out, errOut := dlq("replay", e.dlqName, ids[0]); code != exitOK {
 		t.Fatalf("dlq replay with admin.token: %d %s%s", code, out, errOut)
@@ -112,21 +103,7 @@ exporter: {listen: %q}
 		}
 	}
 
-	want := []struct{ status, actor string }{{"replayed", "admin"}, {"discarded", "admin (as bob)"}, {"pending", ""}}
-	rows := 0
-	for i, w := range want {
-		code, m := e.api(t, "GET", "/internal/v1/dlq/"+e.dlqName+"/"+ids[i], "", "Bearer old-shared-token")
-		audit, _ := m["audit"].([]any)
-		if code != http.StatusOK || m["status"] != w.status {
-			t.Errorf("entry %d: %d status %v, want %s", i, code, m["status"], w.status)
-		}
-		for _, a := range audit {
-			if a.(map[string]any)["actor"] != w.actor {
-				t.Errorf("entry %d: audit row %v, want actor %q", i, a, w.actor)
-			}
-		}
-		rows += len(audit)
-	}
+	rows := e.audited(t, "Bearer old-shared-token", ids, []entryState{{"replayed", "admin"}, {"discarded", "admin (as bob)"}, {"pending", ""}})
 	if rows != 2 {
 		t.Errorf("%d audit rows, want 2", rows)
 	}

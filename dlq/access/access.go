@@ -151,7 +151,7 @@ func (cr Credential) sum() ([sha256.Size]byte, error) {
 		}
 		return sum, nil
 	case cr.Token == "":
-		return [sha256.Size]byte{}, errors.New("Hash: required (or Token)")
+		return [sha256.Size]byte{}, errors.New("Token or Hash: required")
 	}
 	if msg := TokenProblem(cr.Token); msg != "" {
 		return [sha256.Size]byte{}, fmt.Errorf("Token: %s", msg)

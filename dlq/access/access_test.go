@@ -130,7 +130,7 @@ func TestConfigValidate(t *testing.T) {
 		{access.Config{Credentials: []access.Credential{{Name: "a\x1bb", Role: access.Operator, Token: aliceToken}}}, "Credentials[0].Name"},
 		{access.Config{Credentials: []access.Credential{{Name: "alice", Token: aliceToken}}}, "Credentials[0].Role"},
 		{access.Config{Credentials: []access.Credential{{Name: "alice", Role: "admin", Token: aliceToken}}}, "Credentials[0].Role"},
-		{access.Config{Credentials: []access.Credential{{Name: "alice", Role: access.Viewer}}}, "Credentials[0]: Hash: required"},
+		{access.Config{Credentials: []access.Credential{{Name: "alice", Role: access.Viewer}}}, "Credentials[0]: Token or Hash: required"},
 		{access.Config{Credentials: []access.Credential{{Name: "alice", Role: access.Viewer, Hash: "x"}}}, "Credentials[0]: Hash"},
 		{access.Config{Credentials: []access.Credential{{Name: "alice", Role: access.Viewer, Token: "short"}}}, "Credentials[0]: Token"},
 		{access.Config{Credentials: []access.Credential{{Name: "alice", Role: access.Viewer, Token: aliceToken, Hash: ok.Hash}}}, "both"},

@@ -14,25 +14,15 @@ import (
 )
 
 // authenticator returns Access, or the Authenticator of Tokens (nil
-// without either).
+// without either): operators named by their Name (default "admin").
+// Errors name the token by its index (Credentials[i] is Tokens[i]).
 func (c Config) authenticator() (*access.Authenticator, error) {
 	if c.Access != nil || len(c.Tokens) == 0 {
 		return c.Access, nil
 	}
-	names := map[string]bool{}
 	creds := make([]access.Credential, len(c.Tokens))
 	for i, t := range c.Tokens {
-		name := cmp.Or(t.Name, DefaultActor)
-		switch {
-		case access.CheckName(name) != nil:
-			return nil, fmt.Errorf("admin: Config.Tokens[%d].Name: %w", i, access.CheckName(name))
-		case names[name]:
-			return nil, fmt.Errorf("admin: Config.Tokens[%d]: two tokens named %q", i, name)
-		case access.TokenProblem(t.Secret) != "":
-			return nil, fmt.Errorf("admin: Config.Tokens[%d].Secret: %s", i, access.TokenProblem(t.Secret))
-		}
-		names[name] = true
-		creds[i] = access.Credential{Name: name, Role: access.Operator, Token: t.Secret}
+		creds[i] = access.Credential{Name: cmp.Or(t.Name, DefaultActor), Role: access.Operator, Token: t.Secret}
 	}
 	a, err := access.New(access.Config{Credentials: creds})
 	if err != nil {

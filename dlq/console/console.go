@@ -161,27 +161,14 @@ func (c Config) Validate() error {
 }
 
 // authenticator returns Access, or the Authenticator of Users (nil
-// without either).
+// without either). Errors name the user by its index (Credentials[i] is
+// Users[i]).
 func (c Config) authenticator() (*access.Authenticator, error) {
 	if c.Access != nil || len(c.Users) == 0 {
 		return c.Access, nil
 	}
-	names := map[string]bool{}
 	creds := make([]access.Credential, len(c.Users))
 	for i, u := range c.Users {
-		switch {
-		case u.Name == "":
-			return nil, fmt.Errorf("console: Config.Users[%d]: user %d has no name", i, i+1)
-		case access.CheckName(u.Name) != nil:
-			return nil, fmt.Errorf("console: Config.Users[%d].Name: %w", i, access.CheckName(u.Name))
-		case u.Token == "":
-			return nil, fmt.Errorf("console: Config.Users[%d]: user %q has an empty token", i, u.Name)
-		case access.TokenProblem(u.Token) != "":
-			return nil, fmt.Errorf("console: Config.Users[%d]: the token of user %q: %s", i, u.Name, access.TokenProblem(u.Token))
-		case names[u.Name]:
-			return nil, fmt.Errorf("console: Config.Users[%d]: two users named %q", i, u.Name)
-		}
-		names[u.Name] = true
 		role := access.Operator
 		if u.ReadOnly {
 			role = access.Viewer
