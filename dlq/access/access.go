@@ -122,9 +122,9 @@ func (c Config) Validate() error {
 		if cr.Role != Operator && cr.Role != Viewer {
 			return fmt.Errorf("%s.Role: %q is not %q or %q", field, cut(string(cr.Role), 40), Operator, Viewer)
 		}
-		sum, err := cr.sum()
+		sum, at, err := cr.sum()
 		if err != nil {
-			return fmt.Errorf("%s: %w", field, err)
+			return fmt.Errorf("%s.%s: %w", field, at, err)
 		}
 		if j, dup := sums[sum]; dup {
 			return fmt.Errorf("%s: the same token as Credentials[%d] (%s): a token must name one holder", field, j, c.Credentials[j].Name)
@@ -139,24 +139,23 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// sum returns the SHA-256 of the credential's token.
-func (cr Credential) sum() ([sha256.Size]byte, error) {
+// sum returns the SHA-256 of the credential's token, else the field at
+// fault and why.
+func (cr Credential) sum() ([sha256.Size]byte, string, error) {
+	var none [sha256.Size]byte
 	switch {
 	case cr.Hash != "" && cr.Token != "":
-		return [sha256.Size]byte{}, errors.New("Hash and Token both set: give one")
+		return none, "Hash", errors.New("set with Token: give one")
 	case cr.Hash != "":
 		sum, err := ParseHash(cr.Hash)
-		if err != nil {
-			return sum, fmt.Errorf("Hash: %w", err)
-		}
-		return sum, nil
+		return sum, "Hash", err
 	case cr.Token == "":
-		return [sha256.Size]byte{}, errors.New("Token or Hash: required")
+		return none, "Token", errors.New("required (or Hash)")
 	}
 	if msg := TokenProblem(cr.Token); msg != "" {
-		return [sha256.Size]byte{}, fmt.Errorf("Token: %s", msg)
+		return none, "Token", errors.New(msg)
 	}
-	return sha256.Sum256([]byte(cr.Token)), nil
+	return sha256.Sum256([]byte(cr.Token)), "", nil
 }
 
 // Authenticator tells who a request comes from. It is safe for
@@ -179,7 +178,7 @@ func New(cfg Config) (*Authenticator, error) {
 	}
 	a := &Authenticator{}
 	for _, cr := range cfg.Credentials {
-		sum, _ := cr.sum() // checked by Validate
+		sum, _, _ := cr.sum() // checked by Validate
 		a.creds = append(a.creds, credential{id: Identity{Name: cr.Name, Role: cr.Role, Via: ViaToken}, sum: sum})
 	}
 	if cfg.Proxy != nil {

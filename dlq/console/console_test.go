@@ -28,8 +28,8 @@ func TestNewChecksConfig(t *testing.T) {
 	}{
 		{"no ops", console.Config{Users: []console.User{{Name: "a", Token: opToken, ReadOnly: true}}}, "Config.Ops"},
 		{"no users", console.Config{Ops: ops}, "Config.Users"},
-		{"empty token", console.Config{Ops: ops, Users: []console.User{{Name: "a", ReadOnly: true}}}, "Config.Users: access: Config.Credentials[0]: Token or Hash: required"},
-		{"short token", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: "short", ReadOnly: true}}}, "Config.Users: access: Config.Credentials[0]: Token"},
+		{"empty token", console.Config{Ops: ops, Users: []console.User{{Name: "a", ReadOnly: true}}}, "Config.Users: access: Config.Credentials[0].Token: required"},
+		{"short token", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: "short", ReadOnly: true}}}, "Config.Users: access: Config.Credentials[0].Token"},
 		{"no name", console.Config{Ops: ops, Users: []console.User{{Token: opToken, ReadOnly: true}}}, "Config.Users: access: Config.Credentials[0].Name"},
 		{"same name twice", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken, ReadOnly: true}, {Name: "a", Token: viewerToken, ReadOnly: true}}}, "Config.Users: access: Config.Credentials[1].Name"},
 		{"operator without jobs", console.Config{Ops: ops, Users: []console.User{{Name: "a", Token: opToken}}}, "Config.Jobs"},
