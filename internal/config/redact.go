@@ -26,6 +26,12 @@ func (c *Config) Clone() *Config {
 	out.Lag.Thresholds = maps.Clone(c.Lag.Thresholds)
 	out.Admin.AllowedHosts = slices.Clone(c.Admin.AllowedHosts)
 	out.Admin.TrustedProxies = slices.Clone(c.Admin.TrustedProxies)
+	out.Admin.Operators = slices.Clone(c.Admin.Operators)
+	if pa := c.Admin.ProxyAuth; pa != nil {
+		cp := *pa
+		cp.Proxies, cp.OperatorGroups, cp.ViewerGroups = slices.Clone(pa.Proxies), slices.Clone(pa.OperatorGroups), slices.Clone(pa.ViewerGroups)
+		out.Admin.ProxyAuth = &cp
+	}
 	out.RabbitMQ.TLS = clonePtr(c.RabbitMQ.TLS)
 	out.Kafka.TLS = clonePtr(c.Kafka.TLS)
 	out.Kafka.SASL = clonePtr(c.Kafka.SASL)
