@@ -85,7 +85,8 @@ type Delivery struct {
 	// crash, a reconnect or a rebalance (a possible duplicate).
 	Redelivered bool
 
-	reader deliveryset.HeaderReader // Headers' source when Headers is nil (HeadersOnDemand)
+	reader    deliveryset.HeaderReader // Headers' source when Headers is nil (HeadersOnDemand)
+	derivedID func(*Delivery) string   // StableID of a message without an ID; nil: none
 }
 
 // RetryMode says how a failed message waits for its retry.

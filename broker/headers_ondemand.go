@@ -8,6 +8,7 @@ import (
 
 func init() {
 	deliveryset.SetHeaderReader = func(d any, r deliveryset.HeaderReader) { d.(*Delivery).reader = r }
+	deliveryset.SetDerivedID = func(d, f any) { d.(*Delivery).derivedID, _ = f.(func(*Delivery) string) }
 }
 
 // Header returns the value of header key as delivered ("" when absent):

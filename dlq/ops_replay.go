@@ -17,6 +17,11 @@ const ReconcileActor = "redrive-reconciler"
 // replay_failed audit row.
 const MaxReasonLen = 1024
 
+// MaxActorLen bounds an audit row's actor, in bytes (longer ones are
+// cut): what an authenticated name with a claim beside it takes
+// (access.MaxActorLen), as the fleet's audit keeps (heartbeat.MaxActorLen).
+const MaxActorLen = 200
+
 // settleTimeout bounds recording the outcome of a replay once the broker
 // answered, even when the caller's context has ended.
 const settleTimeout = 15 * time.Second
@@ -345,8 +350,8 @@ func (o *Ops) reconcileOne(ctx context.Context, r Record) (bool, error) {
 // cleanActor makes actor storable; "unknown" when empty.
 func cleanActor(actor string) string {
 	actor = strings.TrimSpace(CleanText(actor))
-	if len(actor) > 128 {
-		actor = truncateBytes(actor, 128)
+	if len(actor) > MaxActorLen {
+		actor = truncateBytes(actor, MaxActorLen)
 	}
 	return orUnknown(actor)
 }

@@ -11,7 +11,8 @@ import (
 
 // exportedMetrics are the only metrics the alert rules and the dashboard
 // may name: this package's, the heartbeat package's, and those the DLQ
-// keeper and the workers produce (DESIGN.md, "Metrics").
+// keeper and the workers produce (DESIGN.md, "Metrics"), and the
+// exactly-once store's that serve exports with exactly_once enabled.
 var exportedMetrics = []string{
 	heartbeat.MetricHeartbeatTimestamp,
 	heartbeat.MetricWorkerStatus,
@@ -31,6 +32,12 @@ var exportedMetrics = []string{
 	"redrive_dlq_pending",
 	"worker_handler_duration_seconds",
 	"worker_dlq_processing_seconds",
+	"redrive_outbox_oldest_unsent_seconds",
+	"redrive_outbox_stalled",
+	"redrive_outbox_up",
+	"redrive_outbox_unsent",
+	"redrive_outbox_published_total",
+	"redrive_inbox_duplicates_total",
 }
 
 // histograms are the exported histograms: their series are name_bucket

@@ -34,6 +34,16 @@ type HeaderReader interface {
 // nil. Backends call it for HeadersOnDemand subscriptions.
 func SetHeaderReader(d *broker.Delivery, r HeaderReader) { deliveryset.SetHeaderReader(d, r) }
 
+// SetDerivedID makes derive how d's StableID is found when d.ID is empty
+// (a message written without an id): a backend that can derive a stable
+// id (Kafka: from where the record was first written) sets it on its
+// deliveries, and derive runs only when someone asks. derive should be a
+// function of the package, not a closure, so that setting it allocates
+// nothing.
+func SetDerivedID(d *broker.Delivery, derive func(*broker.Delivery) string) {
+	deliveryset.SetDerivedID(d, derive)
+}
+
 // AppendMessageID appends a new message id (as broker.NewMessageID
 // returns) to dst and returns the extended slice: for a backend that
 // needs the id as bytes, such as a Kafka record header, without a string

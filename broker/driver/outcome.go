@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/redrive/redrive/broker"
@@ -62,3 +63,17 @@ func truncate(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// PanicError is the failure the pipeline records when a handler panics:
+// the recovered value and the goroutine's stack. Its class is
+// broker.ClassPanic.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+// Error returns "handler panic: " and the recovered value.
+func (e *PanicError) Error() string { return fmt.Sprintf("handler panic: %v", e.Value) }
+
+// ErrorClass returns broker.ClassPanic: broker.ErrorClass reads it.
+func (e *PanicError) ErrorClass() string { return broker.ClassPanic }

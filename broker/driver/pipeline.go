@@ -136,7 +136,7 @@ func NewPipeline(sub broker.Subscription, log *slog.Logger) *Pipeline {
 // client could not decode (in.Undecodable), one older than the
 // subscription's MaxAge (counted from in.Born) and one claimed more than
 // MaxClaims times are dead-lettered without calling h; otherwise h
-// runs on d with a panic recovered as a *broker.PanicError, and a failure
+// runs on d with a panic recovered as a *PanicError, and a failure
 // is decided by the subscription's policy (Decide), except one marked with
 // broker.Requeue, which is handed back (ActionRequeue). The decision is logged
 // here; the backend executes it, then calls Release.
@@ -250,11 +250,11 @@ func (s seen) keys(dec Decision, extra ...any) []any {
 	return append(kv, "error_class", dec.Outcome.Class, "error", dec.Outcome.Error)
 }
 
-// call runs h on d, turning a panic into a *broker.PanicError.
+// call runs h on d, turning a panic into a *PanicError.
 func call(ctx context.Context, h broker.Handler, d *broker.Delivery) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			err = &broker.PanicError{Value: v, Stack: debug.Stack()}
+			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
 	return h(ctx, d)

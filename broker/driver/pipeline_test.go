@@ -81,9 +81,9 @@ func TestProcessDecides(t *testing.T) {
 				t.Errorf("requeue outcome = %+v, want the handler's text, no retry and no delay", dec.Outcome)
 			}
 			if tt.class == broker.ClassPanic {
-				var pe *broker.PanicError
+				var pe *PanicError
 				if !errors.As(dec.Cause, &pe) || len(pe.Stack) == 0 {
-					t.Errorf("cause of a panic = %v, want a *broker.PanicError with a stack", dec.Cause)
+					t.Errorf("cause of a panic = %v, want a *PanicError with a stack", dec.Cause)
 				}
 			}
 		})
@@ -209,5 +209,23 @@ func TestWarnUncountedClaims(t *testing.T) {
 		if got := logs.Len() > 0; got != tt.warn {
 			t.Errorf("%s: warned %v, want %v", tt.name, got, tt.warn)
 		}
+	}
+}
+
+// A recovered panic is of class "panic", however it is wrapped.
+func TestPanicErrorClass(t *testing.T) {
+	for _, err := range []error{
+		&PanicError{Value: "oops"},
+		fmt.Errorf("x: %w", &PanicError{Value: 1}),
+		broker.Permanent(&PanicError{Value: 1}),
+		broker.RetryAfter(fmt.Errorf("y: %w", &PanicError{Value: 2}), time.Second),
+	} {
+		if got := broker.ErrorClass(err); got != broker.ClassPanic {
+			t.Errorf("ErrorClass(%v) = %q, want %q", err, got, broker.ClassPanic)
+		}
+	}
+	err := &PanicError{Value: "index out of range", Stack: []byte("goroutine 1")}
+	if got, want := err.Error(), "handler panic: index out of range"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }

@@ -77,7 +77,7 @@ func TestDecide(t *testing.T) {
 			Outcome{Reason: retrypolicy.ReasonMaxElapsed, Class: "error", Error: "boom"}},
 		{"just under max elapsed", 2, now.Add(-time.Hour + time.Second), boom,
 			Outcome{Retry: true, Delay: 5 * time.Second, Class: "error", Error: "boom"}},
-		{"panic", 1, time.Time{}, &broker.PanicError{Value: "nil map"},
+		{"panic", 1, time.Time{}, &PanicError{Value: "nil map"},
 			Outcome{Retry: true, Delay: time.Second, Class: broker.ClassPanic, Error: "handler panic: nil map"}},
 	}
 	for _, tt := range tests {

@@ -1,7 +1,9 @@
 package kafka
 
 import (
+	"encoding/binary"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -139,6 +141,9 @@ func (c *consumer) fill(d *broker.Delivery, r *kgo.Record, onDemand bool) (story
 	d.ID, d.Key, d.Value, d.Headers, d.Timestamp = id, r.Key, r.Value, h, r.Timestamp
 	d.Topic, d.Group, d.Instance, d.Source = c.sub.Topic, c.sub.Group, c.b.cfg.InstanceID, r.Topic
 	d.Partition, d.Offset, d.Attempt = r.Partition, r.Offset, 1
+	if id == "" { // another producer's: its id is derived when asked (StableID)
+		driver.SetDerivedID(d, derivedID)
+	}
 	if !story {
 		return false
 	}
@@ -204,4 +209,26 @@ func origin(d *broker.Delivery) (int32, int64) {
 		return d.Partition, d.Offset
 	}
 	return int32(part), off
+}
+
+// RecordMessageID is the message id of a Kafka record that carries no
+// x-redrive-message-id header (written by a producer other than redrive):
+// a broker.DerivedMessageID of where it was first written (topic,
+// partition, offset) and its timestamp, which a topic deleted and created
+// again does not repeat with its offsets. Its deliveries leave
+// Delivery.ID empty (the consume path derives nothing); their StableID
+// is this id, and so is the id of its retry copies, dead letters and
+// replays.
+func RecordMessageID(topic string, partition int32, offset int64, ts time.Time) string {
+	var b [3 * binary.MaxVarintLen64]byte
+	n := binary.PutVarint(b[:], int64(partition))
+	n += binary.PutVarint(b[n:], offset)
+	n += binary.PutVarint(b[n:], ts.UnixMilli())
+	return broker.DerivedMessageID([]byte("kafka"), []byte(topic), b[:n])
+}
+
+// derivedID is the StableID of a delivery of a record without an id
+// (driver.SetDerivedID): its RecordMessageID.
+func derivedID(d *broker.Delivery) string {
+	return RecordMessageID(d.Topic, d.Partition, d.Offset, d.Timestamp)
 }

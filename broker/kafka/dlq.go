@@ -42,7 +42,7 @@ func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o driver.
 		last = now
 	}
 	e := driver.Entry{
-		MessageID:         d.ID,
+		MessageID:         d.StableID(), // derived for a record written without one
 		OriginalTopic:     d.Topic,
 		OriginalPartition: part,
 		OriginalOffset:    off,
@@ -71,7 +71,7 @@ func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o driver.
 
 // stackTrace returns the first characters of a recovered panic's stack.
 func stackTrace(err error) string {
-	var pe *broker.PanicError
+	var pe *driver.PanicError
 	if !errors.As(err, &pe) {
 		return ""
 	}

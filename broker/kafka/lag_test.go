@@ -47,7 +47,9 @@ func newKafka(t testing.TB) kafkaEnv { return kafkaEnv{kafkatest.NewLagging(t, t
 
 func (e kafkaEnv) produce(t testing.TB, p int32, n int, ts time.Time) { e.Produce(t, p, n, ts) }
 
-func (e kafkaEnv) commit(t testing.TB, group string, offsets map[int32]int64) { e.Commit(t, group, offsets) }
+func (e kafkaEnv) commit(t testing.TB, group string, offsets map[int32]int64) {
+	e.Commit(t, group, offsets)
+}
 
 func (e kafkaEnv) measurer(t testing.TB, cfg kafka.LagConfig) *kafka.LagMonitor {
 	t.Helper()

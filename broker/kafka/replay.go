@@ -57,8 +57,8 @@ func (b *Broker) Republish(ctx context.Context, e driver.Entry, to driver.Route,
 		}
 	}
 	id := e.MessageID
-	if id == "" {
-		id = broker.NewMessageID()
+	if id == "" { // a foreign dead letter: the same id each time this entry is replayed
+		id = broker.DerivedMessageID([]byte("replay"), []byte(replayedFrom))
 	}
 	t = append(t, wire.Field{Name: broker.HeaderReplayedFrom, Value: replayedFrom}, wire.Field{Name: driver.HeaderMessageID, Value: id})
 	r := &kgo.Record{Topic: to.Target, Key: e.OriginalKey, Value: e.OriginalValue, Headers: recordHeaders(t), Timestamp: time.Now()}

@@ -54,7 +54,9 @@ func (p *partition) retryLater(r *kgo.Record, d *broker.Delivery, dec, first dri
 // same key, value and headers (in order, repeated names included), the
 // story of this failure, the due time, and where the message first came
 // from (the original partition, offset and timestamp; the copy itself is
-// stamped now so that the retry topic's retention counts from the retry).
+// stamped now so that the retry topic's retention counts from the retry),
+// and the message id (Delivery.StableID: derived for a record written
+// without one).
 func (c *consumer) retryRecord(r *kgo.Record, d *broker.Delivery, o driver.Outcome, now time.Time) *kgo.Record {
 	t := storyHeaders(r, d, o, now, driver.HeaderDueAt)
 	t = append(t, wire.Field{Name: driver.HeaderDueAt, Value: wire.FormatTime(dueAt(now, o.Delay))})
@@ -64,6 +66,12 @@ func (c *consumer) retryRecord(r *kgo.Record, d *broker.Delivery, o driver.Outco
 	}
 	if _, ok := t.Get(headerOriginTimestamp); !ok {
 		t = append(t, wire.Field{Name: headerOriginTimestamp, Value: wire.FormatTime(d.Timestamp)})
+	}
+	if _, ok := t.Get(driver.HeaderMessageID); !ok {
+		// A record written without an id: the copy carries the one its
+		// deliveries have (Delivery.StableID), so that an inbox sees one
+		// message however often it comes back.
+		t = append(t, wire.Field{Name: driver.HeaderMessageID, Value: d.StableID()})
 	}
 	return &kgo.Record{Topic: c.retryTopic, Key: r.Key, Value: r.Value, Headers: recordHeaders(t), Timestamp: now}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
+	"github.com/redrive/redrive/broker/wire"
 )
 
 // reconnect back-off bounds for Consume.
@@ -320,62 +321,8 @@ func (c *consumer) hop(ctx context.Context, m amqp.Delivery, remaining time.Dura
 	c.send(ctx, fwd, forwardJob{m: m, out: c.delayed(m, h, remaining, intHeader(m.Headers, HeaderTierPasses))})
 }
 
-// waitFor waits for wg, or until deadline fires; it reports whether wg
-// finished.
-func waitFor(wg *sync.WaitGroup, deadline <-chan time.Time) bool {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return true
-	case <-deadline:
-		return false
-	}
-}
-
-// forwardJob is a copy to publish for a delivery, and what to do once it
-// is confirmed and the delivery acked.
-type forwardJob struct {
-	m    amqp.Delivery
-	out  outgoing
-	then func()
-}
-
-// send hands a copy to the session's forwarders. When the session is
-// shutting down past its timeout the delivery is requeued instead.
-func (c *consumer) send(ctx context.Context, fwd chan<- forwardJob, j forwardJob) {
-	select {
-	case fwd <- j:
-	case <-ctx.Done():
-		_ = j.m.Nack(false, true)
-	}
-}
-
-// forward publishes out and acks m once it is confirmed, and reports
-// whether it did. While the publish fails it retries with back-off; when the
-// consumer shuts down first, m is requeued, never dropped.
-func (c *consumer) forward(ctx context.Context, m amqp.Delivery, out outgoing) bool {
-	wait := 50 * time.Millisecond
-	for {
-		err := c.b.pub.publish(ctx, out)
-		if err == nil {
-			if aerr := m.Ack(false); aerr != nil {
-				c.log.Warn("rabbit: ack after forward failed; the message will be redelivered (duplicate)",
-					"message_id", m.MessageId, "error", aerr)
-			}
-			return true
-		}
-		c.log.Warn("rabbit: forwarding failed; retrying", "message_id", m.MessageId, "to", out.exchange, "error", err)
-		select {
-		case <-ctx.Done():
-			_ = m.Nack(false, true)
-			return false
-		case <-time.After(wait):
-		}
-		wait = min(2*wait, 5*time.Second)
-	}
-}
-
+// delivery is the handler's view of m (its headers as strings unless
+// onDemand).
 func (c *consumer) delivery(m amqp.Delivery, onDemand bool) *broker.Delivery {
 	var h map[string]string
 	if !onDemand {
@@ -384,7 +331,7 @@ func (c *consumer) delivery(m amqp.Delivery, onDemand bool) *broker.Delivery {
 	}
 	d := &broker.Delivery{
 		Message: broker.Message{
-			ID:        m.MessageId,
+			ID:        messageID(m),
 			Value:     m.Body,
 			Headers:   h,
 			Timestamp: m.Timestamp,
@@ -410,6 +357,24 @@ func (c *consumer) delivery(m amqp.Delivery, onDemand bool) *broker.Delivery {
 	return d
 }
 
+// messageID is m's message id: its message-id property, or, for a message
+// published without one, a broker.DerivedMessageID of its content (body,
+// properties and application headers: formOf), the same on every
+// redelivery, which its retry, delay and dead-letter copies carry
+// (republish), so that the message keeps one id however often it comes
+// back. Two messages of identical content published without ids have the
+// same one.
+func messageID(m amqp.Delivery) string {
+	if m.MessageId != "" {
+		return m.MessageId
+	}
+	form, err := wire.Encode(formOf(m))
+	if err != nil { // a table too deep to encode: its text form instead
+		form = fmt.Append(nil, m.Headers, m.ContentType, m.Type, m.CorrelationId, m.Timestamp.UnixNano())
+	}
+	return broker.DerivedMessageID([]byte("amqp"), form, m.Body)
+}
+
 // republish copies m's body and properties into a new publishing with
 // headers h: a retry, delay or dead-letter copy carries the original's
 // properties, delivery mode included, except per-message expiration (a
@@ -426,10 +391,6 @@ func republish(m amqp.Delivery, h amqp.Table) amqp.Publishing {
 	if m.UserId != "" {
 		h[HeaderUserID] = m.UserId
 	}
-	id := m.MessageId
-	if id == "" {
-		id = broker.NewMessageID()
-	}
 	return amqp.Publishing{
 		Headers:         h,
 		ContentType:     m.ContentType,
@@ -438,7 +399,7 @@ func republish(m amqp.Delivery, h amqp.Table) amqp.Publishing {
 		Priority:        m.Priority,
 		CorrelationId:   m.CorrelationId,
 		ReplyTo:         m.ReplyTo,
-		MessageId:       id,
+		MessageId:       messageID(m),
 		Timestamp:       m.Timestamp,
 		Type:            m.Type,
 		AppId:           m.AppId,

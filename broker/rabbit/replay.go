@@ -55,8 +55,8 @@ func (b *Broker) Republish(ctx context.Context, e driver.Entry, to driver.Route,
 		msg.Headers[driver.HeaderKey] = string(e.OriginalKey)
 	}
 	msg.MessageId = e.MessageID
-	if msg.MessageId == "" {
-		msg.MessageId = broker.NewMessageID()
+	if msg.MessageId == "" { // a foreign dead letter: the same id each time this entry is replayed
+		msg.MessageId = broker.DerivedMessageID([]byte("replay"), []byte(replayedFrom))
 	}
 	msg.Body = e.OriginalValue
 	if err := b.pub.publish(ctx, outgoing{exchange: exchange, key: key, msg: msg}); err != nil {

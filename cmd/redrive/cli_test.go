@@ -190,17 +190,20 @@ func listingCommands(t *testing.T) map[string][][]string {
 			return 200, `{"groups":[{"fingerprint":"fp1","count":2,"pending":2,"first_seen":"2025-01-15T10:30:00Z","last_seen":"2025-01-15T10:31:00Z","hourly":[0,1],"worker":"billing","error_class":"db.Timeout","message":"timeout","sample_id":"e1"}]}`
 		case "/internal/v1/dlq/jobs":
 			return 200, `{"jobs":[{"id":"j1","dlq":"orders.dlq","state":"done","started_at":"2025-01-15T10:30:00Z","actor":"alice","progress":{"total":1,"replayed":1}}]}`
+		case "/internal/v1/whoami":
+			return 200, `{"name":"alice","role":"operator","via":"token","actor":"alice"}`
 		}
 		return 404, `{"error":"no such path"}`
 	})
 	cfg := kafkaConfig(t, kafkaCluster(t), "")
 	return map[string][][]string{
-		"dlq ls":     {{"dlq", "ls", "--server", url}, {"dlq", "ls", "orders.dlq", "--server", url}},
-		"dlq show":   {{"dlq", "show", "orders.dlq", "e1", "--server", url}},
-		"dlq groups": {{"dlq", "groups", "orders.dlq", "--server", url}},
-		"dlq jobs":   {{"dlq", "jobs", "--server", url}},
-		"workers":    {{"workers", "--config", cfg}, {"workers", "--retired", "3", "--config", cfg}},
-		"lag":        {{"lag", "--config", cfg}},
+		"dlq ls":       {{"dlq", "ls", "--server", url}, {"dlq", "ls", "orders.dlq", "--server", url}},
+		"dlq show":     {{"dlq", "show", "orders.dlq", "e1", "--server", url}},
+		"dlq groups":   {{"dlq", "groups", "orders.dlq", "--server", url}},
+		"dlq jobs":     {{"dlq", "jobs", "--server", url}},
+		"admin whoami": {{"admin", "whoami", "--server", url}},
+		"workers":      {{"workers", "--config", cfg}, {"workers", "--retired", "3", "--config", cfg}},
+		"lag":          {{"lag", "--config", cfg}},
 	}
 }
 

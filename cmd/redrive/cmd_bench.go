@@ -95,6 +95,15 @@ Scenarios:
            kept open; target 0.8 x it. A row of the plain client POSTing
            the bodies with no broker is the endpoint's ceiling. CPU/msg
            includes the endpoint's
+  effects  exactly-once effects (a fresh PostgreSQL schema): redrive
+           Consume with a handler inserting one row in its own
+           transaction vs the same insert through the exactlyonce inbox
+           (target 0.8 x); the outbox relay publishing committed
+           messages vs the raw client publishing as many with confirms
+           in the relay's batches (target 0.8 x raw); --concurrency
+           writers committing one message per transaction while a relay
+           runs: commit-to-confirm p50/p99 (target p99 50 ms);
+           --effects-messages each
   scrape   Kafka only: a full GET /metrics of the exporter (lag sampler as
            'redrive exporter' builds it, gzip) in the steady state (a
            sample after the format's first scrape), over
@@ -104,7 +113,7 @@ Scenarios:
            p50/p99 per check (target 100 ms); runs whatever --broker says
 
 RabbitMQ is $RABBITMQ_URL (default amqp://guest:guest@127.0.0.1:5672/);
-Redis is $REDIS_ADDR (default 127.0.0.1:6379); PostgreSQL (keeper) is
+Redis is $REDIS_ADDR (default 127.0.0.1:6379); PostgreSQL (keeper, effects) is
 $DATABASE_URL (default ` + bench.DefaultDatabaseURL + `).
 Every run uses its own prefix and deletes its queues, exchanges, topics,
 groups, keys and schemas. Kafka
@@ -124,6 +133,7 @@ one. --config is not read.`,
 	fs.IntVar(&o.cfg.ReplayMessages, "replay-messages", bench.DefaultReplayMessages, "`N` dead letters of the replay scenario")
 	fs.IntVar(&o.cfg.KeeperMessages, "keeper-messages", bench.DefaultKeeperMessages, "`N` dead letters of the keeper scenario")
 	fs.IntVar(&o.cfg.RelayMessages, "relay-messages", bench.DefaultRelayMessages, "`N` messages of the relay scenario")
+	fs.IntVar(&o.cfg.EffectsMessages, "effects-messages", bench.DefaultEffectsMessages, "`N` messages of each effects measurement")
 	fs.IntVar(&o.cfg.KeeperBatch, "keeper-batch", 0, "RabbitMQ keeper batch `N` of the keeper scenario (default rabbitmq.keeper_batch's, 256)")
 	fs.IntVar(&o.cfg.Size, "size", bench.DefaultSize, "message body `BYTES`")
 	fs.IntVar(&o.cfg.Batch, "batch", bench.DefaultBatch, "messages per Publish call and raw batch (`N`)")
@@ -187,8 +197,8 @@ func (o *benchOptions) config(inv *invocation) (bench.Config, error) {
 		return cfg, usageErrorf("--kafka-messages %d is negative (0: 5 × --messages)", cfg.KafkaMessages)
 	}
 	if cfg.Messages <= 0 || cfg.DelayMessages <= 0 || cfg.ReplayMessages <= 0 || cfg.KeeperMessages <= 0 || cfg.RelayMessages <= 0 ||
-		cfg.Size < 0 || cfg.Batch <= 0 || cfg.Concurrency <= 0 {
-		return cfg, usageErrorf("--messages, --delay-messages, --replay-messages, --keeper-messages, --relay-messages, --batch and --concurrency must be positive, --size not negative")
+		cfg.EffectsMessages <= 0 || cfg.Size < 0 || cfg.Batch <= 0 || cfg.Concurrency <= 0 {
+		return cfg, usageErrorf("--messages, --delay-messages, --replay-messages, --keeper-messages, --relay-messages, --effects-messages, --batch and --concurrency must be positive, --size not negative")
 	}
 	if cfg.ScrapeGroups <= 0 || cfg.ScrapePartitions <= 0 || cfg.MonitorWorkers <= 0 || cfg.Scrapes <= 0 {
 		return cfg, usageErrorf("--scrape-groups, --scrape-partitions, --monitor-workers and --scrapes must be positive")

@@ -16,10 +16,13 @@ import (
 
 const dlqHelp = `Talks to the admin API of 'redrive serve': --server (default http:// +
 admin.listen), with the bearer token --token, else $REDRIVE_ADMIN_TOKEN,
-else admin.token. The audit log records --actor (default $USER), else the
-token's name. An answer 4xx (bad request, unknown entry, not pending) exits
-with status 2 and the server's message; 5xx or an unreachable server exits
-with status 1.`
+else admin.token. The audit log names whom the token belongs to (its
+entry in admin.operators; the single admin.token is "admin"); --actor
+NAME is recorded beside that name ("alice (as NAME)"), never instead of
+it ('redrive admin whoami' shows who the server takes you for). An answer
+4xx (bad request, unknown entry, not pending, a viewer's change) exits
+with status 2 and the server's message; 5xx or an unreachable server
+exits with status 1.`
 
 // newDLQCmd is redrive dlq: the dead letters, through the admin API.
 func newDLQCmd() *cobra.Command {
@@ -205,9 +208,14 @@ func dlqLs(ctx context.Context, inv *invocation, a adminFlags, f lsFlags) error 
 // nested 10,000 deep prints as its size, not as 200 MB of indentation),
 // else by decoding it into out and calling render.
 func (c *adminClient) get(ctx context.Context, inv *invocation, path string, q url.Values, asJSON bool, out any, render func() error) error {
+	return c.fetch(ctx, inv, "/internal/v1/dlq"+path, q, asJSON, out, render)
+}
+
+// fetch is get for any path of the API (/internal/v1/…).
+func (c *adminClient) fetch(ctx context.Context, inv *invocation, path string, q url.Values, asJSON bool, out any, render func() error) error {
 	if asJSON {
 		var raw []byte
-		if err := c.do(ctx, http.MethodGet, path, q, nil, &raw); err != nil {
+		if err := c.call(ctx, http.MethodGet, path, q, nil, &raw); err != nil {
 			return err
 		}
 		if _, ok := preview.Scan(raw); !ok {
@@ -215,7 +223,7 @@ func (c *adminClient) get(ctx context.Context, inv *invocation, path string, q u
 		}
 		return preview.Indent(inv.stdout, raw)
 	}
-	if err := c.do(ctx, http.MethodGet, path, q, nil, out); err != nil {
+	if err := c.call(ctx, http.MethodGet, path, q, nil, out); err != nil {
 		return err
 	}
 	return render()

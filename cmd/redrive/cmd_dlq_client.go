@@ -32,9 +32,14 @@ type adminFlags struct {
 
 // register defines the flags on cmd.
 func (f *adminFlags) register(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.server, "server", "", "admin API `URL` (default http:// + admin.listen)")
-	cmd.Flags().StringVar(&f.token, "token", "", "bearer `TOKEN` (default $REDRIVE_ADMIN_TOKEN, else admin.token)")
-	addActorFlag(cmd, &f.actor)
+	f.registerServer(cmd, "admin API `URL` (default http:// + admin.listen)")
+	cmd.Flags().StringVar(&f.actor, "actor", "", "`NAME` to record beside the name your token authenticates (the audit log shows \"you (as NAME)\"); default none")
+}
+
+// registerServer defines --server (described by usage) and --token on cmd.
+func (f *adminFlags) registerServer(cmd *cobra.Command, usage string) {
+	cmd.Flags().StringVar(&f.server, "server", "", usage)
+	cmd.Flags().StringVar(&f.token, "token", "", "bearer `TOKEN`: your own, which names you in the audit log (default $REDRIVE_ADMIN_TOKEN, else admin.token)")
 }
 
 // newAdminClient resolves the server and the token: flags first, then
@@ -64,7 +69,7 @@ func newAdminClient(inv *invocation, f adminFlags) (*adminClient, error) {
 		return nil, usageErrorf("--server %q is not an http:// or https:// URL", server)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
-	return &adminClient{base: u, token: token, actor: actorOrUser(f.actor), http: &http.Client{Timeout: time.Minute}}, nil
+	return &adminClient{base: u, token: token, actor: f.actor, http: &http.Client{Timeout: time.Minute}}, nil
 }
 
 // dialable turns a listen address on every interface into one to dial.
@@ -98,8 +103,13 @@ func (e *apiError) Error() string {
 // server's message; a 5xx answer or an unreachable server is a runtime
 // failure (exit 1).
 func (c *adminClient) do(ctx context.Context, method, path string, query url.Values, body, out any) error {
+	return c.call(ctx, method, "/internal/v1/dlq"+path, query, body, out)
+}
+
+// call is do for any path of the API (/internal/v1/…).
+func (c *adminClient) call(ctx context.Context, method, path string, query url.Values, body, out any) error {
 	u := *c.base
-	u.Path += "/internal/v1/dlq" + path
+	u.Path += path
 	u.RawQuery = query.Encode()
 	var rd io.Reader
 	if body != nil {

@@ -43,7 +43,7 @@ func newDLQCancelCmd() *cobra.Command {
 		Short: "Cancel a running replay-all or discard-all job (audited: who, when)",
 		Long: `Stops the job JOB (see 'redrive dlq jobs') before its next entry: the
 entry being handled is finished, the rest stay pending. The job records
-who cancelled it (--actor) and when. A job that has already ended exits
+who cancelled it (its token's name) and when. A job that has already ended exits
 with status 2.
 
 ` + dlqHelp,

@@ -93,6 +93,11 @@ func TestDLQClient(t *testing.T) {
 	if q := r.URL.Query(); q.Get("status") != "pending" || q.Get("error_class") != "db.Timeout" || q.Get("q") != "time out" || q.Get("limit") != "1" || r.Header.Get("Authorization") != "Bearer flag-token" {
 		t.Errorf("dlq ls DLQ sent %s, auth %q", r.URL, r.Header.Get("Authorization"))
 	}
+	// Without --actor, no claim: the token names its holder ($USER is
+	// nobody's credential).
+	if v := r.Header.Values("X-Redrive-Actor"); v != nil {
+		t.Errorf("dlq ls without --actor sent X-Redrive-Actor %q", v)
+	}
 	if row := fields(out, "e1 "); code != exitOK || len(row) < 7 || row[1] != "pending" || row[4] != "2" || !strings.Contains(out, "timeout after 5s") || !strings.Contains(out, "--cursor YzFkMg") {
 		t.Errorf("dlq ls DLQ: %d\n%s", code, out)
 	}

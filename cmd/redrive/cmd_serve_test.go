@@ -336,7 +336,7 @@ func TestServeBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--config", local}, "no admin token: set admin.token"},
+		{[]string{"--config", local}, "no admin token: set admin.operators"},
 		{[]string{"--config", local, "--insecure-no-auth", "--listen", "0.0.0.0:18080"}, "--insecure-no-auth is only allowed on a loopback address"},
 		{[]string{"--config", local, "--insecure-no-auth", "--metrics-listen", "127.0.0.1:18080"}, "both listen on 127.0.0.1:18080"},
 		{[]string{"--config", local, "--insecure-no-auth", "--listen", "nowhere"}, `--listen "nowhere" is not host:port`},

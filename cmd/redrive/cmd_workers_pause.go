@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
 	"os"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/daemon"
 	"github.com/redrive/redrive/worker"
@@ -18,6 +21,7 @@ import (
 
 func newWorkersPauseCmd() *cobra.Command {
 	var actor, reason string
+	var api adminFlags
 	cmd := &cobra.Command{
 		Use:   "pause WORKER",
 		Short: "Stop every instance of a worker taking messages until resumed (audited)",
@@ -29,15 +33,25 @@ outlives restarts of the instances. Messages wait in the broker meanwhile:
 none is retried or dead-lettered for the pause. For planned maintenance of
 a downstream. Pausing a paused worker replaces the reason. Each pause and
 resume is appended to the audit stream in Redis (who: --actor, default
-$USER; why: --reason, required). The same is POST
-/internal/v1/workers/{worker}/pause in the admin API.
+$USER; why: --reason, required).
+
+With --server, the pause goes through the admin API of 'redrive serve'
+(POST /internal/v1/workers/{worker}/pause) with your token (--token, else
+$REDRIVE_ADMIN_TOKEN): the audit names whom the token belongs to, and
+--actor, when given, is recorded beside that name. Without it the command
+writes to Redis itself, and who it is is what --actor (or $USER) says.
 `,
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeWorker,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if api.server != "" || api.token != "" {
+				api.actor = actor
+				return pauseViaAPI(cmd.Context(), newInvocation(cmd, args), api, reason)
+			}
 			return pauseWorker(cmd.Context(), newInvocation(cmd, args), actor, reason)
 		},
 	}
+	api.registerServer(cmd, "pause through the admin API at `URL`, audited with your token's name")
 	addActorFlag(cmd, &actor)
 	addReasonFlag(cmd, &reason, "it is paused (shown with PAUSED)")
 	return cmd
@@ -45,19 +59,26 @@ $USER; why: --reason, required). The same is POST
 
 func newWorkersResumeCmd() *cobra.Command {
 	var actor string
+	var api adminFlags
 	cmd := &cobra.Command{
 		Use:   "resume WORKER",
 		Short: "Let a paused worker take messages again (audited)",
 		Long: `Lifts the pause of worker WORKER ('redrive workers pause'): its instances
 take messages again within 2 s. A worker that is not paused is refused
-(exit 2). Audited with --actor (default $USER). The same is POST
-/internal/v1/workers/{worker}/resume in the admin API.`,
+(exit 2). Audited with --actor (default $USER). With --server, through
+the admin API (POST /internal/v1/workers/{worker}/resume), audited with
+your token's name (see 'redrive workers pause').`,
 		Args:              exactArgs(1),
 		ValidArgsFunction: completeWorker,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if api.server != "" || api.token != "" {
+				api.actor = actor
+				return resumeViaAPI(cmd.Context(), newInvocation(cmd, args), api)
+			}
 			return resumeWorker(cmd.Context(), newInvocation(cmd, args), actor)
 		},
 	}
+	api.registerServer(cmd, "resume through the admin API at `URL`, audited with your token's name")
 	addActorFlag(cmd, &actor)
 	return cmd
 }
@@ -114,6 +135,39 @@ func resumeWorker(ctx context.Context, inv *invocation, actor string) error {
 	}
 	_, err = fmt.Fprintf(inv.stdout, "resumed %s by %s (paused by %s since %s: %s)\n", printable(p.Type), printable(actor),
 		printable(p.Actor), since, printable(p.Reason))
+	return err
+}
+
+// pauseViaAPI pauses through the admin API, as the token's holder.
+func pauseViaAPI(ctx context.Context, inv *invocation, f adminFlags, reason string) error {
+	if err := heartbeat.CheckPauseReason(reason); err != nil {
+		return usageErrorf("--reason: %v", errors.Unwrap(err))
+	}
+	c, err := newAdminClient(inv, f)
+	if err != nil {
+		return err
+	}
+	var p admin.WorkerPause
+	if err := c.call(ctx, http.MethodPost, "/internal/v1/workers/"+url.PathEscape(inv.args[0])+"/pause", nil, map[string]string{"reason": reason}, &p); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(inv.stdout, "paused %s by %s: %s (its instances stop taking messages within %s)\n",
+		printable(p.Worker), printable(p.PausedBy), printable(p.Reason), worker.DefaultPausePoll)
+	return err
+}
+
+// resumeViaAPI resumes through the admin API, as the token's holder.
+func resumeViaAPI(ctx context.Context, inv *invocation, f adminFlags) error {
+	c, err := newAdminClient(inv, f)
+	if err != nil {
+		return err
+	}
+	var p admin.WorkerPause
+	if err := c.call(ctx, http.MethodPost, "/internal/v1/workers/"+url.PathEscape(inv.args[0])+"/resume", nil, nil, &p); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(inv.stdout, "resumed %s by %s (paused by %s since %s: %s)\n", printable(p.Worker), printable(p.ResumedBy),
+		printable(p.PausedBy), p.PausedAt.UTC().Format(time.RFC3339), printable(p.Reason))
 	return err
 }
 

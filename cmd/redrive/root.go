@@ -45,6 +45,7 @@ func newRootCmd() *cobra.Command {
 	root.SetHelpFunc(printHelp)
 	root.SetHelpCommand(newHelpCmd())
 	root.AddCommand(
+		newAdminCmd(),
 		newBenchCmd(),
 		newCompletionCmd(),
 		newGroupCmd("config", "Check the configuration", newConfigCheckCmd()),

@@ -1,7 +1,10 @@
 // Package admin serves the DLQ admin HTTP API on top of dlq.Ops: JSON in
-// and out, a bearer token, the routes of routes.go (documented in
-// configs/openapi.yaml and docs/operations.md; where the package sits in
-// docs/architecture.md).
+// and out, the routes of routes.go (documented in configs/openapi.yaml
+// and docs/operations.md; where the package sits in
+// docs/architecture.md). Who may call it is Config.Access's
+// (dlq/access): named bearer tokens with a role, or the person an
+// authenticating proxy vouches for; the audit log records that name, an
+// X-Redrive-Actor claim beside it (Server.authenticate).
 //
 // A DLQ is addressed by its name, as GET /internal/v1/dlq lists it:
 // "<topic>.<group>.dlq" for a RabbitMQ worker's dead-letter queue,
@@ -23,10 +26,7 @@
 package admin
 
 import (
-	"cmp"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/access"
 	"github.com/redrive/redrive/internal/httpguard"
 )
 
@@ -52,10 +53,11 @@ const (
 	DefaultActor        = dlq.DefaultJobActor
 )
 
-// Token is a bearer token with a name: the audit log's actor when the
-// request does not name one (X-Redrive-Actor).
+// Token is an operator's bearer token held in plain, for programs and
+// tests (Config.Tokens); a configuration's named operators, kept as
+// hashes, and an authenticating proxy come through Config.Access.
 type Token struct {
-	Name   string // default "admin"
+	Name   string // the audit log's actor; default "admin"
 	Secret string
 }
 
@@ -66,11 +68,19 @@ type Config struct {
 	// Listen is the address Serve's caller binds (ListenAndServe binds
 	// it): with InsecureNoAuth it must be a loopback address.
 	Listen string
-	// Tokens are the accepted bearer tokens; at least one unless
-	// InsecureNoAuth.
+	// Access says who may use the API and as whom the audit log records
+	// them: named tokens with a role (a viewer may only read) and an
+	// authenticating proxy's header (see Server.authenticate). Share it
+	// with the console (console.Config.Access). Required unless Tokens
+	// or InsecureNoAuth; not with Tokens.
+	Access *access.Authenticator
+	// Tokens are operators' tokens held in plain, the shorthand of an
+	// Access with one operator credential each (programs and tests).
+	// Default none.
 	Tokens []Token
-	// InsecureNoAuth serves without authentication. Only allowed on a
-	// loopback address (127.0.0.0/8, ::1, localhost).
+	// InsecureNoAuth serves without authentication, every request as the
+	// operator "admin", when neither Access nor Tokens accepts anyone.
+	// Only allowed on a loopback address (127.0.0.0/8, ::1, localhost).
 	InsecureNoAuth bool
 	// MaxBodyBytes bounds request bodies (413 beyond); default 64 KiB.
 	MaxBodyBytes int64
@@ -104,37 +114,32 @@ type Server struct {
 	cfg     Config
 	ops     *dlq.Ops
 	log     *slog.Logger
-	tokens  []hashedToken
+	auth    *access.Authenticator
 	handler http.Handler
 	mux     *http.ServeMux
 	jobs    *dlq.Jobs
 	hosts   atomic.Pointer[httpguard.Hosts]
 }
 
-type hashedToken struct {
-	name string
-	sum  [sha256.Size]byte
-}
-
 // Validate returns nil when c is usable, else an error naming the first
-// field that is not. Without a token it is ErrNoToken unless
-// InsecureNoAuth is set and Listen is a loopback address.
+// field that is not. Without a credential or a proxy it is ErrNoToken
+// unless InsecureNoAuth is set and Listen is a loopback address.
 func (c Config) Validate() error {
 	if c.Ops == nil {
 		return errors.New("admin: Config.Ops: required")
 	}
-	names := map[string]bool{}
+	if c.Access != nil && len(c.Tokens) > 0 {
+		return errors.New("admin: Config.Tokens: set Access or Tokens, not both (add the tokens to Access's credentials)")
+	}
 	for i, t := range c.Tokens {
 		if t.Secret == "" {
 			return fmt.Errorf("admin: Config.Tokens[%d]: token %q has an empty secret", i, t.Name)
 		}
-		name := cmp.Or(t.Name, DefaultActor)
-		if names[name] {
-			return fmt.Errorf("admin: Config.Tokens[%d]: two tokens named %q", i, name)
-		}
-		names[name] = true
 	}
-	if len(c.Tokens) == 0 {
+	if _, err := c.authenticator(); err != nil {
+		return err
+	}
+	if c.Access.Empty() && len(c.Tokens) == 0 {
 		if !c.InsecureNoAuth {
 			return fmt.Errorf("admin: Config.Tokens: %w", ErrNoToken)
 		}
@@ -158,13 +163,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, ops: cfg.Ops, log: cfg.Logger, jobs: cfg.Jobs}
-	for _, t := range cfg.Tokens {
-		s.tokens = append(s.tokens, hashedToken{name: cmp.Or(t.Name, DefaultActor), sum: sha256.Sum256([]byte(t.Secret))})
+	auth, err := cfg.authenticator()
+	if err != nil {
+		return nil, err
 	}
+	s := &Server{cfg: cfg, ops: cfg.Ops, log: cfg.Logger, jobs: cfg.Jobs, auth: auth}
 	s.hosts.Store(httpguard.NewHosts(cfg.Listen, cfg.AllowedHosts))
 	if s.jobs == nil {
-		var err error
 		if s.jobs, err = dlq.NewJobs(dlq.JobsConfig{Ops: cfg.Ops, Logger: cfg.Logger}); err != nil {
 			return nil, fmt.Errorf("admin: %w", err)
 		}
@@ -229,7 +234,7 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 // (10 s), stops the running replay-all jobs and returns nil. Without a
 // token, ln must be a loopback address.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if len(s.tokens) == 0 && !IsLoopback(ln.Addr().String()) {
+	if s.auth.Empty() && !IsLoopback(ln.Addr().String()) {
 		_ = ln.Close()
 		return fmt.Errorf("%w (%s is not a loopback address)", ErrNoToken, ln.Addr())
 	}
@@ -245,7 +250,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.hosts.Store(s.hosts.Load().WithAddr(ln.Addr()))
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	s.log.Info("admin: serving", "addr", ln.Addr().String(), "auth", len(s.tokens) > 0)
+	s.log.Info("admin: serving", "addr", ln.Addr().String(), "tokens", s.auth.HasTokens(), "proxy", s.auth.HasProxy())
 	select {
 	case err := <-errc:
 		s.Close()
@@ -269,74 +274,6 @@ func (s *Server) Close() { s.jobs.Close() }
 
 // Jobs returns the server's replay-all jobs (Config.Jobs).
 func (s *Server) Jobs() *dlq.Jobs { return s.jobs }
-
-// actorKey carries the request's actor in its context.
-type actorKey struct{}
-
-// actor returns the request's actor.
-func actor(r *http.Request) string {
-	if a, ok := r.Context().Value(actorKey{}).(string); ok {
-		return a
-	}
-	return DefaultActor
-}
-
-// authenticate checks the bearer token (all tokens are compared, in
-// constant time) and resolves the actor: X-Redrive-Actor, else the token's
-// name, else "admin".
-func (s *Server) authenticate(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		who := DefaultActor
-		if len(s.tokens) > 0 {
-			name, ok := s.check(r.Header.Get("Authorization"))
-			if !ok {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="redrive"`)
-				writeError(w, http.StatusUnauthorized, CodeUnauthorized, "", "missing or wrong bearer token")
-				return
-			}
-			who = name
-		}
-		if h := r.Header.Get("X-Redrive-Actor"); h != "" {
-			a, ok := cleanActor(h)
-			if !ok {
-				writeError(w, http.StatusBadRequest, CodeInvalidRequest, "X-Redrive-Actor", "X-Redrive-Actor must be 1 to 128 printable characters")
-				return
-			}
-			who = a
-		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), actorKey{}, who)))
-	})
-}
-
-// check returns the name of the token in the Authorization header value h.
-func (s *Server) check(h string) (string, bool) {
-	scheme, secret, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return "", false
-	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(secret)))
-	name, found := "", 0
-	for _, t := range s.tokens {
-		if subtle.ConstantTimeCompare(sum[:], t.sum[:]) == 1 {
-			name, found = t.name, 1
-		}
-	}
-	return name, found == 1
-}
-
-// cleanActor validates an X-Redrive-Actor value.
-func cleanActor(h string) (string, bool) {
-	h = strings.TrimSpace(h)
-	if h == "" || len(h) > 128 {
-		return "", false
-	}
-	for _, r := range h {
-		if r < 0x20 || r == 0x7f || r == '\uFFFD' {
-			return "", false
-		}
-	}
-	return h, true
-}
 
 // limitBody refuses bodies over the limit: 413 at once when the length is
 // announced, else when a handler reads past it.

@@ -18,12 +18,20 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/access"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/memstore"
 	"github.com/redrive/redrive/internal/storekinds"
 )
 
 const secret = "s3cret-token-for-tests"
+
+// people are operators with tokens of their own (bearerOf), besides the
+// shared "ops-team" token.
+var people = []admin.Token{{Name: "alice", Secret: "token-of-alice"}, {Name: "bob", Secret: "token-of-bob"}, {Name: "carol", Secret: "token-of-carol"}}
+
+// bearerOf is the Authorization header value of one of people.
+func bearerOf(name string) string { return "Bearer token-of-" + name }
 
 var quiet = slog.New(slog.DiscardHandler)
 
@@ -94,6 +102,12 @@ type fixture struct {
 
 func newFixture(t *testing.T, s dlq.Store) *fixture {
 	t.Helper()
+	return newFixtureWith(t, s, nil)
+}
+
+// newFixtureWith is newFixture with its admin.Config edited by edit.
+func newFixtureWith(t *testing.T, s dlq.Store, edit func(*admin.Config)) *fixture {
+	t.Helper()
 	pub := &publisher{}
 	ops, err := dlq.NewOps(dlq.OpsConfig{
 		Store: s, Republisher: pub, Logger: quiet, Routes: testRoutes(), MaxPayloadPreview: 1024,
@@ -102,10 +116,14 @@ func newFixture(t *testing.T, s dlq.Store) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := admin.New(admin.Config{
+	cfg := admin.Config{
 		Ops: ops, Listen: "127.0.0.1:0", Logger: quiet,
-		Tokens: []admin.Token{{Name: "ops-team", Secret: secret}, {Name: "ci", Secret: "another-secret-token"}},
-	})
+		Tokens: append([]admin.Token{{Name: "ops-team", Secret: secret}, {Name: "ci", Secret: "another-secret-token"}}, people...),
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	srv, err := admin.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,6 +177,8 @@ func (f *fixture) do(method, target, body string, headers ...string) *httptest.R
 		switch {
 		case headers[i] == "Host":
 			req.Host = headers[i+1]
+		case headers[i] == "RemoteAddr": // the TCP peer, not a header
+			req.RemoteAddr = headers[i+1]
 		case headers[i+1] == "":
 			req.Header.Del(headers[i])
 		default:
@@ -236,9 +256,14 @@ func TestNewChecksAuth(t *testing.T) {
 		{"insecure on ::1", admin.Config{Listen: "[::1]:8080", InsecureNoAuth: true}, ""},
 		{"insecure on localhost", admin.Config{Listen: "localhost:8080", InsecureNoAuth: true}, ""},
 		{"no ops", admin.Config{Listen: "127.0.0.1:8080", InsecureNoAuth: true}, "Config.Ops"},
-		{"token", admin.Config{Listen: "0.0.0.0:8080", Tokens: []admin.Token{{Secret: "x"}}}, ""},
-		{"empty secret", admin.Config{Listen: "127.0.0.1:8080", Tokens: []admin.Token{{Name: "a"}}}, "Config.Tokens[0]"},
-		{"two tokens of one name", admin.Config{Listen: "127.0.0.1:8080", Tokens: []admin.Token{{Secret: "x"}, {Secret: "y"}}}, "Config.Tokens[1]"},
+		{"token", admin.Config{Listen: "0.0.0.0:8080", Tokens: []admin.Token{{Secret: "x-token-1"}}}, ""},
+		{"empty secret", admin.Config{Listen: "127.0.0.1:8080", Tokens: []admin.Token{{Name: "a"}}}, "Config.Tokens[0]: token \"a\" has an empty secret"},
+		{"short secret", admin.Config{Listen: "127.0.0.1:8080", Tokens: []admin.Token{{Name: "a", Secret: "x"}}}, "Credentials[0].Token"},
+		{"padded secret", admin.Config{Listen: "127.0.0.1:8080", Tokens: []admin.Token{{Name: "a", Secret: " x-token-1"}}}, "Credentials[0].Token"},
+		{"name with an escape", admin.Config{Listen: "127.0.0.1:8080", Tokens: []admin.Token{{Name: "a\x1b[2J", Secret: "x-token-1"}}}, "Credentials[0].Name"},
+		{"two tokens of one name", admin.Config{Listen: "127.0.0.1:8080", Tokens: []admin.Token{{Secret: "x-token-1"}, {Secret: "y-token-1"}}}, "Config.Tokens: access: Config.Credentials[1].Name"},
+		{"one token for two", admin.Config{Listen: "127.0.0.1:8080", Tokens: []admin.Token{{Name: "a", Secret: "x-token-1"}, {Name: "b", Secret: "x-token-1"}}}, "same token"},
+		{"tokens and access", admin.Config{Listen: "127.0.0.1:8080", Tokens: []admin.Token{{Secret: "x-token-1"}}, Access: &access.Authenticator{}}, "Config.Tokens"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,7 +333,7 @@ func TestServe(t *testing.T) {
 
 func TestAuth(t *testing.T) {
 	f := newFixture(t, stores[0].Open(t))
-	recs := f.insert("auth.dlq", 3, nil)
+	recs := f.insert("auth.dlq", 5, nil)
 	tests := []struct {
 		name   string
 		header string
@@ -339,22 +364,30 @@ func TestAuth(t *testing.T) {
 		t.Errorf("an unauthenticated discard changed the entry to %s", got.Status)
 	}
 
-	// The actor: the header, else the token's name.
+	// The actor: the token's name; a claim (X-Redrive-Actor) that
+	// differs is recorded beside it, never instead: a named operator
+	// cannot pass for another.
 	for _, tc := range []struct {
-		id, token, header, want string
+		id, auth, header, want string
 	}{
-		{recs[0].ID, secret, "", "ops-team"},
-		{recs[1].ID, "another-secret-token", "", "ci"},
-		{recs[2].ID, secret, "alice@example.com", "alice@example.com"},
+		{recs[0].ID, "Bearer " + secret, "", "ops-team"},
+		{recs[1].ID, "Bearer another-secret-token", "", "ci"},
+		{recs[2].ID, "Bearer " + secret, "alice@example.com", "ops-team (as alice@example.com)"},
+		{recs[3].ID, bearerOf("alice"), "bob", "alice (as bob)"},
+		{recs[4].ID, bearerOf("bob"), "bob", "bob"},
 	} {
-		w := f.do("DELETE", "/internal/v1/dlq/auth.dlq/"+tc.id+"?reason=dup", "", "Authorization", "Bearer "+tc.token, "X-Redrive-Actor", tc.header)
+		w := f.do("DELETE", "/internal/v1/dlq/auth.dlq/"+tc.id+"?reason=dup", "", "Authorization", tc.auth, "X-Redrive-Actor", tc.header)
 		expect(t, w, http.StatusOK, "")
 		trail, err := f.store.Audit(context.Background(), "auth.dlq", tc.id)
 		if err != nil || len(trail) != 1 || trail[0].Actor != tc.want {
 			t.Errorf("audit actor = %+v, %v; want %q", trail, err, tc.want)
 		}
+		who := expect(t, f.do("GET", "/internal/v1/whoami", "", "Authorization", tc.auth, "X-Redrive-Actor", tc.header), http.StatusOK, "")
+		if who["actor"] != tc.want || who["role"] != "operator" || who["via"] != "token" {
+			t.Errorf("whoami = %v, want actor %q", who, tc.want)
+		}
 	}
-	for _, h := range []string{"bad\x01actor", strings.Repeat("a", 129)} {
+	for _, h := range []string{"bad\x01actor", strings.Repeat("a", 129), "bob\u202e", "bo\u0085b", "\xff\xfe"} {
 		expect(t, f.do("GET", "/internal/v1/dlq", "", "X-Redrive-Actor", h), http.StatusBadRequest, "X-Redrive-Actor")
 	}
 }

@@ -23,6 +23,14 @@ const (
 	// CodeCrossOrigin (403): the request's Origin (or Referer) is another
 	// site.
 	CodeCrossOrigin = "cross_origin"
+	// CodeIdentityRefused (403): the request carries the authenticating
+	// proxy's identity header, but from an address that is not the
+	// proxy's, with a value that is not one name, or for a person in no
+	// group that grants a role (admin.proxy_auth).
+	CodeIdentityRefused = "identity_refused"
+	// CodeReadOnly (403): a viewer's credential on a route that changes
+	// something.
+	CodeReadOnly = "read_only"
 	// CodeNotFound (404): no such route, DLQ, entry or job.
 	CodeNotFound = "not_found"
 	// CodeMethodNotAllowed (405): the path exists for other methods (the

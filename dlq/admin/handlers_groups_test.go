@@ -49,7 +49,7 @@ func TestGroupsAPI(t *testing.T) {
 			// Discard the timeouts as a job.
 			target := "/internal/v1/dlq/discard-all?topic=grp.dlq&rate=0&group=" + timeouts[0].Fingerprint
 			expect(t, f.do("POST", target, ""), http.StatusBadRequest, "reason")
-			w := f.do("POST", target, `{"reason":"a known slow query"}`, "X-Redrive-Actor", "carol")
+			w := f.do("POST", target, `{"reason":"a known slow query"}`, "Authorization", bearerOf("carol"))
 			m = expect(t, w, http.StatusAccepted, "")
 			job, _ := m["job"].(map[string]any)
 			if job["kind"] != dlq.JobDiscardAll || job["reason"] != "a known slow query" || w.Header().Get("Location") == "" {

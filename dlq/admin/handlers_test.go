@@ -205,7 +205,7 @@ func testShow(t *testing.T, f *fixture) {
 	f.pub.set(func(p *publisher) { p.fail = errors.New("no route") })
 	expect(t, f.do("POST", "/internal/v1/dlq/replay", `{"topic":"show.dlq","id":"`+recs[0].ID+`"}`), http.StatusBadGateway, "")
 	f.pub.set(func(p *publisher) { p.fail = nil })
-	expect(t, f.do("POST", "/internal/v1/dlq/replay", `{"topic":"show.dlq","id":"`+recs[0].ID+`"}`, "X-Redrive-Actor", "alice"), http.StatusOK, "")
+	expect(t, f.do("POST", "/internal/v1/dlq/replay", `{"topic":"show.dlq","id":"`+recs[0].ID+`"}`, "Authorization", bearerOf("alice")), http.StatusOK, "")
 
 	m := expect(t, f.do("GET", "/internal/v1/dlq/show.dlq/"+recs[0].ID, ""), http.StatusOK, "")
 	if m["payload_encoding"] != "json" || m["payload"].(map[string]any)["n"] != 0.0 || m["key"] != "key-0" || m["key_encoding"] != "utf8" {
@@ -343,7 +343,7 @@ func testReplayAll(t *testing.T, f *fixture) {
 	})
 	expect(t, f.do("DELETE", "/internal/v1/dlq/ra.dlq/"+recs[0].ID+"?reason=x", ""), http.StatusOK, "")
 
-	w := f.do("POST", "/internal/v1/dlq/replay-all?topic=ra.dlq&error_class=payout.BankError&rate=0", "", "X-Redrive-Actor", "bob")
+	w := f.do("POST", "/internal/v1/dlq/replay-all?topic=ra.dlq&error_class=payout.BankError&rate=0", "", "Authorization", bearerOf("bob"))
 	m := expect(t, w, http.StatusAccepted, "")
 	j := m["job"].(map[string]any)
 	loc := w.Header().Get("Location")

@@ -60,7 +60,7 @@ func testReplayUnknownMessage(t *testing.T, f *fixture) {
 		t.Fatalf("replay-all left the unknown entry %s after %d republishes, want pending and 1", got.Status, f.pub.count())
 	}
 
-	m = expect(t, f.do("POST", "/internal/v1/dlq/replay", `{"topic":"ru.dlq","id":"`+raw+`","as_stored":true}`, "X-Redrive-Actor", "carol"), http.StatusOK, "")
+	m = expect(t, f.do("POST", "/internal/v1/dlq/replay", `{"topic":"ru.dlq","id":"`+raw+`","as_stored":true}`, "Authorization", bearerOf("carol")), http.StatusOK, "")
 	if e := m["entry"].(map[string]any); e["status"] != "replayed" {
 		t.Errorf("replay as stored answered %v", m)
 	}

@@ -30,7 +30,7 @@ func TestPauseResumeWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, err := admin.New(admin.Config{Ops: ops, Listen: "127.0.0.1:0", Logger: quiet,
-		Tokens:  []admin.Token{{Name: "ops-team", Secret: secret}},
+		Tokens:  append([]admin.Token{{Name: "ops-team", Secret: secret}}, people...),
 		Workers: heartbeat.Pauses{RDB: rdb, Keys: keys}})
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +39,7 @@ func TestPauseResumeWorker(t *testing.T) {
 	f := &fixture{t: t, srv: srv}
 	const base = "/internal/v1/workers/"
 
-	m := expect(t, f.do(http.MethodPost, base+"payout-executor/pause", `{"reason":"bank maintenance"}`, "X-Redrive-Actor", "alice"), http.StatusOK, "")
+	m := expect(t, f.do(http.MethodPost, base+"payout-executor/pause", `{"reason":"bank maintenance"}`, "Authorization", bearerOf("alice")), http.StatusOK, "")
 	if m["worker"] != "payout-executor" || m["paused"] != true || m["reason"] != "bank maintenance" || m["paused_by"] != "alice" {
 		t.Fatalf("pause answered %v", m)
 	}

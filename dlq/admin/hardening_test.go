@@ -266,7 +266,7 @@ func TestCancelJob(t *testing.T) {
 			f := newFixture(t, st.Open(t))
 			const n = 5
 			f.insert("cj.dlq", n, nil)
-			w := f.do("POST", "/internal/v1/dlq/replay-all?topic=cj.dlq&rate=0.1", "", "X-Redrive-Actor", "alice")
+			w := f.do("POST", "/internal/v1/dlq/replay-all?topic=cj.dlq&rate=0.1", "", "Authorization", bearerOf("alice"))
 			expect(t, w, http.StatusAccepted, "")
 			id := strings.TrimPrefix(w.Header().Get("Location"), "/internal/v1/dlq/jobs/")
 
@@ -278,7 +278,7 @@ func TestCancelJob(t *testing.T) {
 			expect(t, f.do("GET", "/internal/v1/dlq/jobs?x=1", ""), http.StatusBadRequest, "x")
 
 			before := time.Now()
-			m = expect(t, f.do("POST", "/internal/v1/dlq/jobs/"+id+"/cancel", "", "X-Redrive-Actor", "bob"), http.StatusOK, "")
+			m = expect(t, f.do("POST", "/internal/v1/dlq/jobs/"+id+"/cancel", "", "Authorization", bearerOf("bob")), http.StatusOK, "")
 			j := m["job"].(map[string]any)
 			at, _ := time.Parse(time.RFC3339Nano, j["cancelled_at"].(string))
 			if j["state"] != "cancelled" || j["cancelled_by"] != "bob" || at.Before(before.Add(-time.Second)) || j["error"] != "cancelled by bob" {
@@ -296,7 +296,7 @@ func TestCancelJob(t *testing.T) {
 				t.Errorf("%d entries left replaying", got)
 			}
 
-			m = expect(t, f.do("POST", "/internal/v1/dlq/jobs/"+id+"/cancel", "", "X-Redrive-Actor", "carol"), http.StatusConflict, "")
+			m = expect(t, f.do("POST", "/internal/v1/dlq/jobs/"+id+"/cancel", "", "Authorization", bearerOf("carol")), http.StatusConflict, "")
 			if m["code"] != admin.CodeJobNotRunning || m["job"].(map[string]any)["cancelled_by"] != "bob" {
 				t.Errorf("second cancel = %v", m)
 			}

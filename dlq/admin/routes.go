@@ -26,6 +26,7 @@ var routes = []struct {
 	{"POST /internal/v1/dlq/jobs/{id}/cancel", (*Server).cancelJob},
 	{"POST /internal/v1/workers/{worker}/pause", (*Server).pauseWorker},
 	{"POST /internal/v1/workers/{worker}/resume", (*Server).resumeWorker},
+	{"GET /internal/v1/whoami", (*Server).whoami},
 	{"GET /internal/v1/openapi.json", (*Server).openAPI},
 }
 

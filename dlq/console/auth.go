@@ -1,18 +1,26 @@
 package console
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/redrive/redrive/dlq/access"
 	"github.com/redrive/redrive/internal/httpguard"
 )
 
 // guard wraps a page with what it needs: a session (viewer), and for
 // mutations also the same origin, the CSRF token and an operator.
-func (c *Console) guard(need access, h func(*Console, http.ResponseWriter, *http.Request, *session)) http.Handler {
+//
+// Who it is: a request that carries the authenticating proxy's header is
+// its person's, from the proxy's addresses only, on every page, without
+// a login or a cookie; the header from anywhere else, or holding what is
+// not one name, is refused (403) whatever cookie comes with it. Without
+// the header, the session cookie of a token login.
+func (c *Console) guard(need level, h func(*Console, http.ResponseWriter, *http.Request, *session)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			r.Body = http.MaxBytesReader(w, r.Body, MaxFormBytes)
@@ -26,12 +34,15 @@ func (c *Console) guard(need access, h func(*Console, http.ResponseWriter, *http
 				return
 			}
 		}
-		if need == public {
-			h(c, w, r, c.current(r))
+		ss, ok := c.identify(w, r)
+		if !ok {
 			return
 		}
-		ss := c.current(r)
-		if ss == nil && c.cfg.InsecureNoAuth {
+		if need == public {
+			h(c, w, r, ss)
+			return
+		}
+		if ss == nil && c.cfg.InsecureNoAuth && c.auth.Empty() {
 			ss = c.sessions.create(User{Name: LocalUser})
 			c.setCookie(w, r, ss.id, int(SessionTTL.Seconds()))
 		}
@@ -58,7 +69,29 @@ func (c *Console) guard(need access, h func(*Console, http.ResponseWriter, *http
 	})
 }
 
-// current returns the request's live session, or nil.
+// identify returns the session of r: the proxy's person, else the
+// session cookie's (nil without one); false when it refused r (answered).
+func (c *Console) identify(w http.ResponseWriter, r *http.Request) (*session, bool) {
+	id, err := c.auth.Proxied(r)
+	switch {
+	case err == nil:
+		return c.sessions.proxySession(userOf(id)), true
+	case errors.Is(err, access.ErrNoIdentity):
+		return c.current(r), true
+	}
+	c.log.Warn("console: identity refused", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)
+	msg := "identity refused: the proxy's identity header does not hold one name"
+	switch {
+	case errors.Is(err, access.ErrUntrustedPeer):
+		msg = "identity refused: an identity header is accepted from the authenticating proxy only; reach the console through it"
+	case errors.Is(err, access.ErrNoRole):
+		msg = "identity refused: you are signed in, but in no group that may use this console"
+	}
+	c.errorPage(w, r, nil, http.StatusForbidden, msg)
+	return nil, false
+}
+
+// current returns the request's live session cookie's session, or nil.
 func (c *Console) current(r *http.Request) *session {
 	ck, err := r.Cookie(cookieName)
 	if err != nil {
@@ -77,7 +110,7 @@ func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, value string
 
 // loginPage serves GET /login.
 func (c *Console) loginPage(w http.ResponseWriter, r *http.Request, ss *session) {
-	if ss != nil || c.cfg.InsecureNoAuth {
+	if ss != nil || c.cfg.InsecureNoAuth && c.auth.Empty() {
 		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 		return
 	}
@@ -89,9 +122,9 @@ type loginView struct {
 }
 
 // login serves POST /login: token → session cookie → the page asked for.
-func (c *Console) login(w http.ResponseWriter, r *http.Request, _ *session) {
+func (c *Console) login(w http.ResponseWriter, r *http.Request, ss *session) {
 	next := safeNext(r.PostFormValue("next"))
-	if c.cfg.InsecureNoAuth {
+	if ss != nil && ss.proxied || c.cfg.InsecureNoAuth && c.auth.Empty() {
 		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
@@ -116,15 +149,20 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request, _ *session) {
 	if old := c.current(r); old != nil {
 		c.sessions.drop(old.id)
 	}
-	ss := c.sessions.create(u)
+	ss = c.sessions.create(u)
 	c.setCookie(w, r, ss.id, int(SessionTTL.Seconds()))
 	c.rememberDevice(w, r, u.Name)
 	c.log.Info("console: login", "user", u.Name, "read_only", u.ReadOnly, "client", client)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
-// logout serves POST /logout.
+// logout serves POST /logout. A person the proxy signed in signs out
+// there: there is no session here to end.
 func (c *Console) logout(w http.ResponseWriter, r *http.Request, ss *session) {
+	if ss.proxied {
+		c.errorPage(w, r, ss, http.StatusConflict, "logout: you are signed in through your single sign-on; sign out there")
+		return
+	}
 	c.sessions.drop(ss.id)
 	c.setCookie(w, r, "", -1)
 	c.log.Info("console: logout", "user", ss.user.Name)

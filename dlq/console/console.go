@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/access"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/httpguard"
 	"github.com/redrive/redrive/lag"
@@ -46,8 +47,8 @@ type LagSource interface {
 }
 
 // User is someone who may log in: Name is the audit log's actor, Token
-// the secret typed at login. A ReadOnly user (a viewer) sees everything
-// but may change nothing.
+// the secret typed at login (held in plain: Config.Users). A ReadOnly
+// user (a viewer) sees everything but may change nothing.
 type User struct {
 	Name, Token string
 	ReadOnly    bool
@@ -69,11 +70,20 @@ type Config struct {
 	// Broker is the backend's name ("rabbitmq", "kafka"), shown in the
 	// header.
 	Broker string
-	// Users may log in with their token; at least one unless
-	// InsecureNoAuth.
+	// Access says who may use the console: the named credentials whose
+	// token logs in (viewers read only), and the authenticating proxy
+	// whose header names the person on every request, without a login
+	// (see Console.guard). Share it with the admin API
+	// (admin.Config.Access). Required unless Users or InsecureNoAuth;
+	// not with Users.
+	Access *access.Authenticator
+	// Users are users with their tokens held in plain, the shorthand of
+	// an Access with one credential each (programs and tests). Default
+	// none.
 	Users []User
-	// InsecureNoAuth serves without login: everyone is the operator
-	// "local". For `redrive dev` on a loopback address only.
+	// InsecureNoAuth serves without login when neither Access nor Users
+	// accepts anyone: everyone is the operator "local". For `redrive dev`
+	// on a loopback address only.
 	InsecureNoAuth bool
 	// TrustedProxies are the reverse proxies whose X-Forwarded-For and
 	// X-Forwarded-Proto headers are believed (admin.trusted_proxies): the
@@ -118,7 +128,7 @@ type Console struct {
 	cfg      Config
 	ops      *dlq.Ops
 	log      *slog.Logger
-	users    []hashedUser
+	auth     *access.Authenticator
 	sessions *sessions
 	throttle *throttle
 	proxies  httpguard.Proxies
@@ -128,37 +138,23 @@ type Console struct {
 	now      func() time.Time
 }
 
-type hashedUser struct {
-	User
-	sum [sha256.Size]byte
-}
-
 // Validate returns nil when c is usable, else an error naming the first
 // field that is not.
 func (c Config) Validate() error {
 	if c.Ops == nil {
 		return errors.New("console: Config.Ops: required")
 	}
-	names := map[string]bool{}
-	operators := c.InsecureNoAuth
-	for i, u := range c.Users {
-		switch {
-		case u.Name == "":
-			return fmt.Errorf("console: Config.Users[%d]: user %d has no name", i, i+1)
-		case u.Token == "":
-			return fmt.Errorf("console: Config.Users[%d]: user %q has an empty token", i, u.Name)
-		case len(u.Token) < 8:
-			return fmt.Errorf("console: Config.Users[%d]: the token of user %q is shorter than 8 characters", i, u.Name)
-		case names[u.Name]:
-			return fmt.Errorf("console: Config.Users[%d]: two users named %q", i, u.Name)
-		}
-		names[u.Name] = true
-		operators = operators || !u.ReadOnly
+	if c.Access != nil && len(c.Users) > 0 {
+		return errors.New("console: Config.Users: set Access or Users, not both (add the users to Access's credentials)")
 	}
-	if len(c.Users) == 0 && !c.InsecureNoAuth {
-		return errors.New("console: Config.Users: no users: configure at least one, or InsecureNoAuth")
+	auth, err := c.authenticator()
+	if err != nil {
+		return err
 	}
-	if operators && c.Jobs == nil {
+	if auth.Empty() && !c.InsecureNoAuth {
+		return errors.New("console: Config.Users: no users: configure at least one (or Access), or InsecureNoAuth")
+	}
+	if c.Jobs == nil && (c.InsecureNoAuth || auth.Operators()) {
 		return errors.New("console: Config.Jobs: required for replay-all unless every user is read-only")
 	}
 	if c.SessionSecret != "" && len(c.SessionSecret) < MinSessionSecret {
@@ -170,15 +166,42 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// sessionUser returns the user name may hold a session as, with the hash
-// of their token: a configured user, or LocalUser without login.
-func (c *Console) sessionUser(name string) (User, [sha256.Size]byte, bool) {
-	for _, u := range c.users {
-		if u.Name == name {
-			return u.User, u.sum, true
-		}
+// authenticator returns Access, or the Authenticator of Users (nil
+// without either). Errors name the user by its index (Credentials[i] is
+// Users[i]).
+func (c Config) authenticator() (*access.Authenticator, error) {
+	if c.Access != nil || len(c.Users) == 0 {
+		return c.Access, nil
 	}
-	if c.cfg.InsecureNoAuth && name == LocalUser {
+	creds := make([]access.Credential, len(c.Users))
+	for i, u := range c.Users {
+		role := access.Operator
+		if u.ReadOnly {
+			role = access.Viewer
+		}
+		creds[i] = access.Credential{Name: u.Name, Role: role, Token: u.Token}
+	}
+	a, err := access.New(access.Config{Credentials: creds})
+	if err != nil {
+		return nil, fmt.Errorf("console: Config.Users: %w", err)
+	}
+	return a, nil
+}
+
+// userOf is the console's user of an identity.
+func userOf(id access.Identity) User {
+	return User{Name: id.Name, ReadOnly: !id.Role.CanChange()}
+}
+
+// sessionUser returns the user name may hold a session as, with the hash
+// of their token: a configured credential, or LocalUser without login.
+// The role is read afresh: a credential made a viewer is one at its
+// sessions' next request.
+func (c *Console) sessionUser(name string) (User, [sha256.Size]byte, bool) {
+	if id, sum, ok := c.auth.Lookup(name); ok {
+		return userOf(id), sum, true
+	}
+	if c.cfg.InsecureNoAuth && c.auth.Empty() && name == LocalUser {
 		return User{Name: LocalUser}, sha256.Sum256(nil), true
 	}
 	return User{}, [sha256.Size]byte{}, false
@@ -192,10 +215,11 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	c := &Console{cfg: cfg, ops: cfg.Ops, log: cfg.Logger, now: time.Now}
-	for _, u := range cfg.Users {
-		c.users = append(c.users, hashedUser{User: u, sum: sha256.Sum256([]byte(u.Token))})
+	auth, err := cfg.authenticator()
+	if err != nil {
+		return nil, err
 	}
+	c := &Console{cfg: cfg, ops: cfg.Ops, log: cfg.Logger, now: time.Now, auth: auth}
 	pages, err := parsePages()
 	if err != nil {
 		return nil, err

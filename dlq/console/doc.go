@@ -11,8 +11,11 @@
 // with their heartbeat status (GET /workers); consumer lag and queue depth
 // (GET /lag).
 //
-// Users log in with a token (POST /login) and get a session cookie
-// (HttpOnly, SameSite=Strict, Secure over TLS, behind a trusted proxy
+// Who may use it is Config.Access's (dlq/access): behind an
+// authenticating proxy, the person its header names on every request,
+// without a login (the header from any other address is refused);
+// otherwise users log in with their own token (POST /login) and get a
+// session cookie (HttpOnly, SameSite=Strict, Secure over TLS, behind a trusted proxy
 // that says HTTPS, or always with Config.CookieSecure); sessions live in
 // memory. Wrong tokens are throttled per address (behind
 // Config.TrustedProxies, the one they forward), whatever cookies the

@@ -87,6 +87,7 @@ type page struct {
 	Broker  string
 	User    *User
 	NoAuth  bool
+	Proxied bool // signed in by the authenticating proxy: no logout here
 	CSRF    string
 	Refresh int // seconds; 0 = none
 	Now     time.Time
@@ -102,13 +103,13 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, ss *session, st
 }
 
 func (c *Console) renderPage(w http.ResponseWriter, r *http.Request, ss *session, status int, name string, p page) {
-	p.Broker, p.NoAuth, p.Now = string(c.cfg.Broker), c.cfg.InsecureNoAuth, c.now()
+	p.Broker, p.NoAuth, p.Now = string(c.cfg.Broker), c.cfg.InsecureNoAuth && c.auth.Empty(), c.now()
 	if p.Nav == "" {
 		p.Nav = name
 	}
 	if ss != nil {
 		u := ss.user
-		p.User, p.CSRF = &u, ss.csrf
+		p.User, p.CSRF, p.Proxied = &u, ss.csrf, ss.proxied
 	}
 	var buf bytes.Buffer
 	if err := c.pages[name].Execute(&buf, p); err != nil {

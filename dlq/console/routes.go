@@ -5,20 +5,20 @@ import (
 	"strings"
 )
 
-// access is what a route needs.
-type access int
+// level is what a route needs.
+type level int
 
 const (
-	public   access = iota // no session (login, static files)
-	viewer                 // any logged-in user
-	operator               // a user who may change things; POST, CSRF-checked
+	public   level = iota // no session (login, static files)
+	viewer                // any logged-in user
+	operator              // a user who may change things; POST, CSRF-checked
 )
 
 // routes registers the console's pages.
 func (c *Console) routes() {
 	for _, rt := range []struct {
 		pattern string
-		need    access
+		need    level
 		h       func(*Console, http.ResponseWriter, *http.Request, *session)
 	}{
 		{"GET /{$}", viewer, (*Console).dlqs},

@@ -19,12 +19,15 @@ const cookieName = "redrive_session"
 // beyond it, the user with the most is revoked by expiry (sessions.drop).
 const maxRevoked = 10000
 
-// session is one login: who, its CSRF token, until when.
+// session is one login: who, its CSRF token, until when; or, proxied,
+// the person an authenticating proxy vouches for in this request (no id,
+// no expiry).
 type session struct {
 	id      string
 	csrf    string
 	user    User
 	expires time.Time
+	proxied bool
 }
 
 // sessions are the console's sessions as signed cookies: the cookie names
@@ -89,8 +92,12 @@ func (s *sessions) mac(purpose, body string, sum [sha256.Size]byte) string {
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))
 }
 
-// create starts a session for u.
+// create starts a session for u, a user s.user knows (else nil).
 func (s *sessions) create(u User) *session {
+	u, sum, ok := s.user(u.Name)
+	if !ok {
+		return nil
+	}
 	exp := s.now().Add(s.ttl).Truncate(time.Second)
 	s.mu.Lock()
 	if b, ok := s.before[u.Name]; ok && !exp.After(b) {
@@ -98,7 +105,6 @@ func (s *sessions) create(u User) *session {
 	}
 	s.mu.Unlock()
 	body := base64.RawURLEncoding.EncodeToString([]byte(u.Name)) + "." + strconv.FormatInt(exp.Unix(), 10) + "." + randomToken()
-	sum := sha256.Sum256([]byte(u.Token))
 	id := body + "." + s.mac("session", body, sum)
 	return &session{id: id, csrf: s.mac("csrf", id, sum), user: u, expires: exp}
 }
@@ -197,18 +203,24 @@ func maxTime(a, b time.Time) time.Time {
 	return b
 }
 
-// checkToken returns the user whose token is tok. Every user's token is
-// compared, in constant time, on hashes (equal lengths).
+// checkToken returns the user whose token is tok (access.Authenticator.Token:
+// every credential's hash is compared, in constant time).
 func (c *Console) checkToken(tok string) (User, bool) {
-	sum := sha256.Sum256([]byte(tok))
-	var found User
-	ok := 0
-	for _, u := range c.users {
-		if subtle.ConstantTimeCompare(sum[:], u.sum[:]) == 1 {
-			found, ok = u.User, 1
-		}
+	id, ok := c.auth.Token(tok)
+	return userOf(id), ok
+}
+
+// proxySession is the session of a person the authenticating proxy
+// vouches for: no cookie (the proxy's header comes with every request,
+// and the role is read from it each time), and a CSRF token of the
+// person and role, signed with the sessions' key, so that it holds on
+// every replica that shares Config.SessionSecret.
+func (s *sessions) proxySession(u User) *session {
+	role := "operator"
+	if u.ReadOnly {
+		role = "viewer"
 	}
-	return found, ok == 1
+	return &session{csrf: s.mac("proxy-csrf", u.Name+"\x00"+role, [sha256.Size]byte{}), user: u, proxied: true}
 }
 
 // validCSRF compares a posted token with the session's in constant time.

@@ -4,15 +4,11 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"path"
-	"slices"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/redrive/redrive/internal/pgmigrate"
 )
 
 // migrationFiles are the schema versions, "NNNN_name.sql", applied in order.
@@ -20,49 +16,18 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migration is one schema version.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
 // migrations returns the embedded migrations sorted by version.
-func migrations() ([]migration, error) {
-	paths, err := fs.Glob(migrationFiles, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	for _, p := range paths {
-		base := strings.TrimSuffix(path.Base(p), ".sql")
-		num, name, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil || v <= 0 {
-			return nil, fmt.Errorf("migration file %s is not named NNNN_name.sql", p)
-		}
-		b, err := migrationFiles.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: v, name: name, sql: string(b)})
-	}
-	slices.SortFunc(out, func(a, b migration) int { return a.version - b.version })
-	for i := 1; i < len(out); i++ {
-		if out[i].version == out[i-1].version {
-			return nil, fmt.Errorf("two migrations of version %d", out[i].version)
-		}
-	}
-	return out, nil
+func migrations() ([]pgmigrate.Migration, error) {
+	return pgmigrate.Load(migrationFiles, "migrations/*.sql")
 }
 
 // SchemaVersion is the latest schema version this binary knows.
 func SchemaVersion() int {
 	ms, err := migrations()
-	if err != nil || len(ms) == 0 {
+	if err != nil {
 		return 0
 	}
-	return ms[len(ms)-1].version
+	return pgmigrate.Latest(ms)
 }
 
 // prepares are the steps of migrations that run before their
@@ -91,13 +56,11 @@ func (s *Store) migrate(ctx context.Context, pool *pgxpool.Pool, schema string) 
 	}
 	defer pc.Release()
 	conn := pc.Conn()
-	if err := migrationLock(ctx, conn, schema); err != nil {
+	lock := "redrive/dlq/schema_migrations/" + schema
+	if err := pgmigrate.Lock(ctx, conn, lock); err != nil {
 		return fmt.Errorf("pgstore: migrate: lock: %w", err)
 	}
-	defer func() {
-		// A failed unlock (a lost connection) ends with the session.
-		_, _ = conn.Exec(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtextextended('redrive/dlq/schema_migrations/' || $1::text, 0))`, schema)
-	}()
+	defer pgmigrate.Unlock(ctx, conn, lock)
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("pgstore: migrate: begin: %w", err)
@@ -129,29 +92,29 @@ func (s *Store) migrate(ctx context.Context, pool *pgxpool.Pool, schema string) 
 		latest = max(latest, int(v))
 	}
 	for _, m := range ms {
-		if done[m.version] {
+		if done[m.Version] {
 			continue
 		}
-		if prepare := prepares[m.version]; prepare != nil {
+		if prepare := prepares[m.Version]; prepare != nil {
 			if err := tx.Commit(ctx); err != nil {
-				return fmt.Errorf("pgstore: migrate: commit before %04d_%s: %w", m.version, m.name, err)
+				return fmt.Errorf("pgstore: migrate: commit before %04d_%s: %w", m.Version, m.Name, err)
 			}
 			if err := prepare(ctx, conn); err != nil {
-				return fmt.Errorf("pgstore: migrate: prepare %04d_%s: %w", m.version, m.name, err)
+				return fmt.Errorf("pgstore: migrate: prepare %04d_%s: %w", m.Version, m.Name, err)
 			}
 			if tx, err = conn.Begin(ctx); err != nil {
-				return fmt.Errorf("pgstore: migrate: begin %04d_%s: %w", m.version, m.name, err)
+				return fmt.Errorf("pgstore: migrate: begin %04d_%s: %w", m.Version, m.Name, err)
 			}
 		}
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
-			return fmt.Errorf("pgstore: migrate: apply %04d_%s: %w", m.version, m.name, err)
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
+			return fmt.Errorf("pgstore: migrate: apply %04d_%s: %w", m.Version, m.Name, err)
 		}
-		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
-			return fmt.Errorf("pgstore: migrate: record %04d_%s: %w", m.version, m.name, err)
+		if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			return fmt.Errorf("pgstore: migrate: record %04d_%s: %w", m.Version, m.Name, err)
 		}
-		s.log.Info("pgstore: applied schema migration", "version", m.version, "name", m.name)
+		s.log.Info("pgstore: applied schema migration", "version", m.Version, "name", m.Name)
 	}
-	if known := ms[len(ms)-1].version; latest > known {
+	if known := pgmigrate.Latest(ms); latest > known {
 		s.log.Warn("pgstore: the database schema is newer than this binary; continuing", "schema_version", latest, "known_version", known)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -159,32 +122,6 @@ func (s *Store) migrate(ctx context.Context, pool *pgxpool.Pool, schema string) 
 	}
 	return nil
 }
-
-// migrationLock takes the session's advisory lock of schema's
-// migrations, trying every lockPoll: a session waiting in
-// pg_advisory_lock would be a transaction that the CREATE INDEX
-// CONCURRENTLY of the instance migrating waits for (a deadlock).
-func migrationLock(ctx context.Context, conn *pgx.Conn, schema string) error {
-	t := time.NewTicker(lockPoll)
-	defer t.Stop()
-	for {
-		var locked bool
-		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock(hashtextextended('redrive/dlq/schema_migrations/' || $1::text, 0))`, schema).Scan(&locked); err != nil {
-			return err
-		}
-		if locked {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-}
-
-// lockPoll is how often migrationLock tries the lock.
-const lockPoll = 50 * time.Millisecond
 
 // prepartition is the online part of migration 6: the column part
 // (DEFAULT 0, which rewrites nothing) and a CHECK (part = 0) on

@@ -278,8 +278,8 @@ func testDiscard(t *testing.T, s dlq.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.StatusBy) > 128 {
-		t.Errorf("actor of %d bytes kept", len(got.StatusBy))
+	if len(got.StatusBy) > dlq.MaxActorLen {
+		t.Errorf("actor of %d bytes kept, want at most dlq.MaxActorLen (%d)", len(got.StatusBy), dlq.MaxActorLen)
 	}
 }
 

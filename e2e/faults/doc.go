@@ -20,5 +20,10 @@
 // through a TCP proxy, never stopped. The TestCluster cases run on a
 // three-node RabbitMQ cluster of their own (internal/rabbitcluster, ports
 // 5681-5683, root needed), started by the first of them and deleted when
-// the suite ends or is interrupted.
+// the suite ends or is interrupted. The TestEffects cases (exactly-once
+// effects, counted in a ledger) restart PostgreSQL for real only on a
+// cluster of their own (pg_createcluster on a free port, root needed,
+// dropped after); TestEffectsBrokerRestarted stops and starts the local
+// RabbitMQ like TestRabbitRestarted, or, with FAULTS_RABBIT_OUTAGE=proxy,
+// cuts a proxy in front of it instead.
 package faults

@@ -28,6 +28,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	stopCluster()
 	printTable(os.Stdout)
+	printEffectsTable(os.Stdout)
 	os.Exit(code)
 }
 
@@ -191,6 +192,13 @@ type child struct {
 // is killed when t ends, and when this process dies.
 func startChild(t testing.TB, c *tally, kind string, env ...string) *child {
 	t.Helper()
+	return startChildCounting(t, c, nil, kind, env...)
+}
+
+// startChildCounting is startChild that also counts the child's
+// "crashtest start <id>" lines in starts, when not nil.
+func startChildCounting(t testing.TB, c, starts *tally, kind string, env ...string) *child {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(append(os.Environ(), envChild+"="+kind), env...)
 	cmd.Stderr = os.Stderr
@@ -209,6 +217,8 @@ func startChild(t testing.TB, c *tally, kind string, env ...string) *child {
 		for sc.Scan() {
 			if id, ok := strings.CutPrefix(sc.Text(), "crashtest done "); ok {
 				c.add(id)
+			} else if id, ok := strings.CutPrefix(sc.Text(), "crashtest start "); ok && starts != nil {
+				starts.add(id)
 			}
 		}
 		_ = cmd.Wait()
@@ -252,6 +262,8 @@ func runChild(kind string) int {
 		err = relayChild(ctx)
 	case childEndpoint:
 		err = endpointChild(ctx)
+	case childEffects:
+		err = effectsChild(ctx)
 	default:
 		err = fmt.Errorf("unknown child kind %q", kind)
 	}

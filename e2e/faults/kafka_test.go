@@ -51,11 +51,7 @@ func kafkaDeadLetters(t testing.TB, brokers []string, sub broker.Subscription) m
 // kafkaChild is the worker subprocess of the Kafka cases: it consumes
 // kafkaSub(FAULTS_TOPIC) on the cluster at FAULTS_BROKERS until SIGTERM.
 func kafkaChild(ctx context.Context) error {
-	cfg := kafkatest.Config(strings.Split(os.Getenv(envBrokers), ","))
-	// A killed member leaves the group after a second, not ten (see
-	// childCluster).
-	cfg.SessionTimeout, cfg.RebalanceTimeout = time.Second, 2*time.Second
-	b, err := kafka.New(ctx, cfg)
+	b, err := kafka.New(ctx, kafkaChildConfig(strings.Split(os.Getenv(envBrokers), ",")))
 	if err != nil {
 		return err
 	}
@@ -63,6 +59,15 @@ func kafkaChild(ctx context.Context) error {
 	sub, done := childSub(kafkaSub(os.Getenv(envTopic)))
 	defer done()
 	return b.Consume(ctx, sub, childHandler)
+}
+
+// kafkaChildConfig is the Kafka configuration of a child on brokers: a
+// killed member leaves the group after a second, not ten (see
+// childCluster).
+func kafkaChildConfig(brokers []string) kafka.Config {
+	cfg := kafkatest.Config(brokers)
+	cfg.SessionTimeout, cfg.RebalanceTimeout = time.Second, 2*time.Second
+	return cfg
 }
 
 // testKilledKafka is TestWorkerKilled on a kfake cluster that lives in this

@@ -34,6 +34,7 @@ const (
 	ScenarioMonitor = "monitor" // Redis: heartbeat.Monitor.Check over many workers
 	ScenarioKeeper  = "keeper"  // the DLQ keeper into PostgreSQL vs the raw client draining the same DLQ
 	ScenarioRelay   = "relay"   // redrive relay POSTing a drained queue/topic vs a plain net/http client
+	ScenarioEffects = "effects" // exactly-once: inbox vs a plain transaction, relay vs raw confirmed publish, commit-to-publish latency
 )
 
 // Broker names accepted by Config.Brokers: the backends' names.
@@ -71,7 +72,7 @@ const (
 )
 
 // AllScenarios lists every scenario in the order Run runs them.
-var AllScenarios = []string{ScenarioPublish, ScenarioConsume, ScenarioRetry, ScenarioDLQ, ScenarioDelay, ScenarioReplay, ScenarioKeeper, ScenarioRelay, ScenarioScrape, ScenarioMonitor}
+var AllScenarios = []string{ScenarioPublish, ScenarioConsume, ScenarioRetry, ScenarioDLQ, ScenarioDelay, ScenarioReplay, ScenarioKeeper, ScenarioRelay, ScenarioEffects, ScenarioScrape, ScenarioMonitor}
 
 // AllBrokers lists every broker in the order Run runs them.
 var AllBrokers = []string{RabbitMQ, Kafka}

@@ -27,17 +27,18 @@ func TestRunTiny(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, Config{
-		Messages:       200,
-		KafkaMessages:  300, // Kafka consume, retry and dlq rounds
-		DelayMessages:  200,
-		ReplayMessages: 200,
-		KeeperMessages: 200,
-		RelayMessages:  200,
-		DatabaseURL:    testenv.PostgreSQL.URL(),
-		Batch:          20,
-		Concurrency:    4,
-		RabbitURL:      testenv.RabbitMQ.URL(),
-		Resolution:     50 * time.Millisecond,
+		Messages:        200,
+		KafkaMessages:   300, // Kafka consume, retry and dlq rounds
+		DelayMessages:   200,
+		ReplayMessages:  200,
+		KeeperMessages:  200,
+		RelayMessages:   200,
+		DatabaseURL:     testenv.PostgreSQL.URL(),
+		Batch:           20,
+		Concurrency:     4,
+		RabbitURL:       testenv.RabbitMQ.URL(),
+		Resolution:      50 * time.Millisecond,
+		EffectsMessages: 200,
 		// Route mode, 50 ms × 2^k over 6 levels (3.15 s): 6 delay queues.
 		DelayFactor: 2,
 		DelayLevels: 6,
@@ -66,12 +67,16 @@ func TestRunTiny(t *testing.T) {
 		{ScenarioReplay, RabbitMQ, ClientRaw}, {ScenarioReplay, RabbitMQ, ClientRedrive},
 		{ScenarioKeeper, RabbitMQ, ClientRaw}, {ScenarioKeeper, RabbitMQ, ClientRedrive},
 		{ScenarioRelay, RabbitMQ, ClientHTTP}, {ScenarioRelay, RabbitMQ, ClientRawHTTP}, {ScenarioRelay, RabbitMQ, ClientRedrive},
+		{ScenarioEffects, RabbitMQ, ClientPlainTx}, {ScenarioEffects, RabbitMQ, ClientInbox}, {ScenarioEffects, RabbitMQ, ClientRaw},
+		{ScenarioEffects, RabbitMQ, ClientRelay}, {ScenarioEffects, RabbitMQ, ClientRelayLatency}, {ScenarioEffects, RabbitMQ, ClientRelayPolling},
 		{ScenarioPublish, Kafka, ClientRaw}, {ScenarioPublish, Kafka, ClientRawID}, {ScenarioPublish, Kafka, ClientRedrive},
 		{ScenarioConsume, Kafka, ClientRaw}, {ScenarioConsume, Kafka, ClientRawHeaders}, {ScenarioConsume, Kafka, ClientRedrive}, {ScenarioConsume, Kafka, ClientOnDemand}, {ScenarioConsume, Kafka, ClientReuse},
 		{ScenarioConsume, Kafka, ClientLean},
 		{ScenarioRetry, Kafka, ClientRedrive}, {ScenarioDLQ, Kafka, ClientRedrive},
 		{ScenarioKeeper, Kafka, ClientRaw}, {ScenarioKeeper, Kafka, ClientRedrive},
 		{ScenarioRelay, Kafka, ClientHTTP}, {ScenarioRelay, Kafka, ClientRawHTTP}, {ScenarioRelay, Kafka, ClientRedrive},
+		{ScenarioEffects, Kafka, ClientPlainTx}, {ScenarioEffects, Kafka, ClientInbox}, {ScenarioEffects, Kafka, ClientRaw},
+		{ScenarioEffects, Kafka, ClientRelay}, {ScenarioEffects, Kafka, ClientRelayLatency}, {ScenarioEffects, Kafka, ClientRelayPolling},
 		{ScenarioScrape, Kafka, ClientRedrive}, {ScenarioMonitor, Redis, ClientRedrive},
 	}
 	wantMessages := map[string]int{ScenarioScrape: 3 * 150, ScenarioMonitor: 200}
@@ -91,6 +96,8 @@ func TestRunTiny(t *testing.T) {
 			n = 67 // a third of 200 a round, rounded up
 		case k.scenario == ScenarioRelay:
 			n = 40 // a fifth of 200 a round
+		case k.scenario == ScenarioEffects && k.client != ClientRelayLatency && k.client != ClientRelayPolling:
+			n = 67 // a round of the inbox and relay comparisons
 		}
 		switch {
 		case !ok:

@@ -11,19 +11,20 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultMessages       = 100_000
-	DefaultDelayMessages  = 10_000
-	DefaultReplayMessages = 10_000
-	DefaultKeeperMessages = 20_000
-	DefaultRelayMessages  = 20_000
-	DefaultSize           = 1024
-	DefaultBatch          = 100
-	DefaultConcurrency    = 8
-	DefaultResolution     = 100 * time.Millisecond
-	DefaultDelayFactor    = 4
-	DefaultDelayLevels    = 5
-	DefaultRabbitURL      = "amqp://guest:guest@127.0.0.1:5672/"
-	DefaultRedisAddr      = "127.0.0.1:6379"
+	DefaultMessages        = 100_000
+	DefaultDelayMessages   = 10_000
+	DefaultReplayMessages  = 10_000
+	DefaultKeeperMessages  = 20_000
+	DefaultRelayMessages   = 20_000
+	DefaultSize            = 1024
+	DefaultBatch           = 100
+	DefaultConcurrency     = 8
+	DefaultResolution      = 100 * time.Millisecond
+	DefaultDelayFactor     = 4
+	DefaultDelayLevels     = 5
+	DefaultRabbitURL       = "amqp://guest:guest@127.0.0.1:5672/"
+	DefaultRedisAddr       = "127.0.0.1:6379"
+	DefaultEffectsMessages = 10_000
 	// DefaultScrapeGroups × DefaultScrapePartitions are the partition lags
 	// of the scrape scenario; DefaultMonitorWorkers the heartbeats of the
 	// monitor scenario; each is measured DefaultScrapes times.
@@ -61,11 +62,15 @@ type Config struct {
 	// RelayMessages are the messages of the relay scenario (each side
 	// POSTs as many); default 20,000.
 	RelayMessages int
+	// EffectsMessages are the messages of each measurement of the effects
+	// scenario (inbox drains, relay drain, commit-to-publish latency);
+	// default 10,000.
+	EffectsMessages int
 	// KeeperBatch is rabbit.Config.KeeperBatch of the keeper scenario on
 	// RabbitMQ; default the package's (rabbit.DefaultKeeperBatch).
 	KeeperBatch int
-	// DatabaseURL is the PostgreSQL the keeper scenario stores into (a
-	// fresh schema, dropped after); default DefaultDatabaseURL.
+	// DatabaseURL is the PostgreSQL the keeper and effects scenarios use
+	// (a fresh schema each, dropped after); default DefaultDatabaseURL.
 	DatabaseURL string
 	// Size of each message body in bytes; default 1024.
 	Size int
@@ -154,6 +159,9 @@ func (c Config) WithDefaults() Config {
 	if c.RelayMessages == 0 {
 		c.RelayMessages = DefaultRelayMessages
 	}
+	if c.EffectsMessages == 0 {
+		c.EffectsMessages = DefaultEffectsMessages
+	}
 	if c.DatabaseURL == "" {
 		c.DatabaseURL = DefaultDatabaseURL
 	}
@@ -238,6 +246,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: keeper messages %d is negative", ErrInvalidConfig, c.KeeperMessages)
 	case c.RelayMessages < 0:
 		return fmt.Errorf("%w: relay messages %d is negative", ErrInvalidConfig, c.RelayMessages)
+	case c.EffectsMessages < 0:
+		return fmt.Errorf("%w: effects messages %d is negative", ErrInvalidConfig, c.EffectsMessages)
 	case c.Size < 0:
 		return fmt.Errorf("%w: size %d is negative", ErrInvalidConfig, c.Size)
 	case c.Batch < 0:

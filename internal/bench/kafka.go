@@ -85,6 +85,7 @@ func runKafka(ctx context.Context, cfg Config, prefix string, peers *peerRunner)
 		{ScenarioDLQ, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failDLQ, kafkaNotes, rows) }},
 		{ScenarioKeeper, func(ctx context.Context) ([]Row, error) { return keeperScenario(ctx, e, kafka.Name) }},
 		{ScenarioRelay, func(ctx context.Context) ([]Row, error) { return relayScenario(ctx, e) }},
+		{ScenarioEffects, func(ctx context.Context) ([]Row, error) { return effectsScenario(ctx, e) }},
 		{ScenarioScrape, e.scrape},
 	}
 	var peer func(context.Context, string) ([]Row, error)

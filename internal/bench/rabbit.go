@@ -73,6 +73,7 @@ func runRabbit(ctx context.Context, cfg Config, prefix string, peers *peerRunner
 		{ScenarioReplay, e.replay},
 		{ScenarioKeeper, func(ctx context.Context) ([]Row, error) { return keeperScenario(ctx, e, rabbit.Name) }},
 		{ScenarioRelay, func(ctx context.Context) ([]Row, error) { return relayScenario(ctx, e) }},
+		{ScenarioEffects, func(ctx context.Context) ([]Row, error) { return effectsScenario(ctx, e) }},
 	}
 	var peer func(context.Context, string) ([]Row, error)
 	if peers != nil {

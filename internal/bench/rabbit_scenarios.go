@@ -201,6 +201,11 @@ func (e *rabbitEnv) consumerChannel() (*amqp.Connection, *amqp.Channel, error) {
 
 // rawFill publishes n messages through the raw client (not measured).
 func (e *rabbitEnv) rawFill(ctx context.Context, exchange, key string, n int) error {
+	return e.rawFillBatches(ctx, exchange, key, n, 500)
+}
+
+// rawFillBatches is rawFill awaiting the confirms every batch messages.
+func (e *rabbitEnv) rawFillBatches(ctx context.Context, exchange, key string, n, batch int) error {
 	conn, ch, err := e.dial()
 	if err != nil {
 		return err
@@ -220,7 +225,7 @@ func (e *rabbitEnv) rawFill(ctx context.Context, exchange, key string, n int) er
 			return fmt.Errorf("raw: pre-fill: %w", err)
 		}
 		confs = append(confs, dc)
-		if len(confs) == 500 || i == n-1 {
+		if len(confs) == batch || i == n-1 {
 			for _, dc := range confs {
 				if _, err := dc.WaitContext(ctx); err != nil {
 					return fmt.Errorf("raw: pre-fill: %w", err)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redrive/redrive/dlq/access"
 	"github.com/redrive/redrive/internal/httpguard"
 )
 
@@ -34,8 +35,8 @@ func checkListenConflicts(p *problems, ls []listener) {
 
 func (a Admin) validate(p *problems) {
 	checkListen(p, "admin.listen", a.Listen)
-	if a.Token == "" && validListen(a.Listen) && !isLoopback(a.Listen) {
-		p.add("admin.token", fmt.Sprintf("required when admin.listen (%s) is not a loopback address", shown(a.Listen)))
+	if !a.HasCredentials() && validListen(a.Listen) && !isLoopback(a.Listen) {
+		p.add("admin.token", fmt.Sprintf("required when admin.listen (%s) is not a loopback address: set admin.operators (or admin.proxy_auth, or the single admin.token)", shown(a.Listen)))
 	}
 	for _, t := range []struct{ path, tok string }{{"admin.token", a.Token}, {"admin.viewer_token", a.ViewerToken}} {
 		if t.tok != "" {
@@ -47,9 +48,10 @@ func (a Admin) validate(p *problems) {
 	switch {
 	case a.ViewerToken != "" && a.ViewerToken == a.Token:
 		p.add("admin.viewer_token", "must differ from admin.token (a viewer would get the operator's rights)")
-	case a.ViewerToken != "" && a.Token == "":
-		p.add("admin.viewer_token", "needs admin.token: without it the console runs without login")
+	case a.ViewerToken != "" && !a.hasOperator():
+		p.add("admin.viewer_token", "needs an operator (admin.token, admin.operators or admin.proxy_auth): without one the console runs without login")
 	}
+	a.validateAccess(p)
 	if a.SessionSecret != "" && len(a.SessionSecret) < MinSessionSecretLen {
 		p.add("admin.session_secret", fmt.Sprintf("shorter than %d characters", MinSessionSecretLen))
 	}
@@ -67,19 +69,9 @@ func (a Admin) validate(p *problems) {
 
 // TokenProblem says what makes tok unusable as an admin or viewer token
 // (blank, white space at its ends, shorter than MinTokenLen), or "" when
-// it is fine. The configuration and every variable a token comes from
-// ($REDRIVE_ADMIN_TOKEN) are checked with it.
-func TokenProblem(tok string) string {
-	switch {
-	case strings.TrimSpace(tok) == "":
-		return "blank (only white space): nobody could log in"
-	case strings.TrimSpace(tok) != tok:
-		return "has white space at its start or end: presented tokens are trimmed, so nobody could log in (remove it; check the variable it comes from)"
-	case len(tok) < MinTokenLen:
-		return fmt.Sprintf("shorter than %d characters: too easy to guess", MinTokenLen)
-	}
-	return ""
-}
+// it is fine: access.TokenProblem. The configuration and every variable a
+// token comes from ($REDRIVE_ADMIN_TOKEN) are checked with it.
+func TokenProblem(tok string) string { return access.TokenProblem(tok) }
 
 // checkURL checks a broker or database URL: it parses, with one of the
 // schemes and a host, a port from 1 to 65535, and no "@" after the host
@@ -209,16 +201,4 @@ func isLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// Proxies returns TrustedProxies parsed (the entries Validate refuses are
-// left out).
-func (a Admin) Proxies() []netip.Prefix {
-	var out []netip.Prefix
-	for _, s := range a.TrustedProxies {
-		if p, err := httpguard.ParsePrefix(s); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out
 }

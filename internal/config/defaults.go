@@ -5,10 +5,11 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/dlq/access"
 )
 
 // MinTokenLen is the shortest admin.token and admin.viewer_token accepted.
-const MinTokenLen = 8
+const MinTokenLen = access.MinTokenLen
 
 // MinSessionSecretLen is the shortest admin.session_secret accepted
 // (console.MinSessionSecret).
@@ -108,11 +109,16 @@ func (c *Config) ApplyDefaults() {
 
 	setDefault(&c.Redis.Addr, DefaultRedisAddr)
 	setDefault(&c.Admin.Listen, DefaultAdminListen)
+	if pa := c.Admin.ProxyAuth; pa != nil {
+		setDefault(&pa.UserHeader, access.DefaultUserHeader)
+		setDefault(&pa.Role, string(access.Viewer))
+	}
 	setDefault(&c.DLQ.MaxPayloadPreview, DefaultMaxPayloadPreview)
 	setDefault(&c.DLQ.JobLease, Duration(DefaultJobLease))
 	setDefault(&c.Exporter.Listen, DefaultExporterListen)
 	setDefault(&c.Relay.Listen, DefaultRelayListen)
 	c.Tracing.applyDefaults()
+	c.ExactlyOnce.applyDefaults()
 
 	h := &c.Heartbeat
 	setDefault(&h.Interval, Duration(DefaultHeartbeatInterval))

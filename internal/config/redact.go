@@ -26,6 +26,12 @@ func (c *Config) Clone() *Config {
 	out.Lag.Thresholds = maps.Clone(c.Lag.Thresholds)
 	out.Admin.AllowedHosts = slices.Clone(c.Admin.AllowedHosts)
 	out.Admin.TrustedProxies = slices.Clone(c.Admin.TrustedProxies)
+	out.Admin.Operators = slices.Clone(c.Admin.Operators)
+	if pa := c.Admin.ProxyAuth; pa != nil {
+		cp := *pa
+		cp.Proxies, cp.OperatorGroups, cp.ViewerGroups = slices.Clone(pa.Proxies), slices.Clone(pa.OperatorGroups), slices.Clone(pa.ViewerGroups)
+		out.Admin.ProxyAuth = &cp
+	}
 	out.RabbitMQ.TLS = clonePtr(c.RabbitMQ.TLS)
 	out.Kafka.TLS = clonePtr(c.Kafka.TLS)
 	out.Kafka.SASL = clonePtr(c.Kafka.SASL)
@@ -72,7 +78,7 @@ func (w Worker) clone() Worker {
 }
 
 // Redacted returns a deep copy of c fit for printing: every URL-ish value
-// (rabbitmq.url and urls, postgres.url, kafka.brokers, redis.addr, the
+// (rabbitmq.url and urls, postgres.url, exactly_once.url, kafka.brokers, redis.addr, the
 // listen addresses) goes through the masking of shown, whatever it parses to, and
 // admin.token, admin.viewer_token, redis.password, kafka.sasl.password and
 // each workers[].endpoint.bearer_token are replaced with Mask when set; an
@@ -80,7 +86,7 @@ func (w Worker) clone() Worker {
 // key travels there: ?code=…).
 func (c *Config) Redacted() *Config {
 	out := c.Clone()
-	for _, p := range []*string{&out.RabbitMQ.URL, &out.Postgres.URL, &out.Redis.Addr, &out.Admin.Listen, &out.Exporter.Listen} {
+	for _, p := range []*string{&out.RabbitMQ.URL, &out.Postgres.URL, &out.ExactlyOnce.URL, &out.Redis.Addr, &out.Admin.Listen, &out.Exporter.Listen} {
 		*p = redact.URL(*p)
 	}
 	for i, u := range out.RabbitMQ.URLs {

@@ -40,6 +40,9 @@ type Config struct {
 	// Relay configures redrive relay, which delivers the messages of the
 	// workers with an endpoint to it over HTTP.
 	Relay Relay `yaml:"relay"`
+	// ExactlyOnce configures the outbox relay and the inbox retention
+	// that serve runs; off by default.
+	ExactlyOnce ExactlyOnce `yaml:"exactly_once"`
 }
 
 // RabbitMQ configures the RabbitMQ backend. Validated when broker is
@@ -355,49 +358,6 @@ type DeadLetters struct {
 	// from its last checkpoint once the lease expired (each looks every
 	// half lease). A duration of at least 1s; default 30s.
 	JobLease Duration `yaml:"job_lease"`
-}
-
-// Admin configures the admin HTTP API.
-type Admin struct {
-	Listen string `yaml:"listen"` // host:port of the DLQ admin API and the console
-	// Token is the bearer token of the API and the console's operator
-	// login; at least 8 characters; required when listen is not a
-	// loopback address. Secret: masked by Redacted.
-	Token string `yaml:"token"`
-	// ViewerToken, when set, logs a viewer into the console: read-only,
-	// no replay, discard or replay-all (the API accepts only Token). At
-	// least 8 characters; must differ from Token, and needs it. Secret:
-	// masked by Redacted.
-	ViewerToken string `yaml:"viewer_token"`
-	// AllowedHosts are the names the admin API and the console answer to
-	// besides the addresses of admin.listen: the Host header (without the port)
-	// a reverse proxy forwards, or a DNS name of the host. Any other Host
-	// is refused with 421, so that a web page whose name an attacker
-	// rebinds to this address (DNS rebinding) cannot use an operator's
-	// browser to read or change dead letters. A loopback listen answers
-	// to the loopback addresses and "localhost"; a listen on all
-	// interfaces to any IP address and "localhost". Default none.
-	AllowedHosts []string `yaml:"allowed_hosts"`
-	// TrustedProxies are the reverse proxies, as CIDRs (10.0.0.0/8) or
-	// addresses, whose X-Forwarded-For and X-Forwarded-Proto headers are
-	// believed: the console's login throttle then counts the client the
-	// proxy names instead of the proxy, and its cookies are Secure when
-	// the client used HTTPS. Default none: the TCP peer is the client and
-	// the headers are ignored.
-	TrustedProxies []string `yaml:"trusted_proxies"`
-	// CookieSecure marks the console's cookies Secure (sent over HTTPS
-	// only) on every response: set it when a proxy terminates TLS in front
-	// of the console. Default false: Secure only when the request came
-	// over TLS (to redrive, or to a trusted proxy that says so).
-	CookieSecure bool `yaml:"cookie_secure"`
-	// SessionSecret signs the console's session cookies. Give every
-	// replica of `redrive serve` behind one load balancer the same secret
-	// (e.g. "${REDRIVE_SESSION_SECRET}") so that a session works on each;
-	// changing it logs everyone out. At least 32 characters. Empty: a
-	// random key per process: a session works only on the replica that
-	// created it, and a restart logs everyone out. Secret: masked by
-	// Redacted.
-	SessionSecret string `yaml:"session_secret"`
 }
 
 // Exporter configures the Prometheus exporter.

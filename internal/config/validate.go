@@ -77,6 +77,7 @@ func (c *Config) validate(p *problems) {
 	c.Admin.validate(p)
 	c.Console.validate(p)
 	c.Tracing.validate(p)
+	c.ExactlyOnce.validate(p, c.Postgres.URL)
 	checkListen(p, "exporter.listen", c.Exporter.Listen)
 	checkListen(p, "relay.listen", c.Relay.Listen)
 	if c.Health.Listen != "" {

@@ -5,6 +5,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redrive/redrive/dlq/access"
+)
+
+// Token hashes of admin.operators in the tests.
+var (
+	hashA = access.HashToken("token-of-a-0123456789-abcdefghijklm")
+	hashB = access.HashToken("token-of-b-0123456789-abcdefghijklm")
 )
 
 func TestValidateRules(t *testing.T) {
@@ -202,13 +210,56 @@ func TestValidateRules(t *testing.T) {
 		// admin, exporter
 		{"admin listen", "broker: rabbitmq\nadmin: {listen: \"127.0.0.1\"}", []string{`admin.listen: "127.0.0.1" is not host:port`}},
 		{"admin token on a public address", "broker: rabbitmq\nadmin: {listen: \"0.0.0.0:8080\"}",
-			[]string{"admin.token: required when admin.listen (0.0.0.0:8080) is not a loopback address"}},
+			[]string{"admin.token: required when admin.listen (0.0.0.0:8080) is not a loopback address: set admin.operators (or admin.proxy_auth, or the single admin.token)"}},
 		{"admin token on all interfaces", "broker: rabbitmq\nadmin: {listen: \":8080\"}",
-			[]string{"admin.token: required when admin.listen (:8080) is not a loopback address"}},
+			[]string{"admin.token: required when admin.listen (:8080) is not a loopback address: set admin.operators (or admin.proxy_auth, or the single admin.token)"}},
 		{"viewer token equal to the operator's", "broker: rabbitmq\nadmin: {token: same-token, viewer_token: same-token}",
 			[]string{"admin.viewer_token: must differ from admin.token (a viewer would get the operator's rights)"}},
 		{"viewer token without operator token", "broker: rabbitmq\nadmin: {viewer_token: viewer-token}",
-			[]string{"admin.viewer_token: needs admin.token: without it the console runs without login"}},
+			[]string{"admin.viewer_token: needs an operator (admin.token, admin.operators or admin.proxy_auth): without one the console runs without login"}},
+		{"viewer token with a named operator", "broker: rabbitmq\nadmin: {viewer_token: viewer-token, operators: [{name: alice, role: operator, token_hash: \"" + hashA + "\"}]}", nil},
+		{"viewer token with viewers only", "broker: rabbitmq\nadmin: {viewer_token: viewer-token, operators: [{name: vic, role: viewer, token_hash: \"" + hashA + "\"}]}",
+			[]string{"admin.viewer_token: needs an operator (admin.token, admin.operators or admin.proxy_auth): without one the console runs without login"}},
+		{"operators on a public address", "broker: rabbitmq\nadmin: {listen: \"0.0.0.0:8080\", operators: [{name: alice, role: operator, token_hash: \"" + hashA + "\"}, {name: \"Zoë Müller\", role: viewer, token_hash: \"" + hashB + "\"}]}", nil},
+		{"proxy on a public address", "broker: rabbitmq\nadmin: {listen: \"0.0.0.0:8080\", proxy_auth: {proxies: [10.0.0.5, \"fd00::/64\"], user_header: X-Forwarded-Email, groups_header: X-Forwarded-Groups, role: none, operator_groups: [payments-oncall], viewer_groups: [staff]}}", nil},
+		{"operators", "broker: rabbitmq\nadmin:\n  token: t0k3n-long\n  viewer_token: v1ewer-long\n  operators:\n" +
+			"    - {name: admin, role: operator, token_hash: \"" + hashA + "\"}\n" +
+			"    - {name: \"al\\x1bice\", role: root, token_hash: \"" + hashA[:20] + "\"}\n" +
+			"    - {name: bob, role: viewer}\n" +
+			"    - {name: bob, role: viewer, token_hash: \"" + hashA + "\"}\n" +
+			"    - {name: carol, role: operator, token_hash: \"" + access.HashToken("t0k3n-long") + "\"}\n" +
+			"    - {name: redrive-archiver, role: operator, token_hash: \"SHA256:" + hashB[7:] + "\"}\n" +
+			"    - {name: \"dave (as eve)\", role: operator, token_hash: \"" + hashB + "\"}",
+			[]string{
+				`admin.operators[0].name: "admin" is admin.token's operator name too: each name is one holder's`,
+				`admin.operators[1].name: "al\x1bice": not a name the audit log can record: holds the character U+001B (control, format or a space other than U+0020)`,
+				`admin.operators[1].role: "root" is not operator or viewer`,
+				`admin.operators[1].token_hash: not "sha256:" and 64 lower-case hex digits`,
+				"admin.operators[2].token_hash: required: the token's hash, from `redrive admin hash-token`",
+				`admin.operators[3].name: "bob" is admin.operators[2]'s name too: each name is one holder's`,
+				`admin.operators[3].token_hash: the same token as admin.operators[0]: a token must name one holder`,
+				`admin.operators[4].token_hash: the same token as admin.token: a token must name one holder`,
+				`admin.operators[5].name: "redrive-archiver": not a name the audit log can record: "redrive-" names redrive's own actors`,
+				`admin.operators[5].token_hash: "SHA256:` + hashB[7:16] + `" does not start with "sha256:" (make one with ` + "`redrive admin hash-token`" + `)`,
+				`admin.operators[6].name: "dave (as eve)": not a name the audit log can record: holds a parenthesis`,
+			}},
+		{"proxy_auth", "broker: rabbitmq\nadmin:\n  proxy_auth:\n    proxies: [\"0.0.0.0/0\", not-an-ip]\n    user_header: Authorization\n    groups_header: \"X Groups\"\n    role: root\n    operator_groups: [\"a,b\", \" ops\"]",
+			[]string{
+				`admin.proxy_auth.proxies[0]: "0.0.0.0/0" is every address: anyone could name himself`,
+				`admin.proxy_auth.proxies[1]: "not-an-ip" is not an IP address or a CIDR such as 10.0.0.0/8`,
+				"admin.proxy_auth.user_header: Authorization carries something else: name the header the proxy sets the user in",
+				`admin.proxy_auth.groups_header: "X Groups" is not a header name (letters, digits and -)`,
+				`admin.proxy_auth.role: "root" is not viewer, operator or none`,
+				`admin.proxy_auth.operator_groups[0]: "a,b" is not a group name (1 to 256 bytes, no comma, no white space at either end)`,
+				`admin.proxy_auth.operator_groups[1]: " ops" is not a group name (1 to 256 bytes, no comma, no white space at either end)`,
+			}},
+		{"proxy_auth without proxies or groups header", "broker: rabbitmq\nadmin: {proxy_auth: {role: none, viewer_groups: [staff]}}",
+			[]string{
+				"admin.proxy_auth.proxies: required: the addresses the authenticating proxy connects from",
+				"admin.proxy_auth.viewer_groups: needs admin.proxy_auth.groups_header (the header that lists a person's groups)",
+			}},
+		{"proxy_auth letting nobody in", "broker: rabbitmq\nadmin: {proxy_auth: {proxies: [127.0.0.1], role: none}}",
+			[]string{"admin.proxy_auth.role: none with no operator_groups or viewer_groups lets nobody in"}},
 		{"admin public with token", "broker: rabbitmq\nadmin: {listen: \"0.0.0.0:8080\", token: t0k3n-long}", nil},
 		{"short tokens", "broker: rabbitmq\nadmin: {token: short, viewer_token: tiny}", []string{
 			"admin.token: shorter than 8 characters: too easy to guess",
@@ -224,6 +275,17 @@ func TestValidateRules(t *testing.T) {
 		{"tracing endpoint without host", "broker: rabbitmq\ntracing: {endpoint: \"http:///v1/traces\"}", []string{`tracing.endpoint: "http:///v1/traces" has no host`}},
 		{"tracing protocol", "broker: rabbitmq\ntracing: {enabled: true, protocol: grpc}", []string{`tracing.protocol: "grpc" is not http/protobuf (the OTLP exporter built in)`}},
 		{"tracing sample ratio", "broker: rabbitmq\ntracing: {sample_ratio: 1.5}", []string{`tracing.sample_ratio: 1.5 is not in (0, 1]`}},
+
+		// exactly_once
+		{"exactly_once on with postgres.url", "broker: rabbitmq\npostgres: {url: \"postgres://h/app\"}\nexactly_once: {enabled: true, schema: app_effects}", nil},
+		{"exactly_once on with its own url", "broker: rabbitmq\nexactly_once: {enabled: true, url: \"host=db dbname=app\", inbox_retention: 30d, relay_batch: 1000, poll_interval: 250ms}", nil},
+		{"exactly_once on without a database", "broker: rabbitmq\nexactly_once: {enabled: true}",
+			[]string{"exactly_once.url: required when exactly_once.enabled (or set postgres.url): the application's database holds the inbox and the outbox"}},
+		{"exactly_once url scheme", "broker: rabbitmq\nexactly_once: {url: \"mysql://u:pw@h/app\"}", []string{`exactly_once.url: scheme "mysql" is not postgres or postgresql`}},
+		{"exactly_once schema", "broker: rabbitmq\nexactly_once: {schema: \"App-Effects\"}", []string{`exactly_once.schema: "App-Effects" is not a lower-case identifier (a-z 0-9 _, at most 63, not starting with a digit)`}},
+		{"exactly_once limits", "broker: rabbitmq\nexactly_once: {inbox_retention: 12h, stalled_after: 100ms, relay_batch: 20000, poll_interval: 1ms}", []string{
+			"exactly_once.inbox_retention: 12h0m0s is shorter than 1d", "exactly_once.stalled_after: 100ms is shorter than 1s",
+			"exactly_once.relay_batch: 20000 is not in 1..10000", "exactly_once.poll_interval: 1ms is shorter than 10ms"}},
 		{"console trace link", "broker: rabbitmq\nconsole: {trace_link: \"https://tempo.example/trace/{trace_id}\"}", nil},
 		{"console trace link without placeholder", "broker: rabbitmq\nconsole: {trace_link: \"https://tempo.example/trace/\"}", []string{`console.trace_link: "https://tempo.example/trace/" has no {trace_id}`}},
 		{"console trace link scheme", "broker: rabbitmq\nconsole: {trace_link: \"javascript:alert('{trace_id}')\"}", []string{`console.trace_link: scheme "javascript" is not http or https`}},

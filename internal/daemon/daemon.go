@@ -18,6 +18,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/access"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/console"
 	"github.com/redrive/redrive/dlq/memstore"
@@ -141,9 +142,9 @@ func (d *Daemon) check() error {
 		return invalidf("--sample-interval %s is negative", d.o.Interval)
 	case len(d.policies) == 0:
 		return invalidf("no workers configured: serve keeps the DLQs of the configured workers (and the foreign_dlqs of the broker's section)")
-	case d.c.Admin.Token == "" && !d.o.InsecureNoAuth:
-		return invalidf("no admin token: set admin.token (e.g. token: \"${REDRIVE_ADMIN_TOKEN}\") or $REDRIVE_ADMIN_TOKEN, or pass --insecure-no-auth with a loopback --listen address")
-	case d.c.Admin.Token == "" && !admin.IsLoopback(d.admin):
+	case !d.c.Admin.HasCredentials() && !d.o.InsecureNoAuth:
+		return invalidf("no admin token: set admin.operators (tokens of your operators, by their hashes: redrive admin hash-token), admin.proxy_auth, or admin.token (e.g. token: \"${REDRIVE_ADMIN_TOKEN}\") or $REDRIVE_ADMIN_TOKEN; or pass --insecure-no-auth with a loopback --listen address")
+	case !d.c.Admin.HasCredentials() && !admin.IsLoopback(d.admin):
 		return invalidf("--insecure-no-auth is only allowed on a loopback address, not %s", d.admin)
 	}
 	return nil
@@ -204,13 +205,16 @@ func (d *Daemon) keep(ctx context.Context) error {
 	g.Go(func() error { return keeper.Run(gctx) })
 	g.Go(func() error { return ops.Run(gctx) })
 	g.Go(func() error { return api.ListenAndServe(gctx) })
+	g.Go(func() error { return d.effects(gctx, b) })
 	d.log.Info("serve: keeping dead letters", "broker", d.c.Broker, "dlqs", len(d.policies), "admin", d.admin)
 	return g.Wait()
 }
 
-// adminServer returns the admin API with the console on ops: the
-// operator logs in with admin.token (the API's bearer token), a viewer with
-// admin.viewer_token (read-only).
+// adminServer returns the admin API with the console on ops, both with one
+// access.Authenticator of the admin section (config.Admin.Access): the
+// named operators and viewers of admin.operators, the people
+// admin.proxy_auth's proxy vouches for, and the single admin.token
+// ("admin") and admin.viewer_token ("viewer") of older configurations.
 //
 // With PostgreSQL the replay-all jobs are kept in it, shared by every
 // replica (see dlq.JobsConfig.Store); otherwise in this process's memory.
@@ -219,14 +223,9 @@ func (d *Daemon) adminServer(ops *dlq.Ops, st dlq.Store) (*admin.Server, error) 
 	if pg, ok := st.(*pgstore.Store); ok {
 		jobStore = pg.Jobs()
 	}
-	var tokens []admin.Token
-	var users []console.User
-	if d.c.Admin.Token != "" {
-		tokens = []admin.Token{{Name: admin.DefaultActor, Secret: d.c.Admin.Token}}
-		users = append(users, console.User{Name: admin.DefaultActor, Token: d.c.Admin.Token})
-	}
-	if d.c.Admin.ViewerToken != "" {
-		users = append(users, console.User{Name: "viewer", Token: d.c.Admin.ViewerToken, ReadOnly: true})
+	acc, err := access.New(d.c.Admin.Access())
+	if err != nil {
+		return nil, err
 	}
 	// The console and the API share the replay-all jobs; the API serves the
 	// console and closes the jobs when it stops.
@@ -236,14 +235,14 @@ func (d *Daemon) adminServer(ops *dlq.Ops, st dlq.Store) (*admin.Server, error) 
 		return nil, err
 	}
 	cons, err := console.New(console.Config{Ops: ops, Jobs: jobs, Workers: d.mon.heartbeats, Pauser: d.mon.pauses, Lag: d.mon.lag,
-		Broker: d.c.Broker, Users: users, InsecureNoAuth: d.o.InsecureNoAuth, Logger: d.log,
+		Broker: d.c.Broker, Access: acc, InsecureNoAuth: d.o.InsecureNoAuth, Logger: d.log,
 		TrustedProxies: d.c.Admin.Proxies(), CookieSecure: d.c.Admin.CookieSecure, TraceLink: d.c.Console.TraceLink,
 		SessionSecret: d.c.Admin.SessionSecret})
 	if err != nil {
 		jobs.Close()
 		return nil, err
 	}
-	api, err := admin.New(admin.Config{Ops: ops, Jobs: jobs, Listen: d.admin, Tokens: tokens, InsecureNoAuth: d.o.InsecureNoAuth, Logger: d.log,
+	api, err := admin.New(admin.Config{Ops: ops, Jobs: jobs, Listen: d.admin, Access: acc, InsecureNoAuth: d.o.InsecureNoAuth, Logger: d.log,
 		AllowedHosts: d.c.Admin.AllowedHosts, Workers: d.mon.pauses, UI: cons.Handler()})
 	if err != nil {
 		jobs.Close()

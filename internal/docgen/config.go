@@ -54,7 +54,8 @@ func ConfigKeys(root string) ([]Key, error) {
 		return nil, err
 	}
 	c := config.Config{Workers: []config.Worker{{Endpoint: &config.Endpoint{}}}, Lag: config.Lag{Thresholds: map[string]config.Threshold{"": {}}},
-		Kafka: config.Kafka{ForeignDLQs: []config.ForeignDLQ{{}}}, RabbitMQ: config.RabbitMQ{ForeignDLQs: []config.ForeignQueue{{}}}}
+		Kafka: config.Kafka{ForeignDLQs: []config.ForeignDLQ{{}}}, RabbitMQ: config.RabbitMQ{ForeignDLQs: []config.ForeignQueue{{}}},
+		Admin: config.Admin{Operators: []config.Operator{{}}, ProxyAuth: &config.ProxyAuth{}}}
 	c.ApplyDefaults()
 	w := walker{docs: docs}
 	w.walk(reflect.ValueOf(c), "")

@@ -101,7 +101,7 @@ func TestBrokerClientImports(t *testing.T) {
 // The packages that must not know which backend runs: they reach it
 // through broker/driver and internal/assembly only.
 var backendBlind = []string{
-	"dlq", "dlq/admin", "dlq/console", "dlq/memstore", "dlq/pgstore", "dlq/storetest",
+	"dlq", "dlq/access", "dlq/admin", "dlq/console", "dlq/memstore", "dlq/pgstore", "dlq/storetest", "exactlyonce",
 	"lag", "heartbeat", "relay", "worker", "internal/exporter", "internal/daemon", "cmd/redrive",
 }
 

@@ -48,6 +48,13 @@ func peer(r *http.Request) (netip.Addr, bool) {
 	return a.Unmap().WithZone(""), err == nil
 }
 
+// PeerTrusted reports whether r's TCP peer (never a forwarded address)
+// is one of the proxies.
+func (p Proxies) PeerTrusted(r *http.Request) bool {
+	a, ok := peer(r)
+	return ok && p.trusts(a)
+}
+
 // ClientIP returns the address of the client that sent r: the TCP peer,
 // unless the peer is a trusted proxy; then X-Forwarded-For is read from
 // right to left, skipping trusted proxies, and the first other address is
