@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -21,6 +22,9 @@ func (r testRouter) ForeignWorkerRoute(topic, worker string) Route { return r.Ro
 func openNothing(context.Context, Settings) (broker.Broker, error) {
 	return nil, errors.New("nothing to open")
 }
+
+// runs counts TestRegistry's runs in this process.
+var runs int
 
 // Register refuses what is a backend's programming error, Lookup and
 // Names find what was registered, and WordsOf fills what a backend left
@@ -46,7 +50,8 @@ func TestRegistry(t *testing.T) {
 			Register(tc.d)
 		})
 	}
-	name := "test-registry"
+	runs++ // a name of this run's own: -count runs the test again in one process
+	name := "test-registry-" + strconv.Itoa(runs)
 	Register(Descriptor{Name: name, Open: openNothing, Router: testRouter{}, Words: Words{Unit: "stream"}})
 	d, ok := Lookup(name)
 	if !ok || d.Name != name || d.Router.Route("t", "w").DLQ != "t.w.dlq" {

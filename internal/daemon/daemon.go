@@ -234,7 +234,11 @@ func (d *Daemon) adminServer(ops *dlq.Ops, st dlq.Store) (*admin.Server, error) 
 	if err != nil {
 		return nil, err
 	}
-	cons, err := console.New(console.Config{Ops: ops, Jobs: jobs, Workers: d.mon.heartbeats, Pauser: d.mon.pauses, Lag: d.mon.lag,
+	var lagSource console.LagSource // nil, not a nil *lag.Sampler, without one
+	if d.mon.lag != nil {
+		lagSource = d.mon.lag
+	}
+	cons, err := console.New(console.Config{Ops: ops, Jobs: jobs, Workers: d.mon.heartbeats, Pauser: d.mon.pauses, Lag: lagSource,
 		Broker: d.c.Broker, Access: acc, InsecureNoAuth: d.o.InsecureNoAuth, Logger: d.log,
 		TrustedProxies: d.c.Admin.Proxies(), CookieSecure: d.c.Admin.CookieSecure, TraceLink: d.c.Console.TraceLink,
 		SessionSecret: d.c.Admin.SessionSecret})

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
 	"github.com/redrive/redrive/heartbeat"
@@ -111,26 +113,32 @@ func newMonitoring(ctx context.Context, c *config.Config, log *slog.Logger, inte
 		}
 	}()
 	lagMon, err := assembly.Monitor(ctx, c, log)
-	if err != nil {
+	switch {
+	case errors.Is(err, driver.ErrNoCapability):
+		// A backend that measures no lag (no driver.Monitor): the
+		// exporter and the console have no lag component.
+		log.Info("lag: the backend measures no lag; no lag metrics", "broker", c.Broker)
+	case err != nil:
 		if badInput(err) {
 			return nil, invalid(err)
 		}
 		return nil, fmt.Errorf("lag of %s at %s: %w", c.Broker, BrokerAddress(c), err)
+	default:
+		m.closers = append(m.closers, lagMon.Close)
+		lc := lag.SamplerConfig{Interval: interval, Logger: log, Monitor: lagMon, Source: c.Broker}
+		if lc.Tracker, err = lag.NewTracker(lag.TrackerConfig{Thresholds: LagThresholds(c)}); err != nil {
+			return nil, invalid(err)
+		}
+		for _, w := range c.Workers {
+			m.cfg.Groups = append(m.cfg.Groups, exporter.Group{Group: w.Name, Topic: w.Topic})
+		}
+		s, err := lag.NewSampler(lc)
+		if err != nil {
+			return nil, err
+		}
+		m.cfg.Lag = s
+		m.lag = s
 	}
-	m.closers = append(m.closers, lagMon.Close)
-	lc := lag.SamplerConfig{Interval: interval, Logger: log, Monitor: lagMon, Source: c.Broker}
-	if lc.Tracker, err = lag.NewTracker(lag.TrackerConfig{Thresholds: LagThresholds(c)}); err != nil {
-		return nil, invalid(err)
-	}
-	for _, w := range c.Workers {
-		m.cfg.Groups = append(m.cfg.Groups, exporter.Group{Group: w.Name, Topic: w.Topic})
-	}
-	s, err := lag.NewSampler(lc)
-	if err != nil {
-		return nil, err
-	}
-	m.cfg.Lag = s
-	m.lag = s
 
 	rdb := RedisClient(c, log)
 	m.closers = append(m.closers, rdb.Close)
