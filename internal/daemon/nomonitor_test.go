@@ -28,7 +28,9 @@ func (r noMonitorRouter) ForeignWorkerRoute(topic, worker string) driver.Route {
 func TestBackendWithoutMonitor(t *testing.T) {
 	if _, ok := driver.Lookup("test-no-monitor"); !ok { // once per process (-count)
 		driver.Register(driver.Descriptor{Name: "test-no-monitor", Router: noMonitorRouter{},
-			Open: func(context.Context, driver.Settings) (broker.Broker, error) { return nil, errors.New("not opened here") }})
+			Open: func(context.Context, driver.Settings) (broker.Broker, error) {
+				return nil, errors.New("not opened here")
+			}})
 	}
 	c, err := config.Parse([]byte("broker: test-no-monitor\nredis: {addr: " + testenv.Redis.URL() + "}\nadmin: {token: a-token-of-sixteen-chars}\n" +
 		"workers: [{name: billing, topic: orders}]\n"))
