@@ -103,6 +103,9 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 		}
 		return err
 	}
+	if sub.RetryMode == broker.Share {
+		return b.consumeShare(ctx, sub, h)
+	}
 	c := newConsumer(b, sub, b.log.With("topic", sub.Topic, "group", sub.Group))
 	c.h = h
 	c.retryTopic = RetryTopic(sub.Topic, sub.Group)

@@ -54,6 +54,8 @@ func configFrom(c config.Kafka, log *slog.Logger) (Config, error) {
 		HeartbeatInterval: c.HeartbeatInterval.Duration(),
 		SessionTimeout:    c.SessionTimeout.Duration(),
 		RebalanceTimeout:  c.RebalanceTimeout.Duration(),
+		ShareMembers:      c.Share.Members,
+		ShareMaxHold:      c.Share.MaxHold.Duration(),
 		Logger:            log,
 	}
 	if len(c.ForeignDLQs) > 0 {

@@ -142,6 +142,8 @@ type Kafka struct {
 	SessionTimeout Duration `yaml:"session_timeout"`
 	// RebalanceTimeout is how long a rebalance may take.
 	RebalanceTimeout Duration `yaml:"rebalance_timeout"`
+	// Share tunes the workers of retry.mode share (Kafka share groups).
+	Share KafkaShare `yaml:"share"`
 
 	// TLS, when present, connects to the brokers over TLS ({} = the
 	// system roots).
@@ -156,6 +158,19 @@ type Kafka struct {
 	// replayed and discarded like redrive's own (see docs/kafka.md).
 	// Kafka only: set with broker: rabbitmq, it is an error.
 	ForeignDLQs []ForeignDLQ `yaml:"foreign_dlqs"`
+}
+
+// KafkaShare tunes the workers of retry.mode share: the members each runs
+// and the boundary between a back-off held under the record's lock and one
+// that goes through the worker's retry topic (see docs/kafka.md).
+type KafkaShare struct {
+	// Members is how many members of its share group each worker process
+	// runs, 0 to 1000; 0 = the topic's partitions + 1 (2 to 16).
+	Members int `yaml:"members"`
+	// MaxHold is the longest back-off waited out holding the record;
+	// longer ones go through <topic>.retry.<worker>; >= 0, 0 = the
+	// broker's acquisition lock duration (30s by default).
+	MaxHold Duration `yaml:"max_hold"`
 }
 
 // TLS configures a TLS client. Files are PEM; every file named must be
@@ -314,8 +329,8 @@ type Retry struct {
 	// MaxElapsed stops retrying this long after the first failure (reason
 	// max_retries); >= 0, 0 = no limit.
 	MaxElapsed Duration `yaml:"max_elapsed"`
-	// Mode is `blocking` or `non_blocking` (Kafka; RabbitMQ never
-	// blocks); see docs/kafka.md.
+	// Mode is `blocking`, `non_blocking` or `share` (Kafka; RabbitMQ
+	// never blocks and refuses share); see docs/kafka.md.
 	Mode string `yaml:"mode"`
 }
 
