@@ -117,9 +117,12 @@ type Config struct {
 	// only once every record it took is settled (franz-go accepts, on the
 	// next poll, what the last one left unsettled), so a member that holds
 	// a record in a back-off or a slow handler fetches nothing meanwhile
-	// while the others go on. Default: the topic's partition count + 1,
-	// at least 2 and at most MaxShareMembers, so that the broker's
-	// assignor gives every partition to two members of the process.
+	// while the others go on. The broker's assignor shares a partition
+	// among members only when they outnumber the partitions, and a
+	// partition whose members all hold records waits with them. Default:
+	// twice the topic's partition count + 1, from 3 to MaxShareMembers,
+	// so that every partition has three members in the process and two
+	// held ones leave it fetched.
 	ShareMembers int
 	// ShareMaxHold is the longest back-off a share-mode Consume waits out
 	// holding the record under its acquisition lock (renewed as needed;

@@ -141,8 +141,8 @@ func shareClaims(sub broker.Subscription, limit int, log *slog.Logger) broker.Su
 	return sub
 }
 
-// shareMembers returns Config.ShareMembers, or by default the partition
-// count of topic + 1, from 2 to MaxShareMembers.
+// shareMembers returns Config.ShareMembers, or by default twice the
+// partition count of topic + 1, from 3 to MaxShareMembers.
 func (b *Broker) shareMembers(ctx context.Context, topic string) (int, error) {
 	if b.cfg.ShareMembers > 0 {
 		return b.cfg.ShareMembers, nil
@@ -151,7 +151,7 @@ func (b *Broker) shareMembers(ctx context.Context, topic string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return min(max(int(details[topic].Partitions)+1, 2), MaxShareMembers), nil
+	return min(max(2*int(details[topic].Partitions)+1, 3), MaxShareMembers), nil
 }
 
 // run consumes until ctx ends, then shuts down.

@@ -32,7 +32,9 @@ type shareMember struct {
 	mu      sync.Mutex
 	open    map[*shareRecord]struct{} // taken and not settled
 	idle    chan struct{}             // signaled when open became empty
+	took    chan struct{}             // signaled when a poll took records
 	stopped bool                      // stop began: nothing is held any more
+	gone    bool                      // stop ended: what runs still is abandoned
 	lock    time.Duration             // the acquisition lock of the last poll
 }
 
@@ -45,6 +47,7 @@ func (c *shareConsumer) newMember(i int) (*shareMember, error) {
 		log:  c.log.With("member", i),
 		open: make(map[*shareRecord]struct{}),
 		idle: make(chan struct{}, 1),
+		took: make(chan struct{}, 1),
 		lock: defaultShareLock,
 	}
 	opts := c.b.baseOptions()
@@ -139,6 +142,10 @@ func (m *shareMember) take(srs []*shareRecord, polled time.Time) {
 	for _, sr := range srs {
 		m.open[sr] = struct{}{}
 	}
+	select { // the renewals follow the lock just learned
+	case m.took <- struct{}{}:
+	default:
+	}
 }
 
 // waitSettled waits until every record the member took is settled. It
@@ -223,7 +230,7 @@ func (m *shareMember) renewEvery() time.Duration {
 }
 
 // renewLoop renews the locks of the records the member holds until ctx
-// ends.
+// ends, looking every half renewal period.
 func (m *shareMember) renewLoop(ctx context.Context) {
 	for {
 		every := m.renewEvery()
@@ -232,6 +239,9 @@ func (m *shareMember) renewLoop(ctx context.Context) {
 		case <-ctx.Done():
 			t.Stop()
 			return
+		case <-m.took:
+			t.Stop()
+			continue
 		case <-t.C:
 		}
 		m.renew(ctx, every)
@@ -256,6 +266,7 @@ func (m *shareMember) renew(ctx context.Context, every time.Duration) {
 	if len(rs) == 0 {
 		return
 	}
+	m.log.Debug("renewing", "records", len(rs), "every", every, "lock", m.lockDuration())
 	m.cl.MarkAcks(kgo.AckRenew, rs...)
 	fctx, cancel := context.WithTimeout(ctx, m.c.b.cfg.DeliveryTimeout)
 	err := m.cl.FlushAcks(fctx)
@@ -305,4 +316,16 @@ func (m *shareMember) stop() {
 		m.mu.Unlock()
 		m.log.Warn("records still running at the shutdown timeout; given back when the member leaves", "records", n)
 	}
+	m.mu.Lock()
+	m.gone = true
+	m.mu.Unlock()
+}
+
+// abandoned reports whether the member stopped waiting for its records:
+// a handler that returns after that has its record given back, whatever
+// it decided (no copy is written for it).
+func (m *shareMember) abandoned() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.gone
 }

@@ -111,11 +111,11 @@ func (c *shareConsumer) process(sr *shareRecord) {
 // record as delivered, with the story of the last retry held in place
 // (the handler may have changed d).
 func (c *shareConsumer) settle(sr *shareRecord, d *broker.Delivery, dec pipeline.Decision) {
-	switch dec.Action {
-	case pipeline.Ack:
+	switch {
+	case dec.Action == pipeline.Ack:
 		sr.settle(kgo.AckAccept)
 		return
-	case pipeline.Stop:
+	case dec.Action == pipeline.Stop || sr.m.abandoned():
 		sr.settle(kgo.AckRelease)
 		return
 	}

@@ -153,3 +153,89 @@ func sum(m map[int32]int64) int64 {
 }
 
 var _ atomic.Int64
+
+// TestShareSlowHandlerWhileOthersFlow: one record's handler runs for
+// three lock periods (the lock is 1 s) while the other records flow
+// through the same Consume; its lock is renewed, so no other member gets
+// it meanwhile: handled once. A second record's handler never returns:
+// its Consume stops, gives up waiting, and the record, never
+// acknowledged (its member did not poll again while holding it, which
+// would have accepted it), goes to the next Consume. Counted: every
+// record handled, the stuck one by the second Consume, with delivery
+// count 2.
+func TestShareSlowHandlerWhileOthersFlow(t *testing.T) {
+	brokers := shareCluster(t, time.Second, 5)
+	b := kafkatest.New(t, brokers, nil)
+	topic := topicName(t)
+	sub := shareSub(topic, "slow", retrypolicy.Policy{})
+	sub.ShutdownTimeout = 300 * time.Millisecond
+	if err := b.Declare(t.Context(), sub); err != nil {
+		t.Fatal(err)
+	}
+	const n = 300
+	msgs := []broker.Message{msg("slow"), msg("stuck")}
+	for i := range n {
+		msgs = append(msgs, msg(fmt.Sprintf("f-%03d", i)))
+	}
+	unstick := make(chan struct{})
+	defer close(unstick)
+	rec := newRecorder()
+	var slowStarts, stuckStarts atomic.Int32
+	stopA := testenv.Consume(t, b, sub, rec.handler(1, func(d *broker.Delivery) error {
+		switch d.ID {
+		case "slow":
+			slowStarts.Add(1)
+			time.Sleep(3 * time.Second)
+		case "stuck":
+			stuckStarts.Add(1)
+			<-unstick
+			return failure("abandoned")
+		default:
+			time.Sleep(5 * time.Millisecond)
+		}
+		return nil
+	}))
+	// One record at a time, so that the two long ones start early and
+	// the others follow them.
+	produceMessages(t, brokers, topic, msgs[:2])
+	produceMessages(t, brokers, topic, msgs[2:])
+	calls := rec.WaitUntil(t, time.Minute, "the slow record and the others handled", func(c []call) bool {
+		return len(successes(c)) == n+1
+	})
+	var slowAt time.Time
+	for _, c := range calls {
+		if c.d.ID == "slow" {
+			slowAt = c.at // recorded when its handler returned
+		}
+	}
+	during := 0
+	for _, c := range calls {
+		if c.d.ID != "slow" && c.at.Before(slowAt.Add(-time.Second)) {
+			during++
+		}
+	}
+	if during < n/2 {
+		t.Errorf("%d of %d records handled while the slow one ran; want the others to flow", during, n)
+	}
+	if s := slowStarts.Load(); s != 1 {
+		t.Errorf("slow record's handler started %d times, want 1 (its lock renewed)", s)
+	}
+	stopA()
+
+	testenv.Consume(t, b, sub, rec.handler(2, nil))
+	calls = rec.WaitUntil(t, 30*time.Second, "the stuck record handed to the next Consume", func(c []call) bool {
+		return successes(c)["stuck"] == 1
+	})
+	for _, c := range calls {
+		if c.d.ID == "stuck" && c.member == 2 && (!c.d.Redelivered || c.d.Attempt != 1) {
+			t.Errorf("stuck record on the second Consume: redelivered %v attempt %d, want true and 1", c.d.Redelivered, c.d.Attempt)
+		}
+	}
+	handled := successes(calls)
+	for _, m := range msgs {
+		if handled[m.ID] != 1 {
+			t.Errorf("%s handled %d times, want 1", m.ID, handled[m.ID])
+		}
+	}
+	t.Logf("published %d, handled %d, %d while the slow one ran", len(msgs), len(handled), during)
+}

@@ -165,7 +165,7 @@ type Kafka struct {
 // that goes through the worker's retry topic (see docs/kafka.md).
 type KafkaShare struct {
 	// Members is how many members of its share group each worker process
-	// runs, 0 to 1000; 0 = the topic's partitions + 1 (2 to 16).
+	// runs, 0 to 1000; 0 = twice the topic's partitions + 1 (3 to 16).
 	Members int `yaml:"members"`
 	// MaxHold is the longest back-off waited out holding the record;
 	// longer ones go through <topic>.retry.<worker>; >= 0, 0 = the

@@ -180,7 +180,7 @@ func (k Kafka) validate(p *problems) {
 		}
 	}
 	if k.Share.Members < 0 || k.Share.Members > 1000 {
-		p.add("kafka.share.members", fmt.Sprintf("%d is not from 0 (partitions + 1) to 1000", k.Share.Members))
+		p.add("kafka.share.members", fmt.Sprintf("%d is not from 0 (2 × partitions + 1) to 1000", k.Share.Members))
 	}
 	if k.Share.MaxHold < 0 {
 		p.add("kafka.share.max_hold", fmt.Sprintf("%s is negative", k.Share.MaxHold))
