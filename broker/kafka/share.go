@@ -163,6 +163,7 @@ func (c *shareConsumer) run(ctx context.Context) {
 	for _, m := range c.members {
 		members.Go(func() { m.run(ctx) })
 	}
+	go c.watchPause(ctx)
 	retryDone := make(chan struct{})
 	go func() {
 		defer close(retryDone)
@@ -197,6 +198,33 @@ func waitFor(wg *sync.WaitGroup, d time.Duration) bool {
 		return true
 	case <-t.C:
 		return false
+	}
+}
+
+// watchPause applies the worker's pause (Broker.PauseConsume) to its
+// members until ctx ends: paused, they fetch nothing and take nothing;
+// what they hold waits at the handlers' gate, its locks renewed.
+func (c *shareConsumer) watchPause(ctx context.Context) {
+	hold := c.b.holds.Of(c.sub.Topic, c.sub.Group)
+	applied := false
+	for {
+		on, changed := hold.State()
+		if on != applied {
+			applied = on
+			for _, m := range c.members {
+				m.pauseFetching(on)
+			}
+			if on {
+				c.log.Info("consumer paused: members take no records")
+			} else {
+				c.log.Info("consumer resumed: members take records again")
+			}
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 

@@ -36,6 +36,8 @@ type shareMember struct {
 	stopped bool                      // stop began: nothing is held any more
 	gone    bool                      // stop ended: what runs still is abandoned
 	lock    time.Duration             // the acquisition lock of the last poll
+	// interrupt cancels the poll in progress (the worker was paused).
+	interrupt context.CancelFunc
 }
 
 // newMember returns member i of c, its client created (strict polls:
@@ -82,7 +84,7 @@ func (m *shareMember) run(ctx context.Context) {
 		<-renewed
 	}()
 	for m.waitUnpaused(ctx) {
-		fs := m.cl.PollRecords(ctx, 0)
+		fs := m.poll(ctx)
 		if ctx.Err() != nil || fs.IsClientClosed() {
 			break
 		}
@@ -112,6 +114,39 @@ func (m *shareMember) run(ctx context.Context) {
 		}
 	}
 	m.stop()
+}
+
+// poll polls, until ctx ends or the worker is paused (a pause cancels
+// the poll in progress, pauseFetching).
+func (m *shareMember) poll(ctx context.Context) kgo.Fetches {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m.mu.Lock()
+	m.interrupt = cancel
+	m.mu.Unlock()
+	if on, _ := m.c.b.holds.Of(m.c.sub.Topic, m.c.sub.Group).State(); on { // paused since waitUnpaused
+		return nil
+	}
+	fs := m.cl.PollRecords(pctx, 0)
+	m.mu.Lock()
+	m.interrupt = nil
+	m.mu.Unlock()
+	return fs
+}
+
+// pauseFetching stops (on) or resumes the member's fetching: paused, the
+// client fetches nothing more of the topic and the poll in progress ends.
+func (m *shareMember) pauseFetching(on bool) {
+	if !on {
+		m.cl.ResumeFetchTopics(m.c.sub.Topic)
+		return
+	}
+	m.cl.PauseFetchTopics(m.c.sub.Topic)
+	m.mu.Lock()
+	if m.interrupt != nil {
+		m.interrupt()
+	}
+	m.mu.Unlock()
 }
 
 // waitUnpaused waits while the worker is paused (Broker.PauseConsume):
