@@ -69,8 +69,8 @@ func TestShareFromOutside(t *testing.T) {
 		}
 		var s struct {
 			Topic, GroupType, Reason, Worker, ValueEncoding, KeyEncoding string
-			DeliveryCount, RetryCount                                     int
-			Wire                                                          string
+			DeliveryCount, RetryCount                                    int
+			Wire                                                         string
 		}
 		mustJSON(t, env["original_topic"], &s.Topic)
 		mustJSON(t, env["group_type"], &s.GroupType)
