@@ -35,6 +35,9 @@ type Env struct {
 	// (topic, group), as the daemon builds it from the configuration, and
 	// with it the name of its dead-letter queue.
 	Router dlq.Router
+	// RetryMode is the retry mode of every subscription of the suite;
+	// empty = the default (blocking). Kafka runs the suite with each.
+	RetryMode broker.RetryMode
 }
 
 // DLQName names the dead-letter queue of (topic, group) as the keeper
