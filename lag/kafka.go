@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -161,12 +162,14 @@ func (k *Kafka) Measure(ctx context.Context) (KafkaSample, error) {
 		}
 	}
 	for _, g := range lags.Sorted() {
-		name := g.Group
+		name, retry := g.Group, false
 		if n, ok := as[name]; ok {
-			name = n
+			name, retry = n, true
 		}
 		if err := g.Error(); err != nil {
-			s.GroupErrors[name] = err
+			if !retry || !errors.Is(err, kerr.GroupIDNotFound) { // a retry topic nobody read yet: nothing behind
+				s.GroupErrors[name] = err
+			}
 			continue
 		}
 		for _, ml := range g.Lag.Sorted() {
