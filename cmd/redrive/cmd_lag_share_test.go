@@ -102,4 +102,3 @@ lag: {thresholds: {orders: {warning: 1, critical: 50}}}
 		t.Errorf("exporter exited %d:\n%s", code, d.stderr)
 	}
 }
-
