@@ -15,10 +15,10 @@ import (
 )
 
 // shareCluster is a kfake cluster whose topic "orders" (one partition)
-// holds 6 records, of which the share group "billing" took all and
-// finished 4: share lag 2. The member stays, holding the two (closed
-// when t ends).
-func shareCluster(t *testing.T) []string {
+// holds n records, all taken by a member of the share group "billing",
+// which finished the first done: share lag n − done. The member stays,
+// holding the rest (closed when t ends), and is returned with them.
+func shareCluster(t *testing.T, n, done int) ([]string, *kgo.Client, []*kgo.Record) {
 	t.Helper()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "orders"))
 	if err != nil {
@@ -31,7 +31,7 @@ func shareCluster(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	for i := range 6 {
+	for i := range n {
 		if err := cl.ProduceSync(t.Context(), &kgo.Record{Topic: "orders", Value: []byte(fmt.Sprint(i))}).FirstErr(); err != nil {
 			t.Fatalf("produce: %v", err)
 		}
@@ -45,16 +45,16 @@ func shareCluster(t *testing.T) []string {
 	var took []*kgo.Record
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	for len(took) < 6 && ctx.Err() == nil {
+	for len(took) < n && ctx.Err() == nil {
 		sc.PollRecords(ctx, 0).EachRecord(func(r *kgo.Record) { took = append(took, r) })
 	}
-	for _, r := range took[:4] {
+	for _, r := range took[:done] {
 		r.Ack(kgo.AckAccept)
 	}
-	if err := sc.FlushAcks(ctx); err != nil || len(took) != 6 {
+	if err := sc.FlushAcks(ctx); err != nil || len(took) != n {
 		t.Fatalf("took %d records, flush %v", len(took), err)
 	}
-	return c.ListenAddrs()
+	return c.ListenAddrs(), sc, took[done:]
 }
 
 // TestLagKafkaShare: `redrive lag` and the exporter measure a worker of
@@ -65,7 +65,7 @@ func shareCluster(t *testing.T) []string {
 // worker started yet, is no error.
 func TestLagKafkaShare(t *testing.T) {
 	clearEnv(t)
-	addrs := shareCluster(t)
+	addrs, _, _ := shareCluster(t, 6, 4)
 	path := writeConfig(t, fmt.Sprintf(`
 broker: kafka
 kafka: {brokers: [%q]}
