@@ -133,6 +133,16 @@ type Config struct {
 	// default), so that a held record comes back within one lock period
 	// after a crash. See docs/kafka.md for why there is a boundary.
 	ShareMaxHold time.Duration
+	// ShareFetchAhead lets each member of a share group fetch ahead while
+	// it handles what it took (franz-go's default: one fetch of up to
+	// Subscription.Prefetch records per broker, buffered until the next
+	// poll), which is faster. The price: what was fetched ahead is locked
+	// for the member, waits while it holds a record, and counts a
+	// delivery if the member stops or crashes before polling it (a record
+	// caught so max_claims times is dead-lettered as a poison pill).
+	// Default false: a member fetches only while it polls, so that only
+	// what it handles is locked for it.
+	ShareFetchAhead bool
 
 	// KeeperGroup is the consumer group ConsumeDeadLetters reads the DLQ
 	// topics as. Default "redrive-dlq-keeper".

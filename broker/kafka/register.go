@@ -56,6 +56,7 @@ func configFrom(c config.Kafka, log *slog.Logger) (Config, error) {
 		RebalanceTimeout:  c.RebalanceTimeout.Duration(),
 		ShareMembers:      c.Share.Members,
 		ShareMaxHold:      c.Share.MaxHold.Duration(),
+		ShareFetchAhead:   c.Share.FetchAhead,
 		Logger:            log,
 	}
 	if len(c.ForeignDLQs) > 0 {

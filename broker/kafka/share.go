@@ -38,6 +38,10 @@ import (
 	"github.com/redrive/redrive/internal/pipeline"
 )
 
+// workBuffer is how many records the members may queue for the handler
+// goroutines.
+const workBuffer = 1024
+
 // GroupTypeShare is dlq.Entry.GroupType (the envelope's group_type) of a
 // record dead-lettered from a share group.
 const GroupTypeShare = "share"
@@ -55,7 +59,8 @@ type shareConsumer struct {
 	rc *consumer
 	// slots bounds the handlers running at once, shared with rc.
 	slots *slots
-	// work hands records to the handler pool.
+	// work hands records to the handler goroutines; its buffer spares the
+	// members a goroutine switch per record.
 	work chan *shareRecord
 	// hctx is the handlers' context: the values of Consume's, canceled
 	// when a stop gives up waiting for them (hcancel).
@@ -91,7 +96,7 @@ func (b *Broker) consumeShare(ctx context.Context, sub broker.Subscription, h br
 		b: b, sub: sub, h: h, log: log,
 		pipe:     pipeline.New(sub, log),
 		slots:    newSlots(sub.Concurrency),
-		work:     make(chan *shareRecord),
+		work:     make(chan *shareRecord, workBuffer),
 		hctx:     hctx,
 		hcancel:  hcancel,
 		stopping: make(chan struct{}),
@@ -174,7 +179,14 @@ func (c *shareConsumer) run(ctx context.Context) {
 	<-ctx.Done()
 	start := time.Now()
 	close(c.stopping)
+	membersDone, drained := make(chan struct{}), make(chan struct{})
+	go func() { // what waits for a handler is given back at once
+		defer close(drained)
+		c.drainWork(membersDone)
+	}()
 	members.Wait() // each has given back what it held, or given up waiting
+	close(membersDone)
+	<-drained
 	c.hcancel()
 	if !waitFor(&handlers, drainGrace) {
 		c.log.Warn("handler did not return in time; its record is given back when the member leaves")
@@ -266,6 +278,26 @@ func (c *shareConsumer) dispatch(sr *shareRecord) {
 	case c.work <- sr:
 	case <-c.stopping:
 		sr.settle(kgo.AckRelease)
+	}
+}
+
+// drainWork gives back the records waiting for a handler goroutine once
+// the consumer stops, until done is closed and none is left.
+func (c *shareConsumer) drainWork(done <-chan struct{}) {
+	for {
+		select {
+		case sr := <-c.work:
+			sr.settle(kgo.AckRelease)
+		case <-done:
+			for {
+				select {
+				case sr := <-c.work:
+					sr.settle(kgo.AckRelease)
+				default:
+					return
+				}
+			}
+		}
 	}
 }
 

@@ -10,6 +10,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// maxShareFetchWait bounds how long a member's fetch waits on a broker
+// that has nothing for it (unless it fetches ahead): it fetches from one
+// broker at a time, and the other brokers' records wait meanwhile.
+const maxShareFetchWait = 25 * time.Millisecond
+
 // defaultShareLock is the acquisition lock a member assumes before its
 // first poll tells it the broker's (Kafka's default
 // group.share.record.lock.duration.ms).
@@ -29,25 +34,37 @@ type shareMember struct {
 	cl  *kgo.Client
 	log *slog.Logger
 
-	mu      sync.Mutex
-	open    map[*shareRecord]struct{} // taken and not settled
-	idle    chan struct{}             // signaled when open became empty
-	took    chan struct{}             // signaled when a poll took records
-	stopped bool                      // stop began: nothing is held any more
-	gone    bool                      // stop ended: what runs still is abandoned
-	lock    time.Duration             // the acquisition lock of the last poll
+	mu sync.Mutex
+	// batch holds the records of the last poll, in one allocation; open
+	// counts those not settled yet. The member polls again only once open
+	// is 0.
+	batch   []shareRecord
+	open    int
+	idle    chan struct{} // signaled when open became 0
+	took    chan struct{} // signaled when a poll took records
+	stopped bool          // stop began: nothing is held any more
+	gone    bool          // stop ended: what runs still is abandoned
+	lock    time.Duration // the acquisition lock of the last poll
 	// interrupt cancels the poll in progress (the worker was paused).
 	interrupt context.CancelFunc
 }
 
-// newMember returns member i of c, its client created (strict polls:
-// the broker hands it at most Prefetch records, and only while it polls,
-// so that nothing waits locked in a client that does not poll).
+// newMember returns member i of c, its client created. By default the
+// client fetches only while the member polls, at most Prefetch records
+// (franz-go's strict share polls): nothing is locked for the member but
+// what it handles, so that a record's delivery count counts the
+// deliveries to a handler (and those a crash takes with it), and a member
+// that holds a record takes nothing the others could handle. Such a
+// client fetches from one broker at a time, so a fetch waits at most
+// maxShareFetchWait on a broker with nothing for it. With
+// Config.ShareFetchAhead the client fetches ahead, franz-go's default:
+// faster, but what it fetched waits, locked, in a member that holds a
+// record, and costs a delivery if the member stops or crashes before
+// polling it.
 func (c *shareConsumer) newMember(i int) (*shareMember, error) {
 	m := &shareMember{
 		c:    c,
 		log:  c.log.With("member", i),
-		open: make(map[*shareRecord]struct{}),
 		idle: make(chan struct{}, 1),
 		took: make(chan struct{}, 1),
 		lock: defaultShareLock,
@@ -57,10 +74,13 @@ func (c *shareConsumer) newMember(i int) (*shareMember, error) {
 		kgo.ShareGroup(c.sub.Group),
 		kgo.ConsumeTopics(c.sub.Topic),
 		kgo.ShareMaxRecords(int32(c.sub.Prefetch)),
-		kgo.ShareMaxRecordsStrict(),
-		kgo.FetchMaxWait(c.b.cfg.FetchMaxWait),
 		kgo.ShareAckCallback(m.acked),
 	)
+	if c.b.cfg.ShareFetchAhead {
+		opts = append(opts, kgo.FetchMaxWait(c.b.cfg.FetchMaxWait))
+	} else {
+		opts = append(opts, kgo.ShareMaxRecordsStrict(), kgo.FetchMaxWait(min(c.b.cfg.FetchMaxWait, maxShareFetchWait)))
+	}
 	opts = append(opts, c.b.cfg.ClientOptions...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -94,15 +114,17 @@ func (m *shareMember) run(ctx context.Context) {
 			}
 		})
 		polled := time.Now()
-		var srs []*shareRecord
-		fs.EachRecord(func(r *kgo.Record) {
-			srs = append(srs, &shareRecord{m: m, r: r, renewed: polled})
-		})
-		if len(srs) == 0 {
+		n := fs.NumRecords()
+		if n == 0 {
 			continue
 		}
-		m.take(srs, polled)
-		for _, sr := range srs {
+		batch := make([]shareRecord, 0, n)
+		fs.EachRecord(func(r *kgo.Record) {
+			batch = append(batch, shareRecord{m: m, r: r, renewed: polled})
+		})
+		m.take(batch, polled)
+		for i := range batch {
+			sr := &batch[i]
 			if sr.r.AcquisitionDeadline().Before(polled) { // waited locked too long: someone else has it
 				sr.settle(kgo.AckRelease)
 				continue
@@ -112,6 +134,7 @@ func (m *shareMember) run(ctx context.Context) {
 		if !m.waitSettled(ctx.Done()) {
 			break
 		}
+
 	}
 	m.stop()
 }
@@ -166,17 +189,15 @@ func (m *shareMember) waitUnpaused(ctx context.Context) bool {
 	}
 }
 
-// take records srs, taken by the poll at polled, as open, and the lock
+// take records batch, taken by the poll at polled, as open, and the lock
 // the broker granted them.
-func (m *shareMember) take(srs []*shareRecord, polled time.Time) {
+func (m *shareMember) take(batch []shareRecord, polled time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if lock := srs[0].r.AcquisitionDeadline().Sub(polled); lock > 0 {
+	if lock := batch[0].r.AcquisitionDeadline().Sub(polled); lock > 0 {
 		m.lock = lock
 	}
-	for _, sr := range srs {
-		m.open[sr] = struct{}{}
-	}
+	m.batch, m.open = batch, len(batch)
 	select { // the renewals follow the lock just learned
 	case m.took <- struct{}{}:
 	default:
@@ -188,7 +209,7 @@ func (m *shareMember) take(srs []*shareRecord, polled time.Time) {
 func (m *shareMember) waitSettled(done <-chan struct{}) bool {
 	for {
 		m.mu.Lock()
-		n := len(m.open)
+		n := m.open
 		m.mu.Unlock()
 		if n == 0 {
 			return true
@@ -213,8 +234,7 @@ func (m *shareMember) forget(sr *shareRecord) bool {
 	if sr.timer != nil {
 		sr.timer.Stop()
 	}
-	delete(m.open, sr)
-	if len(m.open) == 0 {
+	if m.open--; m.open == 0 {
 		select {
 		case m.idle <- struct{}{}:
 		default:
@@ -292,8 +312,8 @@ func (m *shareMember) renew(ctx context.Context, every time.Duration) {
 		rs  []*kgo.Record
 	)
 	m.mu.Lock()
-	for sr := range m.open {
-		if now.Sub(sr.renewed) >= every {
+	for i := range m.batch {
+		if sr := &m.batch[i]; sr.phase != phaseSettled && now.Sub(sr.renewed) >= every {
 			srs, rs = append(srs, sr), append(rs, sr.r)
 		}
 	}
@@ -333,8 +353,8 @@ func (m *shareMember) stop() {
 	m.mu.Lock()
 	m.stopped = true
 	var back []*shareRecord
-	for sr := range m.open {
-		if sr.phase == phaseHeld && (sr.timer == nil || sr.timer.Stop()) {
+	for i := range m.batch {
+		if sr := &m.batch[i]; sr.phase == phaseHeld && (sr.timer == nil || sr.timer.Stop()) {
 			back = append(back, sr)
 		}
 	}
@@ -347,7 +367,7 @@ func (m *shareMember) stop() {
 	defer t.Stop()
 	if !m.waitSettled(done) {
 		m.mu.Lock()
-		n := len(m.open)
+		n := m.open
 		m.mu.Unlock()
 		m.log.Warn("records still running at the shutdown timeout; given back when the member leaves", "records", n)
 	}

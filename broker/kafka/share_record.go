@@ -83,7 +83,7 @@ func (c *shareConsumer) process(sr *shareRecord) {
 			}
 			sr.d.Redelivered = sr.r.DeliveryCount() > 1
 		}
-		if wait := time.Until(sr.due); wait > 0 {
+		if wait := untilDue(sr.due); wait > 0 {
 			if c.holds(sr, wait) {
 				c.hold(sr, sr.due)
 			} else {
@@ -104,6 +104,14 @@ func (c *shareConsumer) process(sr *shareRecord) {
 	}
 	sr.runs++
 	c.settle(sr, d, c.pipe.Process(c.hctx, d, c.gate, in))
+}
+
+// untilDue is how long until due; 0 for a zero due (no time read).
+func untilDue(due time.Time) time.Duration {
+	if due.IsZero() {
+		return 0
+	}
+	return time.Until(due)
 }
 
 // settle executes dec, the pipeline's decision about sr (delivered as d).

@@ -62,10 +62,18 @@ func produceMessages(t testing.TB, brokers []string, topic string, msgs []broker
 // mode by two Consume calls: 10 % fail once (a short back-off, held in
 // place), 1 % always (dead-lettered after two retries), 1 % permanent.
 // Counted: published = handled + dead-lettered, no duplicates, and no
-// copy in the retry topic (every back-off was held).
+// copy in the retry topic (every back-off was held); with members that
+// fetch only while polling (the default) and with members that fetch
+// ahead.
 func TestShareCounting(t *testing.T) {
+	for _, ahead := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fetch_ahead=%v", ahead), func(t *testing.T) { shareCounting(t, ahead) })
+	}
+}
+
+func shareCounting(t *testing.T, ahead bool) {
 	brokers := kafkatest.Cluster(t)
-	b := kafkatest.New(t, brokers, nil)
+	b := kafkatest.New(t, brokers, func(c *kafka.Config) { c.ShareFetchAhead = ahead })
 	topic := topicName(t)
 	sub := shareSub(topic, "counting", retrypolicy.Policy{MaxRetries: 2, Backoff: schedule(50 * time.Millisecond)})
 	if err := b.Declare(t.Context(), sub); err != nil {

@@ -171,6 +171,11 @@ type KafkaShare struct {
 	// longer ones go through <topic>.retry.<worker>; >= 0, 0 = the
 	// broker's acquisition lock duration (30s by default).
 	MaxHold Duration `yaml:"max_hold"`
+	// FetchAhead lets each member fetch ahead while it handles what it
+	// took: faster, but what it fetched waits locked while it holds a
+	// record, and counts a delivery (towards max_claims) when the process
+	// stops or crashes before handling it. Off by default.
+	FetchAhead bool `yaml:"fetch_ahead"`
 }
 
 // TLS configures a TLS client. Files are PEM; every file named must be

@@ -1,0 +1,215 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/kafka"
+	"github.com/redrive/redrive/retrypolicy"
+)
+
+// ScenarioShare is the Kafka share-group scenario (retry mode share,
+// KIP-932): a pre-filled topic drained by redrive's share-mode Consume
+// and by raw franz-go share consumers, then by redrive with 10 % of the
+// records failing once (a short back-off, held under the lock) and with
+// 1 % dead-lettered.
+const ScenarioShare = "share"
+
+// Share scenario settings: both sides run shareMembers members of the
+// share group taking shareMaxRecords records per poll; redrive runs
+// kafkaPartitions handlers.
+const (
+	shareMembers    = 2*kafkaPartitions + 1 // kafka.Config.ShareMembers's default
+	shareMaxRecords = 500                   // franz-go's ShareMaxRecords default
+	// shareBackoff is the share retry row's back-off: short, so waited
+	// out holding the record.
+	shareBackoff = 10 * time.Millisecond
+)
+
+// Clients of the share scenario's rows besides raw and redrive.
+const (
+	// ClientShareAhead is redrive with kafka.Config.ShareFetchAhead.
+	ClientShareAhead = "redrive, fetch ahead"
+	ClientShareRetry = "redrive, 10 % fail once"
+	ClientShareDLQ   = "redrive, 1 % dead-lettered"
+)
+
+// share runs the share scenario: consumeRounds rounds, each a raw drain
+// and two redrive drains of the same topic (by default, and fetching
+// ahead; each in a share group of its own), then one retry and one dlq
+// drain per round, each after a redrive drain without failures that is
+// its baseline.
+func (e *kafkaEnv) share(ctx context.Context) ([]Row, error) {
+	n := e.drainMessages()
+	e.progress(ScenarioShare, ClientRaw)
+	s := broker.Subscription{
+		Topic:           e.prefix + "." + ScenarioShare,
+		Group:           ScenarioShare,
+		RetryMode:       broker.Share,
+		Policy:          retrypolicy.Policy{MaxRetries: 3, Backoff: retrypolicy.Schedule{Delays: []time.Duration{shareBackoff}}},
+		Concurrency:     kafkaPartitions,
+		Prefetch:        shareMaxRecords,
+		ShutdownTimeout: 5 * time.Second,
+	}
+	e.topics = append(e.topics, s.Topic, kafka.DLQTopic(s.Topic))
+	if err := e.createTopic(ctx, s.Topic); err != nil {
+		return nil, err
+	}
+	if err := e.fill(ctx, s.Topic, n); err != nil {
+		return nil, err
+	}
+	ahead, err := kafka.New(ctx, kafka.Config{Brokers: e.brokers, Partitions: kafkaPartitions, ClientID: "redrive-bench",
+		Logger: e.cfg.Logger, ShareFetchAhead: true})
+	if err != nil {
+		return nil, err
+	}
+	defer ahead.Close()
+	through := func(b *kafka.Broker, group, mode, client string) (Row, error) {
+		g := s
+		g.Group = group
+		e.topics = append(e.topics, kafka.RetryTopic(g.Topic, g.Group))
+		r, err := consumeThrough(ctx, b, g, n, ScenarioShare, e.broker, mode, e.cfg.Timeout)
+		r.Client = client
+		return r, err
+	}
+	var raws, rds, aheads, bases, retries, dlqs []Row
+	for i := range consumeRounds {
+		raw, err := e.rawShareDrain(ctx, s.Topic, fmt.Sprintf("%s.raw.share.%d", e.prefix, i), n)
+		if err != nil {
+			return nil, err
+		}
+		e.progress(ScenarioShare, ClientRedrive)
+		rd, err := through(e.b, fmt.Sprintf("share-%d", i), failNone, ClientRedrive)
+		if err != nil {
+			return nil, err
+		}
+		ah, err := through(ahead, fmt.Sprintf("share-ahead-%d", i), failNone, ClientShareAhead)
+		if err != nil {
+			return nil, err
+		}
+		raws, rds, aheads = append(raws, raw), append(rds, rd), append(aheads, ah)
+	}
+	for i := range consumeRounds {
+		for _, f := range []struct {
+			mode, client string
+			rows         *[]Row
+		}{{failRetry, ClientShareRetry, &retries}, {failDLQ, ClientShareDLQ, &dlqs}} {
+			base, err := through(e.b, fmt.Sprintf("share-%s-base-%d", f.mode, i), failNever, ClientRedrive)
+			if err != nil {
+				return nil, err
+			}
+			r, err := through(e.b, fmt.Sprintf("share-%s-%d", f.mode, i), f.mode, f.client)
+			if err != nil {
+				return nil, err
+			}
+			bases, *f.rows = append(bases, base), append(*f.rows, r)
+		}
+	}
+	raw, rd, ah := medianRow(raws), medianRow(rds), medianRow(aheads)
+	compareRounds(&rd, rds, raws, "raw share consumer", 0.9)
+	compareRounds(&ah, aheads, raws, "raw share consumer", 0.9)
+	retry, dlqRow := medianRow(retries), medianRow(dlqs)
+	// bases alternate: the retry round's, then the dlq round's.
+	var retryBases, dlqBases []Row
+	for i, b := range bases {
+		if i%2 == 0 {
+			retryBases = append(retryBases, b)
+		} else {
+			dlqBases = append(dlqBases, b)
+		}
+	}
+	compareRounds(&retry, retries, retryBases, "share consume", 0.8)
+	compareRounds(&dlqRow, dlqs, dlqBases, "share consume", 0.8)
+	note := fmt.Sprintf("%d members × %d records per poll, %d handlers", shareMembers, shareMaxRecords, kafkaPartitions)
+	raw.Note = fmt.Sprintf("%d franz-go share clients × %d records per poll (fetching ahead, franz-go's default), ACCEPT per record; %s", shareMembers, shareMaxRecords, raw.Note)
+	rd.Note = note + ", fetching only while polling (the default); " + rd.Note
+	ah.Note = note + ", fetching ahead (kafka.share.fetch_ahead); " + ah.Note
+	retry.Note = fmt.Sprintf("%s back-off, held under the lock; each round after a drain without failures; %s", shareBackoff, retry.Note)
+	dlqRow.Note = "permanent → <topic>.dlq, ACCEPT once acknowledged; each round after a drain without failures; " + dlqRow.Note
+	return []Row{raw, rd, ah, retry, dlqRow}, nil
+}
+
+// rawShareDrain drains n records of topic as the share group group through
+// shareMembers raw franz-go share clients (ShareMaxRecords
+// shareMaxRecords), each polling, counting and accepting what it got, and
+// returns the raw row of the share scenario.
+func (e *kafkaEnv) rawShareDrain(ctx context.Context, topic, group string, n int) (Row, error) {
+	if err := e.shareFromStart(ctx, group); err != nil {
+		return Row{}, err
+	}
+	m := startMeter()
+	dr := newDrain(n)
+	pctx, stop := context.WithCancel(ctx)
+	go func() {
+		<-dr.done
+		stop()
+	}()
+	var wg sync.WaitGroup
+	clients := make([]*kgo.Client, shareMembers)
+	for i := range clients {
+		cl, err := kgo.NewClient(
+			kgo.SeedBrokers(e.brokers...),
+			kgo.ClientID("raw-bench"),
+			kgo.ShareGroup(group),
+			kgo.ConsumeTopics(topic),
+			kgo.ShareMaxRecords(shareMaxRecords),
+			kgo.FetchMaxWait(kafka.DefaultFetchMaxWait),
+		)
+		if err != nil {
+			stop()
+			return Row{}, fmt.Errorf("raw share consumer: %w", err)
+		}
+		clients[i] = cl
+		wg.Go(func() {
+			for pctx.Err() == nil {
+				cl.PollRecords(pctx, 0).EachRecord(func(r *kgo.Record) {
+					dr.hit()
+					r.Ack(kgo.AckAccept)
+				})
+			}
+		})
+	}
+	werr := dr.wait(ctx, e.cfg.Timeout)
+	_, u := m.stop()
+	stop()
+	wg.Wait()
+	for _, cl := range clients {
+		cl.Close()
+	}
+	if werr != nil {
+		return Row{}, fmt.Errorf("raw share: %w", werr)
+	}
+	r := dr.row(ScenarioShare, Kafka, ClientRaw, u)
+	return r, nil
+}
+
+// shareFromStart makes the share group group start at the earliest offset
+// (share.auto.offset.reset), as redrive's Declare does for its own.
+func (e *kafkaEnv) shareFromStart(ctx context.Context, group string) error {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	res := kmsg.NewIncrementalAlterConfigsRequestResource()
+	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
+	res.Configs = append(res.Configs, c)
+	req.Resources = append(req.Resources, res)
+	resp, err := req.RequestWith(ctx, e.prod)
+	if err == nil {
+		for _, r := range resp.Resources {
+			if err = kerr.ErrorForCode(r.ErrorCode); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("share group %s from the start: %w", group, err)
+	}
+	return nil
+}
