@@ -255,13 +255,14 @@ type Worker struct {
 	// QueueTTL is the longest a message may wait: older, it is
 	// dead-lettered with reason expired; an explicit 0 = never; >= 0.
 	QueueTTL *Duration `yaml:"queue_ttl"`
-	// Concurrency is the number of handler goroutines (RabbitMQ) or of
-	// partitions handled at once (Kafka); 0 to 10000 (beyond, run more
-	// instances).
+	// Concurrency is the number of handler goroutines (RabbitMQ, Kafka
+	// share mode) or of partitions handled at once (Kafka); 0 to 10000
+	// (beyond, run more instances).
 	Concurrency int `yaml:"concurrency"`
 	// Prefetch is the number of unacknowledged messages per consumer
-	// (RabbitMQ); 0 to 65535, RabbitMQ's largest; default 2 × concurrency
-	// (at most 65535).
+	// (RabbitMQ; Kafka share mode: the records each member takes per
+	// poll); 0 to 65535, RabbitMQ's largest; default 2 × concurrency (at
+	// most 65535).
 	Prefetch int `yaml:"prefetch"`
 	// MaxClaims dead-letters a message with reason max_claims once it was
 	// delivered this many times without its handler finishing (a handler
