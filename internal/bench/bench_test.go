@@ -68,7 +68,7 @@ func TestRunTiny(t *testing.T) {
 		{ScenarioConsume, Kafka, ClientRaw}, {ScenarioConsume, Kafka, ClientRawHeaders}, {ScenarioConsume, Kafka, ClientRedrive}, {ScenarioConsume, Kafka, ClientOnDemand}, {ScenarioConsume, Kafka, ClientReuse},
 		{ScenarioConsume, Kafka, ClientLean},
 		{ScenarioRetry, Kafka, ClientRedrive}, {ScenarioDLQ, Kafka, ClientRedrive},
-		{ScenarioShare, Kafka, ClientRaw}, {ScenarioShare, Kafka, ClientRedrive}, {ScenarioShare, Kafka, ClientShareAhead}, {ScenarioShare, Kafka, ClientShareRetry}, {ScenarioShare, Kafka, ClientShareDLQ},
+		{ScenarioShare, Kafka, ClientRaw}, {ScenarioShare, Kafka, ClientRawStrict}, {ScenarioShare, Kafka, ClientRedrive}, {ScenarioShare, Kafka, ClientShareAhead}, {ScenarioShare, Kafka, ClientShareRetry}, {ScenarioShare, Kafka, ClientShareDLQ},
 		{ScenarioKeeper, Kafka, ClientRaw}, {ScenarioKeeper, Kafka, ClientRedrive},
 		{ScenarioScrape, Kafka, ClientRedrive}, {ScenarioMonitor, Redis, ClientRedrive},
 	}

@@ -35,6 +35,11 @@ const (
 
 // Clients of the share scenario's rows besides raw and redrive.
 const (
+	// ClientRawStrict is the raw share consumers fetching only while they
+	// poll (franz-go's ShareMaxRecordsStrict, a 25 ms fetch wait), as
+	// redrive's members do by default: the cost of that discipline, apart
+	// from redrive's.
+	ClientRawStrict = "raw, strict polls"
 	// ClientShareAhead is redrive with kafka.Config.ShareFetchAhead.
 	ClientShareAhead = "redrive, fetch ahead"
 	ClientShareRetry = "redrive, 10 % fail once"
@@ -79,12 +84,17 @@ func (e *kafkaEnv) share(ctx context.Context) ([]Row, error) {
 		r.Client = client
 		return r, err
 	}
-	var raws, rds, aheads, bases, retries, dlqs []Row
+	var raws, stricts, rds, aheads, bases, retries, dlqs []Row
 	for i := range consumeRounds {
-		raw, err := e.rawShareDrain(ctx, s.Topic, fmt.Sprintf("%s.raw.share.%d", e.prefix, i), n)
+		raw, err := e.rawShareDrain(ctx, s.Topic, fmt.Sprintf("%s.raw.share.%d", e.prefix, i), n, false)
 		if err != nil {
 			return nil, err
 		}
+		strict, err := e.rawShareDrain(ctx, s.Topic, fmt.Sprintf("%s.raw.share.strict.%d", e.prefix, i), n, true)
+		if err != nil {
+			return nil, err
+		}
+		stricts = append(stricts, strict)
 		e.progress(ScenarioShare, ClientRedrive)
 		rd, err := through(e.b, fmt.Sprintf("share-%d", i), failNone, ClientRedrive)
 		if err != nil {
@@ -112,8 +122,14 @@ func (e *kafkaEnv) share(ctx context.Context) ([]Row, error) {
 			bases, *f.rows = append(bases, base), append(*f.rows, r)
 		}
 	}
-	raw, rd, ah := medianRow(raws), medianRow(rds), medianRow(aheads)
+	raw, strict, rd, ah := medianRow(raws), medianRow(stricts), medianRow(rds), medianRow(aheads)
 	compareRounds(&rd, rds, raws, "raw share consumer", 0.9)
+	if x, _, ok := medianRatio(rds, stricts); ok {
+		rd.Note = fmt.Sprintf("%.2f × raw with strict polls (median of the rounds' ratios); %s", x, rd.Note)
+	}
+	if x, _, ok := medianRatio(stricts, raws); ok {
+		strict.Note = fmt.Sprintf("%.2f × raw (median of the rounds' ratios); %s", x, strict.Note)
+	}
 	compareRounds(&ah, aheads, raws, "raw share consumer", 0.9)
 	retry, dlqRow := medianRow(retries), medianRow(dlqs)
 	// bases alternate: the retry round's, then the dlq round's.
@@ -133,14 +149,16 @@ func (e *kafkaEnv) share(ctx context.Context) ([]Row, error) {
 	ah.Note = note + ", fetching ahead (kafka.share.fetch_ahead); " + ah.Note
 	retry.Note = fmt.Sprintf("%s back-off, held under the lock; each round after a drain without failures; %s", shareBackoff, retry.Note)
 	dlqRow.Note = "permanent → <topic>.dlq, ACCEPT once acknowledged; each round after a drain without failures; " + dlqRow.Note
-	return []Row{raw, rd, ah, retry, dlqRow}, nil
+	strict.Note = fmt.Sprintf("%d franz-go share clients × %d records per poll, fetching only while polling (ShareMaxRecordsStrict, 25 ms fetch wait), ACCEPT per record; %s", shareMembers, shareMaxRecords, strict.Note)
+	return []Row{raw, strict, rd, ah, retry, dlqRow}, nil
 }
 
 // rawShareDrain drains n records of topic as the share group group through
 // shareMembers raw franz-go share clients (ShareMaxRecords
-// shareMaxRecords), each polling, counting and accepting what it got, and
-// returns the raw row of the share scenario.
-func (e *kafkaEnv) rawShareDrain(ctx context.Context, topic, group string, n int) (Row, error) {
+// shareMaxRecords; with strict, fetching only while polling), each
+// polling, counting and accepting what it got, and returns the raw row of
+// the share scenario.
+func (e *kafkaEnv) rawShareDrain(ctx context.Context, topic, group string, n int, strict bool) (Row, error) {
 	if err := e.shareFromStart(ctx, group); err != nil {
 		return Row{}, err
 	}
@@ -154,14 +172,18 @@ func (e *kafkaEnv) rawShareDrain(ctx context.Context, topic, group string, n int
 	var wg sync.WaitGroup
 	clients := make([]*kgo.Client, shareMembers)
 	for i := range clients {
-		cl, err := kgo.NewClient(
+		opts := []kgo.Opt{
 			kgo.SeedBrokers(e.brokers...),
 			kgo.ClientID("raw-bench"),
 			kgo.ShareGroup(group),
 			kgo.ConsumeTopics(topic),
 			kgo.ShareMaxRecords(shareMaxRecords),
 			kgo.FetchMaxWait(kafka.DefaultFetchMaxWait),
-		)
+		}
+		if strict {
+			opts = append(opts, kgo.ShareMaxRecordsStrict(), kgo.FetchMaxWait(25*time.Millisecond))
+		}
+		cl, err := kgo.NewClient(opts...)
 		if err != nil {
 			stop()
 			return Row{}, fmt.Errorf("raw share consumer: %w", err)
@@ -186,8 +208,11 @@ func (e *kafkaEnv) rawShareDrain(ctx context.Context, topic, group string, n int
 	if werr != nil {
 		return Row{}, fmt.Errorf("raw share: %w", werr)
 	}
-	r := dr.row(ScenarioShare, Kafka, ClientRaw, u)
-	return r, nil
+	client := ClientRaw
+	if strict {
+		client = ClientRawStrict
+	}
+	return dr.row(ScenarioShare, Kafka, client, u), nil
 }
 
 // shareFromStart makes the share group group start at the earliest offset
