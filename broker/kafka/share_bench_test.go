@@ -18,13 +18,13 @@ import (
 )
 
 // BenchmarkShareConsume drains b.N pre-filled 1 KiB records through
-// Consume in share mode (Prefetch 500, three handlers) with a no-op
+// Consume in share mode (Prefetch 500, seven handlers) with a no-op
 // handler: what `redrive bench`'s share row measures, for -cpuprofile and
 // -memprofile.
 func BenchmarkShareConsume(b *testing.B) {
 	brokers, topic := consumeBenchTopic(b)
 	br := kafkatest.New(b, brokers, func(c *kafka.Config) { c.FetchMaxWait = kafka.DefaultFetchMaxWait })
-	sub := broker.Subscription{Topic: topic, Group: "g", RetryMode: broker.Share, Concurrency: 3, Prefetch: 500}
+	sub := broker.Subscription{Topic: topic, Group: "g", RetryMode: broker.Share, Concurrency: 7, Prefetch: 500}
 	if err := br.Declare(b.Context(), sub); err != nil {
 		b.Fatal(err)
 	}

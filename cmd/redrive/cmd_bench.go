@@ -68,7 +68,7 @@ Scenarios:
   dlq      as consume, 1 % of messages go to the DLQ (vs redrive consume;
            Kafka: paired rounds as retry)
   share    Kafka only: retry mode share (share groups), 7 rounds of
-           --kafka-messages: redrive (7 members x 500 records a poll, 3
+           --kafka-messages: redrive (7 members x 500 records a poll, 7
            handlers; by default and fetching ahead) vs 7 raw franz-go
            share clients (by default, and with strict polls as redrive's
            default, for its note's second ratio), then 10 % failing once

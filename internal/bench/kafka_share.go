@@ -23,8 +23,9 @@ import (
 const ScenarioShare = "share"
 
 // Share scenario settings: both sides run shareMembers members of the
-// share group taking shareMaxRecords records per poll; redrive runs
-// kafkaPartitions handlers.
+// share group taking shareMaxRecords records per poll, and as many
+// handlers (the raw clients handle their records inline, one goroutine
+// each).
 const (
 	shareMembers    = 2*kafkaPartitions + 1 // kafka.Config.ShareMembers's default
 	shareMaxRecords = 500                   // franz-go's ShareMaxRecords default
@@ -59,7 +60,7 @@ func (e *kafkaEnv) share(ctx context.Context) ([]Row, error) {
 		Group:           ScenarioShare,
 		RetryMode:       broker.Share,
 		Policy:          retrypolicy.Policy{MaxRetries: 3, Backoff: retrypolicy.Schedule{Delays: []time.Duration{shareBackoff}}},
-		Concurrency:     kafkaPartitions,
+		Concurrency:     shareMembers,
 		Prefetch:        shareMaxRecords,
 		ShutdownTimeout: 5 * time.Second,
 	}
@@ -143,7 +144,7 @@ func (e *kafkaEnv) share(ctx context.Context) ([]Row, error) {
 	}
 	compareRounds(&retry, retries, retryBases, "share consume", 0.8)
 	compareRounds(&dlqRow, dlqs, dlqBases, "share consume", 0.8)
-	note := fmt.Sprintf("%d members × %d records per poll, %d handlers", shareMembers, shareMaxRecords, kafkaPartitions)
+	note := fmt.Sprintf("%d members × %d records per poll, %d handlers", shareMembers, shareMaxRecords, shareMembers)
 	raw.Note = fmt.Sprintf("%d franz-go share clients × %d records per poll (fetching ahead, franz-go's default), ACCEPT per record; %s", shareMembers, shareMaxRecords, raw.Note)
 	rd.Note = note + ", fetching only while polling (the default); " + rd.Note
 	ah.Note = note + ", fetching ahead (kafka.share.fetch_ahead); " + ah.Note
