@@ -115,7 +115,7 @@ func (b *Broker) consumeShare(ctx context.Context, sub broker.Subscription, h br
 		c.members = append(c.members, m)
 	}
 	log.Info("consuming", "retry_mode", broker.Share, "members", n, "concurrency", sub.Concurrency, "prefetch", sub.Prefetch,
-		"max_hold", c.maxHold, "delivery_limit", limit, "max_claims", sub.MaxClaims)
+		"fetch_ahead", b.cfg.ShareFetchAhead, "max_hold", c.maxHold, "delivery_limit", limit, "max_claims", sub.MaxClaims)
 	c.pipe.WarnUncountedClaims(true)
 	defer b.track(sub.Topic, sub.Group, c.rc)()
 	defer b.trackShare(sub.Topic, sub.Group)()
