@@ -7,7 +7,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/redrive/redrive/broker/kafka"
 )
 
 // A share group (KIP-932) is measured from its share-partition offsets:
@@ -95,14 +96,7 @@ func TestKafkaLagShareGroup(t *testing.T) {
 
 func setEarliest(t testing.TB, e *kafkaEnv, group string) {
 	t.Helper()
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
-	res.Configs = append(res.Configs, c)
-	req.Resources = append(req.Resources, res)
-	if _, err := req.RequestWith(t.Context(), e.cl); err != nil {
+	if err := kafka.SetShareOffsetReset(t.Context(), e.cl, group, "earliest"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -217,27 +217,16 @@ func waitFor(wg *sync.WaitGroup, d time.Duration) bool {
 // members until ctx ends: paused, they fetch nothing and take nothing;
 // what they hold waits at the handlers' gate, its locks renewed.
 func (c *shareConsumer) watchPause(ctx context.Context) {
-	hold := c.b.holds.Of(c.sub.Topic, c.sub.Group)
-	applied := false
-	for {
-		on, changed := hold.State()
-		if on != applied {
-			applied = on
-			for _, m := range c.members {
-				m.pauseFetching(on)
-			}
-			if on {
-				c.log.Info("consumer paused: members take no records")
-			} else {
-				c.log.Info("consumer resumed: members take records again")
-			}
+	c.b.followHold(ctx, c.sub.Topic, c.sub.Group, func(on bool) {
+		for _, m := range c.members {
+			m.pauseFetching(on)
 		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return
+		if on {
+			c.log.Info("consumer paused: members take no records")
+		} else {
+			c.log.Info("consumer resumed: members take records again")
 		}
-	}
+	})
 }
 
 // closeMembers closes the members' clients; leaving the group gives back

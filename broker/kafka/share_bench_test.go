@@ -10,11 +10,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/kafka"
-	"github.com/redrive/redrive/broker/kafka/kafkatest"
 )
 
 // BenchmarkShareConsume drains b.N pre-filled 1 KiB records through
@@ -22,29 +20,8 @@ import (
 // handler: what `redrive bench`'s share row measures, for -cpuprofile and
 // -memprofile.
 func BenchmarkShareConsume(b *testing.B) {
-	brokers, topic := consumeBenchTopic(b)
-	br := kafkatest.New(b, brokers, func(c *kafka.Config) { c.FetchMaxWait = kafka.DefaultFetchMaxWait })
-	sub := broker.Subscription{Topic: topic, Group: "g", RetryMode: broker.Share, Concurrency: 7, Prefetch: 500}
-	if err := br.Declare(b.Context(), sub); err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(b.Context())
-	defer cancel()
-	var n atomic.Int64
-	done := make(chan struct{})
-	b.ReportAllocs()
-	cpu0 := cpuTime(b)
-	b.ResetTimer()
-	go func() {
-		_ = br.Consume(ctx, sub, func(context.Context, *broker.Delivery) error {
-			if n.Add(1) == int64(b.N) {
-				close(done)
-			}
-			return nil
-		})
-	}()
-	awaitConsumed(b, done, &n)
-	b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
+	benchDrain(b, func(c *kafka.Config) { c.FetchMaxWait = kafka.DefaultFetchMaxWait },
+		broker.Subscription{Group: "g", RetryMode: broker.Share, Concurrency: 7, Prefetch: 500})
 }
 
 // BenchmarkShareConsumeRaw is BenchmarkShareConsume's reference, as
@@ -57,14 +34,7 @@ func BenchmarkShareConsumeRaw(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer adm.Close()
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, "raw"
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
-	res.Configs = append(res.Configs, c)
-	req.Resources = append(req.Resources, res)
-	if _, err := req.RequestWith(b.Context(), adm); err != nil {
+	if err := kafka.SetShareOffsetReset(b.Context(), adm, "raw", "earliest"); err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(b.Context())

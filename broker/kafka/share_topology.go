@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/broker"
@@ -143,6 +144,16 @@ func (b *Broker) startEarliest(ctx context.Context, group string) error {
 	if _, set := cfg[groupConfigOffsetReset]; set {
 		return nil
 	}
+	return SetShareOffsetReset(ctx, b.prod, group, "earliest")
+}
+
+// SetShareOffsetReset sets where the share group group starts reading a
+// partition it has no state for yet (its share.auto.offset.reset:
+// "earliest", "latest" or "by_duration:<ISO 8601 duration>"), through cl,
+// a client of the cluster. Kafka starts a share group at the latest
+// offset unless told; Declare sets a share-mode worker's group to
+// earliest unless it is set.
+func SetShareOffsetReset(ctx context.Context, cl *kgo.Client, group, reset string) error {
 	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
 	res := kmsg.NewIncrementalAlterConfigsRequestResource()
 	res.ResourceType = kmsg.ConfigResourceTypeGroupConfig
@@ -150,10 +161,10 @@ func (b *Broker) startEarliest(ctx context.Context, group string) error {
 	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
 	c.Name = groupConfigOffsetReset
 	c.Op = kmsg.IncrementalAlterConfigOpSet
-	c.Value = kmsg.StringPtr("earliest")
+	c.Value = kmsg.StringPtr(reset)
 	res.Configs = append(res.Configs, c)
 	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(ctx, b.prod)
+	resp, err := req.RequestWith(ctx, cl)
 	if err == nil {
 		for _, r := range resp.Resources {
 			if err = kerr.ErrorForCode(r.ErrorCode); err != nil {
@@ -162,7 +173,7 @@ func (b *Broker) startEarliest(ctx context.Context, group string) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("kafka: set %s=earliest on share group %q: %w", groupConfigOffsetReset, group, err)
+		return fmt.Errorf("kafka: set %s=%s on share group %q: %w", groupConfigOffsetReset, reset, group, err)
 	}
 	return nil
 }

@@ -6,9 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/kafka"
@@ -160,7 +158,7 @@ func (e *kafkaEnv) share(ctx context.Context) ([]Row, error) {
 // polling, counting and accepting what it got, and returns the raw row of
 // the share scenario.
 func (e *kafkaEnv) rawShareDrain(ctx context.Context, topic, group string, n int, strict bool) (Row, error) {
-	if err := e.shareFromStart(ctx, group); err != nil {
+	if err := kafka.SetShareOffsetReset(ctx, e.prod, group, "earliest"); err != nil {
 		return Row{}, err
 	}
 	m := startMeter()
@@ -214,28 +212,4 @@ func (e *kafkaEnv) rawShareDrain(ctx context.Context, topic, group string, n int
 		client = ClientRawStrict
 	}
 	return dr.row(ScenarioShare, Kafka, client, u), nil
-}
-
-// shareFromStart makes the share group group start at the earliest offset
-// (share.auto.offset.reset), as redrive's Declare does for its own.
-func (e *kafkaEnv) shareFromStart(ctx context.Context, group string) error {
-	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
-	res := kmsg.NewIncrementalAlterConfigsRequestResource()
-	res.ResourceType, res.ResourceName = kmsg.ConfigResourceTypeGroupConfig, group
-	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
-	c.Name, c.Value = "share.auto.offset.reset", kmsg.StringPtr("earliest")
-	res.Configs = append(res.Configs, c)
-	req.Resources = append(req.Resources, res)
-	resp, err := req.RequestWith(ctx, e.prod)
-	if err == nil {
-		for _, r := range resp.Resources {
-			if err = kerr.ErrorForCode(r.ErrorCode); err != nil {
-				break
-			}
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("share group %s from the start: %w", group, err)
-	}
-	return nil
 }
