@@ -14,7 +14,11 @@
 // worst first) one Fetch request of at most FetchMaxBytes reads the record
 // at the committed offset and its timestamp is subtracted from the sample
 // time. A topic's lag is the sum over its partitions; its lag in seconds is
-// the maximum.
+// the maximum. Share groups (KafkaConfig.ShareGroups, KIP-932) have no
+// committed offsets: their partitions are measured with kadm's
+// DescribeShareGroupOffsets (the share-partition start offset stands for
+// the committed one, the broker's share lag for the lag, the record at the
+// start offset for the lag in seconds).
 //
 // # Status over a window (in the spirit of Burrow)
 //

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -26,8 +27,13 @@ const (
 
 // KafkaConfig configures Kafka lag measurement.
 type KafkaConfig struct {
-	// Groups to measure; empty = every group of the cluster.
+	// Groups to measure; empty = every group of the cluster (unless
+	// ShareGroups are given: then only those).
 	Groups []string
+	// ShareGroups are share groups to measure (workers of retry mode
+	// share), each with the consumer group of its retry topic; a name in
+	// both lists is measured as a share group.
+	ShareGroups []ShareGroup
 	// TimeLagPartitions bounds the partitions whose oldest unconsumed
 	// record is fetched per sample for the lag in seconds, the most
 	// lagging first; default 64; negative = no lag in seconds.
@@ -60,6 +66,11 @@ func (c KafkaConfig) Validate() error {
 	for i, g := range c.Groups {
 		if g == "" {
 			return fmt.Errorf("%w: groups[%d] is empty", ErrInvalidConfig, i)
+		}
+	}
+	for i, g := range c.ShareGroups {
+		if g.Group == "" {
+			return fmt.Errorf("%w: share_groups[%d] is empty", ErrInvalidConfig, i)
 		}
 	}
 	if c.FetchMaxBytes < 0 {
@@ -115,9 +126,15 @@ type PartitionLag struct {
 	// time; meaningful when TimeLagKnown. 0 when Lag is 0.
 	TimeLag      time.Duration
 	TimeLagKnown bool
-	// Member is the client id of the group member assigned the partition;
-	// empty when none is (the group is empty or rebalancing).
+	// Member is the client id of the group member assigned the partition
+	// (of a share group: the first of those assigned); empty when none is
+	// (the group is empty or rebalancing).
 	Member string
+	// Share is set for a share group's partition (KIP-932): Committed is
+	// then the share-partition start offset, the first record not yet
+	// finished, and Lag the records from there to End not yet
+	// acknowledged, those a member holds included.
+	Share bool
 	// Err is why the lag is unknown.
 	Err error
 }
@@ -130,19 +147,34 @@ func (p PartitionLag) Assigned() bool { return p.Member != "" }
 // a partition that cannot be measured is reported in the sample.
 func (k *Kafka) Measure(ctx context.Context) (KafkaSample, error) {
 	s := KafkaSample{At: time.Now(), GroupErrors: map[string]error{}}
-	// A copy: kadm.Lag reuses the slice it is given as scratch space.
-	lags, err := k.adm.Lag(ctx, slices.Clone(k.cfg.Groups)...)
-	if err != nil {
-		return s, fmt.Errorf("%w: kafka lag of groups %v: %w", ErrUnavailable, k.cfg.Groups, err)
+	groups, as := k.consumerGroups()
+	var lags kadm.DescribedGroupLags
+	if len(groups) > 0 || len(k.cfg.ShareGroups) == 0 {
+		var err error
+		// A copy: kadm.Lag reuses the slice it is given as scratch space.
+		if lags, err = k.adm.Lag(ctx, slices.Clone(groups)...); err != nil {
+			return s, fmt.Errorf("%w: kafka lag of groups %v: %w", ErrUnavailable, groups, err)
+		}
+	}
+	if len(k.cfg.ShareGroups) > 0 {
+		if err := k.measureShare(ctx, &s); err != nil {
+			return s, err
+		}
 	}
 	for _, g := range lags.Sorted() {
+		name, retry := g.Group, false
+		if n, ok := as[name]; ok {
+			name, retry = n, true
+		}
 		if err := g.Error(); err != nil {
-			s.GroupErrors[g.Group] = err
+			if !retry || !errors.Is(err, kerr.GroupIDNotFound) { // a retry topic nobody read yet: nothing behind
+				s.GroupErrors[name] = err
+			}
 			continue
 		}
 		for _, ml := range g.Lag.Sorted() {
 			p := PartitionLag{
-				Group: g.Group, Topic: ml.Topic, Partition: ml.Partition,
+				Group: name, Topic: ml.Topic, Partition: ml.Partition,
 				Committed: ml.Commit.At, End: ml.End.Offset, Lag: ml.Lag, Err: ml.Err,
 			}
 			if ml.Member != nil {

@@ -34,6 +34,12 @@ func (p *partition) deadLetter(r *kgo.Record, d *broker.Delivery, dec, first pip
 // original_wire), key = the original key, headers = the original headers
 // exactly, then the x-redrive-* story (reason, worker, ...).
 func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o pipeline.Outcome, cause error, now time.Time) (*kgo.Record, error) {
+	return c.envelopeRecord(r, d, o, now, deadLetterEntry(r, d, o, cause, now))
+}
+
+// deadLetterEntry is the dead letter of r (delivered as d) that its
+// envelope carries.
+func deadLetterEntry(r *kgo.Record, d *broker.Delivery, o pipeline.Outcome, cause error, now time.Time) dlq.Entry {
 	part, off := origin(d)
 	first, last := d.FirstFailureAt, d.LastFailureAt
 	if cause != nil { // a handler failure, not an expiry
@@ -42,7 +48,7 @@ func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o pipelin
 		}
 		last = now
 	}
-	e := dlq.Entry{
+	return dlq.Entry{
 		MessageID:         broker.DeliveryID(d), // derived for a record written without one
 		OriginalTopic:     d.Topic,
 		OriginalPartition: part,
@@ -62,6 +68,11 @@ func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o pipelin
 		FirstFailureAt:    first,
 		LastFailureAt:     last,
 	}
+}
+
+// envelopeRecord is the <topic>.dlq record of r (delivered as d) carrying
+// e, its dead letter.
+func (c *consumer) envelopeRecord(r *kgo.Record, d *broker.Delivery, o pipeline.Outcome, now time.Time, e dlq.Entry) (*kgo.Record, error) {
 	val, err := EncodeEnvelope(e)
 	if err != nil {
 		return nil, err

@@ -54,6 +54,9 @@ func configFrom(c config.Kafka, log *slog.Logger) (Config, error) {
 		HeartbeatInterval: c.HeartbeatInterval.Duration(),
 		SessionTimeout:    c.SessionTimeout.Duration(),
 		RebalanceTimeout:  c.RebalanceTimeout.Duration(),
+		ShareMembers:      c.Share.Members,
+		ShareMaxHold:      c.Share.MaxHold.Duration(),
+		ShareFetchAhead:   c.Share.FetchAhead,
 		Logger:            log,
 	}
 	if len(c.ForeignDLQs) > 0 {

@@ -97,7 +97,7 @@ func printKafkaLag(ctx context.Context, inv *invocation, c *config.Config, parti
 		return fmt.Errorf("kafka client for %s: %w", daemon.BrokerAddress(c), err)
 	}
 	defer cl.Close()
-	k, err := lag.NewKafka(cl, lag.KafkaConfig{Groups: daemon.WorkerNames(c)})
+	k, err := lag.NewKafka(cl, lag.KafkaConfig{Groups: daemon.WorkerNames(c), ShareGroups: daemon.ShareGroups(c)})
 	if err != nil {
 		return err
 	}

@@ -124,7 +124,7 @@ func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (
 		// The keeper's group too: its lag on a DLQ topic with no member
 		// left is alert DLQNotKept.
 		groups := append(WorkerNames(c), kafka.DefaultKeeperGroup)
-		if lc.Kafka, err = lag.NewKafka(cl, lag.KafkaConfig{Groups: groups}); err != nil {
+		if lc.Kafka, err = lag.NewKafka(cl, lag.KafkaConfig{Groups: groups, ShareGroups: ShareGroups(c)}); err != nil {
 			return nil, err
 		}
 		if lc.Tracker, err = lag.NewTracker(lag.TrackerConfig{Thresholds: LagThresholds(c)}); err != nil {
