@@ -99,4 +99,11 @@ const (
 	// NonBlocking moves the failed message aside to wait, so healthy traffic
 	// keeps flowing; order is not kept.
 	NonBlocking RetryMode = "non_blocking"
+	// Share consumes the topic as a Kafka share group (KIP-932) named after
+	// the worker: records are taken and acknowledged one by one, a failed
+	// one waits out a short back-off holding its lock (a long one moves
+	// aside, as NonBlocking), any number of handlers share any number of
+	// partitions, and there is no order within a partition. Kafka only
+	// (4.2+ with share groups enabled).
+	Share RetryMode = "share"
 )

@@ -36,16 +36,18 @@ type Subscription struct {
 	Group string
 	// Policy decides retries and dead-lettering.
 	Policy retrypolicy.Policy
-	// RetryMode: Blocking (default) or NonBlocking. RabbitMQ retries never
-	// block other messages, so it honours only ordering-free NonBlocking
-	// semantics and ignores this field.
+	// RetryMode: Blocking (default), NonBlocking or Share (Kafka share
+	// groups). RabbitMQ retries never block other messages, so it honours
+	// only ordering-free NonBlocking semantics and ignores Blocking and
+	// NonBlocking; it refuses Share, which is Kafka's.
 	RetryMode RetryMode
-	// Concurrency is the number of handler goroutines (RabbitMQ) or the
-	// number of partitions handled at once (Kafka). Default 1, at most
-	// MaxConcurrency.
+	// Concurrency is the number of handler goroutines (RabbitMQ, Kafka
+	// share mode) or the number of partitions handled at once (Kafka
+	// blocking and non-blocking modes). Default 1, at most MaxConcurrency.
 	Concurrency int
-	// Prefetch bounds unacknowledged messages per consumer (RabbitMQ QoS).
-	// Default 2 × Concurrency, at most MaxPrefetch.
+	// Prefetch bounds unacknowledged messages per consumer (RabbitMQ QoS;
+	// Kafka share mode: the records each member of the share group takes
+	// per poll). Default 2 × Concurrency, at most MaxPrefetch.
 	Prefetch int
 	// MaxAge: a message older than this when it is received (or, on
 	// RabbitMQ, while it waits in the group queue) is dead-lettered with
@@ -120,8 +122,8 @@ func (s Subscription) Validate() error {
 		return fmt.Errorf("%w: topic is empty", ErrInvalidSubscription)
 	case s.Group == "":
 		return fmt.Errorf("%w: group is empty", ErrInvalidSubscription)
-	case s.RetryMode != "" && s.RetryMode != Blocking && s.RetryMode != NonBlocking:
-		return fmt.Errorf("%w: retry mode %q is not blocking or non_blocking", ErrInvalidSubscription, s.RetryMode)
+	case s.RetryMode != "" && s.RetryMode != Blocking && s.RetryMode != NonBlocking && s.RetryMode != Share:
+		return fmt.Errorf("%w: retry mode %q is not blocking, non_blocking or share", ErrInvalidSubscription, s.RetryMode)
 	case s.MaxAge < 0:
 		return fmt.Errorf("%w: max age %s is negative", ErrInvalidSubscription, s.MaxAge)
 	case s.Concurrency < 0:

@@ -45,6 +45,9 @@ type Env struct {
 	// their text as a handler sees it; a header without one (a nested
 	// table, an array) is not in the string view, and not here.
 	RawTyped map[string]string
+	// RetryMode is the retry mode of every subscription of the suite;
+	// empty = the default (blocking). Kafka runs the suite with each.
+	RetryMode broker.RetryMode
 }
 
 // DLQName names the dead-letter queue of (topic, group) as the keeper

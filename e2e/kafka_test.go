@@ -25,6 +25,17 @@ func TestKafka(t *testing.T) {
 	t.Run("Relay", func(t *testing.T) { RunRelay(t, env) })
 }
 
+// TestKafkaShare runs the suite and the dead-letter operations suite with
+// every subscription in share mode (Kafka share groups, KIP-932), against
+// an in-process kfake cluster, or against the cluster of KAFKA_BROKERS
+// when set (Kafka 4.2+ with share groups enabled).
+func TestKafkaShare(t *testing.T) {
+	env := kafkaEnv(kafkatest.Cluster(t))
+	env.RetryMode = broker.Share
+	Run(t, env)
+	t.Run("DLQ", func(t *testing.T) { RunDLQ(t, env) })
+}
+
 // kafkaEnv is the suite's environment on the cluster at brokers; brokers
 // are opened through the configuration entry point, with the short group
 // timings tests want.

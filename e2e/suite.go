@@ -55,7 +55,7 @@ func (s *suite) broker(t *testing.T) broker.Broker {
 
 func (s *suite) sub(topic, group string, p retrypolicy.Policy) broker.Subscription {
 	return broker.Subscription{
-		Topic: topic, Group: group, Policy: p,
+		Topic: topic, Group: group, Policy: p, RetryMode: s.env.RetryMode,
 		Concurrency: 4, ShutdownTimeout: 10 * time.Second,
 	}
 }
@@ -563,8 +563,8 @@ func (s *suite) counting(t *testing.T) {
 	for _, c := range dead {
 		dupDead += c - 1
 	}
-	t.Logf("%s counting: published %d, handled %d, dead-lettered %d, lost %d, duplicates %d handled / %d dead",
-		s.env.Name, n, len(handled), len(dead), lost, dupHandled, dupDead)
+	t.Logf("%s %s counting: published %d, handled %d, dead-lettered %d, lost %d, duplicates %d handled / %d dead",
+		s.env.Name, sub.RetryMode, n, len(handled), len(dead), lost, dupHandled, dupDead)
 	if lost != 0 || len(handled)+len(dead) != n {
 		t.Fatalf("lost %d messages: handled %d + dead-lettered %d != published %d", lost, len(handled), len(dead), n)
 	}

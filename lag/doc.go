@@ -12,7 +12,10 @@
 // A [GroupSample] holds, per group, topic and partition, the committed
 // offset, the end offset, the lag in records (end − committed) and, where
 // measured, the age of the oldest unconsumed record. A topic's lag is the
-// sum over its partitions; its lag in seconds is the maximum.
+// sum over its partitions; its lag in seconds is the maximum. A share
+// group's partition (Kafka, KIP-932: PartitionLag.Share) has no committed
+// offset: its backend reports the share-partition start offset, the
+// first record not yet finished, in its place.
 //
 // # Status over a window (in the spirit of Burrow)
 //

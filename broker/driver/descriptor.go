@@ -35,10 +35,11 @@ type Descriptor struct {
 	// wait, in what the console, the CLI and the audit log say; its
 	// empty fields default to DefaultWords' (Display: Name).
 	Words Words
-	// Monitor, when set, opens what measures how far the backend's
-	// consumers are behind (`redrive serve`, `redrive exporter`,
-	// `redrive lag`): a GroupLagMonitor, a DepthMonitor, or both.
-	Monitor func(ctx context.Context, s Settings, workers []Worker) (Monitor, error)
+	// Monitor, when set, opens what measures how far the consumers of
+	// subs (the configured workers: topic, group, retry mode) are behind
+	// (`redrive serve`, `redrive exporter`, `redrive lag`): a
+	// GroupLagMonitor, a DepthMonitor, or both.
+	Monitor func(ctx context.Context, s Settings, subs []broker.Subscription) (Monitor, error)
 	// Topology, when set, manages what the backend declares for the
 	// configured workers (`redrive topology plan|apply|delete`).
 	Topology func(ctx context.Context, s Settings) (Topology, error)
@@ -80,12 +81,6 @@ func ConfigAs[T any](s Settings) (T, error) {
 	default:
 		return zero, fmt.Errorf("%w: Settings.Config is a %T, want a %T", ErrInvalidConfig, s.Config, zero)
 	}
-}
-
-// Worker is one configured worker, as a Monitor measures it.
-type Worker struct {
-	// Topic it consumes and Group, its name.
-	Topic, Group string
 }
 
 // ErrInvalidConfig is wrapped by a backend's errors about its

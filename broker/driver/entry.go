@@ -54,4 +54,13 @@ type Entry struct {
 	// broker dead-lettered the message without a handler failure).
 	FirstFailureAt time.Time
 	LastFailureAt  time.Time
+	// GroupType is the kind of group the message was consumed as when it
+	// was dead-lettered, in Kafka's words: "share" for a share group
+	// (KIP-932; a worker of retry mode share); empty for a consumer group
+	// and on RabbitMQ.
+	GroupType string
+	// DeliveryCount is the broker's count of deliveries of the record to
+	// its share group when it was dead-lettered (1 = the first); 0 when
+	// unknown or not a share group's.
+	DeliveryCount int
 }

@@ -73,9 +73,15 @@ type PartitionLag struct {
 	// time; meaningful when TimeLagKnown. 0 when Lag is 0.
 	TimeLag      time.Duration
 	TimeLagKnown bool
-	// Member is the client id of the group member assigned the partition;
-	// empty when none is (the group is empty or rebalancing).
+	// Member is the client id of the group member assigned the partition
+	// (of a share group: the first of those assigned); empty when none is
+	// (the group is empty or rebalancing).
 	Member string
+	// Share is set for a share group's partition (Kafka, KIP-932):
+	// Committed is then the share-partition start offset, the first
+	// record not yet finished, and Lag the records from there to End not
+	// yet acknowledged, those a member holds included.
+	Share bool
 	// Err is why the lag is unknown.
 	Err error
 }

@@ -31,6 +31,7 @@ type Broker struct {
 	known     map[string]bool // topics known to exist
 	consumers map[consumerKey][]*consumer
 	holds     driver.Holds // PauseConsume
+	share     shareState   // share-mode workers (share_topology.go)
 }
 
 var _ broker.Broker = (*Broker)(nil)

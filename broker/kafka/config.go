@@ -39,6 +39,8 @@ const (
 	DefaultMaxBuffered      = 4096
 	DefaultMaxBufferedBytes = 4 << 20
 	DefaultKeeperGroup      = "redrive-dlq-keeper"
+	// MaxShareMembers bounds the default of Config.ShareMembers.
+	MaxShareMembers = 16
 	// DefaultDLQRetention is how long <topic>.dlq keeps dead letters when the
 	// subscription does not say (DLQOptions.Retention = 0).
 	DefaultDLQRetention = 30 * 24 * time.Hour
@@ -111,6 +113,39 @@ type Config struct {
 	MaxBuffered int
 	// MaxBufferedBytes is MaxBuffered's bound in bytes. Default 4 MiB.
 	MaxBufferedBytes int
+
+	// ShareMembers is how many members of its share group each Consume
+	// in share mode (broker.Share) runs: each is a client of its own that
+	// takes up to Subscription.Prefetch records per poll and polls again
+	// only once every record it took is settled (franz-go accepts, on the
+	// next poll, what the last one left unsettled), so a member that holds
+	// a record in a back-off or a slow handler fetches nothing meanwhile
+	// while the others go on. The broker's assignor shares a partition
+	// among members only when they outnumber the partitions, and a
+	// partition whose members all hold records waits with them. Default:
+	// twice the topic's partition count + 1, from 3 to MaxShareMembers,
+	// so that every partition has three members in the process and two
+	// held ones leave it fetched.
+	ShareMembers int
+	// ShareMaxHold is the longest back-off a share-mode Consume waits out
+	// holding the record under its acquisition lock (renewed as needed;
+	// the handler is free meanwhile); a longer one goes through the
+	// group's retry topic, as in non_blocking mode, and the record is
+	// acknowledged once the copy is. Default 0: the lock duration the
+	// broker reports (group.share.record.lock.duration.ms, 30 s by
+	// default), so that a held record comes back within one lock period
+	// after a crash. See docs/kafka.md for why there is a boundary.
+	ShareMaxHold time.Duration
+	// ShareFetchAhead lets each member of a share group fetch ahead while
+	// it handles what it took (franz-go's default: one fetch of up to
+	// Subscription.Prefetch records per broker, buffered until the next
+	// poll), which is faster. The price: what was fetched ahead is locked
+	// for the member, waits while it holds a record, and counts a
+	// delivery if the member stops or crashes before polling it (a record
+	// caught so max_claims times is dead-lettered as a poison pill).
+	// Default false: a member fetches only while it polls, so that only
+	// what it handles is locked for it.
+	ShareFetchAhead bool
 
 	// KeeperGroup is the consumer group ConsumeDeadLetters reads the DLQ
 	// topics as. Default "redrive-dlq-keeper".
@@ -192,6 +227,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max_buffered: %d is negative", ErrInvalidConfig, c.MaxBuffered)
 	case c.MaxBufferedBytes < 0:
 		return fmt.Errorf("%w: max_buffered_bytes: %d is negative", ErrInvalidConfig, c.MaxBufferedBytes)
+	case c.ShareMembers < 0 || c.ShareMembers > 1000:
+		return fmt.Errorf("%w: share.members: %d is not from 0 (the default) to 1000", ErrInvalidConfig, c.ShareMembers)
 	}
 	for i, b := range c.Brokers {
 		if strings.TrimSpace(b) == "" {
@@ -220,6 +257,7 @@ func (c Config) Validate() error {
 		{"session_timeout", c.SessionTimeout},
 		{"rebalance_timeout", c.RebalanceTimeout},
 		{"write_retry_backoff", c.WriteRetryBackoff},
+		{"share.max_hold", c.ShareMaxHold},
 	} {
 		if d.v < 0 {
 			return fmt.Errorf("%w: %s: %s is negative", ErrInvalidConfig, d.name, d.v)

@@ -30,9 +30,17 @@ func BenchmarkConsume(b *testing.B) { benchConsume(b, false) }
 func BenchmarkConsumeOnDemand(b *testing.B) { benchConsume(b, true) }
 
 func benchConsume(b *testing.B, onDemand bool) {
+	benchDrain(b, func(c *kafka.Config) { c.CommitInterval = time.Second },
+		broker.Subscription{Group: "g", Concurrency: 3, HeadersOnDemand: onDemand})
+}
+
+// benchDrain drains b.N records pre-filled in a topic of its own through
+// Consume of sub (its Topic set to that topic) with a no-op handler, on a
+// broker whose test Config edit changes.
+func benchDrain(b *testing.B, edit func(*kafka.Config), sub broker.Subscription) {
 	brokers, topic := consumeBenchTopic(b)
-	br := kafkatest.New(b, brokers, func(c *kafka.Config) { c.CommitInterval = time.Second })
-	sub := broker.Subscription{Topic: topic, Group: "g", Concurrency: 3, HeadersOnDemand: onDemand}
+	br := kafkatest.New(b, brokers, edit)
+	sub.Topic = topic
 	if err := br.Declare(b.Context(), sub); err != nil {
 		b.Fatal(err)
 	}

@@ -77,15 +77,14 @@ type consumer struct {
 	parts map[tp]*partition
 }
 
-// Consume joins the group sub.Group on sub.Topic and on the group's retry
-// topic, hands each record to h, and blocks until ctx ends. Records of a
-// partition of sub.Topic are handled in order, partitions concurrently (at
-// most sub.Concurrency handlers at once); records of the retry topic are
-// handled when due, earliest first. A record's offset
-// is committed only when the record is done: handled, or its retry or
-// dead-letter copy acknowledged. When ctx ends, Consume stops taking records,
-// lets running handlers finish (bounded by sub.ShutdownTimeout), commits what
-// is done, leaves the group and returns nil.
+// Consume joins the group sub.Group on sub.Topic and its retry topic, hands
+// each record to h and blocks until ctx ends: a partition's records in
+// order, partitions concurrently (at most sub.Concurrency handlers), the
+// retry topic's when due, earliest first (share mode: consumeShare). An
+// offset is committed only once its record is handled or its retry or
+// dead-letter copy acknowledged. When ctx ends, Consume stops taking
+// records, lets running handlers finish (bounded by sub.ShutdownTimeout),
+// commits what is done, leaves the group and returns nil.
 func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.Handler) error {
 	if b.isClosed() {
 		return broker.ErrClosed
@@ -103,9 +102,11 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 		}
 		return err
 	}
+	if sub.RetryMode == broker.Share {
+		return b.consumeShare(ctx, sub, h)
+	}
 	c := newConsumer(b, sub, b.log.With("topic", sub.Topic, "group", sub.Group))
-	c.h = h
-	c.retryTopic = RetryTopic(sub.Topic, sub.Group)
+	c.h, c.retryTopic = h, RetryTopic(sub.Topic, sub.Group)
 	c.log.Info("consuming", "retry_mode", sub.RetryMode, "concurrency", sub.Concurrency, "max_claims", sub.MaxClaims)
 	defer b.track(sub.Topic, sub.Group, c)()
 	driver.NewPipeline(sub, c.log).WarnUncountedClaims(false)

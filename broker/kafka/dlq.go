@@ -33,6 +33,12 @@ func (p *partition) deadLetter(r *kgo.Record, d *broker.Delivery, dec, first dri
 // original_wire), key = the original key, headers = the original headers
 // exactly, then the x-redrive-* story (reason, worker, ...).
 func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o driver.Outcome, cause error, now time.Time) (*kgo.Record, error) {
+	return c.envelopeRecord(r, d, o, now, deadLetterEntry(r, d, o, cause, now))
+}
+
+// deadLetterEntry is the dead letter of r (delivered as d) that its
+// envelope carries.
+func deadLetterEntry(r *kgo.Record, d *broker.Delivery, o driver.Outcome, cause error, now time.Time) driver.Entry {
 	part, off := origin(d)
 	first, last := d.FirstFailureAt, d.LastFailureAt
 	if cause != nil { // a handler failure, not an expiry
@@ -41,7 +47,7 @@ func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o driver.
 		}
 		last = now
 	}
-	e := driver.Entry{
+	return driver.Entry{
 		MessageID:         d.StableID(), // derived for a record written without one
 		OriginalTopic:     d.Topic,
 		OriginalPartition: part,
@@ -61,6 +67,11 @@ func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o driver.
 		FirstFailureAt:    first,
 		LastFailureAt:     last,
 	}
+}
+
+// envelopeRecord is the <topic>.dlq record of r (delivered as d) carrying
+// e, its dead letter.
+func (c *consumer) envelopeRecord(r *kgo.Record, d *broker.Delivery, o driver.Outcome, now time.Time, e driver.Entry) (*kgo.Record, error) {
 	val, err := EncodeEnvelope(e)
 	if err != nil {
 		return nil, err

@@ -62,13 +62,16 @@ const maxEmbedDepth = 1000
 //	  "worker": "payout-executor",              // omitted when empty
 //	  "worker_instance": "payout-executor-1",
 //	  "source": "escrow.commands",              // omitted when empty
+//	  "group_type": "share",                    // share groups only (retry mode share)
+//	  "delivery_count": 2,                      // share groups only: the broker's delivery count
 //	  "first_failure_at": "2025-01-15T10:30:00Z", // RFC 3339 UTC; omitted when zero
 //	  "last_failure_at": "2025-01-15T11:45:00Z"
 //	}
 //
 // message_id, original_key_encoding, original_headers_encoding,
-// original_binary_headers, original_wire, worker and source extend the
-// envelope of the design; readers that do not know them may ignore them.
+// original_binary_headers, original_wire, worker, source, group_type and
+// delivery_count extend the envelope of the design; readers that do not
+// know them may ignore them.
 // original_headers is a map, a repeated header name keeping its last value;
 // original_wire (Entry.OriginalWire, base64) keeps the headers exactly: in
 // order, repeated names and null values included.
@@ -154,6 +157,13 @@ func EncodeEnvelope(e driver.Entry) ([]byte, error) {
 	w.stringField("worker_instance", validUTF8(e.WorkerInstance))
 	if e.Source != "" {
 		w.stringField("source", validUTF8(e.Source))
+	}
+	if e.GroupType != "" {
+		w.stringField("group_type", validUTF8(e.GroupType))
+	}
+	if e.DeliveryCount > 0 {
+		w.field("delivery_count")
+		w.b = strconv.AppendInt(w.b, int64(e.DeliveryCount), 10)
 	}
 	for _, t := range []struct {
 		name string

@@ -41,6 +41,11 @@ type rawEnvelope struct {
 	Source         string          `json:"source"`
 	FirstFailureAt json.RawMessage `json:"first_failure_at"`
 	LastFailureAt  json.RawMessage `json:"last_failure_at"`
+	// GroupType and DeliveryCount are read leniently (raw): they describe,
+	// never decide, and a writer that typed them otherwise must not make
+	// its envelope unreadable.
+	GroupType     json.RawMessage `json:"group_type"`
+	DeliveryCount json.RawMessage `json:"delivery_count"`
 }
 
 // DecodeEnvelope parses an envelope written by EncodeEnvelope, by hand or
@@ -133,6 +138,7 @@ func DecodeEnvelope(data []byte) (driver.Entry, error) {
 			return driver.Entry{}, fmt.Errorf("dlq: decode envelope: original_wire: %w", err)
 		}
 	}
+	e.GroupType, e.DeliveryCount = shareMembers(raw.GroupType, raw.DeliveryCount)
 	if e.FirstFailureAt, err = decodeTime(raw.FirstFailureAt); err != nil {
 		return driver.Entry{}, fmt.Errorf("dlq: decode envelope: first_failure_at: %w", err)
 	}
@@ -140,6 +146,20 @@ func DecodeEnvelope(data []byte) (driver.Entry, error) {
 		return driver.Entry{}, fmt.Errorf("dlq: decode envelope: last_failure_at: %w", err)
 	}
 	return e, nil
+}
+
+// shareMembers reads group_type (a string, else none) and delivery_count
+// (a positive integer that fits an int32, else 0) of an envelope.
+func shareMembers(groupType, count json.RawMessage) (string, int) {
+	var gt string
+	if len(groupType) > 0 && groupType[0] == '"' {
+		gt, _ = jsonString(groupType)
+	}
+	n, err := strconv.ParseInt(string(count), 10, 32)
+	if err != nil || n < 0 {
+		n = 0
+	}
+	return gt, int(n)
 }
 
 func decodeKey(key json.RawMessage, enc string) ([]byte, error) {

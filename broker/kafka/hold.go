@@ -20,19 +20,27 @@ func (b *Broker) ResumeConsume(topic, group string) { b.holds.Of(topic, group).S
 // from the moment the client exists until ctx ends: it pauses or resumes
 // fetching the topic and the group's retry topic.
 func (c *consumer) watchHold(ctx context.Context) {
-	hold := c.b.holds.Of(c.sub.Topic, c.sub.Group)
+	c.b.followHold(ctx, c.sub.Topic, c.sub.Group, func(on bool) {
+		if on {
+			c.cl.PauseFetchTopics(c.sub.Topic, c.retryTopic)
+			c.log.Info("consumer paused: fetching stopped")
+		} else {
+			c.cl.ResumeFetchTopics(c.sub.Topic, c.retryTopic)
+			c.log.Info("consumer resumed: fetching again")
+		}
+	})
+}
+
+// followHold calls apply with the hold of topic/group (PauseConsume)
+// each time it changes, the first time when it is on, until ctx ends.
+func (b *Broker) followHold(ctx context.Context, topic, group string, apply func(on bool)) {
+	hold := b.holds.Of(topic, group)
 	applied := false
 	for {
 		on, changed := hold.State()
 		if on != applied {
 			applied = on
-			if on {
-				c.cl.PauseFetchTopics(c.sub.Topic, c.retryTopic)
-				c.log.Info("consumer paused: fetching stopped")
-			} else {
-				c.cl.ResumeFetchTopics(c.sub.Topic, c.retryTopic)
-				c.log.Info("consumer resumed: fetching again")
-			}
+			apply(on)
 		}
 		select {
 		case <-changed:

@@ -3,13 +3,16 @@ package kafka
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
 )
 
@@ -23,8 +26,13 @@ const (
 
 // LagConfig configures a LagMonitor.
 type LagConfig struct {
-	// Groups to measure; empty = every group of the cluster.
+	// Groups to measure; empty = every group of the cluster (unless
+	// ShareGroups are given: then only those).
 	Groups []string
+	// ShareGroups are share groups to measure (workers of retry mode
+	// share), each with the consumer group of its retry topic; a name in
+	// both lists is measured as a share group.
+	ShareGroups []ShareGroup
 	// TimeLagPartitions bounds the partitions whose oldest unconsumed
 	// record is fetched per sample for the lag in seconds, the most
 	// lagging first; default 64; negative = no lag in seconds.
@@ -57,6 +65,11 @@ func (c LagConfig) Validate() error {
 	for i, g := range c.Groups {
 		if g == "" {
 			return fmt.Errorf("%w: groups[%d] is empty", ErrInvalidConfig, i)
+		}
+	}
+	for i, g := range c.ShareGroups {
+		if g.Group == "" {
+			return fmt.Errorf("%w: share_groups[%d] is empty", ErrInvalidConfig, i)
 		}
 	}
 	if c.FetchMaxBytes < 0 {
@@ -108,19 +121,34 @@ func (k *LagMonitor) Close() error {
 // the sample.
 func (k *LagMonitor) MeasureGroups(ctx context.Context) (driver.GroupSample, error) {
 	s := driver.GroupSample{At: time.Now(), GroupErrors: map[string]error{}}
-	// A copy: kadm.Lag reuses the slice it is given as scratch space.
-	lags, err := k.adm.Lag(ctx, slices.Clone(k.cfg.Groups)...)
-	if err != nil {
-		return s, fmt.Errorf("%w: kafka lag of groups %v: %w", driver.ErrUnavailable, k.cfg.Groups, err)
+	groups, as := k.consumerGroups()
+	var lags kadm.DescribedGroupLags
+	if len(groups) > 0 || len(k.cfg.ShareGroups) == 0 {
+		var err error
+		// A copy: kadm.Lag reuses the slice it is given as scratch space.
+		if lags, err = k.adm.Lag(ctx, slices.Clone(groups)...); err != nil {
+			return s, fmt.Errorf("%w: kafka lag of groups %v: %w", driver.ErrUnavailable, groups, err)
+		}
+	}
+	if len(k.cfg.ShareGroups) > 0 {
+		if err := k.measureShare(ctx, &s); err != nil {
+			return s, err
+		}
 	}
 	for _, g := range lags.Sorted() {
+		name, retry := g.Group, false
+		if n, ok := as[name]; ok {
+			name, retry = n, true
+		}
 		if err := g.Error(); err != nil {
-			s.GroupErrors[g.Group] = err
+			if !retry || !errors.Is(err, kerr.GroupIDNotFound) { // a retry topic nobody read yet: nothing behind
+				s.GroupErrors[name] = err
+			}
 			continue
 		}
 		for _, ml := range g.Lag.Sorted() {
 			p := driver.PartitionLag{
-				Group: g.Group, Topic: ml.Topic, Partition: ml.Partition,
+				Group: name, Topic: ml.Topic, Partition: ml.Partition,
 				Committed: ml.Commit.At, End: ml.End.Offset, Lag: ml.Lag, Err: ml.Err,
 			}
 			if ml.Member != nil {
@@ -147,24 +175,29 @@ func (k *LagMonitor) MeasureGroups(ctx context.Context) (driver.GroupSample, err
 }
 
 // monitor is the descriptor's Monitor: a LagMonitor, on a client of its
-// own, of the workers' groups and of the DLQ keeper's (its lag on a DLQ
-// topic that nothing consumes is alert DLQNotKept).
-func monitor(_ context.Context, s driver.Settings, workers []driver.Worker) (driver.Monitor, error) {
+// own, of the workers' groups (a worker of retry mode share: its share
+// group, with its retry topic's consumer group) and of the DLQ keeper's
+// (its lag on a DLQ topic that nothing consumes is alert DLQNotKept).
+func monitor(_ context.Context, s driver.Settings, subs []broker.Subscription) (driver.Monitor, error) {
 	cfg, err := configOf(s)
 	if err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	groups := make([]string, 0, len(workers)+1)
-	for _, w := range workers {
-		groups = append(groups, w.Group)
+	groups := make([]string, 0, len(subs)+1)
+	var share []ShareGroup
+	for _, sub := range subs {
+		groups = append(groups, sub.Group)
+		if sub.RetryMode == broker.Share {
+			share = append(share, ShareGroup{Group: sub.Group, RetryGroup: ShareRetryGroup(sub.Group)})
+		}
 	}
 	groups = append(groups, cfg.KeeperGroup)
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...)}, cfg.clientOptions()...)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: lag client for %v: %w", cfg.Brokers, err)
 	}
-	m, err := NewLagMonitor(cl, LagConfig{Groups: groups})
+	m, err := NewLagMonitor(cl, LagConfig{Groups: groups, ShareGroups: share})
 	if err != nil {
 		cl.Close()
 		return nil, err

@@ -58,7 +58,13 @@ func (b *Broker) tracked(topic, group string) []*consumer {
 // is paused (its worker's buffer is full) its high watermark is the one of
 // its last fetch, so the lag is then a lower bound. 0 when nothing of the
 // topic was fetched yet.
-func (b *Broker) ConsumerLag(_ context.Context, topic, group string) (int64, error) {
+//
+// For a share-mode Consume (broker.Share) it is the share group's lag on
+// topic, from the cluster (ShareLag).
+func (b *Broker) ConsumerLag(ctx context.Context, topic, group string) (int64, error) {
+	if b.sharing(topic, group) {
+		return b.ShareLag(ctx, topic, group)
+	}
 	var n int64
 	for _, c := range b.tracked(topic, group) {
 		for _, p := range c.current() {

@@ -13,10 +13,11 @@ import (
 
 // TestRequeueKeepsTheAttempt: a message handed back with broker.Requeue
 // many more times than the policy allows retries comes back with the same
-// attempt number each time and is never dead-lettered, in both retry
-// modes; a later plain failure still spends attempt 1.
+// attempt number each time and is never dead-lettered, in every retry
+// mode (in share mode without a RELEASE, which would count a delivery);
+// a later plain failure still spends attempt 1.
 func TestRequeueKeepsTheAttempt(t *testing.T) {
-	for _, mode := range []broker.RetryMode{broker.Blocking, broker.NonBlocking} {
+	for _, mode := range []broker.RetryMode{broker.Blocking, broker.NonBlocking, broker.Share} {
 		t.Run(string(mode), func(t *testing.T) {
 			brokers := kafkatest.Cluster(t)
 			b := kafkatest.New(t, brokers, nil)

@@ -55,6 +55,9 @@ func (k *LagMonitor) timeLags(ctx context.Context, now time.Time, parts []driver
 	want := map[target][]*driver.PartitionLag{}
 	for _, p := range lagging {
 		t := target{p.Topic, p.Partition, p.End - p.Lag}
+		if p.Share { // the oldest record not finished: the share-partition start
+			t.offset = p.Committed
+		}
 		want[t] = append(want[t], p)
 	}
 	var (

@@ -177,6 +177,9 @@ func (b *Broker) Declare(ctx context.Context, subs ...broker.Subscription) error
 	if err != nil {
 		return err
 	}
+	if err := b.declareShare(ctx, subs); err != nil {
+		return err
+	}
 	var missing []topicSpec
 	for _, s := range sp {
 		if !b.isKnown(s.name) {

@@ -35,6 +35,9 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 	if err := checkTopic(sub.Topic); err != nil {
 		return err
 	}
+	if sub.RetryMode == broker.Share {
+		return fmt.Errorf("%w: retry mode share is Kafka's (share groups); RabbitMQ retries never block", broker.ErrInvalidSubscription)
+	}
 	if h == nil {
 		return fmt.Errorf("%w: handler is nil", broker.ErrInvalidSubscription)
 	}

@@ -11,6 +11,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
 )
 
@@ -202,7 +203,7 @@ func (r *DepthMonitor) MeasureDepth(ctx context.Context) ([]driver.QueueDepth, e
 
 // monitor is the descriptor's Monitor: a DepthMonitor of every queue of
 // the workers' topology (Queues), each with its role.
-func monitor(_ context.Context, s driver.Settings, workers []driver.Worker) (driver.Monitor, error) {
+func monitor(_ context.Context, s driver.Settings, subs []broker.Subscription) (driver.Monitor, error) {
 	cfg, err := configOf(s)
 	if err != nil {
 		return nil, err
@@ -212,16 +213,16 @@ func monitor(_ context.Context, s driver.Settings, workers []driver.Worker) (dri
 		return nil, err
 	}
 	n := Names{Prefix: cfg.WithDefaults().Prefix}
-	return NewDepthMonitor(DepthConfig{URL: cfg.URL, URLs: cfg.URLs, TLS: cfg.TLS, Logger: cfg.Logger, Queues: WorkerQueues(n, delay, workers)})
+	return NewDepthMonitor(DepthConfig{URL: cfg.URL, URLs: cfg.URLs, TLS: cfg.TLS, Logger: cfg.Logger, Queues: WorkerQueues(n, delay, subs)})
 }
 
 // WorkerQueues lists, with their roles, the queues of the workers'
 // topology to measure: each group queue (Queue) and its DLQ, the queues
 // delayed messages wait in (DelayQueues: tiers in hops mode, levels in
 // route mode) and the unroutable parking queue.
-func WorkerQueues(n Names, delayQueues []string, workers []driver.Worker) []MeasuredQueue {
-	out := make([]MeasuredQueue, 0, 2*len(workers)+len(delayQueues)+1)
-	for _, w := range workers {
+func WorkerQueues(n Names, delayQueues []string, subs []broker.Subscription) []MeasuredQueue {
+	out := make([]MeasuredQueue, 0, 2*len(subs)+len(delayQueues)+1)
+	for _, w := range subs {
 		q := Queue(w.Topic, w.Group)
 		out = append(out, MeasuredQueue{Name: q, Role: driver.RoleGroup, Topic: w.Topic, Group: w.Group},
 			MeasuredQueue{Name: DLQ(q), Role: driver.RoleDLQ, Topic: w.Topic, Group: w.Group})

@@ -132,7 +132,7 @@ func TestDepthWorkerQueues(t *testing.T) {
 		if !slices.Equal(delay, tt.want) {
 			t.Errorf("%s: DelayQueues = %v, want %v", tt.mode, delay, tt.want)
 		}
-		queues := rabbit.WorkerQueues(n, delay, []driver.Worker{{Topic: "escrow.commands", Group: "payout-executor"}})
+		queues := rabbit.WorkerQueues(n, delay, []broker.Subscription{{Topic: "escrow.commands", Group: "payout-executor"}})
 		var got []string
 		for _, q := range queues {
 			got = append(got, q.Name)

@@ -67,6 +67,13 @@ Scenarios:
            handler without failures, the ratio the median of the pairs'
   dlq      as consume, 1 % of messages go to the DLQ (vs redrive consume;
            Kafka: paired rounds as retry)
+  share    Kafka only: retry mode share (share groups), 7 rounds of
+           --kafka-messages: redrive (7 members x 500 records a poll, 7
+           handlers; by default and fetching ahead) vs 7 raw franz-go
+           share clients (by default, and with strict polls as redrive's
+           default, for its note's second ratio), then 10 % failing once
+           (a 10 ms back-off held under the lock) and 1 % dead-lettered,
+           each round paired with a drain without failures
   delay    RabbitMQ only: PublishDelayed with random delays in
            [0, --delay-span] (default 30 x resolution) through delay
            queues of --resolution x --delay-factor^k, --delay-levels

@@ -23,8 +23,23 @@ import (
 // `redrive workers`, in the console's Workers page and in the exporter's
 // redrive_worker_status once heartbeat.idle_after passed, and is OK with
 // no lag again once it recovers.
-func TestStuckWorkerKafka(t *testing.T) {
+func TestStuckWorkerKafka(t *testing.T) { stuckWorkerKafka(t, broker.Blocking, 4) }
+
+// TestStuckWorkerKafkaShare is TestStuckWorkerKafka in share mode, with a
+// second handler: the three records behind the stalled one are handled by
+// it (no order within a partition), and the lag the heartbeat reports is
+// the share group's from the cluster: the stalled record alone. Stuck
+// means the same: no message for idle_after while lag is above 0.
+func TestStuckWorkerKafkaShare(t *testing.T) { stuckWorkerKafka(t, broker.Share, 1) }
+
+// stuckWorkerKafka runs the stall case with a worker of retry mode mode,
+// whose heartbeat must report lag while its handler stalls.
+func stuckWorkerKafka(t *testing.T, mode broker.RetryMode, lag int64) {
 	clearEnv(t)
+	concurrency := 1
+	if mode == broker.Share {
+		concurrency = 2
+	}
 	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
 	if err != nil {
 		t.Fatalf("kfake: %v", err)
@@ -39,10 +54,10 @@ kafka: {brokers: [%q], fetch_max_wait: 100ms, commit_interval: 100ms}
 redis: {addr: %q}
 heartbeat: {interval: 300ms, ttl: 1s, missing_after: 3s, idle_after: 2s, instance: "${%s}"}
 workers:
-  - {name: %s, topic: %s, retry: {backoff: 100ms}}
+  - {name: %s, topic: %s, concurrency: %d, retry: {backoff: 100ms, mode: %s}}
 admin: {listen: %q}
 exporter: {listen: %q}
-`, strings.Join(cluster.ListenAddrs(), ","), testenv.Redis.URL(), envLivePod, name, topic, adminAddr, metricsAddr))
+`, strings.Join(cluster.ListenAddrs(), ","), testenv.Redis.URL(), envLivePod, name, topic, concurrency, mode, adminAddr, metricsAddr))
 	rdb := newRedisClient(t)
 	t.Cleanup(func() {
 		ctx := context.Background()
@@ -69,26 +84,28 @@ exporter: {listen: %q}
 		t.Fatal(err)
 	}
 
-	// The stalled record and the three behind it.
+	// The stalled record and the three behind it (blocking), or the
+	// stalled one alone (share).
 	key := "worker:" + name + ":" + pod
 	var raw string
-	eventually(t, "consumer_lag 4 in the heartbeat", func() bool {
+	eventually(t, fmt.Sprintf("consumer_lag %d in the heartbeat", lag), func() bool {
 		raw, _ = rdb.Get(t.Context(), key).Result()
 		var hb heartbeat.Heartbeat
-		return hb.UnmarshalJSON([]byte(raw)) == nil && hb.ConsumerLag == 4
+		return hb.UnmarshalJSON([]byte(raw)) == nil && hb.ConsumerLag == lag
 	}, func() string { return raw })
+	while := fmt.Sprintf("while lag is %d", lag)
 	var out string
 	eventually(t, "redrive workers shows the instance stuck", func() bool {
 		var code int
 		code, out, _ = cli(t, "workers", "--config", path)
 		f := fields(out, name+" ")
-		return code == exitWarning && len(f) > 3 && f[1] == pod && f[3] == "WARNING" && strings.Contains(out, "while lag is 4")
+		return code == exitWarning && len(f) > 3 && f[1] == pod && f[3] == "WARNING" && strings.Contains(out, while)
 	}, func() string { return out })
 	var page string
 	eventually(t, "the console shows the instance stuck", func() bool {
 		var code int
 		code, page = httpGet("http://" + adminAddr + "/workers")
-		return code == http.StatusOK && strings.Contains(page, pod) && strings.Contains(page, "while lag is 4")
+		return code == http.StatusOK && strings.Contains(page, pod) && strings.Contains(page, while)
 	}, func() string { return page })
 	stuck := map[string]string{"type": name, "worker_instance": pod, "condition": "stuck"}
 	eventually(t, "the exporter exports the stuck condition", func() bool {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
@@ -130,10 +131,14 @@ func TestRabbitRestarted(t *testing.T) {
 // while publishing (partitions get new leaders, groups may get a new
 // coordinator), shuffles the partition leaders twice while consuming, then
 // brings the broker back on its old port: every record is handled.
-func TestKafkaBrokerRemoved(t *testing.T) {
-	cluster, brokers := kafkatest.Fake(t)
+func TestKafkaBrokerRemoved(t *testing.T) { kafkaBrokerRemoved(t, kafkaSub) }
+
+// kafkaBrokerRemoved is TestKafkaBrokerRemoved with the subscription
+// subOf returns for the case's topic.
+func kafkaBrokerRemoved(t *testing.T, subOf func(topic string) broker.Subscription, opts ...kfake.Opt) {
+	cluster, brokers := kafkatest.Fake(t, opts...)
 	topic := "faults.removed." + broker.NewMessageID()[:6]
-	sub := kafkaSub(topic)
+	sub := subOf(topic)
 	b := kafkatest.New(t, brokers, nil)
 	if err := b.Declare(context.Background(), sub); err != nil {
 		t.Fatal(err)

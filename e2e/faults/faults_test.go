@@ -256,6 +256,8 @@ func runChild(kind string) int {
 		err = rabbitChild(ctx)
 	case childKafka:
 		err = kafkaChild(ctx)
+	case childKafkaShare:
+		err = kafkaShareChild(ctx)
 	case childReplica:
 		err = replicaChild(ctx)
 	case childRelay:

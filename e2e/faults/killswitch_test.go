@@ -80,6 +80,14 @@ func ksBackends() []ksBackend {
 			}
 			return b, func() map[string]int { return kafkaDeadLetters(t, brokers, sub) }
 		}},
+		{name: "kafka-share", sub: shareSub, open: func(t *testing.T, sub broker.Subscription) (broker.Broker, func() map[string]int) {
+			_, brokers := kafkatest.Fake(t, shareOpts()...)
+			b := kafkatest.New(t, brokers, nil)
+			if err := b.Declare(context.Background(), sub); err != nil {
+				t.Fatal(err)
+			}
+			return b, func() map[string]int { return kafkaDeadLetters(t, brokers, sub) }
+		}},
 	}
 }
 

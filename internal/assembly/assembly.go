@@ -160,11 +160,7 @@ func Monitor(ctx context.Context, c *config.Config, log *slog.Logger) (driver.Mo
 	if err != nil {
 		return nil, err
 	}
-	workers := make([]driver.Worker, 0, len(c.Workers))
-	for _, w := range c.Workers {
-		workers = append(workers, driver.Worker{Topic: w.Topic, Group: w.Name})
-	}
-	return d.Monitor(ctx, s, workers)
+	return d.Monitor(ctx, s, c.Subscriptions())
 }
 
 // Topology opens what manages the topology of the backend of c; an error

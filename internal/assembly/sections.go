@@ -116,6 +116,9 @@ func KafkaConfig(c *config.Config, log *slog.Logger) (kafka.Config, error) {
 		HeartbeatInterval: k.HeartbeatInterval.Duration(),
 		SessionTimeout:    k.SessionTimeout.Duration(),
 		RebalanceTimeout:  k.RebalanceTimeout.Duration(),
+		ShareMembers:      k.Share.Members,
+		ShareMaxHold:      k.Share.MaxHold.Duration(),
+		ShareFetchAhead:   k.Share.FetchAhead,
 		InstanceID:        c.Heartbeat.Instance, // empty: hostname-pid
 		Logger:            orDefault(log),
 	}

@@ -72,7 +72,7 @@ const (
 )
 
 // AllScenarios lists every scenario in the order Run runs them.
-var AllScenarios = []string{ScenarioPublish, ScenarioConsume, ScenarioRetry, ScenarioDLQ, ScenarioDelay, ScenarioReplay, ScenarioKeeper, ScenarioRelay, ScenarioEffects, ScenarioScrape, ScenarioMonitor}
+var AllScenarios = []string{ScenarioPublish, ScenarioConsume, ScenarioRetry, ScenarioDLQ, ScenarioShare, ScenarioDelay, ScenarioReplay, ScenarioKeeper, ScenarioRelay, ScenarioEffects, ScenarioScrape, ScenarioMonitor}
 
 // AllBrokers lists every broker in the order Run runs them.
 var AllBrokers = []string{RabbitMQ, Kafka}

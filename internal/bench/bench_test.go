@@ -73,6 +73,7 @@ func TestRunTiny(t *testing.T) {
 		{ScenarioConsume, Kafka, ClientRaw}, {ScenarioConsume, Kafka, ClientRawHeaders}, {ScenarioConsume, Kafka, ClientRedrive}, {ScenarioConsume, Kafka, ClientOnDemand}, {ScenarioConsume, Kafka, ClientReuse},
 		{ScenarioConsume, Kafka, ClientLean},
 		{ScenarioRetry, Kafka, ClientRedrive}, {ScenarioDLQ, Kafka, ClientRedrive},
+		{ScenarioShare, Kafka, ClientRaw}, {ScenarioShare, Kafka, ClientRawStrict}, {ScenarioShare, Kafka, ClientRedrive}, {ScenarioShare, Kafka, ClientShareAhead}, {ScenarioShare, Kafka, ClientShareRetry}, {ScenarioShare, Kafka, ClientShareDLQ},
 		{ScenarioKeeper, Kafka, ClientRaw}, {ScenarioKeeper, Kafka, ClientRedrive},
 		{ScenarioRelay, Kafka, ClientHTTP}, {ScenarioRelay, Kafka, ClientRawHTTP}, {ScenarioRelay, Kafka, ClientRedrive},
 		{ScenarioEffects, Kafka, ClientPlainTx}, {ScenarioEffects, Kafka, ClientInbox}, {ScenarioEffects, Kafka, ClientRaw},
@@ -80,7 +81,7 @@ func TestRunTiny(t *testing.T) {
 		{ScenarioScrape, Kafka, ClientRedrive}, {ScenarioMonitor, Redis, ClientRedrive},
 	}
 	wantMessages := map[string]int{ScenarioScrape: 3 * 150, ScenarioMonitor: 200}
-	kafkaRounds := map[string]bool{ScenarioConsume: true, ScenarioRetry: true, ScenarioDLQ: true}
+	kafkaRounds := map[string]bool{ScenarioConsume: true, ScenarioRetry: true, ScenarioDLQ: true, ScenarioShare: true}
 	if len(rep.Rows) != len(want) {
 		t.Errorf("%d rows, want %d", len(rep.Rows), len(want))
 	}

@@ -36,7 +36,10 @@ type kafkaEnv struct {
 func runKafka(ctx context.Context, cfg Config, prefix string, peers *peerRunner) (rows []Row, err error) {
 	e := &kafkaEnv{base: base{cfg: cfg, broker: Kafka, rounds: consumeRounds}, prefix: prefix, brokers: cfg.KafkaBrokers, peers: peers}
 	if len(e.brokers) == 0 {
-		c, err := kfake.NewCluster(kfake.NumBrokers(3))
+		// Share group members learn a new assignment at their next
+		// heartbeat: 5 s by default, longer than a share drain, which
+		// then measured the group's forming more than its consuming.
+		c, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.BrokerConfigs(map[string]string{"group.share.heartbeat.interval.ms": "200"}))
 		if err != nil {
 			return nil, fmt.Errorf("start kfake: %w", err)
 		}
@@ -83,6 +86,7 @@ func runKafka(ctx context.Context, cfg Config, prefix string, peers *peerRunner)
 		{ScenarioConsume, e.consume},
 		{ScenarioRetry, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failRetry, kafkaNotes, rows) }},
 		{ScenarioDLQ, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failDLQ, kafkaNotes, rows) }},
+		{ScenarioShare, e.share},
 		{ScenarioKeeper, func(ctx context.Context) ([]Row, error) { return keeperScenario(ctx, e, kafka.Name) }},
 		{ScenarioRelay, func(ctx context.Context) ([]Row, error) { return relayScenario(ctx, e) }},
 		{ScenarioEffects, func(ctx context.Context) ([]Row, error) { return effectsScenario(ctx, e) }},

@@ -159,6 +159,8 @@ type Kafka struct {
 	SessionTimeout Duration `yaml:"session_timeout"`
 	// RebalanceTimeout is how long a rebalance may take.
 	RebalanceTimeout Duration `yaml:"rebalance_timeout"`
+	// Share tunes the workers of retry.mode share (Kafka share groups).
+	Share KafkaShare `yaml:"share"`
 
 	// TLS, when present, connects to the brokers over TLS ({} = the
 	// system roots).
@@ -173,6 +175,24 @@ type Kafka struct {
 	// replayed and discarded like redrive's own (see docs/kafka.md).
 	// Kafka only: set with broker: rabbitmq, it is an error.
 	ForeignDLQs []ForeignDLQ `yaml:"foreign_dlqs"`
+}
+
+// KafkaShare tunes the workers of retry.mode share: the members each runs
+// and the boundary between a back-off held under the record's lock and one
+// that goes through the worker's retry topic (see docs/kafka.md).
+type KafkaShare struct {
+	// Members is how many members of its share group each worker process
+	// runs, 0 to 1000; 0 = twice the topic's partitions + 1 (3 to 16).
+	Members int `yaml:"members"`
+	// MaxHold is the longest back-off waited out holding the record;
+	// longer ones go through <topic>.retry.<worker>; >= 0, 0 = the
+	// broker's acquisition lock duration (30s by default).
+	MaxHold Duration `yaml:"max_hold"`
+	// FetchAhead lets each member fetch ahead while it handles what it
+	// took: faster, but what it fetched waits locked while it holds a
+	// record, and counts a delivery (towards max_claims) when the process
+	// stops or crashes before handling it. Off by default.
+	FetchAhead bool `yaml:"fetch_ahead"`
 }
 
 // TLS configures a TLS client. Files are PEM; every file named must be
@@ -227,13 +247,14 @@ type Worker struct {
 	// QueueTTL is the longest a message may wait: older, it is
 	// dead-lettered with reason expired; an explicit 0 = never; >= 0.
 	QueueTTL *Duration `yaml:"queue_ttl"`
-	// Concurrency is the number of handler goroutines (RabbitMQ) or of
-	// partitions handled at once (Kafka); 0 to 10000 (beyond, run more
-	// instances).
+	// Concurrency is the number of handler goroutines (RabbitMQ, Kafka
+	// share mode) or of partitions handled at once (Kafka); 0 to 10000
+	// (beyond, run more instances).
 	Concurrency int `yaml:"concurrency"`
 	// Prefetch is the number of unacknowledged messages per consumer
-	// (RabbitMQ); 0 to 65535, RabbitMQ's largest; default 2 × concurrency
-	// (at most 65535).
+	// (RabbitMQ; Kafka share mode: the records each member takes per
+	// poll); 0 to 65535, RabbitMQ's largest; default 2 × concurrency (at
+	// most 65535).
 	Prefetch int `yaml:"prefetch"`
 	// MaxClaims dead-letters a message with reason max_claims once it was
 	// delivered this many times without its handler finishing (a handler
@@ -310,8 +331,8 @@ type Retry struct {
 	// MaxElapsed stops retrying this long after the first failure (reason
 	// max_retries); >= 0, 0 = no limit.
 	MaxElapsed Duration `yaml:"max_elapsed"`
-	// Mode is `blocking` or `non_blocking` (Kafka; RabbitMQ never
-	// blocks); see docs/kafka.md.
+	// Mode is `blocking`, `non_blocking` or `share` (Kafka; RabbitMQ
+	// never blocks and refuses share); see docs/kafka.md.
 	Mode string `yaml:"mode"`
 }
 

@@ -63,6 +63,11 @@ func (c *Config) validate(p *problems) {
 	validateWorkers(p, c.Workers)
 	if c.Broker == BrokerRabbitMQ {
 		c.validateDelays(p)
+		for i, w := range c.Workers {
+			if w.Retry.Mode == string(broker.Share) {
+				p.add(fmt.Sprintf("workers[%d].retry.mode", i), "share is a Kafka mode (share groups); on rabbitmq retries never block: use non_blocking or leave it unset")
+			}
+		}
 	}
 	c.Lag.validate(p)
 	if c.DLQ.MaxPayloadPreview < 0 {
@@ -182,6 +187,12 @@ func (k Kafka) validate(p *problems) {
 		if d.v < 0 {
 			p.add("kafka."+d.key, fmt.Sprintf("%s is negative", d.v))
 		}
+	}
+	if k.Share.Members < 0 || k.Share.Members > 1000 {
+		p.add("kafka.share.members", fmt.Sprintf("%d is not from 0 (2 × partitions + 1) to 1000", k.Share.Members))
+	}
+	if k.Share.MaxHold < 0 {
+		p.add("kafka.share.max_hold", fmt.Sprintf("%s is negative", k.Share.MaxHold))
 	}
 	if k.HeartbeatInterval > 0 && k.SessionTimeout > 0 && k.HeartbeatInterval >= k.SessionTimeout {
 		p.add("kafka.heartbeat_interval", fmt.Sprintf("%s must be shorter than session_timeout (%s)", k.HeartbeatInterval, k.SessionTimeout))
@@ -329,8 +340,8 @@ func (r Retry) validate(p *problems, path string) {
 	if r.MaxElapsed < 0 {
 		p.add(path+".max_elapsed", fmt.Sprintf("%s is negative", r.MaxElapsed))
 	}
-	if r.Mode != string(broker.Blocking) && r.Mode != string(broker.NonBlocking) {
-		p.add(path+".mode", fmt.Sprintf("%q is not blocking or non_blocking", r.Mode))
+	if r.Mode != string(broker.Blocking) && r.Mode != string(broker.NonBlocking) && r.Mode != string(broker.Share) {
+		p.add(path+".mode", fmt.Sprintf("%q is not blocking, non_blocking or share", r.Mode))
 	}
 }
 
@@ -428,17 +439,4 @@ func legalName(s string, max int, extra string) bool {
 		}
 	}
 	return true
-}
-
-// linkedBackends names the backends the program links (the registered
-// descriptors), for the broker key's errors: "kafka or rabbitmq".
-func linkedBackends() string {
-	names := driver.Names()
-	switch len(names) {
-	case 0:
-		return "no backend is linked into this program"
-	case 1:
-		return names[0]
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }

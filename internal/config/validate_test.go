@@ -193,7 +193,7 @@ func TestValidateRules(t *testing.T) {
 			[]string{"workers[0].retry.non_retriable[1]: empty error class"}},
 		{"max_elapsed", "broker: rabbitmq\nworkers: [{name: w, topic: t, retry: {max_elapsed: -1h}}]", []string{"workers[0].retry.max_elapsed: -1h is negative"}},
 		{"retry mode", "broker: rabbitmq\nworkers: [{name: w, topic: t, retry: {mode: blockin}}]",
-			[]string{`workers[0].retry.mode: "blockin" is not blocking or non_blocking`}},
+			[]string{`workers[0].retry.mode: "blockin" is not blocking, non_blocking or share`}},
 		{"dlq severity", "broker: rabbitmq\nworkers: [{name: w, topic: t, dlq: {severity: high}}]",
 			[]string{`workers[0].dlq.severity: "high" is not critical, warning or info`}},
 		{"dlq retention", "broker: rabbitmq\nworkers: [{name: w, topic: t, dlq: {retention: -24h}}]", []string{"workers[0].dlq.retention: -24h is negative"}},
@@ -323,7 +323,7 @@ func TestValidateCollectsEverything(t *testing.T) {
 		`broker: "rabit" is not kafka or rabbitmq`,
 		"workers[0].retry.max_retries: -1 is negative (unlimited retries must be explicit: set unlimited: true)",
 		`workers[1].name: "w" is already the name of workers[0]`,
-		`workers[1].retry.mode: "eventually" is not blocking or non_blocking`,
+		`workers[1].retry.mode: "eventually" is not blocking, non_blocking or share`,
 		`lag.thresholds["t"].warning: 5 is above critical (1)`,
 	)
 	if c.RabbitMQ.URL != "" || c.Workers[0].QueueTTL != nil {

@@ -152,7 +152,7 @@ func Metrics(ctx context.Context) ([]Metric, error) {
 	if _, err := dlq.NewOps(dlq.OpsConfig{Store: store, Republisher: kb, Registerer: as("dlq.Ops"), Logger: quiet}); err != nil {
 		return nil, fmt.Errorf("docgen: %w", err)
 	}
-	lm, err := d.Monitor(ctx, driver.Settings{Config: kcfg, Logger: quiet}, []driver.Worker{{Topic: "docgen", Group: "docgen"}})
+	lm, err := d.Monitor(ctx, driver.Settings{Config: kcfg, Logger: quiet}, []broker.Subscription{{Topic: "docgen", Group: "docgen"}})
 	if err != nil {
 		return nil, fmt.Errorf("docgen: %w", err)
 	}

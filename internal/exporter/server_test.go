@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/heartbeat"
@@ -104,7 +103,7 @@ func newRabbitEnv(t *testing.T) *rabbitEnv {
 // rabbitSampler measures the queues of one worker under names.
 func rabbitSampler(t *testing.T, url string, names rabbit.Names, topic, group string) *lag.Sampler {
 	t.Helper()
-	queues := rabbit.WorkerQueues(names, []string{names.Tier(100), names.Tier(200)}, []driver.Worker{{Topic: topic, Group: group}})
+	queues := rabbit.WorkerQueues(names, []string{names.Tier(100), names.Tier(200)}, []broker.Subscription{{Topic: topic, Group: group}})
 	r, err := rabbit.NewDepthMonitor(rabbit.DepthConfig{URL: url, DialTimeout: 2 * time.Second, Queues: queues})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,388 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// maxShareFetchWait bounds how long a member's fetch waits on a broker
+// that has nothing for it, whatever Config.FetchMaxWait says: with strict
+// polls a member fetches from one broker at a time, and the other
+// brokers' records wait meanwhile; fetching ahead, a fetch parked on a
+// share partition whose in-flight records are at the broker's limit holds
+// the member's next poll (with 500 ms the bench's fetch-ahead consume ran
+// at 0.20 × raw, with 25 ms at 0.77).
+const maxShareFetchWait = 25 * time.Millisecond
+
+// defaultShareLock is the acquisition lock a member assumes before its
+// first poll tells it the broker's (Kafka's default
+// group.share.record.lock.duration.ms).
+const defaultShareLock = 30 * time.Second
+
+// maxRenewEvery bounds how long a member leaves a held record's lock
+// unrenewed, however long the lock: the broker also gives back the
+// records of a share session whose connection closes, and franz-go closes
+// a connection idle for ConnIdleTimeout (20 s by default).
+const maxRenewEvery = 5 * time.Second
+
+// shareMember is one member of the share group: a client that polls,
+// hands what it took to the consumer's handlers, renews the locks of what
+// it holds, and polls again once every record it took is settled.
+type shareMember struct {
+	c   *shareConsumer
+	cl  *kgo.Client
+	log *slog.Logger
+
+	mu sync.Mutex
+	// batch holds the records of the last poll, in one allocation; open
+	// counts those not settled yet. The member polls again only once open
+	// is 0.
+	batch   []shareRecord
+	open    int
+	idle    chan struct{} // signaled when open became 0
+	took    chan struct{} // signaled when a poll took records
+	stopped bool          // stop began: nothing is held any more
+	gone    bool          // stop ended: what runs still is abandoned
+	lock    time.Duration // the acquisition lock of the last poll
+	// interrupt cancels the poll in progress (the worker was paused).
+	interrupt context.CancelFunc
+}
+
+// newMember returns member i of c, its client created. By default the
+// client fetches only while the member polls, at most Prefetch records
+// (franz-go's strict share polls): nothing is locked for the member but
+// what it handles, so that a record's delivery count counts the
+// deliveries to a handler (and those a crash takes with it), and a member
+// that holds a record takes nothing the others could handle. Such a
+// client fetches from one broker at a time (see maxShareFetchWait). With
+// Config.ShareFetchAhead the client fetches ahead, franz-go's default:
+// faster, but what it fetched waits, locked, in a member that holds a
+// record, and costs a delivery if the member stops or crashes before
+// polling it.
+func (c *shareConsumer) newMember(i int) (*shareMember, error) {
+	m := &shareMember{
+		c:    c,
+		log:  c.log.With("member", i),
+		idle: make(chan struct{}, 1),
+		took: make(chan struct{}, 1),
+		lock: defaultShareLock,
+	}
+	opts := c.b.baseOptions()
+	opts = append(opts,
+		kgo.ShareGroup(c.sub.Group),
+		kgo.ConsumeTopics(c.sub.Topic),
+		kgo.ShareMaxRecords(int32(c.sub.Prefetch)),
+		kgo.ShareAckCallback(m.acked),
+	)
+	opts = append(opts, kgo.FetchMaxWait(min(c.b.cfg.FetchMaxWait, maxShareFetchWait)))
+	if !c.b.cfg.ShareFetchAhead {
+		opts = append(opts, kgo.ShareMaxRecordsStrict())
+	}
+	opts = append(opts, c.b.cfg.ClientOptions...)
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	m.cl = cl
+	return m, nil
+}
+
+// run polls until ctx ends, then gives back what the member holds and
+// waits (bounded by the shutdown timeout) for what runs.
+func (m *shareMember) run(ctx context.Context) {
+	renewCtx, stopRenew := context.WithCancel(context.Background())
+	renewed := make(chan struct{})
+	go func() {
+		defer close(renewed)
+		m.renewLoop(renewCtx)
+	}()
+	defer func() {
+		stopRenew()
+		<-renewed
+	}()
+	for m.waitUnpaused(ctx) {
+		fs := m.poll(ctx)
+		if ctx.Err() != nil || fs.IsClientClosed() {
+			break
+		}
+		fs.EachError(func(topic string, part int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				m.log.Warn("share fetch error", "fetch_topic", topic, "partition", part, "error", err)
+			}
+		})
+		polled := time.Now()
+		n := fs.NumRecords()
+		if n == 0 {
+			continue
+		}
+		batch := make([]shareRecord, 0, n)
+		fs.EachRecord(func(r *kgo.Record) {
+			batch = append(batch, shareRecord{m: m, r: r, renewed: polled})
+		})
+		m.take(batch, polled)
+		for i := range batch {
+			sr := &batch[i]
+			if sr.r.AcquisitionDeadline().Before(polled) { // waited locked too long: someone else has it
+				sr.settle(kgo.AckRelease)
+				continue
+			}
+			m.c.dispatch(sr)
+		}
+		if !m.waitSettled(ctx.Done()) {
+			break
+		}
+
+	}
+	m.stop()
+}
+
+// poll polls, until ctx ends or the worker is paused (a pause cancels
+// the poll in progress, pauseFetching).
+func (m *shareMember) poll(ctx context.Context) kgo.Fetches {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m.mu.Lock()
+	m.interrupt = cancel
+	m.mu.Unlock()
+	if on, _ := m.c.b.holds.Of(m.c.sub.Topic, m.c.sub.Group).State(); on { // paused since waitUnpaused
+		return nil
+	}
+	fs := m.cl.PollRecords(pctx, 0)
+	m.mu.Lock()
+	m.interrupt = nil
+	m.mu.Unlock()
+	return fs
+}
+
+// pauseFetching stops (on) or resumes the member's fetching: paused, the
+// client fetches nothing more of the topic and the poll in progress ends.
+func (m *shareMember) pauseFetching(on bool) {
+	if !on {
+		m.cl.ResumeFetchTopics(m.c.sub.Topic)
+		return
+	}
+	m.cl.PauseFetchTopics(m.c.sub.Topic)
+	m.mu.Lock()
+	if m.interrupt != nil {
+		m.interrupt()
+	}
+	m.mu.Unlock()
+}
+
+// waitUnpaused waits while the worker is paused (Broker.PauseConsume):
+// the member takes no records meanwhile. It returns false when ctx ends.
+func (m *shareMember) waitUnpaused(ctx context.Context) bool {
+	hold := m.c.b.holds.Of(m.c.sub.Topic, m.c.sub.Group)
+	for {
+		on, changed := hold.State()
+		if !on {
+			return ctx.Err() == nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// take records batch, taken by the poll at polled, as open, and the lock
+// the broker granted them.
+func (m *shareMember) take(batch []shareRecord, polled time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if lock := batch[0].r.AcquisitionDeadline().Sub(polled); lock > 0 {
+		m.lock = lock
+	}
+	m.batch, m.open = batch, len(batch)
+	select { // the renewals follow the lock just learned
+	case m.took <- struct{}{}:
+	default:
+	}
+}
+
+// waitSettled waits until every record the member took is settled. It
+// returns false when done is closed first.
+func (m *shareMember) waitSettled(done <-chan struct{}) bool {
+	for {
+		m.mu.Lock()
+		n := m.open
+		m.mu.Unlock()
+		if n == 0 {
+			return true
+		}
+		select {
+		case <-m.idle:
+		case <-done:
+			return false
+		}
+	}
+}
+
+// forget removes sr from the open records, unless it was settled
+// already; it reports whether it did.
+func (m *shareMember) forget(sr *shareRecord) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sr.phase == phaseSettled {
+		return false
+	}
+	sr.phase = phaseSettled
+	if sr.timer != nil {
+		sr.timer.Stop()
+	}
+	if m.open--; m.open == 0 {
+		select {
+		case m.idle <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// setPhase moves sr, unless settled, to p.
+func (m *shareMember) setPhase(sr *shareRecord, p sharePhase) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sr.phase != phaseSettled {
+		sr.phase = p
+	}
+}
+
+// hold keeps sr until until, then calls then (nil: until the member
+// stops). A stopping member gives sr back at once.
+func (m *shareMember) hold(sr *shareRecord, until time.Time, then func()) {
+	m.mu.Lock()
+	if m.stopped {
+		m.mu.Unlock()
+		sr.settle(kgo.AckRelease)
+		return
+	}
+	if sr.phase != phaseSettled {
+		sr.phase = phaseHeld
+		if then != nil {
+			sr.timer = time.AfterFunc(time.Until(until), then)
+		}
+	}
+	m.mu.Unlock()
+}
+
+// lockDuration is the acquisition lock the broker grants, as the last
+// poll reported it.
+func (m *shareMember) lockDuration() time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lock
+}
+
+// renewEvery is how long a record's lock goes unrenewed at most: a third
+// of the lock, and at most maxRenewEvery.
+func (m *shareMember) renewEvery() time.Duration {
+	return max(min(m.lockDuration()/3, maxRenewEvery), 10*time.Millisecond)
+}
+
+// renewLoop renews the locks of the records the member holds until ctx
+// ends, looking every half renewal period.
+func (m *shareMember) renewLoop(ctx context.Context) {
+	for {
+		every := m.renewEvery()
+		t := time.NewTimer(every / 2)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-m.took:
+			t.Stop()
+			continue
+		case <-t.C:
+		}
+		m.renew(ctx, every)
+	}
+}
+
+// renew renews (AckRenew, KIP-1222) the locks of the open records whose
+// lock started every or more ago, and sends the renewals at once.
+func (m *shareMember) renew(ctx context.Context, every time.Duration) {
+	now := time.Now()
+	var (
+		srs []*shareRecord
+		rs  []*kgo.Record
+	)
+	m.mu.Lock()
+	for i := range m.batch {
+		if sr := &m.batch[i]; sr.phase != phaseSettled && now.Sub(sr.renewed) >= every {
+			srs, rs = append(srs, sr), append(rs, sr.r)
+		}
+	}
+	m.mu.Unlock()
+	if len(rs) == 0 {
+		return
+	}
+	m.log.Debug("renewing", "records", len(rs), "every", every, "lock", m.lockDuration())
+	m.cl.MarkAcks(kgo.AckRenew, rs...)
+	fctx, cancel := context.WithTimeout(ctx, m.c.b.cfg.DeliveryTimeout)
+	err := m.cl.FlushAcks(fctx)
+	cancel()
+	if err != nil {
+		return
+	}
+	m.mu.Lock()
+	for _, sr := range srs {
+		sr.renewed = now
+	}
+	m.mu.Unlock()
+}
+
+// acked logs the acknowledgements the broker refused: their records are
+// delivered again (a lock that expired, a partition that moved).
+func (m *shareMember) acked(_ *kgo.Client, rs kgo.ShareAckResults) {
+	for _, r := range rs {
+		if r.Err != nil && !errors.Is(r.Err, context.Canceled) {
+			m.log.Warn("share acknowledgement refused; its records will be delivered again", "ack_topic", r.Topic, "partition", r.Partition, "error", r.Err)
+		}
+	}
+}
+
+// stop gives back the records the member holds in a back-off, then waits,
+// at most the shutdown timeout, for those that run or are being copied to
+// settle; the rest is given back when the member leaves the group.
+func (m *shareMember) stop() {
+	m.mu.Lock()
+	m.stopped = true
+	var back []*shareRecord
+	for i := range m.batch {
+		if sr := &m.batch[i]; sr.phase == phaseHeld && (sr.timer == nil || sr.timer.Stop()) {
+			back = append(back, sr)
+		}
+	}
+	m.mu.Unlock()
+	for _, sr := range back {
+		sr.settle(kgo.AckRelease)
+	}
+	done := make(chan struct{})
+	t := time.AfterFunc(m.c.sub.ShutdownTimeout, func() { close(done) })
+	defer t.Stop()
+	if !m.waitSettled(done) {
+		m.mu.Lock()
+		n := m.open
+		m.mu.Unlock()
+		m.log.Warn("records still running at the shutdown timeout; given back when the member leaves", "records", n)
+	}
+	m.mu.Lock()
+	m.gone = true
+	m.mu.Unlock()
+}
+
+// abandoned reports whether the member stopped waiting for its records:
+// a handler that returns after that has its record given back, whatever
+// it decided (no copy is written for it).
+func (m *shareMember) abandoned() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.gone
+}
