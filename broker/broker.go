@@ -3,9 +3,11 @@ package broker
 import (
 	"context"
 	"time"
+
+	"github.com/redrive/redrive/broker/internal/deliveryset"
 )
 
-// Broker is the one interface both backends implement. All methods are safe
+// Broker is the one interface every backend implements. All methods are safe
 // for concurrent use.
 type Broker interface {
 	// Publish sends msgs to every group subscribed to topic and returns only
@@ -83,7 +85,8 @@ type Delivery struct {
 	// crash, a reconnect or a rebalance (a possible duplicate).
 	Redelivered bool
 
-	reader HeaderReader // Headers' source when Headers is nil (HeadersOnDemand)
+	reader    deliveryset.HeaderReader // Headers' source when Headers is nil (HeadersOnDemand)
+	derivedID func(*Delivery) string   // StableID of a message without an ID; nil: none
 }
 
 // RetryMode says how a failed message waits for its retry.

@@ -55,9 +55,3 @@ func TestDLQOptions(t *testing.T) {
 		t.Errorf("forever.Merge = %+v, want forever", m)
 	}
 }
-
-func TestBackendValid(t *testing.T) {
-	if !RabbitMQ.Valid() || !Kafka.Valid() || Backend("redis").Valid() || Backend("").Valid() {
-		t.Error("Valid() accepts other than rabbitmq and kafka")
-	}
-}

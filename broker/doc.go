@@ -1,13 +1,20 @@
-// Package broker defines the contract every redrive backend implements: the
-// [Broker] interface, the [Message] an application publishes, the [Delivery]
-// a [Handler] receives, the [Subscription] that binds a worker to a topic, the
-// error classification a handler returns ([Permanent], [RetryAfter]), the
-// header names that carry a message's story on the wire, and the
-// dead-letter vocabulary every other package shares: [Reason], [Severity],
-// [DLQOptions] and the backends' names ([Backend]). What happens to one
-// delivery (max age, claims, the handler call, retry or dead letter) is
-// decided for both backends by the internal failure pipeline
-// (internal/pipeline); this package is only what an application uses.
+// Package broker is what an application uses to publish and to handle
+// messages, whichever backend runs them: the [Broker] interface, the
+// [Message] an application publishes, the [Delivery] a [Handler] receives,
+// the [Subscription] that binds a worker to a topic with its DLQ options
+// ([DLQOptions], [Severity]) and its poison-pill counter ([ClaimCounter]),
+// the error classification a handler returns ([Permanent], [RetryAfter],
+// [Requeue]) and the header names that carry a message's story on the
+// wire.
+//
+// A backend (broker/rabbit, broker/kafka, or one of an application's own)
+// implements [Broker] through package broker/driver, the seam that holds
+// what only backends use: the per-delivery pipeline that decides what
+// happens to one delivery (max age, claims, the handler call, retry or
+// dead letter), the dead-letter view, the backend's descriptor and its
+// capabilities. An application never imports it: it opens a backend by
+// importing its package and naming it in the configuration (worker.Load),
+// or by calling the backend's New.
 //
 // # Delivery semantics
 //

@@ -108,17 +108,9 @@ func RetryDelay(err error) (time.Duration, bool) {
 	return 0, false
 }
 
-// PanicError is the failure recorded when a handler panics.
-type PanicError struct {
-	Value any
-	Stack []byte
-}
-
-// Error returns "handler panic: " and the recovered value.
-func (e *PanicError) Error() string { return fmt.Sprintf("handler panic: %v", e.Value) }
-
 // ErrorClass returns err's class: the value of an ErrorClass() string method
-// anywhere in its chain, "panic" for a recovered panic, otherwise the type
+// anywhere in its chain (ClassPanic for a recovered panic: the pipeline's
+// driver.PanicError says so), otherwise the type
 // name of the innermost error that is not a redrive wrapper or a plain
 // fmt/errors wrapper ("pkg.Type"). Plain errors (errors.New, fmt.Errorf) and
 // errors that wrap several others (errors.Join, fmt.Errorf with several %w)
@@ -130,10 +122,6 @@ func ErrorClass(err error) string {
 	var c interface{ ErrorClass() string }
 	if errors.As(err, &c) {
 		return c.ErrorClass()
-	}
-	var p *PanicError
-	if errors.As(err, &p) {
-		return ClassPanic
 	}
 	for {
 		err = unwrapOwn(err)

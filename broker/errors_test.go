@@ -135,9 +135,6 @@ func TestErrorClass(t *testing.T) {
 		{"ErrorClass method", &classErr{class: "validation"}, "validation"},
 		{"ErrorClass method wrapped", fmt.Errorf("x: %w", Permanent(&classErr{class: "validation"})), "validation"},
 		{"ErrorClass method under custom wrapper", &customWrapper{err: &classErr{class: "quota"}}, "quota"},
-		{"panic", &PanicError{Value: "oops"}, ClassPanic},
-		{"wrapped panic", fmt.Errorf("x: %w", &PanicError{Value: 1}), ClassPanic},
-		{"permanent panic", Permanent(&PanicError{Value: 1}), ClassPanic},
 		{"errors.Join", errors.Join(errors.New("a"), &typedErr{}), "error"},
 		{"multiple %w", fmt.Errorf("%w: %w", io.EOF, &typedErr{}), "error"},
 	}
@@ -147,12 +144,5 @@ func TestErrorClass(t *testing.T) {
 				t.Errorf("ErrorClass(%v) = %q, want %q", tt.err, got, tt.want)
 			}
 		})
-	}
-}
-
-func TestPanicError(t *testing.T) {
-	err := &PanicError{Value: "index out of range", Stack: []byte("goroutine 1")}
-	if got, want := err.Error(), "handler panic: index out of range"; got != want {
-		t.Errorf("Error() = %q, want %q", got, want)
 	}
 }

@@ -1,23 +1,15 @@
 package broker
 
-import "iter"
+import (
+	"iter"
 
-// HeaderReader reads the headers of a delivery where its backend holds
-// them (a Kafka record's header list, an AMQP header table), for a
-// subscription with HeadersOnDemand. Backends implement it; handlers use
-// Delivery.Header and Delivery.AllHeaders.
-type HeaderReader interface {
-	// Header returns the value of the application header key and whether
-	// the message has it.
-	Header(key string) (string, bool)
-	// Range calls f with each application header, each name once, until
-	// f returns false.
-	Range(f func(key, value string) bool)
+	"github.com/redrive/redrive/broker/internal/deliveryset"
+)
+
+func init() {
+	deliveryset.SetHeaderReader = func(d any, r deliveryset.HeaderReader) { d.(*Delivery).reader = r }
+	deliveryset.SetDerivedID = func(d, f any) { d.(*Delivery).derivedID, _ = f.(func(*Delivery) string) }
 }
-
-// SetHeaderReader makes r the source of d's headers while d.Headers is
-// nil. Backends call it for HeadersOnDemand subscriptions.
-func (d *Delivery) SetHeaderReader(r HeaderReader) { d.reader = r }
 
 // Header returns the value of header key as delivered ("" when absent):
 // from Headers when it is set, else from the backend (HeadersOnDemand).

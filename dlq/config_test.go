@@ -31,13 +31,14 @@ func TestOpsConfigValidate(t *testing.T) {
 func TestKeeperConfigValidate(t *testing.T) {
 	s := memstore.New(memstore.Config{})
 	defer s.Close()
-	ok := dlq.KeeperConfig{Source: nilSource{}, Store: s, Broker: broker.Kafka, DLQs: map[string]broker.Severity{"a.dlq": ""}}
+	ok := dlq.KeeperConfig{Source: nilSource{}, Store: s, Broker: "kafka", DLQs: map[string]broker.Severity{"a.dlq": ""}}
 	with := func(f func(*dlq.KeeperConfig)) dlq.KeeperConfig { c := ok; f(&c); return c }
 	testenv.RunValidate(t, []testenv.ValidateCase[dlq.KeeperConfig]{
 		{Name: "required fields: defaults", Config: ok},
 		{Name: "no source", Config: with(func(c *dlq.KeeperConfig) { c.Source = nil }), Want: "KeeperConfig.Source"},
 		{Name: "no store", Config: with(func(c *dlq.KeeperConfig) { c.Store = nil }), Want: "KeeperConfig.Store"},
-		{Name: "bad broker", Config: with(func(c *dlq.KeeperConfig) { c.Broker = "nats" }), Want: "KeeperConfig.Broker"},
+		{Name: "bad broker", Config: with(func(c *dlq.KeeperConfig) { c.Broker = "NATS!" }), Want: "KeeperConfig.Broker"},
+		{Name: "no broker", Config: with(func(c *dlq.KeeperConfig) { c.Broker = "" }), Want: "KeeperConfig.Broker"},
 		{Name: "no DLQs", Config: with(func(c *dlq.KeeperConfig) { c.DLQs = nil }), Want: "KeeperConfig.DLQs"},
 	}, dlq.KeeperConfig.Validate, func(c dlq.KeeperConfig) error { _, err := dlq.NewKeeper(c); return err })
 }

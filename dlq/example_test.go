@@ -61,7 +61,7 @@ func Example() {
 	defer store.Close()
 	route := kafka.Route(sub.Topic, sub.Group) // the DLQ "payouts.dlq" and where it replays to
 	kept := make(chan dlq.Record, 1)
-	keeper, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: store, Broker: broker.Kafka,
+	keeper, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: store, Broker: kafka.Name,
 		DLQs: map[string]broker.Severity{route.DLQ: broker.SeverityWarning}, Logger: quiet,
 		Hook: dlq.HookFunc(func(ctx context.Context, r dlq.Record) error { kept <- r; return nil })})
 	if err != nil {

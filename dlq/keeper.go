@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/internal/promshare"
 )
 
@@ -35,8 +36,10 @@ type KeeperConfig struct {
 	Source Source
 	// Store keeps the entries. Required.
 	Store Store
-	// Broker is broker.RabbitMQ or broker.Kafka. Required.
-	Broker broker.Backend
+	// Broker is the name of the backend Source belongs to (a
+	// driver.Descriptor's Name: "rabbitmq", "kafka"), recorded with every
+	// entry. Required.
+	Broker string
 	// DLQs maps each DLQ name to its severity (empty =
 	// broker.DefaultSeverity). Required, at least one.
 	DLQs map[string]broker.Severity
@@ -88,8 +91,8 @@ func (c KeeperConfig) Validate() error {
 		return errors.New("dlq: KeeperConfig.Source: required")
 	case c.Store == nil:
 		return errors.New("dlq: KeeperConfig.Store: required")
-	case !c.Broker.Valid():
-		return fmt.Errorf("dlq: KeeperConfig.Broker: must be %s or %s, got %q", broker.RabbitMQ, broker.Kafka, string(c.Broker))
+	case !driver.ValidName(c.Broker):
+		return fmt.Errorf("dlq: KeeperConfig.Broker: must be a backend's name (1 to 32 characters of [a-z0-9_-]), got %q", c.Broker)
 	case len(c.DLQs) == 0:
 		return errors.New("dlq: KeeperConfig.DLQs: required, at least one DLQ to keep")
 	}

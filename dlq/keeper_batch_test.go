@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
 	"github.com/redrive/redrive/internal/storekinds"
@@ -28,13 +30,13 @@ func TestKeeperBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg := prometheus.NewRegistry()
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: nilSource{}, Store: s, Broker: broker.Kafka,
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: nilSource{}, Store: s, Broker: "kafka",
 		DLQs: map[string]broker.Severity{"pay.dlq": broker.SeverityCritical}, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dl := func(i int, msg string) dlq.DeadLetter {
-		id := dlq.KafkaID(0, int64(i))
+		id := offsetID(0, int64(i))
 		return dlq.DeadLetter{DLQ: "pay.dlq", ID: id, Identity: id + "@1", Entry: dlq.Entry{OriginalTopic: "pay", OriginalPartition: 0,
 			OriginalOffset: int64(i), Reason: "max_retries", ErrorMessage: msg, OriginalValue: []byte(fmt.Sprint("v", i))}}
 	}
@@ -98,7 +100,7 @@ func TestKeeperBatch(t *testing.T) {
 func TestHandleEach(t *testing.T) {
 	var seen []string
 	boom := errors.New("boom")
-	h := dlq.HandleEach(func(_ context.Context, dl dlq.DeadLetter) error {
+	h := driver.HandleEach(func(_ context.Context, dl dlq.DeadLetter) error {
 		seen = append(seen, dl.ID)
 		if dl.ID == "b" {
 			return boom
@@ -106,7 +108,14 @@ func TestHandleEach(t *testing.T) {
 		return nil
 	})
 	errs := h(t.Context(), []dlq.DeadLetter{{ID: "a"}, {ID: "b"}, {ID: "c"}})
-	if len(seen) != 2 || errs[0] != nil || !errors.Is(errs[1], boom) || !errors.Is(errs[2], dlq.ErrNotTried) {
+	if len(seen) != 2 || errs[0] != nil || !errors.Is(errs[1], boom) || !errors.Is(errs[2], driver.ErrNotTried) {
 		t.Errorf("handled %v, errors %v; want a, b and nil, boom, ErrNotTried", seen, errs)
 	}
+}
+
+// offsetID is the id a backend with offsets gives a dead letter (Kafka's
+// "{partition}-{offset}", kafka.RecordID): the tests' example of a
+// DeadLetter.ID.
+func offsetID(partition int32, offset int64) string {
+	return strconv.FormatInt(int64(partition), 10) + "-" + strconv.FormatInt(offset, 10)
 }

@@ -32,7 +32,7 @@ func TestTwoKeepersStoreOnce(t *testing.T) {
 	t.Run("rabbitmq", func(t *testing.T) {
 		f := newRabbit(t)
 		run := broker.NewMessageID()[:8]
-		twoKeepers(t, broker.RabbitMQ, f.dlq, 400, func(i int) dlq.Source {
+		twoKeepers(t, rabbit.Name, f.dlq, 400, func(i int) dlq.Source {
 			// A prefix of its own, and its base topology deleted after.
 			b, err := rabbit.New(t.Context(), rabbit.Config{URL: testenv.RabbitMQ.URL(), Prefix: fmt.Sprintf("dt-keeper%d-%s", i, run), Logger: quiet})
 			if err != nil {
@@ -68,7 +68,7 @@ func TestTwoKeepersStoreOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		dlqTopic := kafka.DLQTopic(sub.Topic)
-		twoKeepers(t, broker.Kafka, dlqTopic, 200, func(int) dlq.Source { return kafkatest.New(t, brokers, nil) }, func() {
+		twoKeepers(t, kafka.Name, dlqTopic, 200, func(int) dlq.Source { return kafkatest.New(t, brokers, nil) }, func() {
 			cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 			if err != nil {
 				t.Fatal(err)
@@ -88,7 +88,7 @@ func TestTwoKeepersStoreOnce(t *testing.T) {
 // twoKeepers runs the case on one broker: source(i) is keeper i's
 // connection; feed puts the dead letters in the DLQ (copies in all), and
 // drained says whether the DLQ holds none waiting.
-func twoKeepers(t *testing.T, kind broker.Backend, dlqName string, copies int64, source func(i int) dlq.Source, feed func(), drained func() bool) {
+func twoKeepers(t *testing.T, kind string, dlqName string, copies int64, source func(i int) dlq.Source, feed func(), drained func() bool) {
 	ctx := context.Background()
 	schema := testenv.Schema(t)
 	var keepers []*dlq.Keeper

@@ -28,7 +28,7 @@ func (nilSource) ConsumeDeadLetters(ctx context.Context, _ []string, _ func(cont
 func TestKeeperMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	now := time.Date(2025, 1, 15, 10, 30, 0, 0, time.UTC)
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: nilSource{}, Store: memstore.New(memstore.Config{}), Broker: broker.Kafka,
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: nilSource{}, Store: memstore.New(memstore.Config{}), Broker: "kafka",
 		DLQs: map[string]broker.Severity{"pay.dlq": broker.SeverityCritical, "mail.dlq": broker.SeverityWarning}, Registerer: reg,
 		Now: func() time.Time { return now }})
 	if err != nil {

@@ -16,16 +16,6 @@ import (
 	"github.com/redrive/redrive/broker"
 )
 
-// Republisher puts a dead letter back where its route says (to.Target, the
-// configured worker's queue or retry topic; never a place the entry names),
-// with its original key, payload, headers and properties, and the
-// x-redrive-replayed-from header set to replayedFrom ("<dlq>/<id>"). It
-// returns once the broker confirmed. *rabbit.Broker implements it; so does
-// the Kafka backend.
-type Republisher interface {
-	Republish(ctx context.Context, e Entry, to Route, replayedFrom string) error
-}
-
 // ErrReasonRequired is returned by Discard without a reason (HTTP 400).
 var ErrReasonRequired = errors.New("a reason is required")
 

@@ -48,7 +48,7 @@ func TestPendingGaugeFollowsArrivalsAndDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: noSource{}, Store: mem, Broker: broker.RabbitMQ, Ops: ops, Registerer: reg,
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: noSource{}, Store: mem, Broker: "rabbitmq", Ops: ops, Registerer: reg,
 		DLQs: map[string]broker.Severity{name: broker.SeverityCritical}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/storekinds"
@@ -119,12 +120,12 @@ func TestReplayToRabbitMQ(t *testing.T) {
 				OriginalHeaders:   map[string]string{"content-type": "application/json", "trace": "abc\x01", "empty": ""},
 				ErrorClass:        "payout.BankError",
 				ErrorMessage:      "bank said no",
-				Reason:            string(broker.ReasonMaxRetries),
+				Reason:            string(driver.ReasonMaxRetries),
 				RetryCount:        5,
 				Worker:            f.sub.Group,
 				Source:            f.queue,
 			}
-			r, _, err := s.Insert(ctx, dlq.Record{Broker: broker.RabbitMQ, DLQ: f.dlq, Identity: "order-42/1", Entry: e})
+			r, _, err := s.Insert(ctx, dlq.Record{Broker: rabbit.Name, DLQ: f.dlq, Identity: "order-42/1", Entry: e})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -139,9 +140,9 @@ func TestReplayToRabbitMQ(t *testing.T) {
 				t.Errorf("message id = %q", m.MessageId)
 			}
 			want := map[string]string{
-				broker.HeaderKey:          "deal_550e8400",
+				driver.HeaderKey:          "deal_550e8400",
 				broker.HeaderReplayedFrom: f.dlq + "/" + r.ID,
-				broker.HeaderTopic:        f.sub.Topic,
+				driver.HeaderTopic:        f.sub.Topic,
 			}
 			for k, v := range e.OriginalHeaders {
 				want[k] = v
@@ -187,9 +188,9 @@ func TestReplayAllToRabbitMQ(t *testing.T) {
 			for i := range n {
 				e := dlq.Entry{
 					MessageID: fmt.Sprintf("m-%04d", i), OriginalTopic: f.sub.Topic, OriginalPartition: -1, OriginalOffset: -1,
-					OriginalValue: []byte(fmt.Sprintf("body-%d", i)), Source: f.queue, ErrorClass: "x", Reason: string(broker.ReasonPermanent),
+					OriginalValue: []byte(fmt.Sprintf("body-%d", i)), Source: f.queue, ErrorClass: "x", Reason: string(driver.ReasonPermanent),
 				}
-				if _, _, err := s.Insert(ctx, dlq.Record{Broker: broker.RabbitMQ, DLQ: f.dlq, Identity: e.MessageID, Entry: e}); err != nil {
+				if _, _, err := s.Insert(ctx, dlq.Record{Broker: rabbit.Name, DLQ: f.dlq, Identity: e.MessageID, Entry: e}); err != nil {
 					t.Fatal(err)
 				}
 			}

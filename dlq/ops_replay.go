@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // ReconcileActor is the actor of the audit rows Reconcile writes.
@@ -71,12 +71,12 @@ var ErrUnknownMessage = errors.New("the original message is unknown (the entry w
 // decoded (reason undecodable). Replay refuses it (ErrUnknownMessage);
 // ReplayAsStored sends its stored bytes as they are (an undecodable one:
 // its body and properties, without headers).
-func UnknownMessage(r Record) bool { return r.Entry.unknown() }
+func UnknownMessage(r Record) bool { return unknown(r.Entry) }
 
 // unknown reports whether e's original message is unknown: stored raw,
 // or its headers refused by the broker client.
-func (e Entry) unknown() bool {
-	return e.Reason == string(ReasonUnparseable) || e.Reason == string(broker.ReasonUndecodable)
+func unknown(e Entry) bool {
+	return e.Reason == string(ReasonUnparseable) || e.Reason == string(driver.ReasonUndecodable)
 }
 
 // ActionReplayAsStored is the audit action of a replay an operator forced
@@ -169,7 +169,7 @@ func (o *Ops) republish(ctx context.Context, r Record, e Entry, rt Route, actor 
 // unknown (only ReplayAsStored sends one), ActionReplayAsStored saying its
 // stored bytes were sent as they are.
 func replayAudit(e Entry, dest string) (action, reason string) {
-	if e.unknown() {
+	if unknown(e) {
 		return ActionReplayAsStored, auditTo(dest) + ": as stored: the original message is unknown (the entry was stored raw); its stored bytes were sent as they are"
 	}
 	return ActionReplay, auditTo(dest)

@@ -44,7 +44,7 @@ func TestPendingGaugeSameOnEveryReplica(t *testing.T) {
 	var ids []string
 	for i := range 7 {
 		e := dlq.Entry{MessageID: fmt.Sprintf("m-%d", i), OriginalTopic: "t", OriginalPartition: -1, OriginalOffset: -1, OriginalValue: []byte("v"), Reason: "permanent"}
-		r, _, err := stores[i/5].Insert(ctx, dlq.Record{Broker: broker.RabbitMQ, DLQ: name, Identity: e.MessageID, Entry: e})
+		r, _, err := stores[i/5].Insert(ctx, dlq.Record{Broker: "rabbitmq", DLQ: name, Identity: e.MessageID, Entry: e})
 		if err != nil {
 			t.Fatal(err)
 		}

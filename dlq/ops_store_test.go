@@ -77,8 +77,8 @@ func TestIDs(t *testing.T) {
 			t.Errorf("ValidID(%q) = true", id)
 		}
 	}
-	if got := dlq.KafkaID(3, 12345); got != "3-12345" {
-		t.Errorf("KafkaID = %q", got)
+	if got := offsetID(3, 12345); !dlq.ValidID(got) {
+		t.Errorf("an offset id %q is not a valid record id", got)
 	}
 	t0 := time.Date(2025, 1, 15, 10, 30, 0, 0, time.UTC)
 	a, b := dlq.NewID(t0), dlq.NewID(t0.Add(time.Millisecond))
@@ -112,7 +112,7 @@ func TestCleanText(t *testing.T) {
 
 func TestPrepareInsert(t *testing.T) {
 	now := time.Date(2025, 1, 15, 10, 30, 0, 123456789, time.FixedZone("X", 3600))
-	r, err := dlq.Record{Broker: broker.Kafka, DLQ: "o.dlq", ID: "1-2", Status: dlq.StatusReplayed, Version: 9}.PrepareInsert(now)
+	r, err := dlq.Record{Broker: "kafka", DLQ: "o.dlq", ID: "1-2", Status: dlq.StatusReplayed, Version: 9}.PrepareInsert(now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestPrepareInsert(t *testing.T) {
 		r.ReceivedAt != now.UTC().Truncate(time.Microsecond) || r.ReceivedAt.Location() != time.UTC {
 		t.Errorf("PrepareInsert = %+v", r)
 	}
-	r, err = dlq.Record{Broker: broker.RabbitMQ, DLQ: "q.dlq", Identity: "m1"}.PrepareInsert(now)
+	r, err = dlq.Record{Broker: "rabbitmq", DLQ: "q.dlq", Identity: "m1"}.PrepareInsert(now)
 	if err != nil || !dlq.ValidID(r.ID) {
 		t.Errorf("generated id %q, %v", r.ID, err)
 	}

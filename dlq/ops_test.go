@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
 )
@@ -16,7 +15,7 @@ func TestRunReconcilesAtStart(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New(memstore.Config{})
 	defer s.Close()
-	r, _, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: "run.dlq", ID: "0-1", Entry: dlq.Entry{Source: "run"}})
+	r, _, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: "run.dlq", ID: "0-1", Entry: dlq.Entry{Source: "run"}})
 	if err != nil {
 		t.Fatal(err)
 	}

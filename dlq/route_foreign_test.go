@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
 )
@@ -26,23 +26,23 @@ func TestForeignRoute(t *testing.T) {
 		return nil
 	})
 	for _, bad := range [][]dlq.Route{
-		{dlq.ForeignRoute("orders.DLT", "")},
-		{dlq.ForeignRoute("orders.DLT", "orders"), {DLQ: "orders.DLT", Topic: "orders", Worker: "w", Target: "orders.retry.w"}},
-		{{DLQ: "orders.DLT", Topic: "orders", Worker: "w", Target: "orders.retry.w"}, dlq.ForeignRoute("orders.DLT", "orders")},
+		{kafka.ForeignRoute("orders.DLT", "")},
+		{kafka.ForeignRoute("orders.DLT", "orders"), {DLQ: "orders.DLT", Topic: "orders", Worker: "w", Target: "orders.retry.w"}},
+		{{DLQ: "orders.DLT", Topic: "orders", Worker: "w", Target: "orders.retry.w"}, kafka.ForeignRoute("orders.DLT", "orders")},
 	} {
 		if _, err := dlq.NewOps(dlq.OpsConfig{Store: s, Routes: bad}); err == nil {
 			t.Errorf("NewOps accepted the routes %+v", bad)
 		}
 	}
 	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: pub, Logger: slog.New(slog.DiscardHandler),
-		Routes: []dlq.Route{dlq.ForeignRoute("orders.DLT", "orders-replay")}})
+		Routes: []dlq.Route{kafka.ForeignRoute("orders.DLT", "orders-replay")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The record names another topic and group: not where it goes.
 	e := dlq.Entry{OriginalTopic: "payments", Worker: "spring-app", Source: "payments", Reason: "spring_dlt"}
 	for _, dlqName := range []string{"orders.DLT", "lost.DLT"} {
-		if _, _, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: dlqName, ID: "0-1", Entry: e}); err != nil {
+		if _, _, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: dlqName, ID: "0-1", Entry: e}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/kafka"
+	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
 )
@@ -57,7 +58,7 @@ func TestResolvedRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	insert := func(source string) dlq.Record {
-		r, _, err := s.Insert(ctx, dlq.Record{Broker: broker.RabbitMQ, DLQ: "shared.dlq", Identity: source + fmt.Sprint(time.Now().UnixNano()),
+		r, _, err := s.Insert(ctx, dlq.Record{Broker: "rabbitmq", DLQ: "shared.dlq", Identity: source + fmt.Sprint(time.Now().UnixNano()),
 			Entry: dlq.Entry{Source: source, OriginalValue: []byte("v"), Reason: "expired", OriginalPartition: -1, OriginalOffset: -1}})
 		if err != nil {
 			t.Fatal(err)
@@ -131,21 +132,25 @@ func TestResolvedRoute(t *testing.T) {
 func TestRouteDestination(t *testing.T) {
 	for _, tc := range []struct {
 		rt   dlq.Route
-		b    broker.Backend
+		b    string
 		want string
 	}{
-		{dlq.Route{Target: "a.w", Worker: "w"}, broker.RabbitMQ, "queue a.w (worker w)"},
-		{dlq.Route{Target: "a.retry.w", Worker: "w"}, broker.Kafka, "topic a.retry.w (worker w)"},
-		{dlq.Route{Target: "a", Worker: "w", EveryGroup: true}, broker.Kafka, "topic a (every consumer group of it, worker w among them)"},
-		{dlq.ForeignRoute("orders.DLT", "orders"), broker.Kafka, "topic orders (every consumer group of it)"},
-		{dlq.Route{Exchange: "x", Target: ""}, broker.RabbitMQ, `exchange x, routing key "" (every queue it routes to)`},
-		{dlq.Route{}, broker.Kafka, ""},
+		{dlq.Route{Target: "a.w", Worker: "w"}, rabbit.Name, "queue a.w (worker w)"},
+		{dlq.Route{Target: "a.retry.w", Worker: "w"}, "kafka", "topic a.retry.w (worker w)"},
+		{dlq.Route{Target: "a", Worker: "w", EveryGroup: true}, "kafka", "topic a (every consumer group of it, worker w among them)"},
+		{kafka.ForeignRoute("orders.DLT", "orders"), "kafka", "topic orders (every consumer group of it)"},
+		{dlq.Route{Exchange: "x", Target: ""}, "rabbitmq", `exchange x, routing key "" (every queue it routes to)`},
+		{dlq.Route{}, "kafka", ""},
 	} {
 		if got := tc.rt.Destination(tc.b); got != tc.want {
 			t.Errorf("%+v on %s: %q, want %q", tc.rt, tc.b, got, tc.want)
 		}
 	}
-	if got := dlq.Destination(broker.Kafka, "t.retry.w", "w"); got != "topic t.retry.w (worker w)" {
-		t.Errorf("Destination = %q", got)
+	// A backend that is not linked gets the default words.
+	if got := (dlq.Route{Target: "a", Worker: "w"}).Destination("memory"); got != "queue a (worker w)" {
+		t.Errorf("Destination on an unlinked backend = %q", got)
+	}
+	if got := (dlq.Route{Target: "a", EveryGroup: true}).Destination("memory"); got != "topic a (every consumer of it)" {
+		t.Errorf("Destination on an unlinked backend = %q", got)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
 )
@@ -24,14 +24,14 @@ func TestUndecodableIsNotReplayed(t *testing.T) {
 	s := memstore.New(memstore.Config{})
 	defer s.Close()
 	insert := func(e dlq.Entry) dlq.Record {
-		r, _, err := s.Insert(ctx, dlq.Record{Broker: broker.RabbitMQ, DLQ: "t.w.dlq", Identity: e.MessageID, Entry: e})
+		r, _, err := s.Insert(ctx, dlq.Record{Broker: "rabbitmq", DLQ: "t.w.dlq", Identity: e.MessageID, Entry: e})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return r
 	}
-	bad := insert(dlq.Entry{MessageID: "deep", Reason: string(broker.ReasonUndecodable), Worker: "w", Source: "t.w", OriginalValue: []byte("x")})
-	plain := insert(dlq.Entry{MessageID: "plain", Reason: string(broker.ReasonPermanent), Worker: "w", Source: "t.w", OriginalValue: []byte("y")})
+	bad := insert(dlq.Entry{MessageID: "deep", Reason: string(driver.ReasonUndecodable), Worker: "w", Source: "t.w", OriginalValue: []byte("x")})
+	plain := insert(dlq.Entry{MessageID: "plain", Reason: string(driver.ReasonPermanent), Worker: "w", Source: "t.w", OriginalValue: []byte("y")})
 	var sent []string
 	pub := republisherFunc(func(_ context.Context, e dlq.Entry, _ dlq.Route, _ string) error {
 		sent = append(sent, e.MessageID)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
 	"github.com/redrive/redrive/internal/tcpproxy"
@@ -116,7 +117,7 @@ func (s *suite) keeper(t *testing.T, b broker.Broker, st dlq.Store, dlqName stri
 	if !ok {
 		t.Fatalf("%s broker does not implement dlq.Source", s.env.Name)
 	}
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: src, Store: st, Broker: broker.Backend(s.env.Name),
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: src, Store: st, Broker: s.env.Name,
 		DLQs: map[string]broker.Severity{dlqName: broker.SeverityCritical}, Hook: hook, Logger: quietLogger()})
 	if err != nil {
 		t.Fatalf("NewKeeper: %v", err)
@@ -201,7 +202,7 @@ func (s *suite) storeReplayDiscard(t *testing.T) {
 	bin := byMsg["bin"]
 	if e := bin.Entry; !bytes.Equal(e.OriginalValue, binary) || string(e.OriginalKey) != "deal-1" ||
 		e.OriginalHeaders["tenant"] != "acme" || e.OriginalHeaders["bytes"] != "\x01\x02" ||
-		e.Reason != string(broker.ReasonPermanent) || e.Worker != "payer" || e.ErrorClass != "e2e.Failing" ||
+		e.Reason != string(driver.ReasonPermanent) || e.Worker != "payer" || e.ErrorClass != "e2e.Failing" ||
 		e.ErrorMessage != "cannot process bin" || e.OriginalTopic != topic || bin.Status != dlq.StatusPending {
 		t.Fatalf("stored entry lacks context: %+v (status %s)", e, bin.Status)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/testenv"
 )
@@ -48,7 +49,7 @@ func (h *ExecutionsHook) DeadLettered(ctx context.Context, r dlq.Record) error {
 }
 
 func (h *ExecutionsHook) markFailed(ctx context.Context, r dlq.Record) error {
-	if r.Entry.Reason != string(broker.ReasonExpired) {
+	if r.Entry.Reason != string(driver.ReasonExpired) {
 		return nil
 	}
 	id := executionID(r.Entry)

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/broker/wire"
@@ -113,7 +114,7 @@ func TestKafkaFidelity(t *testing.T) {
 			t.Fatalf("case %s: envelope: %v", c, err)
 		}
 		checkKafkaEntry(t, "envelope", ref[c], e)
-		if c == "4" && (e.RetryCount != 1 || e.Reason != string(broker.ReasonPermanent)) {
+		if c == "4" && (e.RetryCount != 1 || e.Reason != string(driver.ReasonPermanent)) {
 			t.Errorf("case 4: envelope retry count %d reason %s, want 1 and permanent", e.RetryCount, e.Reason)
 		}
 	}
@@ -148,7 +149,7 @@ func TestKafkaFidelity(t *testing.T) {
 	})
 	for _, r := range replayed {
 		checkKafkaCopy(t, "replayed record", ref[caseOf(r)], r, func(k string) bool {
-			return k == broker.HeaderReplayedFrom || k == broker.HeaderMessageID
+			return k == broker.HeaderReplayedFrom || k == driver.HeaderMessageID
 		})
 	}
 	t.Logf("produced %d, dead-lettered %d, stored %d, replayed %d", len(cases), len(dls), len(page.Records), len(replayed))

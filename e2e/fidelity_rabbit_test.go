@@ -14,6 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
@@ -118,7 +119,7 @@ rabbitmq: {url: %q, prefix: fid-%s, delay: {mode: route, resolution: 100ms, fact
 			Timestamp: time.Unix(1700000456, 0), Type: "t2", AppId: "app2", Body: []byte{0, 0xff, 0xfe, '\n'},
 		}, true},
 		{"transient, no properties, empty body, a key", amqp.Publishing{
-			Headers: amqp.Table{"only": int16(1), broker.HeaderKey: "deal-42"}, DeliveryMode: amqp.Transient, MessageId: "fid-bare", Body: []byte{},
+			Headers: amqp.Table{"only": int16(1), driver.HeaderKey: "deal-42"}, DeliveryMode: amqp.Transient, MessageId: "fid-bare", Body: []byte{},
 		}, false},
 	}
 	byID := map[string]int{}
@@ -177,7 +178,7 @@ rabbitmq: {url: %q, prefix: fid-%s, delay: {mode: route, resolution: 100ms, fact
 		if !bytes.Equal(m.Body, want.Body) {
 			t.Errorf("%s: DLQ copy body %q, want %q", c.name, m.Body, want.Body)
 		}
-		if c.retry && (m.Headers[broker.HeaderAttempt] != "2" || m.Headers[broker.HeaderReason] != string(broker.ReasonPermanent)) {
+		if c.retry && (m.Headers[broker.HeaderAttempt] != "2" || m.Headers[broker.HeaderReason] != string(driver.ReasonPermanent)) {
 			t.Errorf("%s: DLQ copy attempt %v reason %v, want 2 and permanent", c.name, m.Headers[broker.HeaderAttempt], m.Headers[broker.HeaderReason])
 		}
 		if _, ok := m.Headers[broker.HeaderRemainingDelay]; ok {
@@ -189,7 +190,7 @@ rabbitmq: {url: %q, prefix: fid-%s, delay: {mode: route, resolution: 100ms, fact
 	}
 
 	// The keeper stores them: the entry keeps the exact form.
-	s := &suite{env: Env{Name: string(broker.RabbitMQ), Router: rabbit.Router{}}}
+	s := &suite{env: Env{Name: string(rabbit.Name), Router: rabbit.Router{}}}
 	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
 	s.keeper(t, b, st, dlqName, nil)
 	st.waitAll(t, dlqName, int64(len(cases)), 60*time.Second)
@@ -242,7 +243,7 @@ rabbitmq: {url: %q, prefix: fid-%s, delay: {mode: route, resolution: 100ms, fact
 		c := cases[byID[m.MessageId]]
 		want := ref[m.MessageId]
 		allowed := func(k string) bool {
-			return k == broker.HeaderReplayedFrom || k == broker.HeaderTopic || k == broker.HeaderKey
+			return k == broker.HeaderReplayedFrom || k == driver.HeaderTopic || k == driver.HeaderKey
 		}
 		for _, p := range diffHeaders(want.Headers, m.Headers, allowed) {
 			t.Errorf("%s: replayed copy: %s", c.name, p)
@@ -250,7 +251,7 @@ rabbitmq: {url: %q, prefix: fid-%s, delay: {mode: route, resolution: 100ms, fact
 		for _, p := range diffProps(want, m, false) {
 			t.Errorf("%s: replayed copy: %s", c.name, p)
 		}
-		if !bytes.Equal(m.Body, want.Body) || m.Headers[broker.HeaderTopic] != topic ||
+		if !bytes.Equal(m.Body, want.Body) || m.Headers[driver.HeaderTopic] != topic ||
 			!strings.HasPrefix(fmt.Sprint(m.Headers[broker.HeaderReplayedFrom]), dlqName+"/") {
 			t.Errorf("%s: replayed copy body %q, headers %v", c.name, m.Body, m.Headers)
 		}

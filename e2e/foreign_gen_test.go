@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // This file generates messages as other producers send them, for the
@@ -48,9 +49,9 @@ func (f fate) firstLife() bool { return f <= fateDelayed }
 func (f fate) replayable() bool { return f >= fatePermanent && f != fateUndecodable }
 
 // reason is the dead-letter reason of a fate that dead-letters.
-func (f fate) reason() broker.Reason {
-	return map[fate]broker.Reason{fatePermanent: broker.ReasonPermanent, fateExhausted: broker.ReasonMaxRetries,
-		fateExpired: broker.ReasonExpired, fateUndecodable: broker.ReasonUndecodable}[f]
+func (f fate) reason() driver.Reason {
+	return map[fate]driver.Reason{fatePermanent: driver.ReasonPermanent, fateExhausted: driver.ReasonMaxRetries,
+		fateExpired: driver.ReasonExpired, fateUndecodable: driver.ReasonUndecodable}[f]
 }
 
 // foreignDelay is the delay a delayed message asks for.
@@ -284,7 +285,7 @@ func genKafka(seed int64, n int) []kafkaCase {
 		return out
 	}
 	due := func() []kgo.RecordHeader {
-		return []kgo.RecordHeader{{Key: broker.HeaderDueAt, Value: []byte(time.Now().Add(foreignDelay).UTC().Format(time.RFC3339Nano))}}
+		return []kgo.RecordHeader{{Key: driver.HeaderDueAt, Value: []byte(time.Now().Add(foreignDelay).UTC().Format(time.RFC3339Nano))}}
 	}
 	cases := []kafkaCase{
 		{fateRequeued, &kgo.Record{}}, // no headers, null key and value

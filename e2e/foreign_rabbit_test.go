@@ -125,7 +125,7 @@ rabbitmq: {url: %q, prefix: %s, delay: {mode: %s, resolution: 100ms, factor: 4, 
 	// them instead of delivering them. Nothing announces that moment.
 	time.Sleep(20 * time.Millisecond)
 
-	s := &suite{env: Env{Name: string(broker.RabbitMQ), Router: rabbit.Router{}}}
+	s := &suite{env: Env{Name: string(rabbit.Name), Router: rabbit.Router{}}}
 	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
 	stored, refused := fr.drive(t, s, b, st, sub, dlqName,
 		func(e dlq.Entry) (int, bool) { return which(e.MessageID, e.OriginalHeaders["fid"], e.OriginalValue) },

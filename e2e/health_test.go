@@ -21,8 +21,8 @@ import (
 	"github.com/redrive/redrive/worker"
 )
 
-// These tests live here rather than in package worker because they link
-// both backends, which worker's own tests must not (TestParseRejectsUnlinkedBackend).
+// These tests live here rather than in package worker because they run
+// on both backends, as the end-to-end suite does.
 
 // probe GETs path of the health server and returns the status code and
 // body ("" and 0 when it does not answer).

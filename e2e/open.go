@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 )
 
@@ -18,7 +18,7 @@ func Open(t testing.TB, yaml string) broker.Broker {
 	if err != nil {
 		t.Fatalf("e2e configuration: %v", err)
 	}
-	b, err := backend.Open(context.Background(), cfg, quietLogger())
+	b, err := assembly.Open(context.Background(), cfg, quietLogger())
 	if err != nil {
 		t.Fatalf("open %s: %v", cfg.Broker, err)
 	}

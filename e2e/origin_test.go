@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/broker/rabbit"
@@ -149,20 +150,20 @@ func TestRabbitMQOriginMismatch(t *testing.T) {
 	}
 	msgs := []amqp.Publishing{
 		{MessageId: "forged-other-worker", Body: []byte("inject"), Headers: amqp.Table{
-			broker.HeaderSource: q2, broker.HeaderWorker: w2.Group, broker.HeaderTopic: w2.Topic, broker.HeaderReason: "permanent"}},
+			broker.HeaderSource: q2, broker.HeaderWorker: w2.Group, driver.HeaderTopic: w2.Topic, broker.HeaderReason: "permanent"}},
 		{MessageId: "forged-other-source", Body: []byte("inject"), Headers: amqp.Table{
 			broker.HeaderSource: q2, broker.HeaderWorker: w1.Group, broker.HeaderReason: "permanent"}},
 		{MessageId: "forged-other-topic", Body: []byte("inject"), Headers: amqp.Table{
-			broker.HeaderTopic: w2.Topic, broker.HeaderReason: "permanent"}},
+			driver.HeaderTopic: w2.Topic, broker.HeaderReason: "permanent"}},
 		{MessageId: "honest", Body: []byte("ok"), Headers: amqp.Table{
-			broker.HeaderSource: q1, broker.HeaderWorker: w1.Group, broker.HeaderTopic: w1.Topic, broker.HeaderReason: "permanent"}},
+			broker.HeaderSource: q1, broker.HeaderWorker: w1.Group, driver.HeaderTopic: w1.Topic, broker.HeaderReason: "permanent"}},
 	}
 	for _, m := range msgs {
 		if err := ch.PublishWithContext(ctx, "", dlq1, true, false, m); err != nil { // straight into the DLQ
 			t.Fatal(err)
 		}
 	}
-	s := &suite{env: Env{Name: string(broker.RabbitMQ), Router: rabbit.Router{}}}
+	s := &suite{env: Env{Name: string(rabbit.Name), Router: rabbit.Router{}}}
 	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
 	s.keeper(t, b, st, dlq1, nil)
 	st.waitAll(t, dlq1, int64(len(msgs)), 60*time.Second)
@@ -203,7 +204,7 @@ func TestKafkaOriginMismatch(t *testing.T) {
 	dlq1 := kafka.DLQTopic(w1.Topic)
 
 	envelope := func(e dlq.Entry) []byte {
-		e.OriginalPartition, e.OriginalOffset, e.Reason, e.OriginalValue = 0, 0, string(broker.ReasonPermanent), []byte("inject")
+		e.OriginalPartition, e.OriginalOffset, e.Reason, e.OriginalValue = 0, 0, string(driver.ReasonPermanent), []byte("inject")
 		v, err := kafka.EncodeEnvelope(e)
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/testenv"
@@ -96,7 +97,7 @@ rabbitmq: {url: %q, prefix: %s, delay: {mode: %s, resolution: 100ms, factor: 4, 
 				table[k] = v
 			}
 			if key != nil {
-				table[broker.HeaderKey] = string(key) // AMQP has no key: redrive's header carries it
+				table[driver.HeaderKey] = string(key) // AMQP has no key: redrive's header carries it
 			}
 			dc, err := ch.PublishWithDeferredConfirmWithContext(t.Context(), rabbit.Names{Prefix: cfg.Prefix}.Topics(), topic, true, false,
 				amqp.Publishing{Headers: table, Body: value, DeliveryMode: amqp.Persistent})

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/relay"
@@ -31,7 +32,7 @@ func RunRelay(t *testing.T, env Env) {
 		t.Run(k.name, func(t *testing.T) {
 			t.Run("Answers", func(t *testing.T) { s.relayAnswers(t, k) })
 			t.Run("EndpointDown", func(t *testing.T) { s.relayOutage(t, k, broker.NonBlocking) })
-			if env.Name == string(broker.Kafka) { // RabbitMQ never blocks
+			if env.Name == "kafka" { // RabbitMQ never blocks
 				t.Run("EndpointDownBlocking", func(t *testing.T) { s.relayOutage(t, k, broker.Blocking) })
 			}
 			t.Run("Replay", func(t *testing.T) { s.relayReplay(t, k) })
@@ -74,7 +75,7 @@ type relayCase struct {
 	headers       map[string]string
 	raw           bool          // published with the backend's own client
 	calls         int           // POSTs the endpoint gets
-	dead          broker.Reason // "" when it is handled
+	dead          driver.Reason // "" when it is handled
 }
 
 // relayAnswers: each answer of the relay's table, on messages published
@@ -95,9 +96,9 @@ func (s *suite) relayAnswers(t *testing.T, k endpointKind) {
 		{id: "ok-empty", behaviour: "ok", value: nil, calls: 1},
 		{id: "fail-twice-1", behaviour: "fail:2", value: []byte("f1"), calls: 3},
 		{id: "fail-twice-2", behaviour: "fail:2", value: []byte("f2"), calls: 3},
-		{id: "always", behaviour: "always", value: []byte("a"), calls: 4, dead: broker.ReasonMaxRetries},
-		{id: "permanent", behaviour: "permanent", value: []byte("p"), calls: 1, dead: broker.ReasonPermanent},
-		{id: "drop", behaviour: "drop", value: []byte("d"), calls: 1, dead: broker.ReasonPermanent},
+		{id: "always", behaviour: "always", value: []byte("a"), calls: 4, dead: driver.ReasonMaxRetries},
+		{id: "permanent", behaviour: "permanent", value: []byte("p"), calls: 1, dead: driver.ReasonPermanent},
+		{id: "drop", behaviour: "drop", value: []byte("d"), calls: 1, dead: driver.ReasonPermanent},
 		{id: "retry-after", behaviour: "retry-after:1", value: []byte("r"), calls: 2},
 		{id: "hang-once", behaviour: "hang-once", value: []byte("h"), calls: 2},
 		{id: "raw-ok", behaviour: "ok", raw: true, key: []byte("raw-key"), value: []byte{0xca, 0xfe, 0, 1}, calls: 1,

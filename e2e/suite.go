@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
@@ -315,7 +316,7 @@ func (s *suite) alwaysFails(t *testing.T) {
 		field     string
 		got, want any
 	}{
-		{"reason", e.Reason, string(broker.ReasonMaxRetries)},
+		{"reason", e.Reason, string(driver.ReasonMaxRetries)},
 		{"retry count", e.RetryCount, maxRetries},
 		{"error class", e.ErrorClass, "e2e.Failing"},
 		{"error message", e.ErrorMessage, fmt.Sprintf("boom on attempt %d", maxRetries+1)},
@@ -362,7 +363,7 @@ func (s *suite) permanentAndRetryAfter(t *testing.T) {
 		t.Errorf("RetryAfter(2×resolution) retried after %s; want ≥ %s and well below the schedule's %s", gap, 2*s.r, 50*s.r)
 	}
 	dls := s.env.DeadLetters(t.Context(), t, topic, "worker", 1, 3*s.r)
-	if len(dls) != 1 || dls[0].Reason != string(broker.ReasonPermanent) || dls[0].MessageID != "perm" {
+	if len(dls) != 1 || dls[0].Reason != string(driver.ReasonPermanent) || dls[0].MessageID != "perm" {
 		t.Fatalf("dead letters = %+v, want one permanent entry for message perm", dls)
 	}
 	if n := len(callsOf(rec.Snapshot(), "worker", "perm")); n != 1 {
@@ -456,7 +457,7 @@ func (s *suite) queueTTL(t *testing.T) {
 	rec := newRecorder()
 	testenv.Consume(t, b, sub, rec.handler("dead-worker", 1, nil))
 	dls := s.env.DeadLetters(t.Context(), t, topic, "dead-worker", 1, 3*s.r)
-	if len(dls) != 1 || dls[0].Reason != string(broker.ReasonExpired) || dls[0].MessageID != "stale" {
+	if len(dls) != 1 || dls[0].Reason != string(driver.ReasonExpired) || dls[0].MessageID != "stale" {
 		t.Fatalf("dead letters = %+v, want one entry for stale with reason expired", dls)
 	}
 	if !bytes.Equal(dls[0].OriginalValue, []byte("deadline passed")) {

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
@@ -79,7 +79,7 @@ func (s *suite) traces(t *testing.T) {
 	var ok []tracetest.SpanStub
 	var dead *tracetest.SpanStub
 	for _, sp := range exp.GetSpans() {
-		if sp.Name != pipeline.SpanPrefix+"traced" || sp.SpanContext.TraceID().String() != traceID ||
+		if sp.Name != driver.SpanPrefix+"traced" || sp.SpanContext.TraceID().String() != traceID ||
 			sp.Parent.SpanID().String() != traceParent || sp.SpanContext.TraceState().String() != traceState {
 			t.Errorf("span %q: trace %s parent %s state %q, want the message's", sp.Name, sp.SpanContext.TraceID(), sp.Parent.SpanID(), sp.SpanContext.TraceState())
 		}
@@ -95,12 +95,12 @@ func (s *suite) traces(t *testing.T) {
 		t.Fatalf("%d spans of the retried message and dead letter %v, want 3 and one", len(ok), dead != nil)
 	}
 	for i, sp := range ok {
-		if a, o := attrOf(sp, pipeline.AttrAttempt), attrOf(sp, pipeline.AttrOutcome); a.AsInt64() != int64(i+1) || o.AsString() != want[i] {
+		if a, o := attrOf(sp, driver.AttrAttempt), attrOf(sp, driver.AttrOutcome); a.AsInt64() != int64(i+1) || o.AsString() != want[i] {
 			t.Errorf("span %d: attempt %d outcome %q, want %d %q", i, a.AsInt64(), o.AsString(), i+1, want[i])
 		}
 	}
-	if o, r := attrOf(*dead, pipeline.AttrOutcome), attrOf(*dead, pipeline.AttrReason); o.AsString() != "dead_letter" || r.AsString() != string(broker.ReasonPermanent) {
-		t.Errorf("dead letter's span: outcome %q reason %q, want dead_letter %q", o.AsString(), r.AsString(), broker.ReasonPermanent)
+	if o, r := attrOf(*dead, driver.AttrOutcome), attrOf(*dead, driver.AttrReason); o.AsString() != "dead_letter" || r.AsString() != string(driver.ReasonPermanent) {
+		t.Errorf("dead letter's span: outcome %q reason %q, want dead_letter %q", o.AsString(), r.AsString(), driver.ReasonPermanent)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/broker/rabbit"
@@ -223,7 +224,7 @@ func rawPublish(t *testing.T, be backend, topic, id string, key, value []byte) {
 		cl := rawKafka(t, brokers.([]string))
 		r := &kgo.Record{Topic: topic, Key: key, Value: value}
 		if id != "" {
-			r.Headers = []kgo.RecordHeader{{Key: broker.HeaderMessageID, Value: []byte(id)}}
+			r.Headers = []kgo.RecordHeader{{Key: driver.HeaderMessageID, Value: []byte(id)}}
 		}
 		if err := cl.ProduceSync(t.Context(), r).FirstErr(); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
@@ -45,7 +46,7 @@ func TestHookOncePerDeadLetter(t *testing.T) {
 		}
 		return nil
 	})
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: noSource{}, Store: memstore.New(memstore.Config{}), Broker: broker.Kafka,
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: noSource{}, Store: memstore.New(memstore.Config{}), Broker: kafka.Name,
 		DLQs: map[string]broker.Severity{"orders.dlq": broker.SeverityCritical}, Hook: hook, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +54,7 @@ func TestHookOncePerDeadLetter(t *testing.T) {
 	dl := func(id, key string) dlq.DeadLetter {
 		return dlq.DeadLetter{DLQ: "orders.dlq", ID: id, Identity: id + "@1",
 			Entry: dlq.Entry{MessageID: "m-" + id, OriginalTopic: "orders", OriginalKey: []byte(key), OriginalValue: []byte("{}"),
-				Reason: string(broker.ReasonMaxRetries), Worker: "payer", OriginalPartition: 0, OriginalOffset: 1}}
+				Reason: string(driver.ReasonMaxRetries), Worker: "payer", OriginalPartition: 0, OriginalOffset: 1}}
 	}
 	ctx := t.Context()
 	if err := k.Handle(ctx, dl("0-1", "42")); err != nil {
@@ -137,7 +138,7 @@ func TestReplayOfAHandledMessage(t *testing.T) {
 			rp := b.(dlq.Republisher)
 			for i, m := range msgs {
 				entry := dlq.Entry{MessageID: m.ID, OriginalTopic: tp, OriginalValue: m.Value, Worker: "payer",
-					OriginalPartition: -1, OriginalOffset: -1, Reason: string(broker.ReasonPermanent)}
+					OriginalPartition: -1, OriginalOffset: -1, Reason: string(driver.ReasonPermanent)}
 				if err := rp.Republish(t.Context(), entry, routes[be.name](tp, "payer"), "dlq/"+string(rune('a'+i))); err != nil {
 					t.Fatal(err)
 				}

@@ -29,7 +29,7 @@ type InboxConfig struct {
 	// records.
 	Name string
 	// Key returns the key of a delivery, what makes two deliveries the
-	// same message. Default broker.DeliveryID: the message id redrive
+	// same message. Default Delivery.StableID: the message id redrive
 	// keeps across redeliveries, retries and replays; for messages of
 	// producers that are not redrive, the AMQP message-id property, else
 	// a digest of the message's content (RabbitMQ), or the Kafka record's
@@ -74,7 +74,7 @@ func (s *Store) Inbox(cfg InboxConfig) (*Inbox, error) {
 		return nil, err
 	}
 	if cfg.Key == nil {
-		cfg.Key = broker.DeliveryID
+		cfg.Key = (*broker.Delivery).StableID
 	}
 	if cfg.IsoLevel == "" {
 		cfg.IsoLevel = pgx.ReadCommitted

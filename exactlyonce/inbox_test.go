@@ -107,7 +107,7 @@ func TestInboxOnce(t *testing.T) {
 
 // TestInboxForeignIDs publishes with the raw clients: two messages that
 // reuse one id, and (RabbitMQ) two identical messages without an id. The
-// default key (broker.DeliveryID) treats each pair as one message, which
+// default key (Delivery.StableID) treats each pair as one message, which
 // docs/exactly-once.md says; a worker whose producer reuses ids keys on
 // something else (here the payload) and handles both.
 func TestInboxForeignIDs(t *testing.T) {

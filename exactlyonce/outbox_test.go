@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/exactlyonce"
 	"github.com/redrive/redrive/internal/testenv"
@@ -41,7 +42,7 @@ func rawConsume(t *testing.T, be backend, topic, group string) *testenv.Recorder
 		}
 		go func() {
 			for m := range msgs {
-				k, _ := m.Headers[broker.HeaderKey].(string)
+				k, _ := m.Headers[driver.HeaderKey].(string)
 				rec.Add(received{id: m.MessageId, key: k, value: string(m.Body)})
 			}
 		}()
@@ -58,7 +59,7 @@ func rawConsume(t *testing.T, be backend, topic, group string) *testenv.Recorder
 				cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
 					var id string
 					for _, h := range r.Headers {
-						if h.Key == broker.HeaderMessageID {
+						if h.Key == driver.HeaderMessageID {
 							id = string(h.Value)
 						}
 					}

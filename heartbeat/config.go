@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // ErrInvalidConfig is wrapped by the Validate errors of this package.
@@ -118,8 +118,8 @@ func (c PublisherConfig) Validate() error {
 }
 
 // DefaultInstance returns "hostname-pid" ("unknown-pid" without a host
-// name), as broker.DefaultInstance.
-func DefaultInstance() string { return broker.DefaultInstance() }
+// name), as driver.DefaultInstance.
+func DefaultInstance() string { return driver.DefaultInstance() }
 
 // LagThreshold is the lag, in records, above which a worker reads WARNING
 // or CRITICAL. A zero level is off.

@@ -1,24 +1,21 @@
-// Package lag measures how far consumers are behind: Kafka consumer-group
-// lag (records and seconds) with a status over a window of samples, and
-// RabbitMQ queue depth; with per-topic thresholds, tables for `redrive lag`
-// and Prometheus collectors.
+// Package lag grades and exports how far consumers are behind, as a
+// backend measures it (its driver.Monitor): consumer-group lag (records
+// and seconds) with a status over a window of samples, or queue depth;
+// with per-topic thresholds, tables for `redrive lag` and Prometheus
+// collectors. It measures nothing itself: each backend measures its own
+// broker (Kafka: kafka.LagMonitor with kadm; RabbitMQ: rabbit.DepthMonitor
+// over AMQP), and its descriptor opens the monitor for the configured
+// workers.
 //
-// # Kafka
+// # Consumer-group lag
 //
-// [Kafka.Measure] takes one sample with kadm: the groups' committed
-// offsets, the partitions' end offsets and the group members
-// (kadm.Client.Lag, a handful of requests whatever the partition count).
-// Lag in records is end − committed (end − log start when the group never
-// committed). Lag in seconds is the age of the oldest unconsumed record:
-// for each lagging partition (at most TimeLagPartitions per sample, the
-// worst first) one Fetch request of at most FetchMaxBytes reads the record
-// at the committed offset and its timestamp is subtracted from the sample
-// time. A topic's lag is the sum over its partitions; its lag in seconds is
-// the maximum. Share groups (KafkaConfig.ShareGroups, KIP-932) have no
-// committed offsets: their partitions are measured with kadm's
-// DescribeShareGroupOffsets (the share-partition start offset stands for
-// the committed one, the broker's share lag for the lag, the record at the
-// start offset for the lag in seconds).
+// A [GroupSample] holds, per group, topic and partition, the committed
+// offset, the end offset, the lag in records (end − committed) and, where
+// measured, the age of the oldest unconsumed record. A topic's lag is the
+// sum over its partitions; its lag in seconds is the maximum. A share
+// group's partition (Kafka, KIP-932: PartitionLag.Share) has no committed
+// offset: its backend reports the share-partition start offset, the
+// first record not yet finished, in its place.
 //
 // # Status over a window (in the spirit of Burrow)
 //
@@ -45,18 +42,15 @@
 // can be told. A topic's level (OK, WARNING, CRITICAL) comes from its lag in
 // records against the topic's [Threshold].
 //
-// # RabbitMQ
+// # Queue depth
 //
-// [Rabbit.Measure] declares each queue passively over AMQP, which returns
-// the number of messages ready for delivery and the number of consumers.
-// Messages delivered but not yet acknowledged are not counted: AMQP does
-// not report them and the management API, which does, may not be enabled.
-// rabbitmq_queue_depth is therefore the ready count; a queue whose
-// consumers hold many unacknowledged messages (up to their prefetch) reads
-// lower than its true backlog. A queue that does not exist is reported as
-// missing, not as an error. [RabbitQueues] lists the queues of a
-// deployment: every group queue and its DLQ, every delay tier and the
-// unroutable parking queue.
+// A [QueueDepth] is one queue's messages ready for delivery and its
+// consumers, with its role (group queue, DLQ, delay, parking) and the
+// worker it belongs to. On RabbitMQ, messages delivered but not yet
+// acknowledged are not counted (AMQP does not report them):
+// rabbitmq_queue_depth is the ready count, and a queue whose consumers
+// hold many unacknowledged messages reads lower than its true backlog. A
+// queue that does not exist is reported as missing, not as an error.
 //
 // # Metrics
 //
@@ -76,5 +70,5 @@
 //	redrive_consumer_status{group,topic,status,level}     1; status ok|warn|stall|stop|rewind, level ok|warning|critical
 //	rabbitmq_queue_depth{queue}                           messages ready
 //	rabbitmq_queue_consumers{queue}                       consumers
-//	redrive_lag_up{source}                                1 when the last sample of kafka / rabbitmq succeeded
+//	redrive_lag_up{source}                                1 when the last sample of the backend (its name) succeeded
 package lag

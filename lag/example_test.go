@@ -47,14 +47,19 @@ func ExampleSampler() {
 		}
 	}
 
-	depth, err := lag.NewRabbit(lag.RabbitConfig{URL: url, Logger: quiet})
+	// The backend measures itself: RabbitMQ's monitor reads the depth of
+	// the worker's group queue and DLQ.
+	q := rabbit.Queue(sub.Topic, sub.Group)
+	depth, err := rabbit.NewDepthMonitor(rabbit.DepthConfig{URL: url, Logger: quiet, Queues: []rabbit.MeasuredQueue{
+		{Name: q, Role: lag.RoleGroup, Topic: sub.Topic, Group: sub.Group},
+		{Name: rabbit.DLQ(q), Role: lag.RoleDLQ, Topic: sub.Topic, Group: sub.Group},
+	}})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	defer depth.Close()
-	q := rabbit.Queue(sub.Topic, sub.Group)
-	s, err := lag.NewSampler(lag.SamplerConfig{Rabbit: depth, RabbitQueues: []string{q, rabbit.DLQ(q)}, Logger: quiet})
+	s, err := lag.NewSampler(lag.SamplerConfig{Monitor: depth, Source: rabbit.Name, Logger: quiet})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -63,7 +68,7 @@ func ExampleSampler() {
 		fmt.Println(err)
 		return
 	}
-	depths, _, err := s.LastRabbit()
+	depths, _, err := s.LastDepths()
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -29,24 +29,24 @@ const (
 type History struct {
 	// Interval is the sampler's interval.
 	Interval time.Duration
-	// KafkaRecords is each consumer group's lag in records (the sum over
-	// its topics); KafkaSeconds its lag in seconds (the largest over its
+	// GroupRecords is each consumer group's lag in records (the sum over
+	// its topics); GroupSeconds its lag in seconds (the largest over its
 	// topics, where known).
-	KafkaRecords, KafkaSeconds []Series
-	// RabbitMessages is each measured queue's messages ready.
-	RabbitMessages []Series
+	GroupRecords, GroupSeconds []Series
+	// QueueMessages is each measured queue's messages ready.
+	QueueMessages []Series
 }
 
 // histories are the rings a Sampler records into.
 type histories struct {
-	records, seconds, rabbit *timeseries.History
+	records, seconds, depths *timeseries.History
 }
 
 func newHistories(cfg SamplerConfig) (histories, error) {
 	tc := timeseries.Config{Points: cfg.HistoryPoints, MaxSeries: cfg.HistorySeries}
 	var h histories
 	var err error
-	for _, p := range []**timeseries.History{&h.records, &h.seconds, &h.rabbit} {
+	for _, p := range []**timeseries.History{&h.records, &h.seconds, &h.depths} {
 		if *p, err = timeseries.New(tc); err != nil {
 			return histories{}, err
 		}
@@ -54,8 +54,8 @@ func newHistories(cfg SamplerConfig) (histories, error) {
 	return h, nil
 }
 
-// recordKafka adds a Kafka report to the history.
-func (h histories) recordKafka(rep KafkaReport) {
+// recordGroups adds a Kafka report to the history.
+func (h histories) recordGroups(rep GroupReport) {
 	records, seconds := map[string]float64{}, map[string]float64{}
 	for _, tl := range rep.Topics {
 		records[tl.Group] += float64(tl.Lag)
@@ -67,19 +67,19 @@ func (h histories) recordKafka(rep KafkaReport) {
 	h.seconds.Record(rep.At, seconds)
 }
 
-// recordRabbit adds RabbitMQ depths taken at at to the history.
-func (h histories) recordRabbit(at time.Time, depths []QueueDepth) {
+// recordDepths adds RabbitMQ depths taken at at to the history.
+func (h histories) recordDepths(at time.Time, depths []QueueDepth) {
 	v := make(map[string]float64, len(depths))
 	for _, d := range depths {
 		if d.Exists {
 			v[d.Queue] = float64(d.Messages)
 		}
 	}
-	h.rabbit.Record(at, v)
+	h.depths.Record(at, v)
 }
 
 // History returns the lag measured by the last samples (see History).
 func (s *Sampler) History() History {
-	return History{Interval: s.cfg.Interval, KafkaRecords: s.hist.records.Series(),
-		KafkaSeconds: s.hist.seconds.Series(), RabbitMessages: s.hist.rabbit.Series()}
+	return History{Interval: s.cfg.Interval, GroupRecords: s.hist.records.Series(),
+		GroupSeconds: s.hist.seconds.Series(), QueueMessages: s.hist.depths.Series()}
 }

@@ -17,12 +17,12 @@ func TestSamplerHistory(t *testing.T) {
 	e.commit(t, "payout-executor", map[int32]int64{0: 3})
 	ch := rabbitChannel(t)
 	q := declareQueue(t, ch, 5)
-	s, err := NewSampler(SamplerConfig{Kafka: e.measurer(t, KafkaConfig{Groups: []string{"payout-executor"}}),
-		Rabbit: newRabbit(t, testenv.RabbitMQ.URL()), RabbitQueues: []string{q, q + ".absent"}, HistoryPoints: 2})
+	s, err := NewSampler(SamplerConfig{Monitor: both{e.measurer(t, "payout-executor"), newDepth(t, testenv.RabbitMQ.URL(), q, q+".absent")},
+		Source: "both", HistoryPoints: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h := s.History(); len(h.KafkaRecords)+len(h.KafkaSeconds)+len(h.RabbitMessages) != 0 {
+	if h := s.History(); len(h.GroupRecords)+len(h.GroupSeconds)+len(h.QueueMessages) != 0 {
 		t.Fatalf("history before the first sample: %+v", h)
 	}
 	for range 3 {
@@ -37,9 +37,9 @@ func TestSamplerHistory(t *testing.T) {
 		name   string
 		want   float64 // the newest value; <0: any
 	}{
-		{"records", h.KafkaRecords, "payout-executor", 7},
-		{"seconds", h.KafkaSeconds, "payout-executor", -1},
-		{"rabbit", h.RabbitMessages, q, 5},
+		{"records", h.GroupRecords, "payout-executor", 7},
+		{"seconds", h.GroupSeconds, "payout-executor", -1},
+		{"rabbit", h.QueueMessages, q, 5},
 	} {
 		if len(c.series) != 1 || c.series[0].Name != c.name || len(c.series[0].Points) != 2 {
 			t.Errorf("%s history = %+v, want 2 points of %s", c.kind, c.series, c.name)
@@ -56,7 +56,7 @@ func TestSamplerHistory(t *testing.T) {
 	if h.Interval != DefaultSampleInterval {
 		t.Errorf("Interval = %s", h.Interval)
 	}
-	if _, err := NewSampler(SamplerConfig{Rabbit: newRabbit(t, testenv.RabbitMQ.URL()), HistoryPoints: -1}); err == nil {
+	if _, err := NewSampler(SamplerConfig{Monitor: newDepth(t, testenv.RabbitMQ.URL()), Source: "rabbitmq", HistoryPoints: -1}); err == nil {
 		t.Error("NewSampler with HistoryPoints -1 succeeded")
 	}
 }

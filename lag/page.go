@@ -182,9 +182,11 @@ func (s *Sampler) families() []*dto.MetricFamily {
 	depthF := b.family(MetricQueueDepth)
 	consF := b.family(MetricQueueConsumers)
 	upF := b.family(MetricUp)
-	if s.cfg.Kafka != nil && s.kafkaOnce {
-		b.add(upF, boolFloat(s.kafkaErr == nil), "source", SourceKafka)
-		for _, t := range s.kafka.Topics {
+	if s.groupsOnce || s.depthsOnce {
+		b.add(upF, boolFloat(s.lastErr() == nil), "source", s.cfg.Source)
+	}
+	if s.groupMon != nil && s.groupsOnce {
+		for _, t := range s.groups.Topics {
 			if t.Errors == t.Partitions {
 				continue
 			}
@@ -194,16 +196,15 @@ func (s *Sampler) families() []*dto.MetricFamily {
 			}
 			b.add(statusF, 1, "group", t.Group, "level", t.Level.Label(), "status", t.Status.Label(), "topic", t.Topic)
 		}
-		partF.Metric = make([]*dto.Metric, 0, len(s.kafka.Partitions))
-		for _, p := range s.kafka.Partitions {
+		partF.Metric = make([]*dto.Metric, 0, len(s.groups.Partitions))
+		for _, p := range s.groups.Partitions {
 			if p.Err == nil {
 				b.add(partF, float64(p.Lag), "group", p.Group, "partition", b.partition(p.Partition), "topic", p.Topic)
 			}
 		}
 	}
-	if s.cfg.Rabbit != nil && s.rabbitOnce {
-		b.add(upF, boolFloat(s.rabbitErr == nil), "source", SourceRabbitMQ)
-		for _, d := range s.rabbit {
+	if s.depthMon != nil && s.depthsOnce {
+		for _, d := range s.depths {
 			if d.Exists {
 				b.add(depthF, float64(d.Messages), "queue", d.Queue)
 				b.add(consF, float64(d.Consumers), "queue", d.Queue)

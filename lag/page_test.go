@@ -23,7 +23,7 @@ import (
 
 // constCollector is how a Sampler was collected before its families were
 // built once per sample: a const metric per series, per scrape, from
-// LastKafka and LastRabbit. The reference of TestSamplerPage.
+// LastGroups and LastDepths. The reference of TestSamplerPage.
 type constCollector struct{ s *Sampler }
 
 func (c constCollector) Describe(ch chan<- *prometheus.Desc) { c.s.Describe(ch) }
@@ -32,9 +32,11 @@ func (c constCollector) Collect(ch chan<- prometheus.Metric) {
 	s := c.s
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	if s.cfg.Kafka != nil && s.kafkaOnce {
-		ch <- constGauge(s.upDesc, boolFloat(s.kafkaErr == nil), SourceKafka)
-		for _, t := range s.kafka.Topics {
+	if s.groupsOnce || s.depthsOnce {
+		ch <- constGauge(s.upDesc, boolFloat(s.lastErr() == nil), s.cfg.Source)
+	}
+	if s.groupMon != nil && s.groupsOnce {
+		for _, t := range s.groups.Topics {
 			if t.Errors == t.Partitions {
 				continue
 			}
@@ -44,15 +46,14 @@ func (c constCollector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- constGauge(s.statusDesc, 1, t.Group, t.Topic, t.Status.Label(), t.Level.Label())
 		}
-		for _, p := range s.kafka.Partitions {
+		for _, p := range s.groups.Partitions {
 			if p.Err == nil {
 				ch <- constGauge(s.partDesc, float64(p.Lag), p.Group, p.Topic, strconv.Itoa(int(p.Partition)))
 			}
 		}
 	}
-	if s.cfg.Rabbit != nil && s.rabbitOnce {
-		ch <- constGauge(s.upDesc, boolFloat(s.rabbitErr == nil), SourceRabbitMQ)
-		for _, d := range s.rabbit {
+	if s.depthMon != nil && s.depthsOnce {
+		for _, d := range s.depths {
 			if d.Exists {
 				ch <- constGauge(s.depthDesc, float64(d.Messages), d.Queue)
 				ch <- constGauge(s.consDesc, float64(d.Consumers), d.Queue)
@@ -140,7 +141,7 @@ func TestSamplerPage(t *testing.T) {
 	e := newKafka(t)
 	const wide = "wide" // 12 partitions: "10" sorts before "2"
 	ctx := t.Context()
-	resp, err := e.adm.CreateTopics(ctx, 12, 1, nil, wide)
+	resp, err := e.Admin.CreateTopics(ctx, 12, 1, nil, wide)
 	if err == nil {
 		err = resp.Error()
 	}
@@ -153,7 +154,7 @@ func TestSamplerPage(t *testing.T) {
 			recs = append(recs, &kgo.Record{Topic: wide, Partition: p, Value: []byte("x")})
 		}
 	}
-	if err := e.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+	if err := e.Client.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
 	}
 	e.produce(t, 0, 6, time.Now())
@@ -167,7 +168,7 @@ func TestSamplerPage(t *testing.T) {
 		for p := range int32(3) {
 			offs.AddOffset(topic, p, 0, -1)
 		}
-		if err := e.adm.CommitAllOffsets(ctx, group, offs); err != nil {
+		if err := e.Admin.CommitAllOffsets(ctx, group, offs); err != nil {
 			t.Fatalf("commit: %v", err)
 		}
 	}
@@ -176,9 +177,9 @@ func TestSamplerPage(t *testing.T) {
 	ch := rabbitChannel(t)
 	q := declareQueue(t, ch, 2)
 
-	k := e.measurer(t, KafkaConfig{Groups: []string{"b-group", "a-group"}})
+	k := e.measurer(t, "b-group", "a-group")
 	tr, _ := NewTracker(TrackerConfig{Thresholds: Thresholds{wide: {Warning: 5, Critical: 10}}})
-	s, err := NewSampler(SamplerConfig{Kafka: k, Tracker: tr, Rabbit: newRabbit(t, testenv.RabbitMQ.URL()), RabbitQueues: []string{q, q + ".absent"}, Logger: slog.New(slog.DiscardHandler)})
+	s, err := NewSampler(SamplerConfig{Monitor: both{k, newDepth(t, testenv.RabbitMQ.URL(), q, q+".absent")}, Source: "both", Tracker: tr, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +285,7 @@ func encodedAhead(s *Sampler) []expfmt.Format {
 // warmSamples samples, and in no other.
 func TestSamplerWarmFormats(t *testing.T) {
 	q := declareQueue(t, rabbitChannel(t), 1)
-	s, err := NewSampler(SamplerConfig{Rabbit: newRabbit(t, testenv.RabbitMQ.URL()), RabbitQueues: []string{q}, Logger: slog.New(slog.DiscardHandler)})
+	s, err := NewSampler(SamplerConfig{Monitor: newDepth(t, testenv.RabbitMQ.URL(), q), Source: "rabbitmq", Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}

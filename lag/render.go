@@ -9,12 +9,12 @@ import (
 	"time"
 )
 
-// RenderKafka writes the topic table of `redrive lag` for a Kafka report,
+// RenderGroups writes the topic table of `redrive lag` for a Kafka report,
 // then one line per group that could not be measured.
 //
 //	GROUP            TOPIC            PARTITIONS  MEMBERS  LAG  LAG AGE  LEVEL  STATUS  REASON
 //	payout-executor  escrow.commands  3           1        12   4s       OK     OK      -
-func RenderKafka(w io.Writer, r KafkaReport) error {
+func RenderGroups(w io.Writer, r GroupReport) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITIONS\tMEMBERS\tLAG\tLAG AGE\tLEVEL\tSTATUS\tREASON")
 	for _, t := range r.Topics {
@@ -31,11 +31,11 @@ func RenderKafka(w io.Writer, r KafkaReport) error {
 	return renderGroupErrors(w, r.GroupErrors)
 }
 
-// RenderKafkaPartitions writes one line per partition of a Kafka report.
+// RenderPartitions writes one line per partition of a Kafka report.
 //
 //	GROUP            TOPIC            PARTITION  COMMITTED  END  LAG  LAG AGE  MEMBER    STATUS  REASON
 //	payout-executor  escrow.commands  0          40         52   12   4s       worker-1  OK      -
-func RenderKafkaPartitions(w io.Writer, r KafkaReport) error {
+func RenderPartitions(w io.Writer, r GroupReport) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "GROUP\tTOPIC\tPARTITION\tCOMMITTED\tEND\tLAG\tLAG AGE\tMEMBER\tSTATUS\tREASON")
 	for _, p := range r.Partitions {
@@ -67,12 +67,12 @@ func renderGroupErrors(w io.Writer, errs map[string]error) error {
 	return nil
 }
 
-// RenderRabbit writes the queue table of `redrive lag` for RabbitMQ.
+// RenderDepths writes the queue table of `redrive lag` for RabbitMQ.
 //
 //	QUEUE                            STATE    READY  CONSUMERS
 //	escrow.commands.payout-executor  ok       12     2
 //	redrive.delay.4000               missing  -      -
-func RenderRabbit(w io.Writer, depths []QueueDepth) error {
+func RenderDepths(w io.Writer, depths []QueueDepth) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tSTATE\tREADY\tCONSUMERS")
 	for _, d := range depths {

@@ -7,16 +7,16 @@ import (
 	"time"
 )
 
-func TestRenderKafka(t *testing.T) {
+func TestRenderGroups(t *testing.T) {
 	tr, _ := NewTracker(TrackerConfig{Thresholds: Thresholds{"escrow.commands": {Warning: 10, Critical: 50}}})
 	a := part("payout-executor", "escrow.commands", 0, 40, 52, "worker-1")
 	a.TimeLag, a.TimeLagKnown = 4200*time.Millisecond, true
 	b := part("payout-executor", "escrow.commands", 1, -1, 3, "")
 	bad := PartitionLag{Group: "payout-executor", Topic: "escrow.commands", Partition: 2, Lag: -1, Err: errors.New("NOT_LEADER")}
-	rep := tr.Observe(KafkaSample{At: time.Now(), Partitions: []PartitionLag{a, b, bad}, GroupErrors: map[string]error{"refund-executor": errors.New("COORDINATOR_NOT_AVAILABLE")}})
+	rep := tr.Observe(GroupSample{At: time.Now(), Partitions: []PartitionLag{a, b, bad}, GroupErrors: map[string]error{"refund-executor": errors.New("COORDINATOR_NOT_AVAILABLE")}})
 
 	var buf bytes.Buffer
-	if err := RenderKafka(&buf, rep); err != nil {
+	if err := RenderGroups(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
 	want := `GROUP            TOPIC            PARTITIONS     MEMBERS  LAG  LAG AGE  LEVEL    STATUS  REASON
@@ -24,11 +24,11 @@ payout-executor  escrow.commands  3 (1 unknown)  1        16   4s       WARNING 
 group refund-executor: not measured: COORDINATOR_NOT_AVAILABLE
 `
 	if buf.String() != want {
-		t.Errorf("RenderKafka =\n%s\nwant\n%s", buf.String(), want)
+		t.Errorf("RenderGroups =\n%s\nwant\n%s", buf.String(), want)
 	}
 
 	buf.Reset()
-	if err := RenderKafkaPartitions(&buf, rep); err != nil {
+	if err := RenderPartitions(&buf, rep); err != nil {
 		t.Fatal(err)
 	}
 	want = `GROUP            TOPIC            PARTITION  COMMITTED  END  LAG  LAG AGE  MEMBER    STATUS  REASON
@@ -38,13 +38,13 @@ payout-executor  escrow.commands  2          0          0    ?    -        -    
 group refund-executor: not measured: COORDINATOR_NOT_AVAILABLE
 `
 	if buf.String() != want {
-		t.Errorf("RenderKafkaPartitions =\n%s\nwant\n%s", buf.String(), want)
+		t.Errorf("RenderPartitions =\n%s\nwant\n%s", buf.String(), want)
 	}
 }
 
-func TestRenderRabbit(t *testing.T) {
+func TestRenderDepths(t *testing.T) {
 	var buf bytes.Buffer
-	err := RenderRabbit(&buf, []QueueDepth{
+	err := RenderDepths(&buf, []QueueDepth{
 		{Queue: "escrow.commands.payout-executor", Exists: true, Messages: 12, Consumers: 2},
 		{Queue: "redrive.delay.4000"},
 	})
@@ -56,7 +56,7 @@ escrow.commands.payout-executor  ok       12     2
 redrive.delay.4000               missing  -      -
 `
 	if buf.String() != want {
-		t.Errorf("RenderRabbit =\n%q\nwant\n%q", buf.String(), want)
+		t.Errorf("RenderDepths =\n%q\nwant\n%q", buf.String(), want)
 	}
 }
 
@@ -65,10 +65,10 @@ type failWriter struct{}
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
 func TestRenderWriteErrors(t *testing.T) {
-	if err := RenderRabbit(failWriter{}, []QueueDepth{{Queue: "q"}}); err == nil {
-		t.Error("RenderRabbit to a failing writer returned nil")
+	if err := RenderDepths(failWriter{}, []QueueDepth{{Queue: "q"}}); err == nil {
+		t.Error("RenderDepths to a failing writer returned nil")
 	}
-	if err := RenderKafka(failWriter{}, KafkaReport{Topics: []TopicLag{{Group: "g"}}}); err == nil {
-		t.Error("RenderKafka to a failing writer returned nil")
+	if err := RenderGroups(failWriter{}, GroupReport{Topics: []TopicLag{{Group: "g"}}}); err == nil {
+		t.Error("RenderGroups to a failing writer returned nil")
 	}
 }

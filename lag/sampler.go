@@ -13,7 +13,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/internal/sampling"
 )
 
@@ -42,29 +42,21 @@ var metricHelp = map[string]string{
 	MetricUp:                "1 when the last lag sample of the source succeeded, 0 when it failed.",
 }
 
-// Sources, the values of redrive_lag_up's source label.
-const (
-	SourceKafka    = string(broker.Kafka)
-	SourceRabbitMQ = string(broker.RabbitMQ)
-)
-
-// SamplerConfig configures a Sampler; at least one of Kafka and Rabbit is
-// required.
+// SamplerConfig configures a Sampler.
 type SamplerConfig struct {
 	// Interval between samples; default 30 s.
 	Interval time.Duration
-	// Kafka measures consumer groups; nil = no Kafka.
-	Kafka *Kafka
-	// Tracker grades Kafka samples; default a tracker with the default
-	// window and no thresholds.
+	// Monitor measures the backend: its consumer groups' lag when it is a
+	// driver.GroupLagMonitor, its queues' depth when it is a
+	// driver.DepthMonitor, both when it is both (the backend descriptor's
+	// Monitor opens it). Required.
+	Monitor driver.Monitor
+	// Source is the backend's name, the value of redrive_lag_up's source
+	// label ("kafka", "rabbitmq"). Required.
+	Source string
+	// Tracker grades group lag samples; default a tracker with the
+	// default window and no thresholds.
 	Tracker *Tracker
-	// Rabbit measures RabbitQueues. Default nil: no RabbitMQ.
-	Rabbit *Rabbit
-	// RabbitQueues are the queues Rabbit measures. Default none.
-	RabbitQueues []string
-	// RabbitRoles gives the depths their Role (see RabbitRoles); a queue
-	// not in it has none.
-	RabbitRoles map[string]QueueRole
 	// Logger receives failed samples, once per outage of each source;
 	// default slog.Default().
 	Logger *slog.Logger
@@ -95,6 +87,10 @@ type SamplerConfig struct {
 // internal/exporter).
 type Sampler struct {
 	cfg SamplerConfig
+	// groupMon and depthMon are cfg.Monitor as what it measures; nil
+	// when it does not.
+	groupMon driver.GroupLagMonitor
+	depthMon driver.DepthMonitor
 
 	// buildMu serializes the building of pages and guards scraped, the
 	// generation of the last page each format was scraped from; page is
@@ -104,14 +100,14 @@ type Sampler struct {
 	page    atomic.Pointer[page]
 
 	mu          sync.RWMutex
-	kafka       KafkaReport
-	kafkaErr    error
-	kafkaOnce   bool
-	rabbit      []QueueDepth
-	rabbitAt    time.Time
-	rabbitErr   error
-	rabbitOnce  bool
-	outages     map[string]*sampling.Outage // by source
+	groups      GroupReport
+	groupsErr   error
+	groupsOnce  bool
+	depths      []QueueDepth
+	depthsAt    time.Time
+	depthsErr   error
+	depthsOnce  bool
+	outage      sampling.Outage
 	hist        histories
 	lagDesc     *prometheus.Desc
 	partDesc    *prometheus.Desc
@@ -125,17 +121,21 @@ type Sampler struct {
 // Validate returns nil when c is usable, else an error wrapping
 // ErrInvalidConfig that names the first field that is not.
 func (c SamplerConfig) Validate() error {
+	_, groups := c.Monitor.(driver.GroupLagMonitor)
+	_, depths := c.Monitor.(driver.DepthMonitor)
 	switch {
-	case c.Kafka == nil && c.Rabbit == nil:
-		return fmt.Errorf("%w: SamplerConfig.Kafka, SamplerConfig.Rabbit: the sampler needs one", ErrInvalidConfig)
+	case c.Monitor == nil:
+		return fmt.Errorf("%w: SamplerConfig.Monitor: required", ErrInvalidConfig)
+	case !groups && !depths:
+		return fmt.Errorf("%w: SamplerConfig.Monitor: a %T measures neither group lag nor queue depth", ErrInvalidConfig, c.Monitor)
+	case c.Source == "":
+		return fmt.Errorf("%w: SamplerConfig.Source: required (the backend's name)", ErrInvalidConfig)
 	case c.Interval < 0:
 		return fmt.Errorf("%w: SamplerConfig.Interval: must be >= 0, got %s", ErrInvalidConfig, c.Interval)
 	case c.HistoryPoints < 0:
 		return fmt.Errorf("%w: SamplerConfig.HistoryPoints: must be >= 0, got %d", ErrInvalidConfig, c.HistoryPoints)
 	case c.HistorySeries < 0:
 		return fmt.Errorf("%w: SamplerConfig.HistorySeries: must be >= 0, got %d", ErrInvalidConfig, c.HistorySeries)
-	case c.Rabbit == nil && len(c.RabbitQueues) > 0:
-		return fmt.Errorf("%w: SamplerConfig.RabbitQueues: set without SamplerConfig.Rabbit", ErrInvalidConfig)
 	}
 	return nil
 }
@@ -149,7 +149,7 @@ func NewSampler(cfg SamplerConfig) (*Sampler, error) {
 	if cfg.Interval == 0 {
 		cfg.Interval = DefaultSampleInterval
 	}
-	if cfg.Kafka != nil && cfg.Tracker == nil {
+	if cfg.Tracker == nil {
 		cfg.Tracker, _ = NewTracker(TrackerConfig{})
 	}
 	if cfg.Logger == nil {
@@ -163,7 +163,6 @@ func NewSampler(cfg SamplerConfig) (*Sampler, error) {
 	s := &Sampler{
 		hist:        hist,
 		cfg:         cfg,
-		outages:     map[string]*sampling.Outage{SourceKafka: {}, SourceRabbitMQ: {}},
 		scraped:     map[expfmt.Format]uint64{},
 		lagDesc:     prometheus.NewDesc(MetricKafkaLag, metricHelp[MetricKafkaLag], gt, nil),
 		partDesc:    prometheus.NewDesc(MetricKafkaLagPartition, metricHelp[MetricKafkaLagPartition], []string{"group", "topic", "partition"}, nil),
@@ -173,41 +172,40 @@ func NewSampler(cfg SamplerConfig) (*Sampler, error) {
 		consDesc:    prometheus.NewDesc(MetricQueueConsumers, metricHelp[MetricQueueConsumers], []string{"queue"}, nil),
 		upDesc:      prometheus.NewDesc(MetricUp, metricHelp[MetricUp], []string{"source"}, nil),
 	}
+	s.groupMon, _ = cfg.Monitor.(driver.GroupLagMonitor)
+	s.depthMon, _ = cfg.Monitor.(driver.DepthMonitor)
 	s.page.Store(&page{enc: map[expfmt.Format]*encoded{}})
 	return s, nil
 }
 
-// Sample measures every configured source now and caches the results. A
-// source that fails keeps no stale values: its series disappear and
-// redrive_lag_up reads 0. It returns the sources' errors joined.
+// Sample measures what the monitor measures now and caches the results.
+// A measurement that fails keeps no stale values: its series disappear
+// and redrive_lag_up reads 0. It returns the measurements' errors joined.
 func (s *Sampler) Sample(ctx context.Context) error {
 	var errs []error
-	if s.cfg.Kafka != nil {
-		sample, err := s.cfg.Kafka.Measure(ctx)
-		var rep KafkaReport
+	if s.groupMon != nil {
+		sample, err := s.groupMon.MeasureGroups(ctx)
+		var rep GroupReport
 		if err == nil {
 			rep = s.cfg.Tracker.Observe(sample)
-			s.hist.recordKafka(rep)
+			s.hist.recordGroups(rep)
 		}
 		s.mu.Lock()
-		s.kafka, s.kafkaErr, s.kafkaOnce = rep, err, true
+		s.groups, s.groupsErr, s.groupsOnce = rep, err, true
 		s.mu.Unlock()
 		errs = append(errs, err)
 	}
-	if s.cfg.Rabbit != nil {
-		depths, err := s.cfg.Rabbit.Measure(ctx, s.cfg.RabbitQueues...)
+	if s.depthMon != nil {
+		depths, err := s.depthMon.MeasureDepth(ctx)
 		if err != nil {
 			depths = nil
 		}
-		for i := range depths {
-			depths[i].Role = s.cfg.RabbitRoles[depths[i].Queue]
-		}
 		at := time.Now()
 		if err == nil {
-			s.hist.recordRabbit(at, depths)
+			s.hist.recordDepths(at, depths)
 		}
 		s.mu.Lock()
-		s.rabbit, s.rabbitAt, s.rabbitErr, s.rabbitOnce = depths, at, err, true
+		s.depths, s.depthsAt, s.depthsErr, s.depthsOnce = depths, at, err, true
 		s.mu.Unlock()
 		errs = append(errs, err)
 	}
@@ -216,51 +214,57 @@ func (s *Sampler) Sample(ctx context.Context) error {
 }
 
 // Run samples now and then every Interval until ctx ends, and returns nil
-// then. Failures are logged once per outage of each source.
+// then. Failures are logged once per outage.
 func (s *Sampler) Run(ctx context.Context) error {
 	return sampling.Loop{Interval: s.cfg.Interval, Sample: func(sctx context.Context) error {
 		_ = s.Sample(sctx)
 		if ctx.Err() == nil {
 			s.logTransitions()
 		}
-		return nil // each source's outage is logged by logTransitions
+		return nil // the outage is logged by logTransitions
 	}}.Run(ctx)
 }
 
-// logTransitions logs each source's outage once, at its start and end.
+// logTransitions logs an outage once, at its start and end.
 func (s *Sampler) logTransitions() {
 	s.mu.RLock()
-	errs := map[string]error{}
-	if s.cfg.Kafka != nil {
-		errs[SourceKafka] = s.kafkaErr
-	}
-	if s.cfg.Rabbit != nil {
-		errs[SourceRabbitMQ] = s.rabbitErr
-	}
+	err := s.lastErr()
 	s.mu.RUnlock()
-	for src, err := range errs {
-		switch began, ended := s.outages[src].Observe(err); {
-		case began:
-			s.cfg.Logger.Warn("lag: sampling failed; its metrics are withheld until it recovers", "source", src, "err", err)
-		case ended:
-			s.cfg.Logger.Info("lag: sampling recovered", "source", src)
-		}
+	switch began, ended := s.outage.Observe(err); {
+	case began:
+		s.cfg.Logger.Warn("lag: sampling failed; its metrics are withheld until it recovers", "source", s.cfg.Source, "err", err)
+	case ended:
+		s.cfg.Logger.Info("lag: sampling recovered", "source", s.cfg.Source)
 	}
 }
 
-// LastKafka returns the last Kafka report and its error.
-func (s *Sampler) LastKafka() (KafkaReport, error) {
+// lastErr is the last sample's error: its measurements' joined; s.mu is
+// held.
+func (s *Sampler) lastErr() error { return errors.Join(s.groupsErr, s.depthsErr) }
+
+// Groups reports whether the sampler measures group lag (LastGroups);
+// Depths whether it measures queue depth (LastDepths).
+func (s *Sampler) Groups() bool { return s.groupMon != nil }
+
+// Depths reports whether the sampler measures queue depth (LastDepths).
+func (s *Sampler) Depths() bool { return s.depthMon != nil }
+
+// Source is the backend's name (SamplerConfig.Source).
+func (s *Sampler) Source() string { return s.cfg.Source }
+
+// LastGroups returns the last group lag report and its error.
+func (s *Sampler) LastGroups() (GroupReport, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.kafka, s.kafkaErr
+	return s.groups, s.groupsErr
 }
 
-// LastRabbit returns the last RabbitMQ depths, when they were taken and
-// the error.
-func (s *Sampler) LastRabbit() ([]QueueDepth, time.Time, error) {
+// LastDepths returns the last queue depths, when they were taken and the
+// error.
+func (s *Sampler) LastDepths() ([]QueueDepth, time.Time, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.rabbit, s.rabbitAt, s.rabbitErr
+	return s.depths, s.depthsAt, s.depthsErr
 }
 
 // Describe implements prometheus.Collector.

@@ -30,9 +30,9 @@ func TestSamplerScrape(t *testing.T) {
 	ch := rabbitChannel(t)
 	q := declareQueue(t, ch, 5)
 
-	k := e.measurer(t, KafkaConfig{Groups: []string{"payout-executor"}})
+	k := e.measurer(t, "payout-executor")
 	tr, _ := NewTracker(TrackerConfig{Thresholds: Thresholds{topic: {Warning: 5, Critical: 100}}})
-	s, err := NewSampler(SamplerConfig{Kafka: k, Tracker: tr, Rabbit: newRabbit(t, testenv.RabbitMQ.URL()), RabbitQueues: []string{q, q + ".absent"}})
+	s, err := NewSampler(SamplerConfig{Monitor: both{k, newDepth(t, testenv.RabbitMQ.URL(), q, q+".absent")}, Source: "both", Tracker: tr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,9 +54,8 @@ func TestSamplerScrape(t *testing.T) {
 	wantValue(t, fams, MetricConsumerStatus, map[string]string{"group": "payout-executor", "topic": topic, "status": "stop", "level": "warning"}, 1)
 	wantValue(t, fams, MetricQueueDepth, map[string]string{"queue": q}, 5)
 	wantValue(t, fams, MetricQueueConsumers, map[string]string{"queue": q}, 0)
-	wantValue(t, fams, MetricUp, map[string]string{"source": "kafka"}, 1)
-	wantValue(t, fams, MetricUp, map[string]string{"source": "rabbitmq"}, 1)
-	rep, _ := s.LastKafka()
+	wantValue(t, fams, MetricUp, map[string]string{"source": "both"}, 1)
+	rep, _ := s.LastGroups()
 	secs, ok := testenv.Gauge(fams, MetricKafkaLagSeconds, gt)
 	if want := rep.At.Sub(old).Seconds(); !ok || secs < want-0.01 || secs > want+0.01 {
 		t.Errorf("%s = %v (present %v), want %v", MetricKafkaLagSeconds, secs, ok, want)
@@ -73,8 +72,8 @@ func TestSamplerScrape(t *testing.T) {
 // logs the outage once and returns when its context ends.
 func TestSamplerFailureAndRun(t *testing.T) {
 	logs := &testenv.Logs{}
-	r := newRabbit(t, "amqp://guest:guest@"+testenv.ClosedAddr(t)+"/")
-	s, err := NewSampler(SamplerConfig{Rabbit: r, RabbitQueues: []string{"q"}, Interval: 10 * time.Millisecond, Logger: slog.New(logs)})
+	r := newDepth(t, "amqp://guest:guest@"+testenv.ClosedAddr(t)+"/", "q")
+	s, err := NewSampler(SamplerConfig{Monitor: r, Source: "rabbitmq", Interval: 10 * time.Millisecond, Logger: slog.New(logs)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,13 +84,13 @@ func TestSamplerFailureAndRun(t *testing.T) {
 	go func() { done <- s.Run(ctx) }()
 	first := time.Time{}
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		_, at, err := s.LastRabbit()
+		_, at, err := s.LastDepths()
 		if first.IsZero() && !at.IsZero() {
 			first = at
 		}
 		if !first.IsZero() && at.After(first) {
 			if !errors.Is(err, ErrUnavailable) {
-				t.Fatalf("LastRabbit error = %v, want ErrUnavailable", err)
+				t.Fatalf("LastDepths error = %v, want ErrUnavailable", err)
 			}
 			break
 		}

@@ -53,8 +53,8 @@ func NewTracker(cfg TrackerConfig) (*Tracker, error) {
 	return &Tracker{cfg: cfg, windows: map[partKey][]point{}}, nil
 }
 
-// KafkaReport is a sample graded by a Tracker.
-type KafkaReport struct {
+// GroupReport is a sample graded by a Tracker.
+type GroupReport struct {
 	// At is when the sample was taken.
 	At time.Time
 	// Topics has one row per (group, topic), sorted.
@@ -101,11 +101,11 @@ type TopicLag struct {
 // Observe adds s to the windows and grades it. Partitions absent from s
 // are forgotten, so the windows hold only what is measured. Partitions
 // whose lag is unknown are not added to their window and read OK.
-func (t *Tracker) Observe(s KafkaSample) KafkaReport {
+func (t *Tracker) Observe(s GroupSample) GroupReport {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	seen := make(map[partKey]bool, len(s.Partitions))
-	r := KafkaReport{At: s.At, GroupErrors: s.GroupErrors, Partitions: make([]PartitionStatus, 0, len(s.Partitions))}
+	r := GroupReport{At: s.At, GroupErrors: s.GroupErrors, Partitions: make([]PartitionStatus, 0, len(s.Partitions))}
 	for _, p := range s.Partitions {
 		k := partKey{p.Group, p.Topic, p.Partition}
 		seen[k] = true

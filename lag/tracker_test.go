@@ -45,8 +45,8 @@ func TestGrade(t *testing.T) {
 	}
 }
 
-func sample(at time.Time, parts ...PartitionLag) KafkaSample {
-	return KafkaSample{At: at, Partitions: parts}
+func sample(at time.Time, parts ...PartitionLag) GroupSample {
+	return GroupSample{At: at, Partitions: parts}
 }
 
 func part(group, topic string, p int32, committed, end int64, member string) PartitionLag {

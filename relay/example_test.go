@@ -11,7 +11,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit" // registers broker: rabbitmq
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/relay"
 	"github.com/redrive/redrive/worker"
@@ -76,7 +76,7 @@ func removeExample(yaml string) {
 	if err != nil {
 		return
 	}
-	rc, err := backend.ConfigOf[rabbit.Config](c, slog.New(slog.DiscardHandler))
+	rc, err := assembly.RabbitConfig(c, slog.New(slog.DiscardHandler))
 	if err == nil {
 		_, _ = rabbit.Teardown(context.Background(), rc, c.Subscriptions()...)
 	}

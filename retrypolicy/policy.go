@@ -69,7 +69,7 @@ type Verdict struct {
 // Reason is why a message is dead-lettered: the value of its
 // x-redrive-reason header. It is declared here, at the bottom of the
 // imports, so that the policy's verdicts and the reasons package broker
-// declares (broker.Reason is this type) are one typed set.
+// declares (driver.Reason is this type) are one typed set.
 type Reason string
 
 // Reasons a Verdict gives for not retrying.

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/worker"
 )
@@ -39,7 +39,7 @@ workers:
 	if got := rt.Subscriptions()[0].MaxClaims; got != broker.DefaultMaxClaims {
 		t.Fatalf("max claims = %d, want the default %d", got, broker.DefaultMaxClaims)
 	}
-	key := pipeline.ClaimKey(name, "m1", strconv.Itoa(1))
+	key := driver.ClaimKey(name, "m1", strconv.Itoa(1))
 	counted := make(chan string, 1)
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
-	_ "github.com/redrive/redrive/broker/rabbit" // registers broker: rabbitmq
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/worker"
 )

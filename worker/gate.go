@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/pipeline"
 	"github.com/redrive/redrive/worker/killswitch"
 )
 
@@ -31,7 +31,7 @@ type gate struct {
 	pauses   *heartbeat.Pauses  // nil: no operator pause (no Redis)
 	poll     time.Duration
 	pub      *heartbeat.Publisher // nil: no heartbeat
-	pauser   consumerPauser       // nil: the broker cannot stop consuming
+	pauser   driver.Pauser        // nil: the broker cannot stop consuming
 	trips    prometheus.Counter   // nil: no metrics
 	log      *slog.Logger
 	stopping <-chan struct{}
@@ -43,15 +43,6 @@ type gate struct {
 	redisErr bool             // the last poll failed (logged once)
 	held     bool             // the consumer is paused (pauser)
 	probeAt  *time.Timer      // resumes consuming when the switch may probe
-}
-
-// consumerPauser stops and resumes a subscription's consumers in this
-// process (rabbit.Broker, kafka.Broker): while the gate holds, they take
-// nothing from the broker, so that what RabbitMQ prefetched goes back to
-// the queue and Kafka fetches nothing more.
-type consumerPauser interface {
-	PauseConsume(topic, group string)
-	ResumeConsume(topic, group string)
 }
 
 func newGate(sub broker.Subscription, sw *killswitch.Switch, pauses *heartbeat.Pauses, poll time.Duration,
@@ -141,7 +132,7 @@ func (g *gate) outcome(d *broker.Delivery, err error) killswitch.Outcome {
 	case broker.IsRequeue(err), broker.IsPermanent(err):
 		return killswitch.Ignored
 	}
-	if o := pipeline.Decide(g.sub, d, err, time.Now()); !o.Retry && o.Reason == broker.ReasonPermanent {
+	if o := driver.Decide(g.sub, d, err, time.Now()); !o.Retry && o.Reason == driver.ReasonPermanent {
 		return killswitch.Ignored
 	}
 	return killswitch.Transient

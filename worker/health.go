@@ -12,23 +12,15 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // probeTimeout bounds the broker checks of one /readyz request.
 const probeTimeout = 2 * time.Second
 
-// consumerProbe is what a backend tells about its Consume calls in this
-// process; both backends implement it (rabbit.Broker, kafka.Broker).
-type consumerProbe interface {
-	// ConsumerLag returns the messages waiting for topic/group's consumers.
-	ConsumerLag(ctx context.Context, topic, group string) (int64, error)
-	// ConsumerReady returns nil when topic/group's consumers consume now.
-	ConsumerReady(ctx context.Context, topic, group string) error
-}
-
 // health is the state the probes of one Run report.
 type health struct {
-	probe    consumerProbe // nil: the backend tells nothing
+	probe    driver.Prober // nil: the backend tells nothing
 	subs     []broker.Subscription
 	draining atomic.Bool
 

@@ -8,8 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/pipeline"
 	"github.com/redrive/redrive/internal/promshare"
 )
 
@@ -82,7 +82,7 @@ func instrument(s broker.Subscription, h broker.Handler, m *metrics, pub *heartb
 			pub.MessageHandled(end)
 		}
 		if err != nil && m != nil && !broker.IsRequeue(err) {
-			if o := pipeline.Decide(s, d, err, end); o.Retry {
+			if o := driver.Decide(s, d, err, end); o.Retry {
 				m.retries.WithLabelValues(s.Group, o.Class).Inc()
 			}
 		}

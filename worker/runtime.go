@@ -22,8 +22,9 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/claims"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/tracing"
 	"github.com/redrive/redrive/worker/killswitch"
@@ -128,7 +129,7 @@ func fromConfig(ctx context.Context, file *config.Config, cfg Config) (*Runtime,
 			r.subs[i].TracerProvider = tp
 		}
 	}
-	b, err := backend.Open(ctx, file, r.log)
+	b, err := assembly.Open(ctx, file, r.log)
 	if err != nil {
 		r.flushTraces()
 		r.closeRedis()
@@ -181,10 +182,10 @@ func (r *Runtime) Instance() string {
 	if r.instance != "" {
 		return r.instance
 	}
-	if b, ok := r.b.(interface{ InstanceID() string }); ok && b.InstanceID() != "" {
+	if b, ok := r.b.(driver.Instancer); ok && b.InstanceID() != "" {
 		return b.InstanceID()
 	}
-	return broker.DefaultInstance()
+	return driver.DefaultInstance()
 }
 
 // HealthAddr returns the address the health probes listen on once Run
@@ -253,7 +254,7 @@ func (r *Runtime) sayHeartbeats() {
 }
 
 func (r *Runtime) run(ctx context.Context, handlers Handlers) error {
-	probe, _ := r.b.(consumerProbe)
+	probe, _ := r.b.(driver.Prober) // the backend's capability
 	r.sayHeartbeats()
 	hs := &health{probe: probe, subs: r.subs}
 	if r.healthAddr != "" {
@@ -355,7 +356,10 @@ func (r *Runtime) gate(s broker.Subscription, pub *heartbeat.Publisher, m *metri
 		trips = m.trips.WithLabelValues(s.Group)
 	}
 	g := newGate(s, sw, pauses, r.pausePoll, pub, trips, r.log, stopping)
-	g.pauser, _ = r.b.(consumerPauser)
+	// The backend's capability (driver.Pauser): while the gate holds,
+	// its consumers take nothing from the broker, so that what RabbitMQ
+	// prefetched goes back to the queue and Kafka fetches nothing more.
+	g.pauser, _ = r.b.(driver.Pauser)
 	return g, nil
 }
 
@@ -390,7 +394,7 @@ func (r *Runtime) wireClaims() ([]broker.Subscription, error) {
 
 // publisher returns the heartbeat publisher of s's worker, nil without
 // Config.HeartbeatRedis. Its beats report the consumer lag probe measures.
-func (r *Runtime) publisher(s broker.Subscription, probe consumerProbe) (*heartbeat.Publisher, error) {
+func (r *Runtime) publisher(s broker.Subscription, probe driver.Prober) (*heartbeat.Publisher, error) {
 	if r.rdb == nil {
 		return nil, nil
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/worker"
 )
@@ -68,10 +68,12 @@ func TestRunRefusesMismatchedHandlers(t *testing.T) {
 	}
 }
 
+// broker: names a linked backend (a registered driver.Descriptor): the
+// built-in ones, which worker.Load links, or one the program imports.
 func TestParseRejectsUnlinkedBackend(t *testing.T) {
-	_, err := worker.Parse(t.Context(), []byte("broker: kafka\nkafka: {brokers: [127.0.0.1:9092]}\n"), quiet(worker.Config{}))
-	if !errors.Is(err, backend.ErrNotLinked) || !strings.Contains(err.Error(), "broker/kafka") {
-		t.Fatalf("Parse with kafka not imported = %v, want ErrNotLinked naming the package to import", err)
+	_, err := worker.Parse(t.Context(), []byte("broker: memory\nworkers: [{name: w, topic: t}]\n"), quiet(worker.Config{}))
+	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), `broker: "memory" is not kafka or rabbitmq`) {
+		t.Fatalf("Parse with an unlinked backend = %v, want config.ErrInvalid naming the linked backends", err)
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 )
 
@@ -23,7 +23,7 @@ func teardown(t testing.TB, yaml string) {
 
 // removeTopology deletes every exchange and queue c declares on RabbitMQ.
 func removeTopology(c *config.Config) {
-	rc, err := backend.ConfigOf[rabbit.Config](c, slog.New(slog.DiscardHandler))
+	rc, err := assembly.RabbitConfig(c, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return
 	}

@@ -13,14 +13,14 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/claims"
-	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/internal/testenv"
 )
 
 func TestClaimCountsAndReleaseForgets(t *testing.T) {
 	rdb := testenv.RedisClient(t)
 	c := newCounter(t, rdb, claims.Config{TTL: time.Minute})
-	key := pipeline.ClaimKey("g-"+broker.NewMessageID()[:6], "id", "1")
+	key := driver.ClaimKey("g-"+broker.NewMessageID()[:6], "id", "1")
 	t.Cleanup(func() { rdb.Del(context.Background(), key) })
 	for want := int64(1); want <= 3; want++ {
 		n, err := c.Claim(t.Context(), key)
@@ -43,21 +43,21 @@ func TestClaimCountsAndReleaseForgets(t *testing.T) {
 // dead-letters the claim over MaxClaims without calling the handler.
 func TestProcessCountsClaims(t *testing.T) {
 	rdb := testenv.RedisClient(t)
-	key := pipeline.ClaimKey("g-"+broker.NewMessageID()[:6], "id", "1")
+	key := driver.ClaimKey("g-"+broker.NewMessageID()[:6], "id", "1")
 	t.Cleanup(func() { rdb.Del(context.Background(), key) })
 	calls := 0
 	h := func(context.Context, *broker.Delivery) error { calls++; return nil }
-	p := pipeline.New(broker.Subscription{Group: "g", MaxClaims: 2, Claims: newCounter(t, rdb, claims.Config{})}, nil)
+	p := driver.NewPipeline(broker.Subscription{Group: "g", MaxClaims: 2, Claims: newCounter(t, rdb, claims.Config{})}, nil)
 	var got []bool
 	for range 3 {
-		dec := p.Process(t.Context(), &broker.Delivery{}, h, pipeline.Input{ClaimKey: key})
-		got = append(got, dec.Action == pipeline.DeadLetter && dec.Outcome.Reason == broker.ReasonMaxClaims)
+		dec := p.Process(t.Context(), &broker.Delivery{}, h, driver.Input{ClaimKey: key})
+		got = append(got, dec.Action == driver.ActionDeadLetter && dec.Outcome.Reason == driver.ReasonMaxClaims)
 	}
 	if want := []bool{false, false, true}; !equal(got, want) || calls != 2 {
 		t.Errorf("over per claim = %v, handler calls %d; want %v, 2", got, calls, want)
 	}
-	off := pipeline.New(broker.Subscription{Group: "g", Claims: newCounter(t, rdb, claims.Config{})}, nil) // MaxClaims 0
-	if dec := off.Process(t.Context(), &broker.Delivery{}, h, pipeline.Input{ClaimKey: key}); dec.Action != pipeline.Ack || calls != 3 {
+	off := driver.NewPipeline(broker.Subscription{Group: "g", Claims: newCounter(t, rdb, claims.Config{})}, nil) // MaxClaims 0
+	if dec := off.Process(t.Context(), &broker.Delivery{}, h, driver.Input{ClaimKey: key}); dec.Action != driver.ActionAck || calls != 3 {
 		t.Errorf("Process with max claims 0 = %v, handler calls %d; want ack, 3 (not counted)", dec.Action, calls)
 	}
 	if n, _ := rdb.Get(t.Context(), key).Int64(); n != 3 {
@@ -92,10 +92,10 @@ func TestRedisDownFallsBackToHandling(t *testing.T) {
 	t.Cleanup(func() { _ = rdb.Close() })
 	var logs testenv.Buffer
 	c := newCounter(t, rdb, claims.Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	p := pipeline.New(broker.Subscription{Group: "g", MaxClaims: 1, Claims: c}, nil)
+	p := driver.NewPipeline(broker.Subscription{Group: "g", MaxClaims: 1, Claims: c}, nil)
 	ok := func(context.Context, *broker.Delivery) error { return nil }
 	for i := range 5 {
-		if dec := p.Process(t.Context(), &broker.Delivery{}, ok, pipeline.Input{ClaimKey: "k"}); dec.Action != pipeline.Ack {
+		if dec := p.Process(t.Context(), &broker.Delivery{}, ok, driver.Input{ClaimKey: "k"}); dec.Action != driver.ActionAck {
 			t.Fatalf("claim %d with Redis down: %v; want handled (ack)", i+1, dec.Action)
 		}
 	}
@@ -154,7 +154,7 @@ func TestClaimKeysWrittenByHand(t *testing.T) {
 		"negative": func(k string) { rdb.Set(ctx, k, "-1000", time.Minute) },
 		"too big":  func(k string) { rdb.Set(ctx, k, "9223372036854775807", time.Minute) },
 	} {
-		key := pipeline.ClaimKey("hand", name, "1")
+		key := driver.ClaimKey("hand", name, "1")
 		write(prefix + key)
 		if n, err := c.Claim(ctx, key); err != nil || n != 1 {
 			t.Errorf("%s: Claim = %d, %v; want 1, nil", name, n, err)
@@ -172,7 +172,7 @@ func TestClaimKeysWrittenByHand(t *testing.T) {
 	if c.Unavailable() != 0 {
 		t.Errorf("%v claims counted as unavailable, want none: Redis answered", c.Unavailable())
 	}
-	if n, _ := rdb.Exists(ctx, pipeline.ClaimKey("hand", "text", "1")).Result(); n != 0 {
+	if n, _ := rdb.Exists(ctx, driver.ClaimKey("hand", "text", "1")).Result(); n != 0 {
 		t.Error("a claim key was written without the prefix")
 	}
 }

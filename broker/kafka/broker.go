@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // Broker is the Kafka implementation of broker.Broker. Create it with New.
@@ -29,7 +30,7 @@ type Broker struct {
 	closed    bool
 	known     map[string]bool // topics known to exist
 	consumers map[consumerKey][]*consumer
-	holds     broker.Holds // PauseConsume
+	holds     driver.Holds // PauseConsume
 	share     shareState   // share-mode workers (share_topology.go)
 }
 
@@ -43,7 +44,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	b := &Broker{cfg: cfg, log: cfg.Logger.With("broker", string(broker.Kafka)), known: make(map[string]bool)}
+	b := &Broker{cfg: cfg, log: cfg.Logger.With("broker", Name), known: make(map[string]bool)}
 
 	opts := b.baseOptions()
 	opts = append(opts,
@@ -61,7 +62,7 @@ func New(ctx context.Context, cfg Config) (*Broker, error) {
 		}),
 		kgo.ProducerLinger(0),
 	)
-	opts = append(opts, cfg.ClientOptions...)
+	opts = append(opts, cfg.clientOptions()...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: new client for brokers %s: %w", b.brokerList(), err)

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/internal/testenv"
@@ -133,7 +134,7 @@ func TestHandlerChangesToDeliveryDoNotLeak(t *testing.T) {
 		d.ID, d.Attempt, d.Key, d.Value = "changed", 99, []byte("changed"), []byte("changed")
 		d.Headers["trace"] = "changed"
 		d.Headers["added"] = "by the handler"
-		delete(d.Headers, broker.HeaderMessageID)
+		delete(d.Headers, driver.HeaderMessageID)
 		return failure("always")
 	})
 	if err := b.Publish(t.Context(), topic, msg("m")); err != nil {
@@ -141,7 +142,7 @@ func TestHandlerChangesToDeliveryDoNotLeak(t *testing.T) {
 	}
 	for attempt := 1; attempt <= 2; attempt++ {
 		s := <-seenc
-		if s.id != "m" || s.attempt != attempt || s.headers["trace"] != "t-m" || s.headers["added"] != "" || s.headers[broker.HeaderMessageID] != "m" {
+		if s.id != "m" || s.attempt != attempt || s.headers["trace"] != "t-m" || s.headers["added"] != "" || s.headers[driver.HeaderMessageID] != "m" {
 			t.Errorf("call %d saw id %q, attempt %d, headers %v", attempt, s.id, s.attempt, s.headers)
 		}
 	}

@@ -15,10 +15,10 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/claims"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/internal/crashtest"
-	"github.com/redrive/redrive/internal/pipeline"
 	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
@@ -98,8 +98,8 @@ func TestPoisonPillIsDeadLettered(t *testing.T) {
 		t.Fatalf("%d dead letters, want 1", len(dls))
 	}
 	e := dls[0].Entry
-	if e.MessageID != poison || e.Reason != string(broker.ReasonMaxClaims) || e.ErrorClass != broker.ClassMaxClaims {
-		t.Errorf("dead letter = id %q reason %q class %q, want %q %q %q", e.MessageID, e.Reason, e.ErrorClass, poison, broker.ReasonMaxClaims, broker.ClassMaxClaims)
+	if e.MessageID != poison || e.Reason != string(driver.ReasonMaxClaims) || e.ErrorClass != driver.ClassMaxClaims {
+		t.Errorf("dead letter = id %q reason %q class %q, want %q %q %q", e.MessageID, e.Reason, e.ErrorClass, poison, driver.ReasonMaxClaims, driver.ClassMaxClaims)
 	}
 	starts, done := sv.Starts(), sv.Done()
 	if starts[poison] != poisonMaxClaims {
@@ -114,7 +114,7 @@ func TestPoisonPillIsDeadLettered(t *testing.T) {
 	if runs := sv.Runs(); runs != poisonMaxClaims+1 {
 		t.Errorf("%d child runs, want %d (one crash per claim, then the one that dead-letters)", runs, poisonMaxClaims+1)
 	}
-	if n, err := rdb.Exists(t.Context(), pipeline.ClaimKey(group, topic, "0", "2")).Result(); err == nil && n != 0 {
+	if n, err := rdb.Exists(t.Context(), driver.ClaimKey(group, topic, "0", "2")).Result(); err == nil && n != 0 {
 		t.Errorf("claim key of the dead-lettered message is still in Redis")
 	}
 }

@@ -1,19 +1,22 @@
 package kafka
 
 import (
-	"errors"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // ErrInvalidConfig is wrapped by every Config.Validate error.
-var ErrInvalidConfig = errors.New("kafka: invalid config")
+var ErrInvalidConfig = driver.NewError("kafka: invalid config", driver.ErrInvalidConfig)
 
 // Defaults applied to a zero Config field.
 const (
@@ -154,9 +157,59 @@ type Config struct {
 	// envelopes. Default none.
 	ForeignDLQs map[string]ForeignFormat
 
-	// ClientOptions are extra franz-go options (TLS, SASL, ...) applied last
-	// to every client the Broker creates.
+	// TLS, when set, makes every client the Broker creates dial with it.
+	// Default nil: plain TCP.
+	TLS *tls.Config
+	// SASL, when set, authenticates every client the Broker creates.
+	// Default nil: none.
+	SASL *SASL
+
+	// ClientOptions are extra franz-go options applied last to every
+	// client the Broker creates, after TLS and SASL.
 	ClientOptions []kgo.Opt
+}
+
+// SASL mechanisms of SASL.Mechanism.
+const (
+	SASLPlain       = "PLAIN"
+	SASLScramSHA256 = "SCRAM-SHA-256"
+	SASLScramSHA512 = "SCRAM-SHA-512"
+)
+
+// SASL is how the Broker's clients authenticate.
+type SASL struct {
+	// Mechanism is SASLPlain, SASLScramSHA256 or SASLScramSHA512.
+	Mechanism string
+	// Username and Password are the credentials.
+	Username, Password string
+}
+
+// mechanism is the franz-go mechanism of s.
+func (s SASL) mechanism() (sasl.Mechanism, error) {
+	switch s.Mechanism {
+	case SASLPlain:
+		return plain.Auth{User: s.Username, Pass: s.Password}.AsMechanism(), nil
+	case SASLScramSHA256:
+		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha256Mechanism(), nil
+	case SASLScramSHA512:
+		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("%w: sasl.mechanism %q is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", ErrInvalidConfig, s.Mechanism)
+}
+
+// clientOptions are the options of TLS, SASL and ClientOptions, in this
+// order.
+func (c Config) clientOptions() []kgo.Opt {
+	var opts []kgo.Opt
+	if c.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(c.TLS))
+	}
+	if c.SASL != nil {
+		if m, err := c.SASL.mechanism(); err == nil { // Validate refused the others
+			opts = append(opts, kgo.SASL(m))
+		}
+	}
+	return append(opts, c.ClientOptions...)
 }
 
 // Validate reports the first problem, naming the field.
@@ -180,6 +233,11 @@ func (c Config) Validate() error {
 	for i, b := range c.Brokers {
 		if strings.TrimSpace(b) == "" {
 			return fmt.Errorf("%w: brokers[%d]: empty address", ErrInvalidConfig, i)
+		}
+	}
+	if c.SASL != nil {
+		if err := c.SASL.Validate(); err != nil {
+			return err
 		}
 	}
 	for topic, f := range c.ForeignDLQs {
@@ -224,7 +282,7 @@ func (c Config) withDefaults() Config {
 		c.ClientID = DefaultClientID
 	}
 	if c.InstanceID == "" {
-		c.InstanceID = broker.DefaultInstance()
+		c.InstanceID = driver.DefaultInstance()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
@@ -266,4 +324,10 @@ func (c Config) withDefaults() Config {
 		c.KeeperGroup = DefaultKeeperGroup
 	}
 	return c
+}
+
+// Validate reports whether s names a mechanism this package supports.
+func (s SASL) Validate() error {
+	_, err := s.mechanism()
+	return err
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // maxPollRecords bounds the records one poll hands to the partition workers.
@@ -109,7 +109,7 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 	c.h, c.retryTopic = h, RetryTopic(sub.Topic, sub.Group)
 	c.log.Info("consuming", "retry_mode", sub.RetryMode, "concurrency", sub.Concurrency, "max_claims", sub.MaxClaims)
 	defer b.track(sub.Topic, sub.Group, c)()
-	pipeline.New(sub, c.log).WarnUncountedClaims(false)
+	driver.NewPipeline(sub, c.log).WarnUncountedClaims(false)
 	if err := c.consume(ctx, sub.Group, sub.Topic, c.retryTopic); err != nil {
 		return fmt.Errorf("kafka: consume %q as %q: %w", sub.Topic, sub.Group, err)
 	}
@@ -152,7 +152,7 @@ func (c *consumer) consume(ctx context.Context, group string, topics ...string) 
 		kgo.OnPartitionsRevoked(c.onRevoked),
 		kgo.OnPartitionsLost(c.onLost),
 	)
-	opts = append(opts, b.cfg.ClientOptions...)
+	opts = append(opts, b.cfg.clientOptions()...)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("new client: %w", err)

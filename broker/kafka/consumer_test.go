@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/broker/wire"
@@ -394,13 +395,13 @@ func TestMaxAgeExpires(t *testing.T) {
 		t.Fatalf("dead letters = %d, want 1", len(dls))
 	}
 	e := dls[0].Entry
-	if e.MessageID != "stale" || e.Reason != string(broker.ReasonExpired) || e.ErrorClass != broker.ClassExpired || e.RetryCount != 0 {
+	if e.MessageID != "stale" || e.Reason != string(driver.ReasonExpired) || e.ErrorClass != driver.ClassExpired || e.RetryCount != 0 {
 		t.Errorf("entry = id %q reason %q class %q retries %d, want stale, expired, expired, 0", e.MessageID, e.Reason, e.ErrorClass, e.RetryCount)
 	}
 	if !e.FirstFailureAt.IsZero() || !e.LastFailureAt.IsZero() {
 		t.Errorf("expired entry has failure times %v / %v, want none (the handler never ran)", e.FirstFailureAt, e.LastFailureAt)
 	}
-	if v, _ := header(dls[0].Record, broker.HeaderReason); v != string(broker.ReasonExpired) {
+	if v, _ := header(dls[0].Record, broker.HeaderReason); v != string(driver.ReasonExpired) {
 		t.Errorf("DLQ record x-redrive-reason = %q, want expired", v)
 	}
 	if len(callsOf(rec.Snapshot(), "stale")) != 0 {
@@ -461,7 +462,7 @@ func TestNonBlockingRetries(t *testing.T) {
 		t.Fatalf("dead letters = %d, want 1", len(dls))
 	}
 	e := dls[0].Entry
-	if e.MessageID != "bad" || e.Reason != string(broker.ReasonMaxRetries) || e.RetryCount != maxRetries || e.Worker != "nb" ||
+	if e.MessageID != "bad" || e.Reason != string(driver.ReasonMaxRetries) || e.RetryCount != maxRetries || e.Worker != "nb" ||
 		e.OriginalTopic != topic || e.OriginalPartition != bad[0].d.Partition || e.OriginalOffset != bad[0].d.Offset ||
 		e.Source != kafka.RetryTopic(topic, "nb") || e.ErrorMessage != "bad fails on attempt 3" {
 		t.Errorf("dead letter = %+v; want bad, max_retries, %d retries, worker nb, from %s/%d@%d via the retry topic",
@@ -480,9 +481,9 @@ func TestNonBlockingRetries(t *testing.T) {
 	}
 	retries := readAll(t, brokers, kafka.RetryTopic(topic, "nb"), maxRetries)
 	for i, r := range retries {
-		due := wire.ParseTime(headerOr(r, broker.HeaderDueAt))
+		due := wire.ParseTime(headerOr(r, driver.HeaderDueAt))
 		if due.IsZero() || headerOr(r, broker.HeaderAttempt) != fmt.Sprint(i+2) {
-			t.Errorf("retry copy %d: due %q attempt %q", i, headerOr(r, broker.HeaderDueAt), headerOr(r, broker.HeaderAttempt))
+			t.Errorf("retry copy %d: due %q attempt %q", i, headerOr(r, driver.HeaderDueAt), headerOr(r, broker.HeaderAttempt))
 		}
 	}
 }
@@ -513,7 +514,7 @@ func TestHandlerPanicIsDeadLettered(t *testing.T) {
 		t.Fatalf("dead letters = %d, want 1", len(dls))
 	}
 	e := dls[0].Entry
-	if e.ErrorClass != broker.ClassPanic || e.ErrorMessage != "handler panic: kaboom" || e.StackTrace == "" || e.Reason != string(broker.ReasonMaxRetries) {
+	if e.ErrorClass != broker.ClassPanic || e.ErrorMessage != "handler panic: kaboom" || e.StackTrace == "" || e.Reason != string(driver.ReasonMaxRetries) {
 		t.Errorf("entry = class %q message %q reason %q stack %d chars; want panic, handler panic: kaboom, max_retries, a stack",
 			e.ErrorClass, e.ErrorMessage, e.Reason, len(e.StackTrace))
 	}

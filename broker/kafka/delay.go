@@ -5,7 +5,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
 )
 
@@ -46,7 +46,7 @@ func (p *partition) runByDue() {
 			return
 		}
 		for _, r := range p.queue {
-			pending = append(pending, &slot{r: r, due: wire.ParseTime(headerValue(r, broker.HeaderDueAt))})
+			pending = append(pending, &slot{r: r, due: wire.ParseTime(headerValue(r, driver.HeaderDueAt))})
 		}
 		clear(p.queue)
 		p.queue = p.queue[:0]

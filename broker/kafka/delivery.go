@@ -1,14 +1,16 @@
 package kafka
 
 import (
+	"encoding/binary"
 	"strconv"
+	"time"
 	"unsafe"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // Headers this backend adds to retry copies, so that a message read back from
@@ -22,10 +24,10 @@ const (
 
 // delivery builds the Delivery of r in a Delivery of its own, its Headers
 // always built (see fill), with room for the story of a failure
-// (pipeline.StoryLen): the one a retry in place or a retry or dead-letter
+// (driver.StoryLen): the one a retry in place or a retry or dead-letter
 // copy is made of.
 func (c *consumer) delivery(r *kgo.Record) *broker.Delivery {
-	d := &broker.Delivery{Message: broker.Message{Headers: make(map[string]string, len(r.Headers)+pipeline.StoryLen)}}
+	d := &broker.Delivery{Message: broker.Message{Headers: make(map[string]string, len(r.Headers)+driver.StoryLen)}}
 	c.fill(d, r, false)
 	return d
 }
@@ -110,14 +112,14 @@ func (c *consumer) fill(d *broker.Delivery, r *kgo.Record, onDemand bool) (story
 	if onDemand {
 		for _, x := range r.Headers {
 			if wire.Own(x.Key) {
-				if x.Key == broker.HeaderMessageID {
+				if x.Key == driver.HeaderMessageID {
 					id = headerString(x.Value) // the last one, as Header gives
 				} else {
 					story = true
 				}
 			}
 		}
-		d.SetHeaderReader((*onDemandHeaders)(r))
+		driver.SetHeaderReader(d, (*onDemandHeaders)(r))
 	} else {
 		if h = d.Headers; h == nil {
 			h = make(map[string]string, len(r.Headers))
@@ -126,7 +128,7 @@ func (c *consumer) fill(d *broker.Delivery, r *kgo.Record, onDemand bool) (story
 			v := headerString(x.Value)
 			h[x.Key] = v
 			if wire.Own(x.Key) {
-				if x.Key == broker.HeaderMessageID {
+				if x.Key == driver.HeaderMessageID {
 					id = v
 				} else {
 					story = true
@@ -139,22 +141,25 @@ func (c *consumer) fill(d *broker.Delivery, r *kgo.Record, onDemand bool) (story
 	d.ID, d.Key, d.Value, d.Headers, d.Timestamp = id, r.Key, r.Value, h, r.Timestamp
 	d.Topic, d.Group, d.Instance, d.Source = c.sub.Topic, c.sub.Group, c.b.cfg.InstanceID, r.Topic
 	d.Partition, d.Offset, d.Attempt = r.Partition, r.Offset, 1
+	if id == "" { // another producer's: its id is derived when asked (StableID)
+		driver.SetDerivedID(d, derivedID)
+	}
 	if !story {
 		return false
 	}
 	if t := wire.ParseTime(d.Header(headerOriginTimestamp)); !t.IsZero() {
 		d.Timestamp = t
 	}
-	pipeline.ReadStory(d)
+	driver.ReadStory(d)
 	return true
 }
 
 // onDemandHeaders reads a record's headers for a HeadersOnDemand delivery
-// (broker.HeaderReader): values share the record's memory, as Headers'
+// (driver.HeaderReader): values share the record's memory, as Headers'
 // do, and a name that repeats has its last value, as in Headers.
 type onDemandHeaders kgo.Record
 
-// Header implements broker.HeaderReader.
+// Header implements driver.HeaderReader.
 func (r *onDemandHeaders) Header(key string) (string, bool) {
 	for i := len(r.Headers) - 1; i >= 0; i-- {
 		if r.Headers[i].Key == key {
@@ -164,7 +169,7 @@ func (r *onDemandHeaders) Header(key string) (string, bool) {
 	return "", false
 }
 
-// Range implements broker.HeaderReader.
+// Range implements driver.HeaderReader.
 func (r *onDemandHeaders) Range(f func(key, value string) bool) {
 	for i, x := range r.Headers {
 		if r.repeated(x.Key, i) {
@@ -204,4 +209,26 @@ func origin(d *broker.Delivery) (int32, int64) {
 		return d.Partition, d.Offset
 	}
 	return int32(part), off
+}
+
+// RecordMessageID is the message id of a Kafka record that carries no
+// x-redrive-message-id header (written by a producer other than redrive):
+// a broker.DerivedMessageID of where it was first written (topic,
+// partition, offset) and its timestamp, which a topic deleted and created
+// again does not repeat with its offsets. Its deliveries leave
+// Delivery.ID empty (the consume path derives nothing); their StableID
+// is this id, and so is the id of its retry copies, dead letters and
+// replays.
+func RecordMessageID(topic string, partition int32, offset int64, ts time.Time) string {
+	var b [3 * binary.MaxVarintLen64]byte
+	n := binary.PutVarint(b[:], int64(partition))
+	n += binary.PutVarint(b[n:], offset)
+	n += binary.PutVarint(b[n:], ts.UnixMilli())
+	return broker.DerivedMessageID([]byte("kafka"), []byte(topic), b[:n])
+}
+
+// derivedID is the StableID of a delivery of a record without an id
+// (driver.SetDerivedID): its RecordMessageID.
+func derivedID(d *broker.Delivery) string {
+	return RecordMessageID(d.Topic, d.Partition, d.Offset, d.Timestamp)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // HeadersOnDemand gives the handler the headers and the story a built
@@ -33,7 +33,7 @@ func TestFillHeadersOnDemand(t *testing.T) {
 		{"application headers", hdr("a", "1", "traceparent", "00-x", "empty", "")},
 		{"a repeated name keeps its last value", hdr("a", "1", "b", "2", "a", "3")},
 		{"redrive's story", hdr("a", "1", broker.HeaderAttempt, "3", broker.HeaderError, "boom",
-			broker.HeaderMessageID, "m-1", headerOriginTimestamp, "2026-01-02T03:04:05Z")},
+			driver.HeaderMessageID, "m-1", headerOriginTimestamp, "2026-01-02T03:04:05Z")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &kgo.Record{Topic: "t", Partition: 2, Offset: 7, Value: []byte("v"), Timestamp: time.Unix(1, 0), Headers: tc.headers}
@@ -80,13 +80,13 @@ func TestFillReadsTheStory(t *testing.T) {
 	}{
 		{"no headers", nil, false},
 		{"application headers", []string{"a", "1"}, false},
-		{"only the message id", []string{"a", "1", broker.HeaderMessageID, "m-1"}, false},
-		{"a repeated message id", []string{broker.HeaderMessageID, "m-1", "a", "1", broker.HeaderMessageID, "m-2"}, false},
-		{"the id and an attempt", []string{broker.HeaderMessageID, "m-1", broker.HeaderAttempt, "3"}, true},
+		{"only the message id", []string{"a", "1", driver.HeaderMessageID, "m-1"}, false},
+		{"a repeated message id", []string{driver.HeaderMessageID, "m-1", "a", "1", driver.HeaderMessageID, "m-2"}, false},
+		{"the id and an attempt", []string{driver.HeaderMessageID, "m-1", broker.HeaderAttempt, "3"}, true},
 		{"a story without an id", []string{broker.HeaderAttempt, "2", broker.HeaderFirstFailureAt, at,
 			broker.HeaderLastFailureAt, at, broker.HeaderError, "boom"}, true},
-		{"a retry copy's origin", []string{broker.HeaderMessageID, "m-1", headerOriginTimestamp, at}, true},
-		{"a due time", []string{broker.HeaderDueAt, at}, true},
+		{"a retry copy's origin", []string{driver.HeaderMessageID, "m-1", headerOriginTimestamp, at}, true},
+		{"a due time", []string{driver.HeaderDueAt, at}, true},
 		{"a remaining delay", []string{broker.HeaderRemainingDelay, "100"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,11 +98,11 @@ func TestFillReadsTheStory(t *testing.T) {
 			}
 			r := &kgo.Record{Topic: "t", Partition: 2, Offset: 7, Value: []byte("v"), Timestamp: time.Unix(1, 0), Headers: hs}
 			// What looking each header up gives.
-			want := &broker.Delivery{Message: broker.Message{ID: h[broker.HeaderMessageID], Headers: h, Timestamp: r.Timestamp}}
+			want := &broker.Delivery{Message: broker.Message{ID: h[driver.HeaderMessageID], Headers: h, Timestamp: r.Timestamp}}
 			if ts, ok := h[headerOriginTimestamp]; ok {
 				want.Timestamp, _ = time.Parse(time.RFC3339Nano, ts)
 			}
-			pipeline.ReadStory(want)
+			driver.ReadStory(want)
 			for _, onDemand := range []bool{false, true} {
 				d := new(broker.Delivery)
 				story := c.fill(d, r, onDemand)

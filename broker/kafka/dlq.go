@@ -7,8 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // deadLetter sends r (delivered as d, decided by dec) to <topic>.dlq (see
@@ -17,7 +16,7 @@ import (
 // the broker refuses is tried again with back-off). first is the record's
 // first decision, whose claim is released once the copy is acknowledged.
 // It returns false when the worker is halted first.
-func (p *partition) deadLetter(r *kgo.Record, d *broker.Delivery, dec, first pipeline.Decision) bool {
+func (p *partition) deadLetter(r *kgo.Record, d *broker.Delivery, dec, first driver.Decision) bool {
 	rec, err := p.c.deadLetterRecord(r, d, dec.Outcome, dec.Cause, dec.At)
 	if err != nil {
 		// The envelope cannot be encoded: nothing to write, and dropping
@@ -33,13 +32,13 @@ func (p *partition) deadLetter(r *kgo.Record, d *broker.Delivery, dec, first pip
 // value = the JSON envelope (EncodeEnvelope, with the exact headers in
 // original_wire), key = the original key, headers = the original headers
 // exactly, then the x-redrive-* story (reason, worker, ...).
-func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o pipeline.Outcome, cause error, now time.Time) (*kgo.Record, error) {
+func (c *consumer) deadLetterRecord(r *kgo.Record, d *broker.Delivery, o driver.Outcome, cause error, now time.Time) (*kgo.Record, error) {
 	return c.envelopeRecord(r, d, o, now, deadLetterEntry(r, d, o, cause, now))
 }
 
 // deadLetterEntry is the dead letter of r (delivered as d) that its
 // envelope carries.
-func deadLetterEntry(r *kgo.Record, d *broker.Delivery, o pipeline.Outcome, cause error, now time.Time) dlq.Entry {
+func deadLetterEntry(r *kgo.Record, d *broker.Delivery, o driver.Outcome, cause error, now time.Time) driver.Entry {
 	part, off := origin(d)
 	first, last := d.FirstFailureAt, d.LastFailureAt
 	if cause != nil { // a handler failure, not an expiry
@@ -48,8 +47,8 @@ func deadLetterEntry(r *kgo.Record, d *broker.Delivery, o pipeline.Outcome, caus
 		}
 		last = now
 	}
-	return dlq.Entry{
-		MessageID:         broker.DeliveryID(d), // derived for a record written without one
+	return driver.Entry{
+		MessageID:         d.StableID(), // derived for a record written without one
 		OriginalTopic:     d.Topic,
 		OriginalPartition: part,
 		OriginalOffset:    off,
@@ -72,18 +71,18 @@ func deadLetterEntry(r *kgo.Record, d *broker.Delivery, o pipeline.Outcome, caus
 
 // envelopeRecord is the <topic>.dlq record of r (delivered as d) carrying
 // e, its dead letter.
-func (c *consumer) envelopeRecord(r *kgo.Record, d *broker.Delivery, o pipeline.Outcome, now time.Time, e dlq.Entry) (*kgo.Record, error) {
+func (c *consumer) envelopeRecord(r *kgo.Record, d *broker.Delivery, o driver.Outcome, now time.Time, e driver.Entry) (*kgo.Record, error) {
 	val, err := EncodeEnvelope(e)
 	if err != nil {
 		return nil, err
 	}
-	h := storyHeaders(r, d, o, now, broker.HeaderDueAt, headerOriginPartition, headerOriginOffset, headerOriginTimestamp)
+	h := storyHeaders(r, d, o, now, driver.HeaderDueAt, headerOriginPartition, headerOriginOffset, headerOriginTimestamp)
 	return &kgo.Record{Topic: DLQTopic(c.sub.Topic), Key: r.Key, Value: val, Headers: recordHeaders(h), Timestamp: now}, nil
 }
 
 // stackTrace returns the first characters of a recovered panic's stack.
 func stackTrace(err error) string {
-	var pe *broker.PanicError
+	var pe *driver.PanicError
 	if !errors.As(err, &pe) {
 		return ""
 	}

@@ -49,6 +49,6 @@
 //
 // # Dead letters
 //
-// The Broker is also the keeper's dlq.Source (ConsumeDeadLetters) and the
-// replays' dlq.Republisher (Republish, to the failing group's retry topic).
+// The Broker is also the keeper's driver.Source (ConsumeDeadLetters) and the
+// replays' driver.Republisher (Republish, to the failing group's retry topic).
 package kafka

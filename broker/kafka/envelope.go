@@ -11,7 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // Encodings of the envelope's original_value, original_key and header
@@ -94,7 +94,7 @@ const maxEmbedDepth = 1000
 // value; an envelope must be stored as it was written.
 //
 // EncodeEnvelope fails only for failure times outside years 0 to 9999.
-func EncodeEnvelope(e dlq.Entry) ([]byte, error) {
+func EncodeEnvelope(e driver.Entry) ([]byte, error) {
 	w := envelopeWriter{b: make([]byte, 0, 512+len(e.OriginalKey)*4/3+len(e.OriginalValue)*4/3)}
 	w.b = append(w.b, '{')
 	if e.MessageID != "" {

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/dlq"
 )
 
 // rawEnvelope is the envelope as DecodeEnvelope reads it; pointers tell an
@@ -74,31 +74,31 @@ type rawEnvelope struct {
 //
 // No member names a route: the entry's origin is only ever checked against
 // the configured worker of its DLQ (dlq.Ops.Target).
-func DecodeEnvelope(data []byte) (dlq.Entry, error) {
+func DecodeEnvelope(data []byte) (driver.Entry, error) {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return dlq.Entry{}, fmt.Errorf("dlq: decode envelope: %w: not a JSON object", ErrNotEnvelope)
+		return driver.Entry{}, fmt.Errorf("dlq: decode envelope: %w: not a JSON object", ErrNotEnvelope)
 	}
 	var raw rawEnvelope
 	err := json.Unmarshal(data, &raw)
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.As(err, &syntaxErr):
-		return dlq.Entry{}, fmt.Errorf("dlq: decode envelope: %w: %w", ErrNotEnvelope, err)
+		return driver.Entry{}, fmt.Errorf("dlq: decode envelope: %w: %w", ErrNotEnvelope, err)
 	case raw.OriginalTopic == nil:
 		if err != nil {
-			return dlq.Entry{}, fmt.Errorf("dlq: decode envelope: %w: %w", ErrNotEnvelope, err)
+			return driver.Entry{}, fmt.Errorf("dlq: decode envelope: %w: %w", ErrNotEnvelope, err)
 		}
-		return dlq.Entry{}, fmt.Errorf("dlq: decode envelope: %w: no original_topic", ErrNotEnvelope)
+		return driver.Entry{}, fmt.Errorf("dlq: decode envelope: %w: no original_topic", ErrNotEnvelope)
 	case err != nil:
 		var typeErr *json.UnmarshalTypeError
 		if errors.As(err, &typeErr) && typeErr.Field != "" {
-			return dlq.Entry{}, fmt.Errorf("dlq: decode envelope: %s: %w", typeErr.Field, err)
+			return driver.Entry{}, fmt.Errorf("dlq: decode envelope: %s: %w", typeErr.Field, err)
 		}
-		return dlq.Entry{}, fmt.Errorf("dlq: decode envelope: %w", err)
+		return driver.Entry{}, fmt.Errorf("dlq: decode envelope: %w", err)
 	}
 
-	e := dlq.Entry{
+	e := driver.Entry{
 		MessageID:         raw.MessageID,
 		OriginalTopic:     *raw.OriginalTopic,
 		OriginalPartition: -1,
@@ -119,31 +119,31 @@ func DecodeEnvelope(data []byte) (dlq.Entry, error) {
 		e.OriginalOffset = *raw.OriginalOffset
 	}
 	if e.RetryCount < 0 {
-		return dlq.Entry{}, fmt.Errorf("dlq: decode envelope: retry_count: %d is negative", e.RetryCount)
+		return driver.Entry{}, fmt.Errorf("dlq: decode envelope: retry_count: %d is negative", e.RetryCount)
 	}
 	if e.OriginalKey, err = decodeKey(raw.OriginalKey, raw.OriginalKeyEncoding); err != nil {
-		return dlq.Entry{}, fmt.Errorf("dlq: decode envelope: original_key: %w", err)
+		return driver.Entry{}, fmt.Errorf("dlq: decode envelope: original_key: %w", err)
 	}
 	if e.OriginalValue, err = decodeValue(raw.OriginalValue, raw.OriginalValueEncoding); err != nil {
-		return dlq.Entry{}, fmt.Errorf("dlq: decode envelope: original_value: %w", err)
+		return driver.Entry{}, fmt.Errorf("dlq: decode envelope: original_value: %w", err)
 	}
 	if e.OriginalHeaders, err = decodeHeaders(&raw); err != nil {
-		return dlq.Entry{}, fmt.Errorf("dlq: decode envelope: %w", err)
+		return driver.Entry{}, fmt.Errorf("dlq: decode envelope: %w", err)
 	}
 	if raw.OriginalWire != nil {
 		if e.OriginalWire, err = decodeBase64(*raw.OriginalWire); err != nil {
-			return dlq.Entry{}, fmt.Errorf("dlq: decode envelope: original_wire: %w", err)
+			return driver.Entry{}, fmt.Errorf("dlq: decode envelope: original_wire: %w", err)
 		}
 		if _, err := wire.Decode(e.OriginalWire); err != nil {
-			return dlq.Entry{}, fmt.Errorf("dlq: decode envelope: original_wire: %w", err)
+			return driver.Entry{}, fmt.Errorf("dlq: decode envelope: original_wire: %w", err)
 		}
 	}
 	e.GroupType, e.DeliveryCount = shareMembers(raw.GroupType, raw.DeliveryCount)
 	if e.FirstFailureAt, err = decodeTime(raw.FirstFailureAt); err != nil {
-		return dlq.Entry{}, fmt.Errorf("dlq: decode envelope: first_failure_at: %w", err)
+		return driver.Entry{}, fmt.Errorf("dlq: decode envelope: first_failure_at: %w", err)
 	}
 	if e.LastFailureAt, err = decodeTime(raw.LastFailureAt); err != nil {
-		return dlq.Entry{}, fmt.Errorf("dlq: decode envelope: last_failure_at: %w", err)
+		return driver.Entry{}, fmt.Errorf("dlq: decode envelope: last_failure_at: %w", err)
 	}
 	return e, nil
 }

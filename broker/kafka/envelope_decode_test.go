@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // TestDecodeDesignEnvelope reads the example of DESIGN.md, written by hand.
@@ -32,7 +32,7 @@ func TestDecodeDesignEnvelope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := dlq.Entry{
+	want := driver.Entry{
 		OriginalTopic: "escrow.commands", OriginalPartition: 3, OriginalOffset: 12345,
 		OriginalKey: []byte("deal_550e8400"), OriginalValue: []byte(`{"...": "..."}`),
 		OriginalHeaders: map[string]string{"k": "v"},
@@ -214,7 +214,7 @@ func FuzzDecodeEnvelope(f *testing.F) {
 	})
 }
 
-func benchEntry() dlq.Entry {
+func benchEntry() driver.Entry {
 	e := baseEntry()
 	var v bytes.Buffer
 	v.WriteString(`{"items":[`)

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // TestDecodeReferenceEnvelope reads the design's reference envelope as
@@ -19,7 +19,7 @@ func TestDecodeReferenceEnvelope(t *testing.T) {
 		`"error_details":{"exception_class":"java.lang.IllegalStateException","message":"no funds","stack_trace":"at Payout.run"},` +
 		`"retry_count":5,"worker_instance":"payout-executor-1",` +
 		`"first_failure_at":"2025-01-15T10:30:00.123456789Z","last_failure_at":"2025-01-15T11:45:00Z"`
-	base := dlq.Entry{
+	base := driver.Entry{
 		OriginalTopic: "escrow.commands", OriginalPartition: 3, OriginalOffset: 12345,
 		OriginalKey: []byte("deal_550e8400"),
 		ErrorClass:  "java.lang.IllegalStateException", ErrorMessage: "no funds", StackTrace: "at Payout.run",
@@ -31,7 +31,7 @@ func TestDecodeReferenceEnvelope(t *testing.T) {
 		name  string
 		tail  string // members after head
 		value []byte // the entry's OriginalValue (nil: no value)
-		edit  func(*dlq.Entry)
+		edit  func(*driver.Entry)
 	}{
 		{name: "JSON object value", tail: `,"original_value":{"deal_id": "d1", "amount": 100}}`, value: []byte(`{"deal_id": "d1", "amount": 100}`)},
 		{name: "JSON object value, pretty-printed", tail: ",\"original_value\":{\n  \"a\": [1, 2]\n}}", value: []byte("{\n  \"a\": [1, 2]\n}")},
@@ -43,20 +43,20 @@ func TestDecodeReferenceEnvelope(t *testing.T) {
 		{name: "null value", tail: `,"original_value":null}`},
 		{name: "absent value", tail: `}`},
 		{name: "reason given", tail: `,"reason":"max_retries","original_value":1}`, value: []byte("1"),
-			edit: func(e *dlq.Entry) { e.Reason = "max_retries" }},
+			edit: func(e *driver.Entry) { e.Reason = "max_retries" }},
 		{name: "headers of every JSON type", tail: `,"original_headers":{"s":"v","n":7,"b":true,"z":null,"o":{"x":[1]}}}`,
-			edit: func(e *dlq.Entry) {
+			edit: func(e *driver.Entry) {
 				e.OriginalHeaders = map[string]string{"s": "v", "n": "7", "b": "true", "z": "", "o": `{"x":[1]}`}
 			}},
-		{name: "number key", tail: `,"original_key":42}`, edit: func(e *dlq.Entry) { e.OriginalKey = []byte("42") }},
-		{name: "null key", tail: `,"original_key":null}`, edit: func(e *dlq.Entry) { e.OriginalKey = nil }},
+		{name: "number key", tail: `,"original_key":42}`, edit: func(e *driver.Entry) { e.OriginalKey = []byte("42") }},
+		{name: "null key", tail: `,"original_key":null}`, edit: func(e *driver.Entry) { e.OriginalKey = nil }},
 		{name: "times in epoch milliseconds", tail: `,"first_failure_at":1736937000123,"last_failure_at":"1736941500000"}`,
-			edit: func(e *dlq.Entry) {
+			edit: func(e *driver.Entry) {
 				e.FirstFailureAt = time.UnixMilli(1736937000123).UTC()
 				e.LastFailureAt = time.UnixMilli(1736941500000).UTC()
 			}},
 		{name: "times with an offset and microseconds", tail: `,"first_failure_at":"2025-01-15T12:30:00.000001+02:00","last_failure_at":null}`,
-			edit: func(e *dlq.Entry) {
+			edit: func(e *driver.Entry) {
 				e.FirstFailureAt = time.Date(2025, 1, 15, 10, 30, 0, 1000, time.UTC)
 				e.LastFailureAt = time.Time{}
 			}},

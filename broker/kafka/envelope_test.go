@@ -11,11 +11,11 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/broker/driver"
 )
 
-func baseEntry() dlq.Entry {
-	return dlq.Entry{
+func baseEntry() driver.Entry {
+	return driver.Entry{
 		MessageID:         "3f2a9c",
 		OriginalTopic:     "escrow.commands",
 		OriginalPartition: 3,
@@ -37,7 +37,7 @@ func baseEntry() dlq.Entry {
 }
 
 // checkEntry fails t unless got is want, byte for byte where it matters.
-func checkEntry(t testing.TB, got, want dlq.Entry) {
+func checkEntry(t testing.TB, got, want driver.Entry) {
 	t.Helper()
 	if (got.OriginalKey == nil) != (want.OriginalKey == nil) || !bytes.Equal(got.OriginalKey, want.OriginalKey) {
 		t.Errorf("key = %q (nil %v), want %q (nil %v)", got.OriginalKey, got.OriginalKey == nil, want.OriginalKey, want.OriginalKey == nil)
@@ -63,7 +63,7 @@ func checkEntry(t testing.TB, got, want dlq.Entry) {
 
 // roundTrip encodes e, checks the envelope is valid UTF-8 JSON, decodes it
 // and returns the envelope as a generic map for further checks.
-func roundTrip(t testing.TB, e dlq.Entry) map[string]any {
+func roundTrip(t testing.TB, e driver.Entry) map[string]any {
 	t.Helper()
 	data, err := EncodeEnvelope(e)
 	if err != nil {
@@ -341,7 +341,7 @@ func TestEnvelopeFieldNames(t *testing.T) {
 		t.Errorf("value is not embedded verbatim: %s", data)
 	}
 	// Empty extras and zero times are left out.
-	e := dlq.Entry{OriginalTopic: "t", OriginalPartition: -1, OriginalOffset: -1}
+	e := driver.Entry{OriginalTopic: "t", OriginalPartition: -1, OriginalOffset: -1}
 	data, err = EncodeEnvelope(e)
 	if err != nil {
 		t.Fatal(err)

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
-	"github.com/redrive/redrive/dlq"
 )
 
 func ExampleEncodeEnvelope() {
-	e := dlq.Entry{
+	e := driver.Entry{
 		OriginalTopic:     "escrow.commands",
 		OriginalPartition: 3,
 		OriginalOffset:    12345,

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // Header names written by other tools' dead-letter publishers, as their
@@ -67,31 +67,31 @@ func (f ForeignFormat) valid() bool {
 // of the tool's own headers. It reports false when neither tool's headers
 // are there. The record's key, value and wire form are the caller's to
 // fill in; the tools' own headers (prefix) are left out of OriginalHeaders.
-func fromForeignHeaders(h map[string]string) (e dlq.Entry, prefix string, ok bool) {
+func fromForeignHeaders(h map[string]string) (e driver.Entry, prefix string, ok bool) {
 	return decodeForeign(FormatAuto, h)
 }
 
 // decodeForeign is fromForeignHeaders for the headers of format f only.
-func decodeForeign(f ForeignFormat, h map[string]string) (e dlq.Entry, prefix string, ok bool) {
+func decodeForeign(f ForeignFormat, h map[string]string) (e driver.Entry, prefix string, ok bool) {
 	if f != FormatConnect && (h[springTopic] != "" || h[springFQCN] != "") {
 		return fromSpring(h), springPrefix, true
 	}
 	if f != FormatSpring && (h[connectTopic] != "" || h[connectClass] != "") {
 		return fromConnect(h), connectPrefix, true
 	}
-	return dlq.Entry{}, "", false
+	return driver.Entry{}, "", false
 }
 
 // fromSpring reads Spring Kafka's headers. The error class is the root
 // cause's when Spring names one (its exception is most often the
 // ListenerExecutionFailedException wrapping it), so that failures group by
 // what went wrong; the stack trace shows both.
-func fromSpring(h map[string]string) dlq.Entry {
+func fromSpring(h map[string]string) driver.Entry {
 	class := h[springCauseFQCN]
 	if class == "" {
 		class = h[springFQCN]
 	}
-	e := dlq.Entry{
+	e := driver.Entry{
 		OriginalTopic:     h[springTopic],
 		OriginalPartition: int32(beInt(h[springPartition])),
 		OriginalOffset:    beInt(h[springOffset]),
@@ -113,7 +113,7 @@ func fromSpring(h map[string]string) dlq.Entry {
 
 // fromConnect reads Kafka Connect's headers; the worker is the connector,
 // the instance its task ("<connector>-<task>").
-func fromConnect(h map[string]string) dlq.Entry {
+func fromConnect(h map[string]string) driver.Entry {
 	p, err := strconv.ParseInt(h[connectPartition], 10, 32)
 	if err != nil {
 		p = -1
@@ -122,7 +122,7 @@ func fromConnect(h map[string]string) dlq.Entry {
 	if err != nil {
 		o = -1
 	}
-	e := dlq.Entry{
+	e := driver.Entry{
 		OriginalTopic:     h[connectTopic],
 		OriginalPartition: int32(p),
 		OriginalOffset:    o,

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 func be32(n int32) string {
@@ -25,7 +25,7 @@ func TestFromForeignHeaders(t *testing.T) {
 		name    string
 		h       map[string]string
 		ok      bool
-		want    dlq.Entry
+		want    driver.Entry
 		headers map[string]string
 	}{
 		{
@@ -37,7 +37,7 @@ func TestFromForeignHeaders(t *testing.T) {
 				"kafka_dlt-exception-stacktrace": strings.Repeat("x", 600), "trace": "t1",
 			},
 			ok: true,
-			want: dlq.Entry{OriginalTopic: "orders", OriginalPartition: 2, OriginalOffset: 1234, Worker: "billing",
+			want: driver.Entry{OriginalTopic: "orders", OriginalPartition: 2, OriginalOffset: 1234, Worker: "billing",
 				ErrorClass: "java.lang.IllegalStateException", ErrorMessage: "bad state", Reason: "spring_dlt"},
 			headers: map[string]string{"trace": "t1"},
 		},
@@ -49,7 +49,7 @@ func TestFromForeignHeaders(t *testing.T) {
 				"__connect.errors.exception.message": "schema mismatch",
 			},
 			ok: true,
-			want: dlq.Entry{OriginalTopic: "events", OriginalPartition: 1, OriginalOffset: 99, Worker: "pg-sink",
+			want: driver.Entry{OriginalTopic: "events", OriginalPartition: 1, OriginalOffset: 99, Worker: "pg-sink",
 				ErrorClass: "org.apache.kafka.connect.errors.DataException", ErrorMessage: "schema mismatch", Reason: "connect_error"},
 			headers: map[string]string{},
 		},
@@ -61,7 +61,7 @@ func TestFromForeignHeaders(t *testing.T) {
 				"kafka_dlt-exception-cause-fqcn": "java.lang.IllegalStateException", "kafka_dlt-exception-message": "failed; bad state",
 			},
 			ok: true,
-			want: dlq.Entry{OriginalTopic: "orders", OriginalPartition: 0, OriginalOffset: 5,
+			want: driver.Entry{OriginalTopic: "orders", OriginalPartition: 0, OriginalOffset: 5,
 				ErrorClass: "java.lang.IllegalStateException", ErrorMessage: "failed; bad state", Reason: "spring_dlt"},
 			headers: map[string]string{},
 		},
@@ -72,13 +72,13 @@ func TestFromForeignHeaders(t *testing.T) {
 				"__connect.errors.connector.name": "pg-sink", "__connect.errors.task.id": "3", "__connect.errors.stage": "VALUE_CONVERTER",
 			},
 			ok: true,
-			want: dlq.Entry{OriginalTopic: "events", OriginalPartition: -1, OriginalOffset: -1, Worker: "pg-sink",
+			want: driver.Entry{OriginalTopic: "events", OriginalPartition: -1, OriginalOffset: -1, Worker: "pg-sink",
 				WorkerInstance: "pg-sink-3", Reason: "connect_error"},
 			headers: map[string]string{},
 		},
 		{name: "neither", h: map[string]string{"k": "v"}},
 		{name: "spring with garbage numbers", h: map[string]string{"kafka_dlt-original-topic": "t", "kafka_dlt-original-offset": "\x01"}, ok: true,
-			want: dlq.Entry{OriginalTopic: "t", OriginalPartition: -1, OriginalOffset: -1, Reason: "spring_dlt"}, headers: map[string]string{}},
+			want: driver.Entry{OriginalTopic: "t", OriginalPartition: -1, OriginalOffset: -1, Reason: "spring_dlt"}, headers: map[string]string{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

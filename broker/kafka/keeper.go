@@ -12,9 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // The keeper's partition workers hand the dead letters they have at hand
@@ -30,20 +29,20 @@ const (
 )
 
 var (
-	_ dlq.Source      = (*Broker)(nil)
-	_ dlq.BatchSource = (*Broker)(nil)
+	_ driver.Source      = (*Broker)(nil)
+	_ driver.BatchSource = (*Broker)(nil)
 )
 
-// ConsumeDeadLetters implements dlq.Source: ConsumeDeadLetterBatches with
-// handle called for each record of a batch in order (dlq.HandleEach).
-func (b *Broker) ConsumeDeadLetters(ctx context.Context, dlqs []string, handle func(context.Context, dlq.DeadLetter) error) error {
+// ConsumeDeadLetters implements driver.Source: ConsumeDeadLetterBatches with
+// handle called for each record of a batch in order (driver.HandleEach).
+func (b *Broker) ConsumeDeadLetters(ctx context.Context, dlqs []string, handle func(context.Context, driver.DeadLetter) error) error {
 	if handle == nil {
 		return errors.New("kafka: consume dead letters: handle is nil")
 	}
-	return b.ConsumeDeadLetterBatches(ctx, dlqs, dlq.HandleEach(handle))
+	return b.ConsumeDeadLetterBatches(ctx, dlqs, driver.HandleEach(handle))
 }
 
-// ConsumeDeadLetterBatches implements dlq.BatchSource: it consumes the DLQ
+// ConsumeDeadLetterBatches implements driver.BatchSource: it consumes the DLQ
 // topics dlqs (<topic>.dlq) as the group Config.KeeperGroup, from their
 // start, and calls handle with the records each partition has buffered,
 // in offset order, a batch at a time. A batch's offsets are committed only
@@ -56,10 +55,10 @@ func (b *Broker) ConsumeDeadLetters(ctx context.Context, dlqs []string, handle f
 // record timestamp ("{partition}-{offset}@{ms}"), so that the records of a
 // recreated DLQ topic are not taken for ones already stored. A record that
 // is not a redrive envelope is decoded from Spring Kafka or Kafka Connect
-// dead-letter headers when it has them, else kept raw (dlq.ReasonUnparseable).
+// dead-letter headers when it has them, else kept raw (driver.ReasonUnparseable).
 // The topics of Config.ForeignDLQs (other applications' dead-letter
 // topics) are read as their format says, never as envelopes.
-func (b *Broker) ConsumeDeadLetterBatches(ctx context.Context, dlqs []string, handle func(context.Context, []dlq.DeadLetter) []error) error {
+func (b *Broker) ConsumeDeadLetterBatches(ctx context.Context, dlqs []string, handle func(context.Context, []driver.DeadLetter) []error) error {
 	if b.isClosed() {
 		return broker.ErrClosed
 	}
@@ -133,8 +132,8 @@ func (p *partition) nextBatch(n, bytes int) ([]*kgo.Record, bool) {
 // keep hands rs to handle until handle accepted each (true) or the worker
 // is halted (false: the batch stays uncommitted for the next keeper). The
 // records handle failed are offered again, alone, after a back-off.
-func (p *partition) keep(rs []*kgo.Record, handle func(context.Context, []dlq.DeadLetter) []error) bool {
-	dls := make([]dlq.DeadLetter, len(rs))
+func (p *partition) keep(rs []*kgo.Record, handle func(context.Context, []driver.DeadLetter) []error) bool {
+	dls := make([]driver.DeadLetter, len(rs))
 	for i, r := range rs {
 		dls[i] = p.c.b.deadLetterOf(r)
 	}
@@ -148,7 +147,7 @@ func (p *partition) keep(rs []*kgo.Record, handle func(context.Context, []dlq.De
 		left := dls[:0]
 		for i, err := range errs {
 			if err != nil {
-				if !errors.Is(err, dlq.ErrNotTried) {
+				if !errors.Is(err, driver.ErrNotTried) {
 					p.log.Warn("dead letter not kept; will offer it again, offset stays uncommitted",
 						"id", dls[i].ID, "error", err, "backoff", backoff)
 				}
@@ -168,9 +167,9 @@ func (p *partition) keep(rs []*kgo.Record, handle func(context.Context, []dlq.De
 // deadLetterOf reads one record of a DLQ topic: redrive's envelope, else
 // (or, for a topic of Config.ForeignDLQs, only) the dead-letter headers of
 // Spring Kafka or Kafka Connect its format allows, else kept raw.
-func (b *Broker) deadLetterOf(r *kgo.Record) dlq.DeadLetter {
-	id := dlq.KafkaID(r.Partition, r.Offset)
-	dl := dlq.DeadLetter{DLQ: r.Topic, ID: id, Identity: id + "@" + strconv.FormatInt(r.Timestamp.UnixMilli(), 10)}
+func (b *Broker) deadLetterOf(r *kgo.Record) driver.DeadLetter {
+	id := RecordID(r.Partition, r.Offset)
+	dl := driver.DeadLetter{DLQ: r.Topic, ID: id, Identity: id + "@" + strconv.FormatInt(r.Timestamp.UnixMilli(), 10)}
 	format, foreign := b.cfg.ForeignDLQs[r.Topic]
 	var err error
 	if foreign {
@@ -194,17 +193,17 @@ func (b *Broker) deadLetterOf(r *kgo.Record) dlq.DeadLetter {
 		dl.Entry = fe
 		return dl
 	}
-	dl.Entry = dlq.Entry{
-		MessageID:         h[broker.HeaderMessageID],
+	dl.Entry = driver.Entry{
+		MessageID:         h[driver.HeaderMessageID],
 		OriginalTopic:     strings.TrimSuffix(r.Topic, dlqSuffix),
 		OriginalPartition: -1,
 		OriginalOffset:    -1,
 		OriginalKey:       r.Key,
 		OriginalValue:     r.Value,
-		OriginalHeaders:   pipeline.AppHeaders(h),
+		OriginalHeaders:   driver.AppHeaders(h),
 		OriginalWire:      appWire(wireHeaders(r.Headers)),
 		ErrorMessage:      err.Error(),
-		Reason:            string(dlq.ReasonUnparseable),
+		Reason:            string(driver.ReasonUnparseable),
 		Worker:            h[broker.HeaderWorker],
 	}
 	if foreign {
@@ -222,4 +221,11 @@ func formatName(f ForeignFormat) string {
 		return "Kafka Connect (__connect.errors.*)"
 	}
 	return "Spring Kafka (kafka_dlt-*) or Kafka Connect (__connect.errors.*)"
+}
+
+// RecordID is the id scheme of this backend's dead letters: the stored
+// entry of the DLQ record at (partition, offset) is
+// "{partition}-{offset}", which an operator can find the record by.
+func RecordID(partition int32, offset int64) string {
+	return strconv.FormatInt(int64(partition), 10) + "-" + strconv.FormatInt(offset, 10)
 }

@@ -10,9 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
-	"github.com/redrive/redrive/dlq"
 )
 
 // The topics of Config.ForeignDLQs are read as their format says: Spring
@@ -39,7 +39,7 @@ func TestConsumeForeignDeadLetters(t *testing.T) {
 		{Key: "kafka_dlt-original-topic", Value: []byte("orders")}, {Key: "kafka_dlt-exception-fqcn", Value: []byte("java.lang.IllegalStateException")}}
 	connect := []kgo.RecordHeader{{Key: "app", Value: []byte("1")},
 		{Key: "__connect.errors.topic", Value: []byte("events")}, {Key: "__connect.errors.exception.class.name", Value: []byte("DataException")}}
-	env, err := kafka.EncodeEnvelope(dlq.Entry{OriginalTopic: "x", Reason: "permanent", Worker: "w", OriginalValue: []byte("v")})
+	env, err := kafka.EncodeEnvelope(driver.Entry{OriginalTopic: "x", Reason: "permanent", Worker: "w", OriginalValue: []byte("v")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,12 +64,12 @@ func TestConsumeForeignDeadLetters(t *testing.T) {
 	)
 
 	var mu sync.Mutex
-	got := map[string]dlq.DeadLetter{}
+	got := map[string]driver.DeadLetter{}
 	done := make(chan struct{})
 	ctx, cancel := context.WithCancel(t.Context())
 	stopped := make(chan error, 1)
 	go func() {
-		stopped <- b.ConsumeDeadLetters(ctx, []string{springT, connectT, autoT}, func(_ context.Context, dl dlq.DeadLetter) error {
+		stopped <- b.ConsumeDeadLetters(ctx, []string{springT, connectT, autoT}, func(_ context.Context, dl driver.DeadLetter) error {
 			mu.Lock()
 			defer mu.Unlock()
 			got[string(dl.Entry.OriginalKey)] = dl

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/dlq"
@@ -63,13 +64,13 @@ func TestConsumeDeadLetters(t *testing.T) {
 	)
 
 	var mu sync.Mutex
-	got := map[string]dlq.DeadLetter{}
+	got := map[string]driver.DeadLetter{}
 	fails := map[string]int{}
 	done := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() {
-		stopped <- b.ConsumeDeadLetters(ctx, []string{dlqTopic}, func(_ context.Context, dl dlq.DeadLetter) error {
+		stopped <- b.ConsumeDeadLetters(ctx, []string{dlqTopic}, func(_ context.Context, dl driver.DeadLetter) error {
 			mu.Lock()
 			defer mu.Unlock()
 			// The store is down for the first two offers of each record.
@@ -97,7 +98,7 @@ func TestConsumeDeadLetters(t *testing.T) {
 
 	mu.Lock()
 	defer mu.Unlock()
-	var ours, spring, raw *dlq.DeadLetter
+	var ours, spring, raw *driver.DeadLetter
 	for _, dl := range got {
 		if dl.DLQ != dlqTopic {
 			t.Errorf("dead letter from %q, want %q", dl.DLQ, dlqTopic)
@@ -110,14 +111,14 @@ func TestConsumeDeadLetters(t *testing.T) {
 			ours = &dl
 		case dl.Entry.Reason == "spring_dlt":
 			spring = &dl
-		case dl.Entry.Reason == string(dlq.ReasonUnparseable):
+		case dl.Entry.Reason == string(driver.ReasonUnparseable):
 			raw = &dl
 		}
 	}
 	if ours == nil || spring == nil || raw == nil {
 		t.Fatalf("dead letters = %+v, want ours, a Spring one and a raw one", got)
 	}
-	if e := ours.Entry; e.Worker != "payer" || e.Reason != string(broker.ReasonPermanent) || e.OriginalTopic != topic {
+	if e := ours.Entry; e.Worker != "payer" || e.Reason != string(driver.ReasonPermanent) || e.OriginalTopic != topic {
 		t.Errorf("our entry = %+v", e)
 	}
 	if e := spring.Entry; e.OriginalTopic != "orders" || e.OriginalPartition != 7 || e.ErrorMessage != "NPE" ||
@@ -169,7 +170,7 @@ func TestRepublishReachesOnlyTheFailingGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	dls := kafkatest.DeadLetters(t.Context(), t, brokers, topic, "failing", 1, 0)
-	from := dlq.ReplayedFrom(kafka.DLQTopic(topic), dlq.KafkaID(dls[0].Record.Partition, dls[0].Record.Offset))
+	from := dlq.ReplayedFrom(kafka.DLQTopic(topic), kafka.RecordID(dls[0].Record.Partition, dls[0].Record.Offset))
 	if err := b.Republish(t.Context(), dls[0].Entry, kafka.Route(topic, "failing"), from); err != nil {
 		t.Fatalf("Republish: %v", err)
 	}
@@ -223,7 +224,7 @@ func TestConsumeDeadLetterBatches(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() {
-		stopped <- b.ConsumeDeadLetterBatches(ctx, []string{dlqTopic}, func(_ context.Context, dls []dlq.DeadLetter) []error {
+		stopped <- b.ConsumeDeadLetterBatches(ctx, []string{dlqTopic}, func(_ context.Context, dls []driver.DeadLetter) []error {
 			mu.Lock()
 			defer mu.Unlock()
 			largest = max(largest, len(dls))

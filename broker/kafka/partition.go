@@ -11,8 +11,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // partition is the worker of one assigned topic partition: it handles the
@@ -25,7 +25,7 @@ type partition struct {
 	log   *slog.Logger
 	// pipe runs the partition's deliveries (max age, claims, the handler,
 	// the retry decision); gated is gate, the handler it calls.
-	pipe  *pipeline.Pipeline
+	pipe  *driver.Pipeline
 	gated broker.Handler
 
 	// ctx is the handlers' context; cancel is called when a stop gives up
@@ -92,7 +92,7 @@ func newPartition(c *consumer, topic string, part int32) *partition {
 		topic:     topic,
 		part:      part,
 		log:       log,
-		pipe:      pipeline.New(c.sub, log),
+		pipe:      driver.NewPipeline(c.sub, log),
 		byDue:     topic == c.retryTopic,
 		ctx:       ctx,
 		cancel:    cancel,
@@ -215,17 +215,17 @@ func (p *partition) process(r *kgo.Record) bool {
 	d, story := p.newDelivery(r)
 	var due time.Time
 	if story { // x-redrive-due-at is one of redrive's headers
-		due = wire.ParseTime(d.Header(broker.HeaderDueAt))
+		due = wire.ParseTime(d.Header(driver.HeaderDueAt))
 	}
 	if !due.IsZero() && !p.sleepUntil(due) {
 		return false
 	}
-	in := pipeline.Input{Born: d.Timestamp}
+	in := driver.Input{Born: d.Timestamp}
 	if due.After(in.Born) {
 		in.Born = due
 	}
 	if p.pipe.Counts() { // the key is only built when claims are counted
-		in.ClaimKey = pipeline.ClaimKey(p.c.sub.Group, r.Topic, strconv.FormatInt(int64(r.Partition), 10), strconv.FormatInt(r.Offset, 10))
+		in.ClaimKey = driver.ClaimKey(p.c.sub.Group, r.Topic, strconv.FormatInt(int64(r.Partition), 10), strconv.FormatInt(r.Offset, 10))
 	}
 	dec := p.pipe.Process(p.ctx, d, p.gated, in)
 	done, sent := p.settle(r, d, dec)
@@ -246,14 +246,14 @@ func (p *partition) process(r *kgo.Record) bool {
 // headers per call was a measurable part of consuming). A handler may
 // change it, so after a failure d is built again from r, as delivered:
 // with the story of the last in-place retry when there was one (last).
-func (p *partition) settle(r *kgo.Record, d *broker.Delivery, dec pipeline.Decision) (done, sent bool) {
+func (p *partition) settle(r *kgo.Record, d *broker.Delivery, dec driver.Decision) (done, sent bool) {
 	first := dec // holds the claim, if any
 	var last *inPlace
 	for {
 		switch dec.Action {
-		case pipeline.Ack:
+		case driver.ActionAck:
 			return true, false
-		case pipeline.Stop:
+		case driver.ActionStop:
 			return false, false
 		}
 		if dec.Cause != nil { // the handler ran
@@ -263,13 +263,13 @@ func (p *partition) settle(r *kgo.Record, d *broker.Delivery, dec pipeline.Decis
 			}
 		}
 		switch dec.Action {
-		case pipeline.DeadLetter:
+		case driver.ActionDeadLetter:
 			return p.deadLetter(r, d, dec, first), true
-		case pipeline.Requeue:
+		case driver.ActionRequeue:
 			if !p.handBack() {
 				return false, false
 			}
-			dec = p.pipe.Process(p.ctx, d, p.gated, pipeline.Input{})
+			dec = p.pipe.Process(p.ctx, d, p.gated, driver.Input{})
 			continue
 		}
 		if p.c.sub.RetryMode == broker.NonBlocking {
@@ -279,20 +279,20 @@ func (p *partition) settle(r *kgo.Record, d *broker.Delivery, dec pipeline.Decis
 		if !p.retryInPlace(d, last) {
 			return false, false
 		}
-		dec = p.pipe.Process(p.ctx, d, p.gated, pipeline.Input{})
+		dec = p.pipe.Process(p.ctx, d, p.gated, driver.Input{})
 	}
 }
 
 // gate is the handler as the pipeline calls it: it runs the handler when a
-// concurrency slot is free, and returns pipeline.ErrStopped, without
+// concurrency slot is free, and returns driver.ErrStopped, without
 // calling it, when the worker is halted first.
 func (p *partition) gate(ctx context.Context, d *broker.Delivery) error {
 	if !p.c.slots.take(p.halted) {
-		return pipeline.ErrStopped
+		return driver.ErrStopped
 	}
 	defer p.c.slots.give()
 	if p.isHalted() {
-		return pipeline.ErrStopped
+		return driver.ErrStopped
 	}
 	return p.c.h(ctx, d)
 }

@@ -2,15 +2,16 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // ErrNotConsuming is returned by ConsumerReady for a topic and group no
 // Consume call of this Broker runs.
-var ErrNotConsuming = errors.New("kafka: not consuming")
+var ErrNotConsuming = driver.NewError("kafka: not consuming", driver.ErrNotConsuming)
 
 // consumerKey names the consumers of one Consume subscription.
 type consumerKey struct{ topic, group string }

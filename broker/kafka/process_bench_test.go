@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/retrypolicy"
 )
 
@@ -160,7 +161,7 @@ func (f *feed) run(b *testing.B, push func([]*kgo.Record)) {
 				o := start + i
 				recs[i] = &kgo.Record{Topic: "t", Value: value, Offset: int64(o), Timestamp: now,
 					Headers: []kgo.RecordHeader{
-						{Key: broker.HeaderMessageID, Value: id}, // as Publish writes it
+						{Key: driver.HeaderMessageID, Value: id}, // as Publish writes it
 						{Key: "bench-seq", Value: strconv.AppendInt(nil, int64(o), 10)},
 					}}
 			}

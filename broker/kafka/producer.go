@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
 )
 
@@ -110,13 +111,13 @@ func newRecord(topic string, m broker.Message, due, now time.Time) *kgo.Record {
 	size := len(id) + len(dueAt)
 	for k, v := range m.Headers {
 		switch {
-		case k == broker.HeaderMessageID:
+		case k == driver.HeaderMessageID:
 			if id == "" {
 				id = v
 				size += len(v)
 			}
 			continue
-		case k == broker.HeaderDueAt && dueAt != "":
+		case k == driver.HeaderDueAt && dueAt != "":
 			continue
 		}
 		hs = append(hs, kgo.RecordHeader{Key: k})
@@ -124,7 +125,7 @@ func newRecord(topic string, m broker.Message, due, now time.Time) *kgo.Record {
 		size += len(v)
 	}
 	if id == "" {
-		size += 32 // a new id (broker.AppendMessageID)
+		size += 32 // a new id (driver.AppendMessageID)
 	}
 	vals := make([]byte, 0, size)
 	value := func(s string) []byte {
@@ -143,12 +144,12 @@ func newRecord(topic string, m broker.Message, due, now time.Time) *kgo.Record {
 		idv = value(id)
 	} else {
 		start := len(vals)
-		vals = broker.AppendMessageID(vals)
+		vals = driver.AppendMessageID(vals)
 		idv = vals[start:len(vals):len(vals)]
 	}
-	hs = append(hs, kgo.RecordHeader{Key: broker.HeaderMessageID, Value: idv})
+	hs = append(hs, kgo.RecordHeader{Key: driver.HeaderMessageID, Value: idv})
 	if dueAt != "" {
-		hs = append(hs, kgo.RecordHeader{Key: broker.HeaderDueAt, Value: value(dueAt)})
+		hs = append(hs, kgo.RecordHeader{Key: driver.HeaderDueAt, Value: value(dueAt)})
 	}
 	ts := m.Timestamp
 	if ts.IsZero() {
@@ -178,7 +179,7 @@ func recordSize(r *kgo.Record) int {
 // messageID returns r's x-redrive-message-id header.
 func messageID(r *kgo.Record) string {
 	for _, h := range r.Headers {
-		if h.Key == broker.HeaderMessageID {
+		if h.Key == driver.HeaderMessageID {
 			return string(h.Value)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/broker/wire"
@@ -40,13 +41,13 @@ func TestPublishWritesRecords(t *testing.T) {
 	if string(r1.Key) != "k" || !r1.Timestamp.Equal(ts) {
 		t.Errorf("v1: key %q timestamp %v, want k and %v", r1.Key, r1.Timestamp, ts)
 	}
-	if id, _ := header(r1, broker.HeaderMessageID); id != "m-1" {
+	if id, _ := header(r1, driver.HeaderMessageID); id != "m-1" {
 		t.Errorf("v1 message id header = %q, want m-1", id)
 	}
 	if v, _ := header(r1, "tenant"); v != "acme" {
 		t.Errorf("v1 tenant header = %q, want acme", v)
 	}
-	if id, ok := header(r2, broker.HeaderMessageID); !ok || len(id) != 32 {
+	if id, ok := header(r2, driver.HeaderMessageID); !ok || len(id) != 32 {
 		t.Errorf("v2 message id header = %q, want a generated 32-character id", id)
 	}
 	if r2.Key != nil {
@@ -55,7 +56,7 @@ func TestPublishWritesRecords(t *testing.T) {
 	if age := time.Since(r2.Timestamp); age < 0 || age > time.Minute {
 		t.Errorf("v2 timestamp %v is not about now", r2.Timestamp)
 	}
-	if _, ok := header(r1, broker.HeaderDueAt); ok {
+	if _, ok := header(r1, driver.HeaderDueAt); ok {
 		t.Error("an immediate message carries x-redrive-due-at")
 	}
 }
@@ -69,7 +70,7 @@ func TestPublishDelayedSetsDueAt(t *testing.T) {
 		t.Fatalf("PublishDelayed: %v", err)
 	}
 	r := readAll(t, brokers, topic, 1)[0]
-	v, ok := header(r, broker.HeaderDueAt)
+	v, ok := header(r, driver.HeaderDueAt)
 	due := wire.ParseTime(v)
 	if !ok || due.IsZero() {
 		t.Fatalf("x-redrive-due-at = %q, want an RFC 3339 time", v)

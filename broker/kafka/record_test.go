@@ -9,6 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
 )
 
@@ -50,17 +51,17 @@ func TestNewRecordHeaders(t *testing.T) {
 		want []string
 	}{
 		{"sorted, id last", broker.Message{ID: "id-1", Headers: map[string]string{"b": "2", "a": "1", "c": ""}},
-			time.Time{}, []string{"a=1", "b=2", "c=", broker.HeaderMessageID + "=id-1"}},
-		{"ID wins over the header", broker.Message{ID: "id-2", Headers: map[string]string{broker.HeaderMessageID: "old"}},
-			time.Time{}, []string{broker.HeaderMessageID + "=id-2"}},
-		{"header id kept", broker.Message{Headers: map[string]string{broker.HeaderMessageID: "from-header", "x": "y"}},
-			time.Time{}, []string{"x=y", broker.HeaderMessageID + "=from-header"}},
-		{"due replaces the header", broker.Message{ID: "id-3", Headers: map[string]string{broker.HeaderDueAt: "stale"}},
-			due, []string{broker.HeaderMessageID + "=id-3", broker.HeaderDueAt + "=" + wire.FormatTime(due)}},
+			time.Time{}, []string{"a=1", "b=2", "c=", driver.HeaderMessageID + "=id-1"}},
+		{"ID wins over the header", broker.Message{ID: "id-2", Headers: map[string]string{driver.HeaderMessageID: "old"}},
+			time.Time{}, []string{driver.HeaderMessageID + "=id-2"}},
+		{"header id kept", broker.Message{Headers: map[string]string{driver.HeaderMessageID: "from-header", "x": "y"}},
+			time.Time{}, []string{"x=y", driver.HeaderMessageID + "=from-header"}},
+		{"due replaces the header", broker.Message{ID: "id-3", Headers: map[string]string{driver.HeaderDueAt: "stale"}},
+			due, []string{driver.HeaderMessageID + "=id-3", driver.HeaderDueAt + "=" + wire.FormatTime(due)}},
 		{"own timestamp kept", broker.Message{ID: "id-5", Timestamp: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)},
-			time.Time{}, []string{broker.HeaderMessageID + "=id-5"}},
-		{"due header kept without a delay", broker.Message{ID: "id-4", Headers: map[string]string{broker.HeaderDueAt: "kept"}},
-			time.Time{}, []string{broker.HeaderDueAt + "=kept", broker.HeaderMessageID + "=id-4"}},
+			time.Time{}, []string{driver.HeaderMessageID + "=id-5"}},
+		{"due header kept without a delay", broker.Message{ID: "id-4", Headers: map[string]string{driver.HeaderDueAt: "kept"}},
+			time.Time{}, []string{driver.HeaderDueAt + "=kept", driver.HeaderMessageID + "=id-4"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			now := time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)

@@ -3,94 +3,68 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"log/slog"
-
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/backend"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/broker/driver"
 )
 
-// The configuration file reaches this package only through the registry
-// of internal/backend: the open function, the Config mapping
-// (backend.ConfigOf[kafka.Config]) and the DLQ names (backend.RouterOf).
+// Name is the backend's name: the configuration's `broker: kafka`, a
+// stored dead letter's broker.
+const Name = "kafka"
+
+// Words are how people call where Kafka's messages wait.
+var Words = driver.Words{Display: "Kafka", Unit: "topic", EveryGroup: "every consumer group of it"}
+
+// The backend registers itself from init: a program that imports this
+// package can open it through driver.Lookup(Name), its configuration
+// (Config) coming in driver.Settings.Config.
 func init() {
-	backend.Register(broker.Kafka, func(ctx context.Context, c *config.Config, log *slog.Logger) (broker.Broker, error) {
-		cfg, err := configOf(c, log)
-		if err != nil {
-			return nil, err
-		}
-		return New(ctx, cfg)
+	driver.Register(driver.Descriptor{
+		Name:      Name,
+		Open:      open,
+		Router:    Router{},
+		Words:     Words,
+		Monitor:   monitor,
+		Topology:  newManager,
+		DevServer: devServer,
 	})
-	backend.RegisterConfig(configOf)
-	backend.RegisterRouter(broker.Kafka, Router{})
 }
 
-// configOf is the Config of a redrive configuration: its kafka section and
-// the heartbeat instance.
-func configOf(c *config.Config, log *slog.Logger) (Config, error) {
-	cfg, err := configFrom(c.Kafka, log)
+// open is the descriptor's Open: New with the Config s carries.
+func open(ctx context.Context, s driver.Settings) (broker.Broker, error) {
+	cfg, err := configOf(s)
 	if err != nil {
-		return Config{}, err
+		return nil, err
 	}
-	cfg.InstanceID = c.Heartbeat.Instance // empty: hostname-pid
-	return cfg, nil
+	return New(ctx, cfg)
 }
 
-// configFrom maps the kafka section of a redrive configuration file to a
-// Config: TLS (its files loaded) and SASL become client options.
-func configFrom(c config.Kafka, log *slog.Logger) (Config, error) {
-	cfg := Config{
-		Brokers:           c.Brokers,
-		Partitions:        c.Partitions,
-		ReplicationFactor: int16(c.ReplicationFactor),
-		ClientID:          c.ClientID,
-		CommitInterval:    c.CommitInterval.Duration(),
-		FetchMaxWait:      c.FetchMaxWait.Duration(),
-		HeartbeatInterval: c.HeartbeatInterval.Duration(),
-		SessionTimeout:    c.SessionTimeout.Duration(),
-		RebalanceTimeout:  c.RebalanceTimeout.Duration(),
-		ShareMembers:      c.Share.Members,
-		ShareMaxHold:      c.Share.MaxHold.Duration(),
-		ShareFetchAhead:   c.Share.FetchAhead,
-		Logger:            log,
+// configOf is the Config s carries (the defaults when none), with s's
+// instance and logger where it has none of its own.
+func configOf(s driver.Settings) (Config, error) {
+	cfg, err := driver.ConfigAs[Config](s)
+	if err != nil {
+		return Config{}, fmt.Errorf("kafka: %w", err)
 	}
-	if len(c.ForeignDLQs) > 0 {
-		cfg.ForeignDLQs = make(map[string]ForeignFormat, len(c.ForeignDLQs))
-		for _, f := range c.ForeignDLQs {
-			cfg.ForeignDLQs[f.Topic] = ForeignFormat(f.WithDefaults().Format)
-		}
+	if cfg.InstanceID == "" {
+		cfg.InstanceID = s.Instance
 	}
-	if c.TLS != nil {
-		tlsCfg, err := c.TLS.Config()
-		if err != nil {
-			return Config{}, fmt.Errorf("kafka: kafka.tls: %w", err)
-		}
-		cfg.ClientOptions = append(cfg.ClientOptions, kgo.DialTLSConfig(tlsCfg))
-	}
-	if c.SASL != nil {
-		m, err := saslMechanism(*c.SASL)
-		if err != nil {
-			return Config{}, err
-		}
-		cfg.ClientOptions = append(cfg.ClientOptions, kgo.SASL(m))
+	if cfg.Logger == nil {
+		cfg.Logger = s.Logger
 	}
 	return cfg, nil
 }
 
-// saslMechanism is the franz-go mechanism of s.
-func saslMechanism(s config.SASL) (sasl.Mechanism, error) {
-	switch s.Mechanism {
-	case config.SASLPlain:
-		return plain.Auth{User: s.Username, Pass: s.Password}.AsMechanism(), nil
-	case config.SASLScramSHA256:
-		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha256Mechanism(), nil
-	case config.SASLScramSHA512:
-		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha512Mechanism(), nil
-	}
-	return nil, fmt.Errorf("%w: sasl.mechanism %q is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", ErrInvalidConfig, s.Mechanism)
-}
+// What this backend offers through the seam (checked at compile time).
+var (
+	_ broker.Broker      = (*Broker)(nil)
+	_ driver.Pauser      = (*Broker)(nil)
+	_ driver.Instancer   = (*Broker)(nil)
+	_ driver.Prober      = (*Broker)(nil)
+	_ driver.BatchSource = (*Broker)(nil)
+	_ driver.Republisher = (*Broker)(nil)
+	_ driver.Router      = Router{}
+	_ driver.Topology    = manager{}
+)
+
+var _ driver.GroupLagMonitor = (*LagMonitor)(nil)

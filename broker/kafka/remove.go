@@ -11,11 +11,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // ErrRemoveRefused is wrapped by Remove's error when it left a topic in
 // place because records wait in it: RemoveRequest.Force deletes those too.
-var ErrRemoveRefused = errors.New("kafka: removal refused")
+var ErrRemoveRefused = driver.NewError("kafka: removal refused", driver.ErrRemoveRefused)
 
 // RemoveRequest says whose topics Remove deletes.
 type RemoveRequest struct {

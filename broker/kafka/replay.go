@@ -11,14 +11,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
-var _ dlq.Republisher = (*Broker)(nil)
+var _ driver.Republisher = (*Broker)(nil)
 
-// Republish implements dlq.Republisher: it puts the dead letter e back on
+// Republish implements driver.Republisher: it puts the dead letter e back on
 // its route's topic (to.Target, the configured worker's retry topic
 // "<topic>.retry.<worker>", so that only that worker handles it again, or,
 // for a worker declared foreign, "<topic>" itself; never a topic the
@@ -29,7 +28,7 @@ var _ dlq.Republisher = (*Broker)(nil)
 // to replayedFrom. It returns once the broker acknowledged it. A missing
 // retry topic is an error (redrive topology apply creates it). The replay is
 // stamped now: the worker's max age counts from the replay.
-func (b *Broker) Republish(ctx context.Context, e dlq.Entry, to dlq.Route, replayedFrom string) error {
+func (b *Broker) Republish(ctx context.Context, e driver.Entry, to driver.Route, replayedFrom string) error {
 	if b.isClosed() {
 		return broker.ErrClosed
 	}
@@ -53,7 +52,7 @@ func (b *Broker) Republish(ctx context.Context, e dlq.Entry, to dlq.Route, repla
 		}
 		t = f.Headers.App()
 	} else {
-		for _, k := range slices.Sorted(maps.Keys(pipeline.AppHeaders(e.OriginalHeaders))) {
+		for _, k := range slices.Sorted(maps.Keys(driver.AppHeaders(e.OriginalHeaders))) {
 			t = append(t, wire.Field{Name: k, Value: []byte(e.OriginalHeaders[k])})
 		}
 	}
@@ -61,7 +60,7 @@ func (b *Broker) Republish(ctx context.Context, e dlq.Entry, to dlq.Route, repla
 	if id == "" { // a foreign dead letter: the same id each time this entry is replayed
 		id = broker.DerivedMessageID([]byte("replay"), []byte(replayedFrom))
 	}
-	t = append(t, wire.Field{Name: broker.HeaderReplayedFrom, Value: replayedFrom}, wire.Field{Name: broker.HeaderMessageID, Value: id})
+	t = append(t, wire.Field{Name: broker.HeaderReplayedFrom, Value: replayedFrom}, wire.Field{Name: driver.HeaderMessageID, Value: id})
 	r := &kgo.Record{Topic: to.Target, Key: e.OriginalKey, Value: e.OriginalValue, Headers: recordHeaders(t), Timestamp: time.Now()}
 	if err := b.produce(ctx, r); err != nil {
 		return fmt.Errorf("kafka: republish %s to %q: %w", replayedFrom, to.Target, err)
@@ -73,9 +72,9 @@ func (b *Broker) Republish(ctx context.Context, e dlq.Entry, to dlq.Route, repla
 // entries sit in the topic's shared DLQ "<topic>.dlq" and replay to the
 // worker's retry topic; they may say they failed in the topic or in that
 // retry topic.
-func Route(topic, group string) dlq.Route {
+func Route(topic, group string) driver.Route {
 	retry := RetryTopic(topic, group)
-	return dlq.Route{DLQ: DLQTopic(topic), Topic: topic, Worker: group, Target: retry, Sources: []string{topic, retry}}
+	return driver.Route{DLQ: DLQTopic(topic), Topic: topic, Worker: group, Target: retry, Sources: []string{topic, retry}}
 }
 
 // ForeignWorkerRoute is the replay route of a worker (topic, group)
@@ -83,19 +82,28 @@ func Route(topic, group string) dlq.Route {
 // itself, never redrive's retry topic): its entries sit in "<topic>.dlq"
 // too, and replay to topic, which every consumer group of the topic
 // receives (Route.EveryGroup).
-func ForeignWorkerRoute(topic, group string) dlq.Route {
-	return dlq.Route{DLQ: DLQTopic(topic), Topic: topic, Worker: group, Target: topic, Sources: []string{topic}, EveryGroup: true}
+func ForeignWorkerRoute(topic, group string) driver.Route {
+	return driver.Route{DLQ: DLQTopic(topic), Topic: topic, Worker: group, Target: topic, Sources: []string{topic}, EveryGroup: true}
 }
 
-// Router is the dlq.Router of Kafka: its Route is Route, its
+// ForeignRoute is the replay route of another application's dead-letter
+// topic dlqName (kafka.foreign_dlqs: a Spring Kafka "orders.DLT", a Kafka
+// Connect "dlq-jdbc-sink"): its entries replay to the topic target the
+// operator configured, which every consumer of that topic reads (no
+// worker), never to the topic a record's headers name.
+func ForeignRoute(dlqName, target string) driver.Route {
+	return driver.Route{DLQ: dlqName, Topic: target, Target: target, Foreign: true, EveryGroup: true}
+}
+
+// Router is the driver.Router of Kafka: its Route is Route, its
 // ForeignWorkerRoute ForeignWorkerRoute.
 type Router struct{}
 
 // Route returns Route(topic, worker).
-func (Router) Route(topic, worker string) dlq.Route { return Route(topic, worker) }
+func (Router) Route(topic, worker string) driver.Route { return Route(topic, worker) }
 
 // ForeignWorkerRoute returns ForeignWorkerRoute(topic, worker).
-func (Router) ForeignWorkerRoute(topic, worker string) dlq.Route {
+func (Router) ForeignWorkerRoute(topic, worker string) driver.Route {
 	return ForeignWorkerRoute(topic, worker)
 }
 

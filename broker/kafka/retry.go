@@ -7,8 +7,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // retryInPlace is the blocking mode: d's story is updated as the next
@@ -31,7 +31,7 @@ func (p *partition) retryInPlace(d *broker.Delivery, retry *inPlace) bool {
 type inPlace struct {
 	attempt int
 	first   time.Time
-	o       pipeline.Outcome
+	o       driver.Outcome
 	at      time.Time
 }
 
@@ -39,14 +39,14 @@ type inPlace struct {
 // retry.
 func (r *inPlace) apply(d *broker.Delivery) {
 	d.Attempt, d.FirstFailureAt = r.attempt, r.first
-	pipeline.RetryInPlace(d, r.o, r.at)
+	driver.RetryInPlace(d, r.o, r.at)
 }
 
 // retryLater is the non_blocking mode: a copy of d goes to the group's retry
 // topic, due after the back-off; it is sent (see send) and r's offset is
 // committed once the copy is acknowledged. first is r's first decision,
 // whose claim is released then.
-func (p *partition) retryLater(r *kgo.Record, d *broker.Delivery, dec, first pipeline.Decision) bool {
+func (p *partition) retryLater(r *kgo.Record, d *broker.Delivery, dec, first driver.Decision) bool {
 	return p.send(r, p.c.retryRecord(r, d, dec.Outcome, dec.At), "retry", first)
 }
 
@@ -55,11 +55,11 @@ func (p *partition) retryLater(r *kgo.Record, d *broker.Delivery, dec, first pip
 // story of this failure, the due time, and where the message first came
 // from (the original partition, offset and timestamp; the copy itself is
 // stamped now so that the retry topic's retention counts from the retry),
-// and the message id (broker.DeliveryID: derived for a record written
+// and the message id (Delivery.StableID: derived for a record written
 // without one).
-func (c *consumer) retryRecord(r *kgo.Record, d *broker.Delivery, o pipeline.Outcome, now time.Time) *kgo.Record {
-	t := storyHeaders(r, d, o, now, broker.HeaderDueAt)
-	t = append(t, wire.Field{Name: broker.HeaderDueAt, Value: wire.FormatTime(dueAt(now, o.Delay))})
+func (c *consumer) retryRecord(r *kgo.Record, d *broker.Delivery, o driver.Outcome, now time.Time) *kgo.Record {
+	t := storyHeaders(r, d, o, now, driver.HeaderDueAt)
+	t = append(t, wire.Field{Name: driver.HeaderDueAt, Value: wire.FormatTime(dueAt(now, o.Delay))})
 	if _, ok := t.Get(headerOriginPartition); !ok {
 		t = append(t, wire.Field{Name: headerOriginPartition, Value: strconv.FormatInt(int64(d.Partition), 10)},
 			wire.Field{Name: headerOriginOffset, Value: strconv.FormatInt(d.Offset, 10)})
@@ -67,11 +67,11 @@ func (c *consumer) retryRecord(r *kgo.Record, d *broker.Delivery, o pipeline.Out
 	if _, ok := t.Get(headerOriginTimestamp); !ok {
 		t = append(t, wire.Field{Name: headerOriginTimestamp, Value: wire.FormatTime(d.Timestamp)})
 	}
-	if _, ok := t.Get(broker.HeaderMessageID); !ok {
+	if _, ok := t.Get(driver.HeaderMessageID); !ok {
 		// A record written without an id: the copy carries the one its
-		// deliveries have (broker.DeliveryID), so that an inbox sees one
+		// deliveries have (Delivery.StableID), so that an inbox sees one
 		// message however often it comes back.
-		t = append(t, wire.Field{Name: broker.HeaderMessageID, Value: broker.DeliveryID(d)})
+		t = append(t, wire.Field{Name: driver.HeaderMessageID, Value: d.StableID()})
 	}
 	return &kgo.Record{Topic: c.retryTopic, Key: r.Key, Value: r.Value, Headers: recordHeaders(t), Timestamp: now}
 }

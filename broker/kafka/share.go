@@ -35,14 +35,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // workBuffer is how many records the members may queue for the handler
 // goroutines.
 const workBuffer = 1024
 
-// GroupTypeShare is dlq.Entry.GroupType (the envelope's group_type) of a
+// GroupTypeShare is driver.Entry.GroupType (the envelope's group_type) of a
 // record dead-lettered from a share group.
 const GroupTypeShare = "share"
 
@@ -53,7 +53,7 @@ type shareConsumer struct {
 	sub  broker.Subscription // MaxClaims as the delivery limit allows (shareClaims)
 	h    broker.Handler
 	log  *slog.Logger
-	pipe *pipeline.Pipeline
+	pipe *driver.Pipeline
 	// rc reads the group's retry topic as the consumer group
 	// ShareRetryGroup, and builds the retry and dead-letter copies.
 	rc *consumer
@@ -94,7 +94,7 @@ func (b *Broker) consumeShare(ctx context.Context, sub broker.Subscription, h br
 	defer hcancel()
 	c := &shareConsumer{
 		b: b, sub: sub, h: h, log: log,
-		pipe:     pipeline.New(sub, log),
+		pipe:     driver.NewPipeline(sub, log),
 		slots:    newSlots(sub.Concurrency),
 		work:     make(chan *shareRecord, workBuffer),
 		hctx:     hctx,
@@ -291,11 +291,11 @@ func (c *shareConsumer) drainWork(done <-chan struct{}) {
 }
 
 // gate is the handler as the pipeline calls it: it runs when a
-// concurrency slot is free, and returns pipeline.ErrStopped, without
+// concurrency slot is free, and returns driver.ErrStopped, without
 // calling the handler, when the consumer stops first.
 func (c *shareConsumer) gate(ctx context.Context, d *broker.Delivery) error {
 	if !c.slots.take(c.stopping) {
-		return pipeline.ErrStopped
+		return driver.ErrStopped
 	}
 	defer c.slots.give()
 	return c.h(ctx, d)

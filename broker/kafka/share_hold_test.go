@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/internal/testenv"
@@ -94,7 +95,7 @@ func TestShareExpired(t *testing.T) {
 	rec := newRecorder()
 	testenv.Consume(t, b, sub, rec.handler(1, nil))
 	dls := kafkatest.DeadLetters(t.Context(), t, brokers, topic, sub.Group, 1, time.Second)
-	if len(dls) != 1 || dls[0].Entry.Reason != string(broker.ReasonExpired) || dls[0].Entry.GroupType != kafka.GroupTypeShare {
+	if len(dls) != 1 || dls[0].Entry.Reason != string(driver.ReasonExpired) || dls[0].Entry.GroupType != kafka.GroupTypeShare {
 		t.Fatalf("dead letters %+v, want stale, expired, from the share group", kafkatest.Entries(dls))
 	}
 	if n := len(rec.Snapshot()); n != 0 {

@@ -10,8 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // sharePhase is where a record a member took stands.
@@ -73,13 +73,13 @@ func (c *shareConsumer) process(sr *shareRecord) {
 	sr.m.setPhase(sr, phaseRunning)
 	var (
 		d  *broker.Delivery
-		in pipeline.Input
+		in driver.Input
 	)
 	if sr.runs == 0 {
 		if !sr.filled {
 			sr.filled = true
 			if c.rc.fill(&sr.d, sr.r, c.sub.HeadersOnDemand) { // x-redrive-due-at is one of redrive's headers
-				sr.due = wire.ParseTime(sr.d.Header(broker.HeaderDueAt))
+				sr.due = wire.ParseTime(sr.d.Header(driver.HeaderDueAt))
 			}
 			sr.d.Redelivered = sr.r.DeliveryCount() > 1
 		}
@@ -92,7 +92,7 @@ func (c *shareConsumer) process(sr *shareRecord) {
 			return
 		}
 		d = &sr.d
-		in = pipeline.Input{Born: d.Timestamp, NativeClaims: int64(sr.r.DeliveryCount())}
+		in = driver.Input{Born: d.Timestamp, NativeClaims: int64(sr.r.DeliveryCount())}
 		if sr.due.After(in.Born) {
 			in.Born = sr.due
 		}
@@ -118,12 +118,12 @@ func untilDue(due time.Time) time.Duration {
 // After a failure the copies and the next attempt are built from the
 // record as delivered, with the story of the last retry held in place
 // (the handler may have changed d).
-func (c *shareConsumer) settle(sr *shareRecord, d *broker.Delivery, dec pipeline.Decision) {
+func (c *shareConsumer) settle(sr *shareRecord, d *broker.Delivery, dec driver.Decision) {
 	switch {
-	case dec.Action == pipeline.Ack:
+	case dec.Action == driver.ActionAck:
 		sr.settle(kgo.AckAccept)
 		return
-	case dec.Action == pipeline.Stop || sr.m.abandoned():
+	case dec.Action == driver.ActionStop || sr.m.abandoned():
 		sr.settle(kgo.AckRelease)
 		return
 	}
@@ -134,11 +134,11 @@ func (c *shareConsumer) settle(sr *shareRecord, d *broker.Delivery, dec pipeline
 		}
 	}
 	switch dec.Action {
-	case pipeline.DeadLetter:
+	case driver.ActionDeadLetter:
 		c.deadLetter(sr, d, dec)
-	case pipeline.Requeue: // handled again in place, same attempt: a RELEASE would count a delivery
+	case driver.ActionRequeue: // handled again in place, same attempt: a RELEASE would count a delivery
 		c.hold(sr, time.Now().Add(requeuePause))
-	case pipeline.Retry:
+	case driver.ActionRetry:
 		if c.holds(sr, dec.Outcome.Delay) {
 			sr.last = &inPlace{attempt: d.Attempt, first: d.FirstFailureAt, o: dec.Outcome, at: dec.At}
 			c.hold(sr, dec.At.Add(dec.Outcome.Delay))
@@ -168,7 +168,7 @@ func (c *shareConsumer) hold(sr *shareRecord, until time.Time) {
 // deadLetter writes sr's <topic>.dlq envelope (saying the record came
 // from a share group, and its delivery count) and ACCEPTs sr once the
 // broker acknowledged it.
-func (c *shareConsumer) deadLetter(sr *shareRecord, d *broker.Delivery, dec pipeline.Decision) {
+func (c *shareConsumer) deadLetter(sr *shareRecord, d *broker.Delivery, dec driver.Decision) {
 	e := deadLetterEntry(sr.r, d, dec.Outcome, dec.Cause, dec.At)
 	e.GroupType, e.DeliveryCount = GroupTypeShare, int(sr.r.DeliveryCount())
 	rec, err := c.rc.envelopeRecord(sr.r, d, dec.Outcome, dec.At, e)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/internal/testenv"
@@ -57,7 +58,7 @@ func TestShareBackoffBoundary(t *testing.T) {
 	if long[2].d.LastError != "attempt 2 fails" || long[2].d.FirstFailureAt.IsZero() {
 		t.Errorf("long attempt 3: last error %q, first failure %v; want the story of attempt 2", long[2].d.LastError, long[2].d.FirstFailureAt)
 	}
-	if len(dls) != 1 || dls[0].Entry.MessageID != "long" || dls[0].Entry.Reason != string(broker.ReasonMaxRetries) || dls[0].Entry.RetryCount != 2 {
+	if len(dls) != 1 || dls[0].Entry.MessageID != "long" || dls[0].Entry.Reason != string(driver.ReasonMaxRetries) || dls[0].Entry.RetryCount != 2 {
 		t.Fatalf("dead letters %+v, want long with max_retries after 2 retries", kafkatest.Entries(dls))
 	}
 	if e := dls[0].Entry; e.OriginalTopic != topic || e.OriginalPartition != long[0].d.Partition || e.OriginalOffset != long[0].d.Offset || e.Source != retryTopic {
@@ -160,7 +161,7 @@ func TestSharePoisonPill(t *testing.T) {
 	}
 	testenv.Consume(t, b, sub, rec.handler(9, nil))
 	dls := kafkatest.DeadLetters(t.Context(), t, brokers, topic, sub.Group, 1, time.Second)
-	if len(dls) != 1 || dls[0].Entry.MessageID != "pill" || dls[0].Entry.Reason != string(broker.ReasonMaxClaims) || dls[0].Entry.DeliveryCount != sub.MaxClaims+1 {
+	if len(dls) != 1 || dls[0].Entry.MessageID != "pill" || dls[0].Entry.Reason != string(driver.ReasonMaxClaims) || dls[0].Entry.DeliveryCount != sub.MaxClaims+1 {
 		t.Fatalf("dead letters %+v, want the pill, reason max_claims, delivery count %d", kafkatest.Entries(dls), sub.MaxClaims+1)
 	}
 	calls := rec.WaitUntil(t, 30*time.Second, "the other records handled", func(c []call) bool { return len(successes(c)) >= len(msgs)-1 })

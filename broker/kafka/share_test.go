@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/internal/testenv"
@@ -47,7 +48,7 @@ func produceMessages(t testing.TB, brokers []string, topic string, msgs []broker
 	defer cl.Close()
 	var recs []*kgo.Record
 	for _, m := range msgs {
-		r := &kgo.Record{Key: m.Key, Value: m.Value, Headers: []kgo.RecordHeader{{Key: broker.HeaderMessageID, Value: []byte(m.ID)}}}
+		r := &kgo.Record{Key: m.Key, Value: m.Value, Headers: []kgo.RecordHeader{{Key: driver.HeaderMessageID, Value: []byte(m.ID)}}}
 		for k, v := range m.Headers {
 			r.Headers = append(r.Headers, kgo.RecordHeader{Key: k, Value: []byte(v)})
 		}

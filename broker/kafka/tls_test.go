@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker/kafka"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/internal/tlstest"
 )
 
-// TestTLSFilesReachTheDialer connects through backend.ConfigOf to a local TLS
+// TestTLSFilesReachTheDialer connects through the assembly's Config mapping to a local TLS
 // listener that requires a client certificate: the handshake completes
 // only when the CA file verifies the server and the client certificate is
 // presented. Without the CA the client refuses the server.
@@ -33,7 +33,7 @@ func TestTLSFilesReachTheDialer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			addr, handshakes := tlstest.Listen(t, f)
-			cfg, err := backend.ConfigOf[kafka.Config](&config.Config{Kafka: config.Kafka{Brokers: []string{addr}, TLS: &tt.tls}}, slog.New(slog.DiscardHandler))
+			cfg, err := assembly.KafkaConfig(&config.Config{Kafka: config.Kafka{Brokers: []string{addr}, TLS: &tt.tls}}, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -63,7 +63,7 @@ func TestConnectErrorsHideTheSASLPassword(t *testing.T) {
 	const secret = "sasl-S3CRET-pw"
 	addr := testenv.ClosedAddr(t)
 	for _, mech := range []string{config.SASLPlain, config.SASLScramSHA256, config.SASLScramSHA512} {
-		cfg, err := backend.ConfigOf[kafka.Config](&config.Config{Kafka: config.Kafka{
+		cfg, err := assembly.KafkaConfig(&config.Config{Kafka: config.Kafka{
 			Brokers: []string{addr},
 			SASL:    &config.SASL{Mechanism: mech, Username: "redrive", Password: secret},
 		}}, slog.New(slog.DiscardHandler))
@@ -82,7 +82,7 @@ func TestConnectErrorsHideTheSASLPassword(t *testing.T) {
 			t.Errorf("%s: error shows the SASL password: %v", mech, err)
 		}
 	}
-	if _, err := backend.ConfigOf[kafka.Config](&config.Config{Kafka: config.Kafka{Brokers: []string{addr}, SASL: &config.SASL{Mechanism: "GSSAPI", Password: secret}}}, nil); err == nil || strings.Contains(err.Error(), secret) {
+	if _, err := assembly.KafkaConfig(&config.Config{Kafka: config.Kafka{Brokers: []string{addr}, SASL: &config.SASL{Mechanism: "GSSAPI", Password: secret}}}, nil); err == nil || strings.Contains(err.Error(), secret) {
 		t.Errorf("unknown mechanism: %v; want an error without the password", err)
 	}
 }

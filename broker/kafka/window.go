@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // maxCopiesInFlight bounds the retry and dead-letter copies one partition
@@ -26,8 +26,8 @@ type inFlight struct {
 	offset int64       // the source record's offset and leader epoch
 	epoch  int32
 	bytes  int
-	dec    pipeline.Decision // released once the copy is acknowledged
-	err    error             // set when the write failed: the worker writes it again
+	dec    driver.Decision // released once the copy is acknowledged
+	err    error           // set when the write failed: the worker writes it again
 }
 
 // send writes rec, the retry or dead-letter copy of r (decided by dec),
@@ -36,7 +36,7 @@ type inFlight struct {
 // (uncommitted) stays at r's offset until it is acknowledged. When the
 // window is full (maxCopiesInFlight copies or Config.MaxBufferedBytes) it
 // first waits for room. It returns false when the worker is halted first.
-func (p *partition) send(r, rec *kgo.Record, what string, dec pipeline.Decision) bool {
+func (p *partition) send(r, rec *kgo.Record, what string, dec driver.Decision) bool {
 	w := &inFlight{rec: rec, what: what, offset: r.Offset, epoch: r.LeaderEpoch, bytes: recordBytes(rec), dec: dec}
 	if !p.settleCopies(w.bytes) {
 		return false

@@ -6,8 +6,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // This file converts between franz-go's record headers and wire.Table,
@@ -47,9 +47,9 @@ func recordHeaders(t wire.Table) []kgo.RecordHeader {
 
 // storyHeaders returns the headers of a retry or dead-letter copy of r
 // after failure o: r's headers exactly, redrive's story of this failure
-// patched in (pipeline.Patch), without the names in drop.
-func storyHeaders(r *kgo.Record, d *broker.Delivery, o pipeline.Outcome, now time.Time, drop ...string) wire.Table {
-	return pipeline.Patch(wireHeaders(r.Headers), d, o, now, drop...)
+// patched in (driver.Patch), without the names in drop.
+func storyHeaders(r *kgo.Record, d *broker.Delivery, o driver.Outcome, now time.Time, drop ...string) wire.Table {
+	return driver.Patch(wireHeaders(r.Headers), d, o, now, drop...)
 }
 
 // appWire returns the exact form of the application's headers of t, as the

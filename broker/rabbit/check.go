@@ -4,57 +4,54 @@ import (
 	"fmt"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/backend"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // MaxNameLen is the longest exchange name, queue name and routing key
 // RabbitMQ takes (an AMQP short string).
 const MaxNameLen = 255
 
-func init() { backend.RegisterChecker(broker.RabbitMQ, checkNames) }
-
-// checkNames computes every declaration `topology apply` would make for a
-// valid configuration (Plan, the names this package gives) and reports,
-// naming the field to change:
+// CheckNames computes every declaration `topology apply` would make for
+// cfg and subs (Plan, the names this package gives), without connecting,
+// and reports, naming the setting to change (a Problem's Worker indexes
+// subs, its Field is a worker's or cfg's in the configuration file's
+// spelling):
 //
 //   - a name or routing key over MaxNameLen bytes (in route mode a group
 //     queue's binding key is its name plus 2 bytes per delay level);
 //   - a queue two workers would share, or a worker queue that is also a
 //     shared one: worker "b" of topic "a.x" and worker "x.b" of topic "a"
 //     both get the queue "a.x.b";
-//   - a foreign dead-letter queue (rabbitmq.foreign_dlqs) that is one of
-//     redrive's queues.
-func checkNames(c *config.Config) []*config.FieldError {
-	r := c.RabbitMQ
-	cfg := Config{Prefix: r.Prefix, QueueType: r.QueueType, MaxLength: r.MaxLength, Delay: delayFrom(r.Delay)}
+//   - a foreign dead-letter queue (foreignDLQs, the configuration's
+//     foreign_dlqs) that is one of redrive's queues.
+func CheckNames(cfg Config, subs []broker.Subscription, foreignDLQs []string) []driver.Problem {
+	cfg = Config{Prefix: cfg.Prefix, QueueType: cfg.QueueType, MaxLength: cfg.MaxLength, Delay: cfg.Delay}
 	base, err := Plan(cfg)
 	if err != nil {
-		return []*config.FieldError{{Path: "rabbitmq", Msg: err.Error()}}
+		return []driver.Problem{{Worker: -1, Msg: err.Error()}}
 	}
-	var out []*config.FieldError
-	add := func(path, format string, args ...any) {
-		out = append(out, &config.FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+	var out []driver.Problem
+	add := func(worker int, field, format string, args ...any) {
+		out = append(out, driver.Problem{Worker: worker, Field: field, Msg: fmt.Sprintf(format, args...)})
 	}
 	owners := map[string]string{} // queue → who declares it
 	for _, d := range base {
 		for _, l := range tooLong(d) {
-			path := "rabbitmq.prefix"
+			field := "prefix"
 			if l.key {
-				path = "rabbitmq.delay.levels"
+				field = "delay.levels"
 			}
-			add(path, "%s is %d bytes, over RabbitMQ's %d", l.what, l.n, MaxNameLen)
+			add(-1, field, "%s is %d bytes, over RabbitMQ's %d", l.what, l.n, MaxNameLen)
 		}
 		if d.Kind == "queue" {
-			owners[d.Name] = "a queue of the shared topology (rabbitmq.prefix " + r.Prefix + ")"
+			owners[d.Name] = "a queue of the shared topology (rabbitmq.prefix " + cfg.Prefix + ")"
 		}
 	}
-	owners[Names{Prefix: r.Prefix}.Manifest()] = "the topology record of the prefix (rabbitmq.prefix " + r.Prefix + ")"
-	for i, s := range c.Subscriptions() {
-		path := fmt.Sprintf("workers[%d].name", i)
+	owners[Names{Prefix: cfg.Prefix}.Manifest()] = "the topology record of the prefix (rabbitmq.prefix " + cfg.Prefix + ")"
+	for i, s := range subs {
 		plan, err := Plan(cfg, s)
 		if err != nil {
-			add(path, "%v", err)
+			add(i, "name", "%v", err)
 			continue
 		}
 		q := Queue(s.Topic, s.Group)
@@ -69,7 +66,7 @@ func checkNames(c *config.Config) []*config.FieldError {
 				if l.key && d.Key != s.Topic && d.Key != q {
 					hint += ", or lower rabbitmq.delay.levels"
 				}
-				add(path, "%s is %d bytes, over RabbitMQ's %d (%s)", l.what, l.n, MaxNameLen, hint)
+				add(i, "name", "%s is %d bytes, over RabbitMQ's %d (%s)", l.what, l.n, MaxNameLen, hint)
 			}
 			if d.Kind != "queue" {
 				continue
@@ -79,15 +76,15 @@ func checkNames(c *config.Config) []*config.FieldError {
 				role = "dead-letter queue"
 			}
 			if prev, dup := owners[d.Name]; dup {
-				add(path, "its %s %q is also %s: rename one of the workers", role, backend.Clip(d.Name), prev)
+				add(i, "name", "its %s %q is also %s: rename one of the workers", role, driver.ClipName(d.Name), prev)
 				break // its other queues follow from this one
 			}
-			owners[d.Name] = fmt.Sprintf("the %s of workers[%d] (topic %q, name %q)", role, i, backend.Clip(s.Topic), backend.Clip(s.Group))
+			owners[d.Name] = fmt.Sprintf("the %s of workers[%d] (topic %q, name %q)", role, i, driver.ClipName(s.Topic), driver.ClipName(s.Group))
 		}
 	}
-	for i, f := range r.ForeignDLQs {
-		if prev, ok := owners[f.Queue]; ok {
-			add(fmt.Sprintf("rabbitmq.foreign_dlqs[%d].queue", i), "%q is %s: the keeper would take its messages (name another application's dead-letter queue)", backend.Clip(f.Queue), prev)
+	for i, q := range foreignDLQs {
+		if prev, ok := owners[q]; ok {
+			add(-1, fmt.Sprintf("foreign_dlqs[%d].queue", i), "%q is %s: the keeper would take its messages (name another application's dead-letter queue)", driver.ClipName(q), prev)
 		}
 	}
 	return out
@@ -104,10 +101,10 @@ type overLimit struct {
 func tooLong(d Declaration) []overLimit {
 	var out []overLimit
 	if len(d.Name) > MaxNameLen {
-		out = append(out, overLimit{what: fmt.Sprintf("%s name %q", kindName(d.Kind), backend.Clip(d.Name)), n: len(d.Name)})
+		out = append(out, overLimit{what: fmt.Sprintf("%s name %q", kindName(d.Kind), driver.ClipName(d.Name)), n: len(d.Name)})
 	}
 	if len(d.Key) > MaxNameLen {
-		out = append(out, overLimit{what: fmt.Sprintf("the binding key %q of %s on %s", backend.Clip(d.Key), backend.Clip(d.Name), d.Exchange), n: len(d.Key), key: true})
+		out = append(out, overLimit{what: fmt.Sprintf("the binding key %q of %s on %s", driver.ClipName(d.Key), driver.ClipName(d.Name), d.Exchange), n: len(d.Key), key: true})
 	}
 	return out
 }

@@ -6,7 +6,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // headerDeliveryCount is set by RabbitMQ on redeliveries from a quorum
@@ -21,12 +21,12 @@ const headerDeliveryCount = "x-delivery-count"
 // running handlers are counted too, so with Prefetch above Concurrency a
 // message queued behind a poison pill can reach the limit without its
 // handler having run.
-func (c *consumer) claim(m amqp.Delivery, d *broker.Delivery) pipeline.Input {
-	var in pipeline.Input
+func (c *consumer) claim(m amqp.Delivery, d *broker.Delivery) driver.Input {
+	var in driver.Input
 	switch {
 	case c.sub.MaxClaims <= 0:
 	case c.pipe.Counts() && m.MessageId != "":
-		in.ClaimKey = pipeline.ClaimKey(c.sub.Group, m.MessageId, strconv.Itoa(d.Attempt))
+		in.ClaimKey = driver.ClaimKey(c.sub.Group, m.MessageId, strconv.Itoa(d.Attempt))
 	case c.b.cfg.QueueType == Quorum:
 		in.NativeClaims = int64(intHeader(m.Headers, headerDeliveryCount)) + 1
 	}

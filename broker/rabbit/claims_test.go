@@ -13,9 +13,9 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/claims"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/crashtest"
-	"github.com/redrive/redrive/internal/pipeline"
 	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
@@ -105,8 +105,8 @@ func testPoisonPill(t *testing.T, queueType string) {
 		t.Fatal(err)
 	}
 
-	if dl.MessageId != poison || dl.Headers[broker.HeaderReason] != string(broker.ReasonMaxClaims) {
-		t.Errorf("dead letter = id %q reason %v, want %q %q", dl.MessageId, dl.Headers[broker.HeaderReason], poison, broker.ReasonMaxClaims)
+	if dl.MessageId != poison || dl.Headers[broker.HeaderReason] != string(driver.ReasonMaxClaims) {
+		t.Errorf("dead letter = id %q reason %v, want %q %q", dl.MessageId, dl.Headers[broker.HeaderReason], poison, driver.ReasonMaxClaims)
 	}
 	if n := depth(t, channel(t), rabbit.DLQ(rabbit.Queue(topic, sub.Group))); n != 0 {
 		t.Errorf("%d more dead letters, want none", n)
@@ -122,7 +122,7 @@ func testPoisonPill(t *testing.T, queueType string) {
 		t.Errorf("handled %d distinct + 1 dead-lettered = %d, want published %d", len(done), got, len(ids))
 	}
 	if rdb != nil {
-		if n, err := rdb.Exists(t.Context(), pipeline.ClaimKey(sub.Group, poison, "1")).Result(); err != nil || n != 0 {
+		if n, err := rdb.Exists(t.Context(), driver.ClaimKey(sub.Group, poison, "1")).Result(); err != nil || n != 0 {
 			t.Errorf("claim key of the dead-lettered message: exists %d, %v; want released", n, err)
 		}
 	}
@@ -200,8 +200,8 @@ func TestQuorumDeliveryLimitBacksMaxClaims(t *testing.T) {
 				t.Errorf("delivered %d times before the broker dead-lettered it, want max_claims + 1 = %d", deliveries, want)
 			}
 			e := rabbit.EntryFromDelivery(d)
-			if e.MessageID != "loop" || e.Reason != string(broker.ReasonDeliveryLimit) || e.Source != q {
-				t.Errorf("dead letter = id %q reason %q source %q, want loop / %s / %s", e.MessageID, e.Reason, e.Source, broker.ReasonDeliveryLimit, q)
+			if e.MessageID != "loop" || e.Reason != string(driver.ReasonDeliveryLimit) || e.Source != q {
+				t.Errorf("dead letter = id %q reason %q source %q, want loop / %s / %s", e.MessageID, e.Reason, e.Source, driver.ReasonDeliveryLimit, q)
 			}
 			return
 		case <-deadline:

@@ -2,19 +2,18 @@ package rabbit
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/internal/redact"
 )
 
 // ErrInvalidConfig is wrapped by Config.Validate errors.
-var ErrInvalidConfig = errors.New("rabbit: invalid config")
+var ErrInvalidConfig = driver.NewError("rabbit: invalid config", driver.ErrInvalidConfig)
 
 // Defaults of Config.
 const (
@@ -77,7 +76,7 @@ type Config struct {
 	// message that keeps coming back unacknowledged (its worker process
 	// died or lost its connection while holding it; a foreign consumer's
 	// nack) before it dead-letters it to the group's DLQ with x-death
-	// reason delivery_limit (broker.ReasonDeliveryLimit). Default
+	// reason delivery_limit (driver.ReasonDeliveryLimit). Default
 	// DefaultDeliveryLimit (20); NoDeliveryLimit (-1) for none. Redrive's
 	// own hand-backs (Requeue, a pause, shutdown) do not count: they are
 	// copies (see docs/rabbitmq.md). The DLQs, the unroutable queue and
@@ -100,7 +99,7 @@ type Config struct {
 	DialTimeout time.Duration
 	// InstanceID names this worker process on the dead letters it makes
 	// (x-redrive-worker-instance, the entry's worker_instance). Default
-	// broker.DefaultInstance(): "<hostname>-<pid>".
+	// driver.DefaultInstance(): "<hostname>-<pid>".
 	InstanceID string
 	// KeeperBatch is the most dead letters the DLQ keeper
 	// (ConsumeDeadLetterBatches) stores from one DLQ queue as one batch,
@@ -201,7 +200,7 @@ func (c Config) WithDefaults() Config {
 		c.DialTimeout = DefaultDialTimeout
 	}
 	if c.InstanceID == "" {
-		c.InstanceID = broker.DefaultInstance()
+		c.InstanceID = driver.DefaultInstance()
 	}
 	if c.DeliveryLimit == 0 {
 		c.DeliveryLimit = DefaultDeliveryLimit

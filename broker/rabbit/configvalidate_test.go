@@ -5,9 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/testenv"
 )
@@ -58,8 +57,8 @@ func TestKeeperBatchFromConfig(t *testing.T) {
 	if config.DefaultKeeperBatch != rabbit.DefaultKeeperBatch || config.DefaultKeeperBatchWait != rabbit.DefaultKeeperBatchWait {
 		t.Errorf("config defaults %d, %s; rabbit's %d, %s", config.DefaultKeeperBatch, config.DefaultKeeperBatchWait, rabbit.DefaultKeeperBatch, rabbit.DefaultKeeperBatchWait)
 	}
-	c := &config.Config{Broker: broker.RabbitMQ, RabbitMQ: config.RabbitMQ{KeeperBatch: 64, KeeperBatchWait: config.Duration(20 * time.Millisecond)}}
-	rc, err := backend.ConfigOf[rabbit.Config](c, slog.New(slog.DiscardHandler))
+	c := &config.Config{Broker: rabbit.Name, RabbitMQ: config.RabbitMQ{KeeperBatch: 64, KeeperBatchWait: config.Duration(20 * time.Millisecond)}}
+	rc, err := assembly.RabbitConfig(c, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

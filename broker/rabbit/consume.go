@@ -12,8 +12,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // reconnect back-off bounds for Consume.
@@ -43,7 +43,7 @@ func (b *Broker) Consume(ctx context.Context, sub broker.Subscription, h broker.
 	}
 	c := &consumer{b: b, sub: sub, h: h, queue: Queue(sub.Topic, sub.Group), instance: b.cfg.InstanceID,
 		log: b.log.With("queue", Queue(sub.Topic, sub.Group))}
-	c.pipe = pipeline.New(sub, c.log.With("broker", string(broker.RabbitMQ)))
+	c.pipe = driver.NewPipeline(sub, c.log.With("broker", Name))
 	defer b.probe.track(c.queue, &c.consuming)()
 	c.pipe.WarnUncountedClaims(b.cfg.QueueType == Quorum)
 	wait := minReconnect
@@ -74,7 +74,7 @@ type consumer struct {
 	sub broker.Subscription
 	h   broker.Handler
 	// pipe runs each delivery (claims, the handler, the retry decision).
-	pipe  *pipeline.Pipeline
+	pipe  *driver.Pipeline
 	queue string
 	// instance names this process on its deliveries (Config.InstanceID).
 	instance string
@@ -240,23 +240,23 @@ func (c *consumer) process(ctx context.Context, m amqp.Delivery, fwd chan<- forw
 		return
 	}
 	d := c.delivery(m, c.sub.HeadersOnDemand)
-	in := pipeline.Input{Undecodable: why} // dead-lettered unhandled
+	in := driver.Input{Undecodable: why} // dead-lettered unhandled
 	if !marked {
 		in = c.claim(m, d)
 	}
 	dec := c.pipe.Process(ctx, d, c.h, in)
 	switch dec.Action {
-	case pipeline.Ack:
+	case driver.ActionAck:
 		if aerr := m.Ack(false); aerr != nil {
 			c.log.Warn("rabbit: ack failed; the message will be redelivered", "message_id", m.MessageId, "error", aerr)
 			return
 		}
 		c.pipe.Release(ctx, dec)
 		return
-	case pipeline.Stop:
+	case driver.ActionStop:
 		_ = m.Nack(false, true)
 		return
-	case pipeline.Requeue:
+	case driver.ActionRequeue:
 		c.requeue(ctx, m, fwd, func() { c.pipe.Release(ctx, dec) })
 		return
 	}
@@ -265,7 +265,7 @@ func (c *consumer) process(ctx context.Context, m amqp.Delivery, fwd chan<- forw
 	}
 	h := storyTable(m, d, dec.Outcome, dec.At)
 	out := outgoing{exchange: c.b.names.DLX(), key: c.queue, msg: republish(m, h)}
-	if dec.Action == pipeline.Retry {
+	if dec.Action == driver.ActionRetry {
 		out = c.delayed(m, h, dec.Outcome.Delay, 0)
 	}
 	c.send(ctx, fwd, forwardJob{m: m, out: out, then: func() { c.pipe.Release(ctx, dec) }})
@@ -316,10 +316,10 @@ const HeaderTierPasses = "x-redrive-tier-passes"
 // without calling the handler.
 func (c *consumer) hop(ctx context.Context, m amqp.Delivery, remaining time.Duration, fwd chan<- forwardJob) {
 	h := copyTable(m.Headers, brokerOwned)
-	if _, ok := h[broker.HeaderTopic]; !ok {
+	if _, ok := h[driver.HeaderTopic]; !ok {
 		// The copy leaves the topic exchange: say which topic it came
 		// from (a foreign producer's delayed message does not).
-		h[broker.HeaderTopic] = c.sub.Topic
+		h[driver.HeaderTopic] = c.sub.Topic
 	}
 	c.send(ctx, fwd, forwardJob{m: m, out: c.delayed(m, h, remaining, intHeader(m.Headers, HeaderTierPasses))})
 }
@@ -347,16 +347,16 @@ func (c *consumer) delivery(m amqp.Delivery, onDemand bool) *broker.Delivery {
 		Redelivered: m.Redelivered,
 	}
 	if onDemand {
-		d.SetHeaderReader(onDemandTable(m.Headers))
+		driver.SetHeaderReader(d, onDemandTable(m.Headers))
 	}
-	d.Topic = d.Header(broker.HeaderTopic)
+	d.Topic = d.Header(driver.HeaderTopic)
 	if d.Topic == "" {
 		d.Topic = c.sub.Topic
 	}
-	if k, ok := d.LookupHeader(broker.HeaderKey); ok { // an empty key stays empty, not nil
+	if k, ok := d.LookupHeader(driver.HeaderKey); ok { // an empty key stays empty, not nil
 		d.Key = []byte(k)
 	}
-	pipeline.ReadStory(d)
+	driver.ReadStory(d)
 	return d
 }
 

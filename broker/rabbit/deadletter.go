@@ -6,9 +6,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // EntryFromDelivery reads a message taken from a "<queue>.dlq" queue into
@@ -21,15 +20,15 @@ import (
 // the wire form (deadLetterForm), never replayed. A delivery whose
 // properties amqp091-go could not decode (HeaderUndecodable) is an entry
 // with reason undecodable that keeps the refused bytes (markUndecodable).
-func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
+func EntryFromDelivery(m amqp.Delivery) driver.Entry {
 	h := fromTable(m.Headers)
-	e := dlq.Entry{
+	e := driver.Entry{
 		MessageID:         m.MessageId,
-		OriginalTopic:     h[broker.HeaderTopic],
+		OriginalTopic:     h[driver.HeaderTopic],
 		OriginalPartition: -1,
 		OriginalOffset:    -1,
 		OriginalValue:     m.Body,
-		OriginalHeaders:   pipeline.AppHeaders(h),
+		OriginalHeaders:   driver.AppHeaders(h),
 		ErrorClass:        h[broker.HeaderErrorClass],
 		ErrorMessage:      h[broker.HeaderError],
 		Reason:            h[broker.HeaderReason],
@@ -39,7 +38,7 @@ func EntryFromDelivery(m amqp.Delivery) dlq.Entry {
 		FirstFailureAt:    wire.ParseTime(h[broker.HeaderFirstFailureAt]),
 		LastFailureAt:     wire.ParseTime(h[broker.HeaderLastFailureAt]),
 	}
-	if k, ok := h[broker.HeaderKey]; ok {
+	if k, ok := h[driver.HeaderKey]; ok {
 		e.OriginalKey = []byte(k)
 	}
 	if w, err := wire.Encode(deadLetterForm(m)); err == nil { // values amqp091-go read always encode

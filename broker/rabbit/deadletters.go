@@ -14,26 +14,26 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/dlq"
 )
 
 var (
-	_ dlq.Source      = (*Broker)(nil)
-	_ dlq.BatchSource = (*Broker)(nil)
+	_ driver.Source      = (*Broker)(nil)
+	_ driver.BatchSource = (*Broker)(nil)
 )
 
 // keeperBatchBytes bounds a keeper's batch by its bodies' bytes (beyond
 // its first); Config.KeeperBatch by count.
 const keeperBatchBytes = 4 << 20
 
-// ConsumeDeadLetters implements dlq.Source: ConsumeDeadLetterBatches with
-// handle called for each message of a batch in order (dlq.HandleEach).
-func (b *Broker) ConsumeDeadLetters(ctx context.Context, queues []string, handle func(context.Context, dlq.DeadLetter) error) error {
-	return b.ConsumeDeadLetterBatches(ctx, queues, dlq.HandleEach(handle))
+// ConsumeDeadLetters implements driver.Source: ConsumeDeadLetterBatches with
+// handle called for each message of a batch in order (driver.HandleEach).
+func (b *Broker) ConsumeDeadLetters(ctx context.Context, queues []string, handle func(context.Context, driver.DeadLetter) error) error {
+	return b.ConsumeDeadLetterBatches(ctx, queues, driver.HandleEach(handle))
 }
 
-// ConsumeDeadLetterBatches implements dlq.BatchSource over "<queue>.dlq"
+// ConsumeDeadLetterBatches implements driver.BatchSource over "<queue>.dlq"
 // queues. Each queue is read in order by one goroutine, which hands the
 // messages delivered to handle as one batch: up to Config.KeeperBatch
 // (and 4 MiB), waiting at most Config.KeeperBatchWait after the first for
@@ -42,7 +42,7 @@ func (b *Broker) ConsumeDeadLetters(ctx context.Context, queues []string, handle
 // messages it failed are offered again with back-off (the queue waits,
 // nothing is skipped). A lost connection is re-established; unacked
 // messages are redelivered.
-func (b *Broker) ConsumeDeadLetterBatches(ctx context.Context, queues []string, handle func(context.Context, []dlq.DeadLetter) []error) error {
+func (b *Broker) ConsumeDeadLetterBatches(ctx context.Context, queues []string, handle func(context.Context, []driver.DeadLetter) []error) error {
 	if len(queues) == 0 {
 		return errors.New("rabbit: consume dead letters: no queues")
 	}
@@ -85,7 +85,7 @@ func (b *Broker) ConsumeDeadLetterBatches(ctx context.Context, queues []string, 
 	}()...)
 }
 
-func (b *Broker) deadLetterSession(ctx context.Context, queue string, handle func(context.Context, []dlq.DeadLetter) []error) error {
+func (b *Broker) deadLetterSession(ctx context.Context, queue string, handle func(context.Context, []driver.DeadLetter) []error) error {
 	conn, err := b.dial(ctx, "keeper")
 	if err != nil {
 		return err
@@ -141,8 +141,8 @@ func (b *Broker) deadLetterSession(ctx context.Context, queue string, handle fun
 // each accepted one, the failed ones offered again after a back-off. It
 // returns early (nil) when ctx ends: the unacked are redelivered to the
 // next keeper.
-func (b *Broker) keepBatch(ctx context.Context, queue string, batch []amqp.Delivery, handle func(context.Context, []dlq.DeadLetter) []error) error {
-	dls := make([]dlq.DeadLetter, len(batch))
+func (b *Broker) keepBatch(ctx context.Context, queue string, batch []amqp.Delivery, handle func(context.Context, []driver.DeadLetter) []error) error {
+	dls := make([]driver.DeadLetter, len(batch))
 	for i, m := range batch {
 		dls[i] = DeadLetterFromDelivery(queue, m)
 	}
@@ -164,7 +164,7 @@ func (b *Broker) keepBatch(ctx context.Context, queue string, batch []amqp.Deliv
 				}
 				continue
 			}
-			if !errors.Is(err, dlq.ErrNotTried) {
+			if !errors.Is(err, driver.ErrNotTried) {
 				b.log.Warn("rabbit: dead letter not stored; retrying, not acking", "queue", queue, "id", batch[i].MessageId, "err", err, "in", wait)
 			}
 			leftM, leftD = append(leftM, batch[i]), append(leftD, dls[i])
@@ -180,10 +180,10 @@ func (b *Broker) keepBatch(ctx context.Context, queue string, batch []amqp.Deliv
 }
 
 // DeadLetterFromDelivery reads a message of a dead-letter queue into a
-// dlq.DeadLetter with its identity: a digest of the queue, the message id,
+// driver.DeadLetter with its identity: a digest of the queue, the message id,
 // the failure time and reason (redrive's headers) or the x-death record
 // (broker dead-lettering), and, for messages without an id, the body.
-func DeadLetterFromDelivery(queue string, m amqp.Delivery) dlq.DeadLetter {
+func DeadLetterFromDelivery(queue string, m amqp.Delivery) driver.DeadLetter {
 	e := EntryFromDelivery(m)
 	h := sha256.New()
 	for _, s := range []string{queue, m.MessageId, e.Reason, wire.FormatTime(e.LastFailureAt), strconv.FormatInt(m.Timestamp.UnixNano(), 10)} {
@@ -200,7 +200,7 @@ func DeadLetterFromDelivery(queue string, m amqp.Delivery) dlq.DeadLetter {
 		h.Write(raw) // what tells two undecodable messages apart
 	}
 	if e.Reason == "" {
-		e.Reason = string(dlq.ReasonUnparseable)
+		e.Reason = string(driver.ReasonUnparseable)
 	}
-	return dlq.DeadLetter{DLQ: queue, Identity: hex.EncodeToString(h.Sum(nil)), Entry: e}
+	return driver.DeadLetter{DLQ: queue, Identity: hex.EncodeToString(h.Sum(nil)), Entry: e}
 }

@@ -9,8 +9,8 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/dlq"
 )
 
 // This file reads what RabbitMQ writes when it dead-letters a message
@@ -44,7 +44,7 @@ func deadLetterForm(m amqp.Delivery) wire.Form {
 // "<topic>.<group>" queue, the times of the first and latest death, and
 // an error message telling the whole story: queue, reason, count, time,
 // exchange and routing keys of each death.
-func storyFromDeath(e *dlq.Entry, deaths []Death) {
+func storyFromDeath(e *driver.Entry, deaths []Death) {
 	if len(deaths) == 0 {
 		return
 	}
@@ -141,33 +141,33 @@ type ForeignTarget struct {
 // to the exchange and routing key of to, or where its x-death says it was
 // published when that exchange is allowed; never to a place the message
 // alone names. An entry without x-death, or whose x-death names an
-// exchange not allowed, is refused (dlq.ErrOriginMismatch).
-func ForeignRoute(queue string, to ForeignTarget) dlq.Route {
+// exchange not allowed, is refused (driver.ErrOriginMismatch).
+func ForeignRoute(queue string, to ForeignTarget) driver.Route {
 	if len(to.XDeathExchanges) == 0 {
-		return dlq.Route{DLQ: queue, Exchange: to.Exchange, Target: to.RoutingKey, Foreign: true}
+		return driver.Route{DLQ: queue, Exchange: to.Exchange, Target: to.RoutingKey, Foreign: true}
 	}
 	allowed := slices.Clone(to.XDeathExchanges)
-	rt := dlq.Route{DLQ: queue, Foreign: true, Exchanges: allowed}
-	rt.Resolve = func(e dlq.Entry) (dlq.Route, error) {
+	rt := driver.Route{DLQ: queue, Foreign: true, Exchanges: allowed}
+	rt.Resolve = func(e driver.Entry) (driver.Route, error) {
 		d, ok := firstDeath(e)
 		switch {
 		case !ok:
-			return dlq.Route{}, fmt.Errorf("%w: the entry of %q has no x-death naming the exchange it was published to; its DLQ replays only where x-death says (one of %s)",
-				dlq.ErrOriginMismatch, queue, strings.Join(allowed, ", "))
+			return driver.Route{}, fmt.Errorf("%w: the entry of %q has no x-death naming the exchange it was published to; its DLQ replays only where x-death says (one of %s)",
+				driver.ErrOriginMismatch, queue, strings.Join(allowed, ", "))
 		case !slices.Contains(allowed, d.Exchange):
-			return dlq.Route{}, fmt.Errorf("%w: the entry's x-death names exchange %.200q, not one of %s that %q may replay to; refusing to replay it",
-				dlq.ErrOriginMismatch, d.Exchange, strings.Join(allowed, ", "), queue)
+			return driver.Route{}, fmt.Errorf("%w: the entry's x-death names exchange %.200q, not one of %s that %q may replay to; refusing to replay it",
+				driver.ErrOriginMismatch, d.Exchange, strings.Join(allowed, ", "), queue)
 		case len(d.RoutingKeys) == 0:
-			return dlq.Route{}, fmt.Errorf("%w: the entry's x-death names exchange %q but no routing key", dlq.ErrOriginMismatch, d.Exchange)
+			return driver.Route{}, fmt.Errorf("%w: the entry's x-death names exchange %q but no routing key", driver.ErrOriginMismatch, d.Exchange)
 		}
-		return dlq.Route{DLQ: queue, Exchange: d.Exchange, Target: d.RoutingKeys[0], Foreign: true}, nil
+		return driver.Route{DLQ: queue, Exchange: d.Exchange, Target: d.RoutingKeys[0], Foreign: true}, nil
 	}
 	return rt
 }
 
 // firstDeath is the oldest x-death record kept in e's wire form (x-death
 // lists the latest first): where the message was first published.
-func firstDeath(e dlq.Entry) (Death, bool) {
+func firstDeath(e driver.Entry) (Death, bool) {
 	if e.OriginalWire == nil {
 		return Death{}, false
 	}

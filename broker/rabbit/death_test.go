@@ -8,9 +8,8 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/dlq"
 )
 
 // attuneDeaths is the x-death of a message published to attune.executions
@@ -37,7 +36,7 @@ func TestEntryTellsTheDeathStory(t *testing.T) {
 		"x-first-death-exchange": "attune.executions", "x-first-death-queue": "attune.executions.q", "x-first-death-reason": "expired"},
 		MessageId: "exec-1", Body: []byte(`{"execution":1}`)}
 	e := EntryFromDelivery(m)
-	if e.Reason != string(broker.ReasonRejected) || e.Source != "attune.retry.q" || e.OriginalTopic != "execution.requested" ||
+	if e.Reason != string(driver.ReasonRejected) || e.Source != "attune.retry.q" || e.OriginalTopic != "execution.requested" ||
 		!e.LastFailureAt.Equal(last) || !e.FirstFailureAt.Equal(first) || e.Worker != "" {
 		t.Errorf("entry = reason %q source %q topic %q worker %q, failures %v..%v", e.Reason, e.Source, e.OriginalTopic, e.Worker, e.FirstFailureAt, e.LastFailureAt)
 	}
@@ -76,24 +75,26 @@ func TestForeignRoute(t *testing.T) {
 	if !fixed.Foreign || fixed.Exchange != "legacy" || fixed.Target != "jobs.retry" || !fixed.Resolved() {
 		t.Errorf("fixed route = %+v", fixed)
 	}
-	if d := fixed.Destination(broker.RabbitMQ); d != `exchange legacy, routing key "jobs.retry" (every queue it routes to)` {
+	if d := fixed.Destination(Name); d != `exchange legacy, routing key "jobs.retry" (every queue it routes to)` {
 		t.Errorf("fixed destination = %q", d)
 	}
 
 	rt := ForeignRoute("attune.dlx.queue", ForeignTarget{XDeathExchanges: []string{"attune.executions", "attune.jobs"}})
-	if d := rt.Destination(broker.RabbitMQ); d != "the exchange x-death names (one of attune.executions, attune.jobs), with its routing key" {
+	if d := rt.Destination(Name); d != "the exchange x-death names (one of attune.executions, attune.jobs), with its routing key" {
 		t.Errorf("unresolved destination = %q", d)
 	}
-	entry := func(h amqp.Table) dlq.Entry { return EntryFromDelivery(amqp.Delivery{Headers: h, Body: []byte("x")}) }
+	entry := func(h amqp.Table) driver.Entry {
+		return EntryFromDelivery(amqp.Delivery{Headers: h, Body: []byte("x")})
+	}
 	now := time.Now()
 	got, err := rt.Resolve(entry(amqp.Table{"x-death": attuneDeaths(now, now)}))
 	if err != nil || got.Exchange != "attune.executions" || got.Target != "execution.requested" || !got.Resolved() {
 		t.Fatalf("resolved = %+v, %v", got, err)
 	}
-	if d := got.Destination(broker.RabbitMQ); d != `exchange attune.executions, routing key "execution.requested" (every queue it routes to)` {
+	if d := got.Destination(Name); d != `exchange attune.executions, routing key "execution.requested" (every queue it routes to)` {
 		t.Errorf("resolved destination = %q", d)
 	}
-	for name, e := range map[string]dlq.Entry{
+	for name, e := range map[string]driver.Entry{
 		"no x-death":       entry(amqp.Table{"a": "b"}),
 		"x-death a string": entry(amqp.Table{"x-death": "attune.executions"}),
 		"exchange not allowed": entry(amqp.Table{"x-death": []any{amqp.Table{"queue": "q", "reason": "expired", "exchange": "amq.topic",
@@ -101,7 +102,7 @@ func TestForeignRoute(t *testing.T) {
 		"no routing key": entry(amqp.Table{"x-death": []any{amqp.Table{"queue": "q", "reason": "expired", "exchange": "attune.jobs"}}}),
 		"no wire form":   {Reason: "expired"},
 	} {
-		if got, err := rt.Resolve(e); !errors.Is(err, dlq.ErrOriginMismatch) {
+		if got, err := rt.Resolve(e); !errors.Is(err, driver.ErrOriginMismatch) {
 			t.Errorf("%s: resolved to %+v, %v; want an origin mismatch", name, got, err)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/pipeline"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // BenchmarkDeliveryPath is a consumer's own cost per delivery without a
@@ -22,20 +22,20 @@ func BenchmarkDeliveryPath(b *testing.B) {
 	sub := broker.Subscription{Topic: "t", Group: "g"}.WithDefaults()
 	c := &consumer{b: &Broker{cfg: Config{}.WithDefaults()}, sub: sub, queue: Queue(sub.Topic, sub.Group), instance: "bench",
 		log: slog.New(slog.DiscardHandler)}
-	c.pipe = pipeline.New(sub, c.log)
+	c.pipe = driver.NewPipeline(sub, c.log)
 	h := func(context.Context, *broker.Delivery) error { return nil }
 	ctx := context.Background()
 	ms := make([]amqp.Delivery, 1024)
 	for i := range ms {
 		ms[i] = amqp.Delivery{MessageId: broker.NewMessageID(), Timestamp: time.Now(), DeliveryMode: amqp.Persistent,
-			Body: make([]byte, 1024), Headers: amqp.Table{"bench-seq": strconv.Itoa(i), broker.HeaderTopic: "t"}}
+			Body: make([]byte, 1024), Headers: amqp.Table{"bench-seq": strconv.Itoa(i), driver.HeaderTopic: "t"}}
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
 		m := ms[i%len(ms)]
 		d := c.delivery(m, false)
-		if dec := c.pipe.Process(ctx, d, h, c.claim(m, d)); dec.Action != pipeline.Ack {
+		if dec := c.pipe.Process(ctx, d, h, c.claim(m, d)); dec.Action != driver.ActionAck {
 			b.Fatalf("decision %v", dec.Action)
 		}
 	}

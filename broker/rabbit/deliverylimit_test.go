@@ -8,6 +8,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 )
 
@@ -50,8 +51,8 @@ func TestQuorumDeliveryLimitDeadLetters(t *testing.T) {
 			_ = d.Ack(false)
 			e := rabbit.EntryFromDelivery(d)
 			deadLettered[string(d.Body)]++
-			if e.Reason != string(broker.ReasonDeliveryLimit) || e.Source != q {
-				t.Errorf("dead letter %q: reason %q source %q, want %s / %s", d.Body, e.Reason, e.Source, broker.ReasonDeliveryLimit, q)
+			if e.Reason != string(driver.ReasonDeliveryLimit) || e.Source != q {
+				t.Errorf("dead letter %q: reason %q source %q, want %s / %s", d.Body, e.Reason, e.Source, driver.ReasonDeliveryLimit, q)
 			}
 		case <-deadline:
 			t.Fatalf("after 20 s: dead-lettered %v of %d, deliveries %v", deadLettered, n, deliveries)

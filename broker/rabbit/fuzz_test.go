@@ -11,9 +11,9 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // tableGen builds AMQP header tables from fuzz bytes, with every value
@@ -48,8 +48,8 @@ func (g *tableGen) str() string {
 
 // keys are the header names the code reads; others are arbitrary.
 var keys = []string{
-	"x-death", broker.HeaderAttempt, broker.HeaderRemainingDelay, headerDeliveryCount, broker.HeaderTopic,
-	broker.HeaderKey, broker.HeaderReason, broker.HeaderFirstFailureAt, broker.HeaderLastFailureAt,
+	"x-death", broker.HeaderAttempt, broker.HeaderRemainingDelay, headerDeliveryCount, driver.HeaderTopic,
+	driver.HeaderKey, broker.HeaderReason, broker.HeaderFirstFailureAt, broker.HeaderLastFailureAt,
 	broker.HeaderError, broker.HeaderWorker, HeaderTierPasses, "x-first-death-queue", "queue", "reason",
 	"count", "time", "exchange", HeaderUndecodable, HeaderUndecodableRaw, HeaderUndecodableSize,
 }
@@ -133,7 +133,7 @@ func FuzzForeignHeaders(f *testing.F) {
 		m := amqp.Delivery{Headers: h, MessageId: "id", Body: []byte("b"), RoutingKey: "t"}
 
 		d := c.delivery(m, false)
-		if d.Attempt < 1 || d.Attempt > pipeline.MaxAttempt {
+		if d.Attempt < 1 || d.Attempt > driver.MaxAttempt {
 			t.Fatalf("attempt %d", d.Attempt)
 		}
 		// HeadersOnDemand reads the same headers and the same story.
@@ -167,7 +167,7 @@ func FuzzForeignHeaders(f *testing.F) {
 		}
 		// A marked delivery (the frame filter's, or a producer's) is an
 		// undecodable entry without string headers, never replayed.
-		if _, marked := h[HeaderUndecodable]; marked && dl.Entry.Reason != string(broker.ReasonUndecodable) {
+		if _, marked := h[HeaderUndecodable]; marked && dl.Entry.Reason != string(driver.ReasonUndecodable) {
 			t.Fatalf("marked delivery kept with reason %q", dl.Entry.Reason)
 		} else if marked && len(dl.Entry.OriginalHeaders) != 0 {
 			t.Fatalf("marked delivery kept with string headers %q", dl.Entry.OriginalHeaders)
@@ -180,10 +180,10 @@ func FuzzForeignHeaders(f *testing.F) {
 				t.Fatalf("original headers keep %q", k)
 			}
 		}
-		if err := toTable(pipeline.FailureHeaders(d, pipeline.Outcome{Retry: true}, time.Now())).Validate(); err != nil {
+		if err := toTable(driver.FailureHeaders(d, driver.Outcome{Retry: true}, time.Now())).Validate(); err != nil {
 			t.Fatalf("republished headers are not a valid table: %v", err)
 		}
-		if err := storyTable(m, d, pipeline.Outcome{Reason: broker.ReasonPermanent}, time.Now()).Validate(); err != nil {
+		if err := storyTable(m, d, driver.Outcome{Reason: driver.ReasonPermanent}, time.Now()).Validate(); err != nil {
 			t.Fatalf("a dead-letter copy's headers are not a valid table: %v", err)
 		}
 		// The exact form is kept, and its string view is the entry's.

@@ -8,6 +8,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
 )
 
@@ -46,10 +47,10 @@ func fromTable(t amqp.Table) map[string]string {
 }
 
 // onDemandTable reads a delivery's AMQP headers for a HeadersOnDemand
-// delivery (broker.HeaderReader): the headers fromTable would give.
+// delivery (driver.HeaderReader): the headers fromTable would give.
 type onDemandTable amqp.Table
 
-// Header implements broker.HeaderReader.
+// Header implements driver.HeaderReader.
 func (t onDemandTable) Header(key string) (string, bool) {
 	v, ok := t[key]
 	if !ok || brokerOwned(key) || key == broker.HeaderRemainingDelay {
@@ -58,7 +59,7 @@ func (t onDemandTable) Header(key string) (string, bool) {
 	return headerText(v)
 }
 
-// Range implements broker.HeaderReader.
+// Range implements driver.HeaderReader.
 func (t onDemandTable) Range(f func(key, value string) bool) {
 	for k, v := range t {
 		if brokerOwned(k) || k == broker.HeaderRemainingDelay {
@@ -138,13 +139,13 @@ func parseDeath(t amqp.Table) []Death {
 func deathReason(r string) string {
 	switch r {
 	case "expired":
-		return string(broker.ReasonExpired)
+		return string(driver.ReasonExpired)
 	case "maxlen":
-		return string(broker.ReasonMaxLength)
+		return string(driver.ReasonMaxLength)
 	case "rejected":
-		return string(broker.ReasonRejected)
+		return string(driver.ReasonRejected)
 	case "delivery_limit": // a quorum queue's x-delivery-limit (max_claims or rabbitmq.delivery_limit)
-		return string(broker.ReasonDeliveryLimit)
+		return string(driver.ReasonDeliveryLimit)
 	}
 	return r
 }

@@ -11,8 +11,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/dlq"
 )
 
 // TestConsumeDeadLetterBatches: a backlog in a DLQ queue comes in
@@ -45,7 +45,7 @@ func TestConsumeDeadLetterBatches(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() {
-		stopped <- b.ConsumeDeadLetterBatches(ctx, []string{queue}, func(_ context.Context, dls []dlq.DeadLetter) []error {
+		stopped <- b.ConsumeDeadLetterBatches(ctx, []string{queue}, func(_ context.Context, dls []driver.DeadLetter) []error {
 			mu.Lock()
 			defer mu.Unlock()
 			largest = max(largest, len(dls))

@@ -2,19 +2,20 @@ package rabbit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // ErrNotConsuming is returned by ConsumerReady for a topic and group no
 // Consume call of this Broker runs, or whose session is not consuming
 // (connecting, or reconnecting after a lost connection).
-var ErrNotConsuming = errors.New("rabbit: not consuming")
+var ErrNotConsuming = driver.NewError("rabbit: not consuming", driver.ErrNotConsuming)
 
 // LagCacheTTL is how long ConsumerLag reuses a queue's ready count: the
 // instances of one process (one Broker) share one passive declare per

@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // Broker is the RabbitMQ implementation of broker.Broker.
@@ -23,7 +24,7 @@ type Broker struct {
 	dialer *Dialer
 	pub    *publisher
 	probe  probe
-	holds  broker.Holds // PauseConsume
+	holds  driver.Holds // PauseConsume
 
 	baseOnce sync.Mutex
 	baseDone bool
@@ -115,9 +116,9 @@ func (b *Broker) publishTopic(ctx context.Context, topic string, delay time.Dura
 				topic, i+1, size, b.cfg.MaxMessageSize, broker.ErrTooLarge)
 		}
 		h := toTable(m.Headers)
-		h[broker.HeaderTopic] = topic
+		h[driver.HeaderTopic] = topic
 		if m.Key != nil {
-			h[broker.HeaderKey] = string(m.Key)
+			h[driver.HeaderKey] = string(m.Key)
 		}
 		ex, key, expire := b.names.Topics(), topic, ""
 		if delay > 0 {

@@ -11,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/retrypolicy"
@@ -239,7 +240,7 @@ func TestQuorumQueuesRetryAndDeadLetter(t *testing.T) {
 	m := get(t, channel(t), rabbit.DLQ(rabbit.Queue(s.Topic, s.Group)))
 	cancel()
 	<-done
-	if e := rabbit.EntryFromDelivery(m); e.Reason != string(broker.ReasonMaxRetries) || e.RetryCount != 2 {
+	if e := rabbit.EntryFromDelivery(m); e.Reason != string(driver.ReasonMaxRetries) || e.RetryCount != 2 {
 		t.Fatalf("entry reason %q retries %d, want max_retries / 2", e.Reason, e.RetryCount)
 	}
 	if len(attempts) != 3 {
@@ -260,7 +261,7 @@ func TestMaxLengthDeadLetters(t *testing.T) {
 	}
 	m := get(t, channel(t), rabbit.DLQ(rabbit.Queue(s.Topic, s.Group)))
 	e := rabbit.EntryFromDelivery(m)
-	if e.Reason != string(broker.ReasonMaxLength) || e.MessageID != "a" {
+	if e.Reason != string(driver.ReasonMaxLength) || e.MessageID != "a" {
 		t.Fatalf("overflow entry = %q reason %q, want the oldest message (a) with reason max_length", e.MessageID, e.Reason)
 	}
 	if e.Worker != s.Group {

@@ -3,74 +3,67 @@ package rabbit
 import (
 	"context"
 	"fmt"
-	"log/slog"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/backend"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/broker/driver"
 )
 
-// The configuration file reaches this package only through the registry
-// of internal/backend: the open function, the Config mapping
-// (backend.ConfigOf[rabbit.Config]), the DLQ names (backend.RouterOf) and
-// the delay queues (backend.DelayQueues).
+// Name is the backend's name: the configuration's `broker: rabbitmq`,
+// a stored dead letter's broker.
+const Name = "rabbitmq"
+
+// Words are how people call where RabbitMQ's messages wait.
+var Words = driver.Words{Display: "RabbitMQ", Unit: "queue", EveryGroup: "every queue bound to it"}
+
+// The backend registers itself from init: a program that imports this
+// package can open it through driver.Lookup(Name), its configuration
+// (Config) coming in driver.Settings.Config.
 func init() {
-	backend.Register(broker.RabbitMQ, func(ctx context.Context, c *config.Config, log *slog.Logger) (broker.Broker, error) {
-		cfg, err := configOf(c, log)
-		if err != nil {
-			return nil, err
-		}
-		return New(ctx, cfg)
-	})
-	backend.RegisterConfig(configOf)
-	backend.RegisterRouter(broker.RabbitMQ, Router{})
-	backend.RegisterDelayQueues(broker.RabbitMQ, func(c *config.Config) ([]string, error) {
-		return delayQueuesFrom(c.RabbitMQ)
+	driver.Register(driver.Descriptor{
+		Name:     Name,
+		Open:     open,
+		Router:   Router{},
+		Words:    Words,
+		Topology: newManager,
+		Monitor:  monitor,
 	})
 }
 
-// configOf is the Config of a redrive configuration: its rabbitmq section
-// and the heartbeat instance.
-func configOf(c *config.Config, log *slog.Logger) (Config, error) {
-	cfg, err := configFrom(c.RabbitMQ, log)
+// open is the descriptor's Open: New with the Config s carries.
+func open(ctx context.Context, s driver.Settings) (broker.Broker, error) {
+	cfg, err := configOf(s)
 	if err != nil {
-		return Config{}, err
+		return nil, err
 	}
-	cfg.InstanceID = c.Heartbeat.Instance // empty: hostname-pid
+	return New(ctx, cfg)
+}
+
+// configOf is the Config s carries (the defaults when none), with s's
+// instance and logger where it has none of its own.
+func configOf(s driver.Settings) (Config, error) {
+	cfg, err := driver.ConfigAs[Config](s)
+	if err != nil {
+		return Config{}, fmt.Errorf("rabbit: %w", err)
+	}
+	if cfg.InstanceID == "" {
+		cfg.InstanceID = s.Instance
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = s.Logger
+	}
 	return cfg, nil
 }
 
-// configFrom maps the rabbitmq section of a redrive configuration file to a
-// Config, loading the TLS files it names.
-func configFrom(c config.RabbitMQ, log *slog.Logger) (Config, error) {
-	tlsCfg, err := c.TLS.Config()
-	if err != nil {
-		return Config{}, fmt.Errorf("rabbit: rabbitmq.tls: %w", err)
-	}
-	return Config{
-		URL:            c.URL,
-		URLs:           c.URLs,
-		TLS:            tlsCfg,
-		Prefix:         c.Prefix,
-		QueueType:      c.QueueType,
-		DelayQueueType: c.Delay.QueueType,
-		MaxLength:      c.MaxLength,
-		DeliveryLimit:  c.DeliveryLimit,
-		Delay:          delayFrom(c.Delay),
-		Logger:         log,
+// What this backend offers through the seam (checked at compile time).
+var (
+	_ broker.Broker      = (*Broker)(nil)
+	_ driver.Pauser      = (*Broker)(nil)
+	_ driver.Instancer   = (*Broker)(nil)
+	_ driver.Prober      = (*Broker)(nil)
+	_ driver.BatchSource = (*Broker)(nil)
+	_ driver.Republisher = (*Broker)(nil)
+	_ driver.Router      = Router{}
+	_ driver.Topology    = manager{}
+)
 
-		KeeperBatch:     c.KeeperBatch,
-		KeeperBatchWait: c.KeeperBatchWait.Duration(),
-	}, nil
-}
-
-// delayQueuesFrom returns the queues delayed messages wait in under the
-// rabbitmq section of a redrive configuration (see DelayQueues), without
-// connecting or reading its TLS files.
-func delayQueuesFrom(c config.RabbitMQ) ([]string, error) {
-	return DelayQueues(Config{Prefix: c.Prefix, QueueType: c.QueueType, Delay: delayFrom(c.Delay)})
-}
-
-func delayFrom(d config.Delay) DelayConfig {
-	return DelayConfig{Mode: d.Mode, Resolution: d.Resolution.Duration(), Factor: d.Factor, Levels: d.Levels}
-}
+var _ driver.DepthMonitor = (*DepthMonitor)(nil)

@@ -9,12 +9,13 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // ErrRemoveRefused is wrapped by Remove's error when it left an object in
 // place because messages wait in it, something consumes it or is bound to
 // it: RemoveRequest.Force deletes those too.
-var ErrRemoveRefused = errors.New("rabbit: removal refused")
+var ErrRemoveRefused = driver.NewError("rabbit: removal refused", driver.ErrRemoveRefused)
 
 // RemoveRequest says whose objects Remove deletes.
 type RemoveRequest struct {

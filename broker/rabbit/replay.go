@@ -9,12 +9,11 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
-// Republish implements dlq.Republisher: it puts a dead letter back on
+// Republish implements driver.Republisher: it puts a dead letter back on
 // its route (from the configuration), and only there: a worker's queue
 // (to.Target) through the retry exchange with that queue as routing key;
 // for a foreign DLQ, the exchange it names (to.Exchange) with to.Target as
@@ -30,7 +29,7 @@ import (
 // again at 1. It returns once the broker confirmed. A worker's queue that
 // no longer exists parks the message in the unroutable queue; a message
 // another exchange routes nowhere is an error (broker.ErrUnroutable).
-func (b *Broker) Republish(ctx context.Context, e dlq.Entry, to dlq.Route, replayedFrom string) error {
+func (b *Broker) Republish(ctx context.Context, e driver.Entry, to driver.Route, replayedFrom string) error {
 	exchange, key := b.names.Retry(), to.Target
 	switch {
 	case to.Exchange != "":
@@ -46,14 +45,14 @@ func (b *Broker) Republish(ctx context.Context, e dlq.Entry, to dlq.Route, repla
 		}
 		msg = publishing(f, amqpTable(withoutBrokerOwned(f.Headers.App())))
 	} else {
-		msg = amqp.Publishing{Headers: toTable(pipeline.AppHeaders(e.OriginalHeaders)), DeliveryMode: amqp.Persistent}
+		msg = amqp.Publishing{Headers: toTable(driver.AppHeaders(e.OriginalHeaders)), DeliveryMode: amqp.Persistent}
 	}
 	msg.Headers[broker.HeaderReplayedFrom] = replayedFrom
 	if to.Topic != "" {
-		msg.Headers[broker.HeaderTopic] = to.Topic
+		msg.Headers[driver.HeaderTopic] = to.Topic
 	}
 	if e.OriginalKey != nil {
-		msg.Headers[broker.HeaderKey] = string(e.OriginalKey)
+		msg.Headers[driver.HeaderKey] = string(e.OriginalKey)
 	}
 	msg.MessageId = e.MessageID
 	if msg.MessageId == "" { // a foreign dead letter: the same id each time this entry is replayed
@@ -79,20 +78,20 @@ func withoutBrokerOwned(t wire.Table) wire.Table {
 // Route is the replay route of a worker (topic, group) on RabbitMQ: its
 // DLQ "<topic>.<group>.dlq" replays to its queue "<topic>.<group>", the
 // only queue its entries may say they failed in.
-func Route(topic, group string) dlq.Route {
+func Route(topic, group string) driver.Route {
 	q := Queue(topic, group)
-	return dlq.Route{DLQ: DLQ(q), Topic: topic, Worker: group, Target: q, Sources: []string{q}}
+	return driver.Route{DLQ: DLQ(q), Topic: topic, Worker: group, Target: q, Sources: []string{q}}
 }
 
-// Router is the dlq.Router of RabbitMQ: its Route is Route, and so is its
+// Router is the driver.Router of RabbitMQ: its Route is Route, and so is its
 // ForeignWorkerRoute.
 type Router struct{}
 
 // Route returns Route(topic, worker).
-func (Router) Route(topic, worker string) dlq.Route { return Route(topic, worker) }
+func (Router) Route(topic, worker string) driver.Route { return Route(topic, worker) }
 
 // ForeignWorkerRoute returns Route(topic, worker): a worker declared
 // foreign (written in another language, not run by redrive) consumes its
 // group queue "<topic>.<group>", which redrive declares, so a replay
 // through the retry exchange reaches it, and only it.
-func (Router) ForeignWorkerRoute(topic, worker string) dlq.Route { return Route(topic, worker) }
+func (Router) ForeignWorkerRoute(topic, worker string) driver.Route { return Route(topic, worker) }

@@ -5,7 +5,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 )
 
 // requeue hands m back to the group queue (broker.Requeue): a copy with
@@ -15,8 +15,8 @@ import (
 // delivery limit) does not grow with every hand-back.
 func (c *consumer) requeue(ctx context.Context, m amqp.Delivery, fwd chan<- forwardJob, then func()) {
 	h := copyTable(m.Headers, func(k string) bool { return brokerOwned(k) || k == HeaderTierPasses })
-	if _, ok := h[broker.HeaderTopic]; !ok {
-		h[broker.HeaderTopic] = c.sub.Topic
+	if _, ok := h[driver.HeaderTopic]; !ok {
+		h[driver.HeaderTopic] = c.sub.Topic
 	}
 	c.send(ctx, fwd, forwardJob{m: m, out: c.delayed(m, h, 0, 0), then: then})
 }

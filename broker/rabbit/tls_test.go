@@ -12,14 +12,15 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/internal/tlstest"
 )
 
-// TestTLSFilesReachTheDialer connects through backend.ConfigOf to a local TLS
+// TestTLSFilesReachTheDialer connects through the assembly's Config mapping to a local TLS
 // listener that requires a client certificate: the handshake completes
 // only when the CA file verifies the server and the client certificate is
 // presented. Without the CA the client refuses the server. The failing
@@ -40,7 +41,7 @@ func TestTLSFilesReachTheDialer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			addr, handshakes := tlstest.Listen(t, f)
-			cfg, err := backend.ConfigOf[rabbit.Config](&config.Config{RabbitMQ: config.RabbitMQ{URL: "amqps://redrive:" + secret + "@" + addr + "/", TLS: &tt.tls}}, slog.New(slog.DiscardHandler))
+			cfg, err := assembly.RabbitConfig(&config.Config{RabbitMQ: config.RabbitMQ{URL: "amqps://redrive:" + secret + "@" + addr + "/", TLS: &tt.tls}}, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +90,7 @@ func TestUndecodableOverTLS(t *testing.T) {
 				u.RawQuery = url.Values{"cacertfile": {f.CA}, "certfile": {f.ClientCert}, "keyfile": {f.ClientKey}}.Encode()
 				files = nil
 			}
-			tc, err := backend.ConfigOf[rabbit.Config](&config.Config{RabbitMQ: config.RabbitMQ{URL: u.String(), TLS: files}}, slog.New(slog.DiscardHandler))
+			tc, err := assembly.RabbitConfig(&config.Config{RabbitMQ: config.RabbitMQ{URL: u.String(), TLS: files}}, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +112,7 @@ func TestUndecodableOverTLS(t *testing.T) {
 			publishRaw(t, channel(t), b.Names().Topics(), s.Topic, msgs...)
 			handled.WaitUntil(t, 30*time.Second, "5 plain messages handled over TLS", func(ids []string) bool { return len(ids) >= 5 })
 			e := keep(t, b, rabbit.DLQ(rabbit.Queue(s.Topic, s.Group)), 1)["deep-33"]
-			if e.Reason != string(broker.ReasonUndecodable) {
+			if e.Reason != string(driver.ReasonUndecodable) {
 				t.Errorf("entry reason %q, want undecodable", e.Reason)
 			}
 			if got := handled.Snapshot(); len(got) != 5 {

@@ -3,10 +3,9 @@ package rabbit
 import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit/internal/framefilter"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/dlq"
 )
 
 // Headers of a delivery whose properties amqp091-go cannot decode (a
@@ -16,7 +15,7 @@ import (
 // replaces such a delivery's headers by these, so that the library does
 // not close the connection (and the broker hand the same message to the
 // next one, forever). A consumer dead-letters a delivery that has them
-// with reason broker.ReasonUndecodable, without calling its handler; the
+// with reason driver.ReasonUndecodable, without calling its handler; the
 // keeper stores it with that reason and the refused bytes, and its replay
 // is refused (its headers are not known).
 const (
@@ -64,13 +63,13 @@ func undecodableForm(m amqp.Delivery) wire.Form {
 // what the message said was refused), the error saying why unless a
 // redrive consumer said it, the refused bytes as its wire form's headers
 // and no string headers.
-func markUndecodable(e *dlq.Entry, m amqp.Delivery, why string) {
-	e.Reason = string(broker.ReasonUndecodable)
+func markUndecodable(e *driver.Entry, m amqp.Delivery, why string) {
+	e.Reason = string(driver.ReasonUndecodable)
 	if e.ErrorMessage == "" {
 		e.ErrorMessage = why
 	}
 	if e.ErrorClass == "" {
-		e.ErrorClass = broker.ClassUndecodable
+		e.ErrorClass = driver.ClassUndecodable
 	}
 	e.OriginalHeaders = map[string]string{}
 	e.OriginalWire = nil

@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
@@ -138,7 +139,7 @@ func TestUndecodableDeadLettersAreKept(t *testing.T) {
 	mem := memstore.New(memstore.Config{Logger: slog.New(slog.DiscardHandler)})
 	defer mem.Close()
 	st := &insertions{Store: mem}
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: st, Broker: broker.RabbitMQ,
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: st, Broker: rabbit.Name,
 		DLQs: map[string]broker.Severity{queue: broker.SeverityCritical}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +157,7 @@ func TestUndecodableDeadLettersAreKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	entries := map[string]dlq.Entry{}
+	entries := map[string]driver.Entry{}
 	for _, r := range page.Records {
 		full, err := st.Get(t.Context(), queue, r.ID)
 		if err != nil {
@@ -174,7 +175,7 @@ func TestUndecodableDeadLettersAreKept(t *testing.T) {
 			t.Errorf("%s: not kept", m.MessageId)
 		case m.Headers != nil:
 			checkUndecodable(t, e, m)
-		case e.Reason == string(broker.ReasonUndecodable):
+		case e.Reason == string(driver.ReasonUndecodable):
 			t.Errorf("%s: a plain dead letter kept as undecodable", m.MessageId)
 		}
 	}
@@ -205,15 +206,15 @@ func (s *insertions) InsertBatch(ctx context.Context, rs []dlq.Record) ([]dlq.In
 // keep runs the DLQ source of b on queue until it handed over n dead
 // letters, and returns their entries by message id (failing t on a
 // repeated id).
-func keep(t *testing.T, b *rabbit.Broker, queue string, n int) map[string]dlq.Entry {
+func keep(t *testing.T, b *rabbit.Broker, queue string, n int) map[string]driver.Entry {
 	t.Helper()
 	var mu sync.Mutex
-	out := map[string]dlq.Entry{}
+	out := map[string]driver.Entry{}
 	done := make(chan struct{})
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error, 1)
 	go func() {
-		stopped <- b.ConsumeDeadLetters(ctx, []string{queue}, func(_ context.Context, dl dlq.DeadLetter) error {
+		stopped <- b.ConsumeDeadLetters(ctx, []string{queue}, func(_ context.Context, dl driver.DeadLetter) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if _, dup := out[dl.Entry.MessageID]; dup {
@@ -244,9 +245,9 @@ func keep(t *testing.T, b *rabbit.Broker, queue string, n int) map[string]dlq.En
 // checkUndecodable checks the entry of refused message m: reason and class
 // undecodable, an error that says why, its body, message id and
 // properties, no string headers, and its refused bytes in the wire form.
-func checkUndecodable(t *testing.T, e dlq.Entry, m amqp.Publishing) {
+func checkUndecodable(t *testing.T, e driver.Entry, m amqp.Publishing) {
 	t.Helper()
-	if e.Reason != string(broker.ReasonUndecodable) || e.ErrorClass != broker.ClassUndecodable ||
+	if e.Reason != string(driver.ReasonUndecodable) || e.ErrorClass != driver.ClassUndecodable ||
 		!strings.Contains(e.ErrorMessage, "headers") || !strings.Contains(e.ErrorMessage, "32") && !strings.Contains(e.ErrorMessage, "8192") {
 		t.Errorf("%s: reason %q class %q error %q; want undecodable, saying why", m.MessageId, e.Reason, e.ErrorClass, e.ErrorMessage)
 	}

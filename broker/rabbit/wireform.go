@@ -7,8 +7,8 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
-	"github.com/redrive/redrive/internal/pipeline"
 )
 
 // This file converts between amqp091-go's form of a message (its header
@@ -110,10 +110,10 @@ func formOf(m amqp.Delivery) wire.Form {
 
 // storyTable returns the headers of a retry, delay or dead-letter copy of m
 // after failure o: m's headers with their types (the broker's left out),
-// redrive's story of this failure patched in (pipeline.Patch), and no delay
+// redrive's story of this failure patched in (driver.Patch), and no delay
 // bookkeeping (the caller adds what the copy's wait needs).
-func storyTable(m amqp.Delivery, d *broker.Delivery, o pipeline.Outcome, now time.Time) amqp.Table {
-	return amqpTable(pipeline.Patch(wireTable(m.Headers), d, o, now, broker.HeaderRemainingDelay, HeaderTierPasses))
+func storyTable(m amqp.Delivery, d *broker.Delivery, o driver.Outcome, now time.Time) amqp.Table {
+	return amqpTable(driver.Patch(wireTable(m.Headers), d, o, now, broker.HeaderRemainingDelay, HeaderTierPasses))
 }
 
 // publishing returns a message with f's headers and properties, as a

@@ -7,6 +7,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
 )
 
@@ -54,7 +55,7 @@ func TestEntryFromDeliveryKeepsTheWireForm(t *testing.T) {
 	}
 
 	m.Headers = amqp.Table{"x-death": m.Headers["x-death"]}
-	if e := EntryFromDelivery(m); e.OriginalTopic != "orders" || e.Source != "orders.billing" || e.Reason != string(broker.ReasonExpired) {
+	if e := EntryFromDelivery(m); e.OriginalTopic != "orders" || e.Source != "orders.billing" || e.Reason != string(driver.ReasonExpired) {
 		t.Errorf("broker-dead-lettered entry: topic %q source %q reason %q, want orders, orders.billing, expired", e.OriginalTopic, e.Source, e.Reason)
 	}
 }

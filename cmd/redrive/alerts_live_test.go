@@ -17,7 +17,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/testenv"
 )
@@ -89,7 +89,7 @@ func (d *liveDeployment) cleanup(t *testing.T) {
 		t.Logf("cleanup: %v", err)
 		return
 	}
-	if cfg, err := backend.ConfigOf[rabbit.Config](c, slog.New(slog.DiscardHandler)); err == nil {
+	if cfg, err := assembly.RabbitConfig(c, slog.New(slog.DiscardHandler)); err == nil {
 		if plan, err := rabbit.Plan(cfg, c.Subscriptions()...); err == nil {
 			deletePlan(plan)
 		}

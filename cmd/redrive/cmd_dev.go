@@ -11,14 +11,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/daemon"
 	"github.com/redrive/redrive/internal/devstack"
@@ -73,7 +73,7 @@ the console.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.broker, "broker", "kafka", "`BROKER` to run on: kafka (embedded) or rabbitmq ($RABBITMQ_URL)")
+	fs.StringVar(&f.broker, "broker", devstack.DefaultBroker, "`BROKER` to run on: kafka (embedded) or rabbitmq ($RABBITMQ_URL)")
 	fs.StringVar(&f.listen, "listen", devstack.DefaultAdminListen, "serve the console and admin API on `ADDR`")
 	fs.StringVar(&f.metricsListen, "metrics-listen", devstack.DefaultMetricsListen, "serve the exporter on `ADDR`")
 	fs.StringVar(&f.token, "token", "", "log in with `TOKEN` (default $REDRIVE_ADMIN_TOKEN, else random)")
@@ -92,7 +92,7 @@ the console.`,
 		f.kafkaPort, f.kafkaPortSet = n, true
 		return nil
 	})
-	_ = cmd.RegisterFlagCompletionFunc("broker", cobra.FixedCompletions([]string{string(broker.Kafka), string(broker.RabbitMQ)}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("broker", cobra.FixedCompletions(devstack.Brokers(), cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 
@@ -105,17 +105,17 @@ type devFlags struct {
 }
 
 func (f *devFlags) check() error {
-	if !f.kafkaPortSet && f.noSamples && f.broker == string(broker.Kafka) {
+	if !f.kafkaPortSet && f.noSamples && devstack.Embedded(f.broker) {
 		f.kafkaPort = devstack.DefaultKafkaPort
 	}
 	switch {
-	case f.broker != string(broker.Kafka) && f.broker != string(broker.RabbitMQ):
-		return usageErrorf("--broker %q is not kafka or rabbitmq", f.broker)
+	case !slices.Contains(devstack.Brokers(), f.broker):
+		return usageErrorf("--broker %q is not %s", f.broker, strings.Join(devstack.Brokers(), " or "))
 	case !(f.rate >= 0 && f.rate <= 10_000):
 		return usageErrorf("--rate %v is not in [0, 10000] messages per second", f.rate)
 	case f.kafkaPort < 0 || f.kafkaPort > 65535-devstack.KafkaBrokers+1:
 		return usageErrorf("--kafka-port %d is not in [0, %d]", f.kafkaPort, 65535-devstack.KafkaBrokers+1)
-	case f.kafkaPort > 0 && f.broker != string(broker.Kafka):
+	case f.kafkaPort > 0 && !devstack.Embedded(f.broker):
 		return usageErrorf("--kafka-port is for the embedded Kafka (--broker kafka)")
 	case !devstack.ValidPrefix(f.prefix):
 		return usageErrorf("--prefix %q is not 1 to 100 characters of [a-zA-Z0-9_-]", f.prefix)
@@ -152,7 +152,7 @@ func dev(ctx context.Context, inv *invocation, f devFlags) error {
 		token = hex.EncodeToString(b[:])
 	}
 	log := daemonLogger(inv.stderr)
-	st, err := devstack.Start(devstack.Config{Broker: broker.Backend(f.broker), RabbitMQURL: os.Getenv("RABBITMQ_URL"), Prefix: f.prefix,
+	st, err := devstack.Start(devstack.Config{Broker: f.broker, RabbitMQURL: os.Getenv("RABBITMQ_URL"), Prefix: f.prefix,
 		KafkaPort: f.kafkaPort, AdminListen: f.listen, MetricsListen: f.metricsListen, Token: token, Logger: log})
 	if err != nil {
 		return err
@@ -177,7 +177,7 @@ func dev(ctx context.Context, inv *invocation, f devFlags) error {
 		return err
 	}
 	defer d.Close()
-	b, err := backend.Open(ctx, c, log)
+	b, err := assembly.Open(ctx, c, log)
 	if err != nil {
 		return fmt.Errorf("dev: connect the sample workers to %s at %s: %w", c.Broker, daemon.BrokerAddress(c), err)
 	}
@@ -222,7 +222,7 @@ func dev(ctx context.Context, inv *invocation, f devFlags) error {
 // devGoodbye cleans up RabbitMQ (unless keep) and says what is left.
 func devGoodbye(st *devstack.Stack, keep bool) string {
 	const gone = "the dead letters of the in-memory store are gone."
-	if st.Config.Broker == broker.Kafka {
+	if devstack.Embedded(st.Config.Broker) {
 		return "the embedded Kafka, Redis and store are gone: nothing was kept."
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -237,9 +237,9 @@ func devGoodbye(st *devstack.Stack, keep bool) string {
 // devNoSamples runs the embedded Kafka and Redis for the user's own
 // program until ctx ends, printing a configuration for it.
 func devNoSamples(ctx context.Context, inv *invocation, st *devstack.Stack) error {
-	where := "RabbitMQ at " + daemon.BrokerAddress(st.Config) + " (yours: nothing is declared)"
-	if brokers := st.KafkaBrokers(); len(brokers) > 0 {
-		where = "embedded Kafka (kfake) at " + strings.Join(brokers, ",")
+	where := st.Where()
+	if !devstack.Embedded(st.Config.Broker) {
+		where += " (yours: nothing is declared)"
 	}
 	self := selfPath()
 	fmt.Fprintf(inv.stdout, `redrive dev --no-samples: for your own program; no sample workers, no sample traffic.
@@ -318,10 +318,7 @@ func writeDevConfig(yaml []byte) (string, error) {
 
 // printTour prints where everything is and what to look at.
 func printTour(w io.Writer, st *devstack.Stack, d *daemon.Daemon, cfgFile, token string, crashEvery, stallEvery, outageEvery time.Duration, rate float64) {
-	where := "RabbitMQ at " + daemon.BrokerAddress(st.Config)
-	if brokers := st.KafkaBrokers(); len(brokers) > 0 {
-		where = "embedded Kafka (kfake) at " + strings.Join(brokers, ",")
-	}
+	where := st.Where()
 	crash := "reconciliation-worker does not crash (--crash-every 0)"
 	if crashEvery > 0 {
 		crash = fmt.Sprintf("reconciliation-worker crashes every %s: its heartbeat stops and it reads missing (CRITICAL) until it is back", crashEvery)
@@ -337,7 +334,7 @@ func printTour(w io.Writer, st *devstack.Stack, d *daemon.Daemon, cfgFile, token
 	}
 	self := selfPath()
 	kept := "nothing is kept"
-	if st.Config.Broker == broker.RabbitMQ {
+	if !devstack.Embedded(st.Config.Broker) {
 		where += ", every name " + st.Prefix() + ".*"
 		kept = "what it declared on RabbitMQ is deleted (unless --keep)"
 	}

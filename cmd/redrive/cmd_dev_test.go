@@ -20,7 +20,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/testenv"
 )
@@ -220,7 +220,7 @@ func TestDevRabbitMQ(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := backend.ConfigOf[rabbit.Config](c, slog.New(slog.DiscardHandler))
+	rc, err := assembly.RabbitConfig(c, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/memstore"
@@ -58,7 +57,7 @@ func newAdminOn(tb testing.TB, s dlq.Store, preview int) *adminOn {
 // insert stores a dead letter of payload v and returns its id.
 func (a *adminOn) insert(tb testing.TB, v []byte) string {
 	tb.Helper()
-	r, _, err := a.store.Insert(context.Background(), dlq.Record{Broker: broker.RabbitMQ, DLQ: payloadsDLQ, Identity: testenv.RandomHex(8),
+	r, _, err := a.store.Insert(context.Background(), dlq.Record{Broker: "rabbitmq", DLQ: payloadsDLQ, Identity: testenv.RandomHex(8),
 		Entry: dlq.Entry{OriginalValue: v, OriginalPartition: -1, OriginalOffset: -1, ErrorClass: "x.Error", ErrorMessage: "boom"}})
 	if err != nil {
 		tb.Fatal(err)

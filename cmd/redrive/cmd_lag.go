@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/broker/driver"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/daemon"
 	"github.com/redrive/redrive/internal/exporter"
@@ -57,71 +57,89 @@ func printLag(ctx context.Context, inv *invocation, partitions bool, timeout tim
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	if c.Broker == broker.Kafka {
-		return printKafkaLag(ctx, inv, c, partitions, output)
+	mon, err := assembly.Monitor(ctx, c, logger())
+	if err != nil {
+		return configFault(err)
+	}
+	defer mon.Close()
+	if gm, ok := mon.(driver.GroupLagMonitor); ok {
+		return printGroupLag(ctx, inv, c, gm, partitions, output)
 	}
 	if partitions {
-		return usageErrorf("--partitions is for Kafka; the broker is %s", c.Broker)
+		return usageErrorf("--partitions is for a broker measured by consumer-group offsets (Kafka); the broker is %s", c.Broker)
 	}
-	r, err := daemon.RabbitDepth(c, logger())
+	dm, ok := mon.(driver.DepthMonitor)
+	if !ok {
+		return fmt.Errorf("broker %s measures neither consumer-group lag nor queue depth", c.Broker)
+	}
+	depths, err := dm.MeasureDepth(ctx)
 	if err != nil {
-		return badInput(err)
-	}
-	defer r.Close()
-	queues := make([]string, 0, len(c.Workers))
-	groups := make([]exporter.Group, 0, len(c.Workers))
-	for _, w := range c.Workers {
-		q := rabbit.Queue(w.Topic, w.Name)
-		queues = append(queues, q)
-		groups = append(groups, exporter.Group{Group: w.Name, Topic: w.Topic, Queue: q})
-	}
-	delay, err := backend.DelayQueues(c)
-	if err != nil {
-		return badInput(err)
-	}
-	depths, err := r.Measure(ctx, lag.RabbitQueues(rabbit.Names{Prefix: c.RabbitMQ.Prefix}, delay, queues...)...)
-	if err != nil {
-		return fmt.Errorf("measure rabbitmq queue depth: %w", err)
+		return fmt.Errorf("measure %s queue depth: %w", c.Broker, err)
 	}
 	if output.json() {
 		now := time.Now()
-		return writeLagJSON(inv, exporter.Snapshot{At: now, Broker: c.Broker, Groups: groups,
-			Rabbit: &exporter.RabbitSample{Depths: depths, At: now}, Thresholds: daemon.LagThresholds(c)})
+		return writeLagJSON(inv, exporter.Snapshot{At: now, Broker: c.Broker, Groups: workerGroups(c),
+			Depths: &exporter.DepthSample{Depths: depths, At: now}, Thresholds: daemon.LagThresholds(c)})
 	}
-	return lag.RenderRabbit(inv.stdout, depths)
+	return lag.RenderDepths(inv.stdout, depths)
 }
 
-func printKafkaLag(ctx context.Context, inv *invocation, c *config.Config, partitions bool, output outputFormat) error {
-	cl, err := daemon.KafkaClient(c)
-	if err != nil {
-		return fmt.Errorf("kafka client for %s: %w", daemon.BrokerAddress(c), err)
-	}
-	defer cl.Close()
-	k, err := lag.NewKafka(cl, lag.KafkaConfig{Groups: daemon.WorkerNames(c), ShareGroups: daemon.ShareGroups(c)})
-	if err != nil {
-		return err
-	}
+// printGroupLag prints the lag of the configured workers' consumer
+// groups, one sample graded by a tracker.
+func printGroupLag(ctx context.Context, inv *invocation, c *config.Config, gm driver.GroupLagMonitor, partitions bool, output outputFormat) error {
 	tr, err := lag.NewTracker(lag.TrackerConfig{Thresholds: daemon.LagThresholds(c)})
 	if err != nil {
 		return badInput(err)
 	}
-	s, err := k.Measure(ctx)
+	s, err := gm.MeasureGroups(ctx)
 	if err != nil {
-		return fmt.Errorf("measure kafka lag at %s: %w", daemon.BrokerAddress(c), err)
+		return fmt.Errorf("measure %s lag at %s: %w", c.Broker, daemon.BrokerAddress(c), err)
 	}
+	s = onlyWorkers(s, daemon.WorkerNames(c))
 	rep := tr.Observe(s)
 	if output.json() {
-		return writeLagJSON(inv, exporter.Snapshot{At: rep.At, Broker: c.Broker, Kafka: &exporter.KafkaSample{Report: rep, Sampled: true}})
+		return writeLagJSON(inv, exporter.Snapshot{At: rep.At, Broker: c.Broker, GroupLag: &exporter.GroupLagSample{Report: rep, Sampled: true}})
 	}
 	if partitions {
-		return lag.RenderKafkaPartitions(inv.stdout, rep)
+		return lag.RenderPartitions(inv.stdout, rep)
 	}
-	return lag.RenderKafka(inv.stdout, rep)
+	return lag.RenderGroups(inv.stdout, rep)
+}
+
+// onlyWorkers keeps the groups of s that are configured workers (the
+// backend's monitor also measures groups of its own, such as its DLQ
+// keeper's, which the exporter reports and this table does not).
+func onlyWorkers(s lag.GroupSample, workers []string) lag.GroupSample {
+	keep := func(g string) bool { return slices.Contains(workers, g) }
+	parts := s.Partitions[:0:0]
+	for _, p := range s.Partitions {
+		if keep(p.Group) {
+			parts = append(parts, p)
+		}
+	}
+	s.Partitions = parts
+	errs := make(map[string]error, len(s.GroupErrors))
+	for g, err := range s.GroupErrors {
+		if keep(g) {
+			errs[g] = err
+		}
+	}
+	s.GroupErrors = errs
+	return s
+}
+
+// workerGroups are the configured workers as the exporter grades them.
+func workerGroups(c *config.Config) []exporter.Group {
+	out := make([]exporter.Group, 0, len(c.Workers))
+	for _, w := range c.Workers {
+		out = append(out, exporter.Group{Group: w.Name, Topic: w.Topic})
+	}
+	return out
 }
 
 // writeLagJSON prints the lag of s as /healthz reports it
-// (components.lag): per group its lag, level and status, and on RabbitMQ
-// every measured queue.
+// (components.lag): per group its lag, level and status, and, measured
+// by queue depth, every measured queue.
 func writeLagJSON(inv *invocation, s exporter.Snapshot) error {
 	return writeJSON(inv.stdout, exporter.Evaluate(s).Components.Lag)
 }

@@ -78,7 +78,7 @@ func TestLagKafka(t *testing.T) {
 	if code != exitFailure || !strings.Contains(errOut, "measure kafka lag") || strings.Count(errOut, "\n") != 1 {
 		t.Errorf("lag on a closed port: %d %q", code, errOut)
 	}
-	if code, _, errOut := cli(t, "lag", "--partitions", "--config", writeConfig(t, "broker: rabbitmq\n")); code != exitUsage || !strings.Contains(errOut, "--partitions is for Kafka") {
+	if code, _, errOut := cli(t, "lag", "--partitions", "--config", writeConfig(t, "broker: rabbitmq\n")); code != exitUsage || !strings.Contains(errOut, "--partitions is for a broker measured by consumer-group offsets") {
 		t.Errorf("lag --partitions on rabbitmq: %d %q", code, errOut)
 	}
 }

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/testenv"
 )
@@ -52,7 +52,7 @@ func loadRabbitConfig(t *testing.T, path string) (*config.Config, rabbit.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := backend.ConfigOf[rabbit.Config](c, slog.New(slog.DiscardHandler))
+	rc, err := assembly.RabbitConfig(c, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

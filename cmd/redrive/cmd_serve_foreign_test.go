@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
 	"github.com/redrive/redrive/internal/testenv"
@@ -266,8 +267,8 @@ exporter: {listen: %q}
 				t.Errorf("replay of %s: header %d = %q=%q (null %v), want %q=%q (null %v)", want.from, i, g.Key, g.Value, g.Value == nil, h.Key, h.Value, h.Value == nil)
 			}
 		}
-		if tail := r.Headers[len(app):]; tail[0].Key != broker.HeaderReplayedFrom || string(tail[0].Value) != want.from || tail[1].Key != broker.HeaderMessageID {
-			t.Errorf("replay of %s ends with %q, want %s and %s", want.from, tail, broker.HeaderReplayedFrom, broker.HeaderMessageID)
+		if tail := r.Headers[len(app):]; tail[0].Key != broker.HeaderReplayedFrom || string(tail[0].Value) != want.from || tail[1].Key != driver.HeaderMessageID {
+			t.Errorf("replay of %s ends with %q, want %s and %s", want.from, tail, broker.HeaderReplayedFrom, driver.HeaderMessageID)
 		}
 	}
 	if code := d.stop(t); code != exitOK {

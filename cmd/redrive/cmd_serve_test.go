@@ -15,10 +15,11 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/testenv"
 )
@@ -100,7 +101,7 @@ func (e *serveEnv) deadLetter(t *testing.T, ch *amqp.Channel, body, errMsg strin
 		MessageId: broker.NewMessageID(), Body: []byte(body), DeliveryMode: amqp.Persistent,
 		Headers: amqp.Table{
 			broker.HeaderReason: "max_retries", broker.HeaderError: errMsg, broker.HeaderErrorClass: "db.Timeout",
-			broker.HeaderWorker: e.worker, broker.HeaderSource: e.queue, broker.HeaderTopic: e.topic,
+			broker.HeaderWorker: e.worker, broker.HeaderSource: e.queue, driver.HeaderTopic: e.topic,
 			broker.HeaderAttempt: "4", broker.HeaderFirstFailureAt: now, broker.HeaderLastFailureAt: now,
 		},
 	})
@@ -132,7 +133,7 @@ func TestServeDLQOperations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := backend.ConfigOf[rabbit.Config](c, slog.New(slog.DiscardHandler))
+	rc, err := assembly.RabbitConfig(c, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

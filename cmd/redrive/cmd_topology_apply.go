@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/spf13/cobra"
 
-	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/broker/kafka"
-	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/broker/driver"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 )
 
@@ -71,62 +69,34 @@ func topologyApply(ctx context.Context, inv *invocation, dry bool) error {
 	return nil
 }
 
-// declareTopology declares what the configured workers need. On RabbitMQ
-// every clash is reported, the shared queues' included (connecting a
+// declareTopology declares what the configured workers need, reporting
+// every clash (on RabbitMQ the shared queues' included: connecting a
 // broker would stop at the first of those).
 func declareTopology(ctx context.Context, c *config.Config) error {
-	if c.Broker == broker.RabbitMQ {
-		rc, err := backend.ConfigOf[rabbit.Config](c, logger())
-		if err != nil {
-			return err
-		}
-		return rabbit.Apply(ctx, rc, c.Subscriptions()...)
-	}
-	b, err := openBroker(ctx, c)
+	t, err := openTopology(ctx, c, logger())
 	if err != nil {
 		return err
 	}
-	defer b.Close()
-	return b.Declare(ctx, c.Subscriptions()...)
+	defer t.Close()
+	return configFault(t.Apply(ctx, c.Subscriptions()))
 }
 
 // topologyPlan renders the plan compared with what exists, and the
-// conflicts (nil when there are none). Both backends connect.
+// conflicts (nil when there are none). It connects.
 func topologyPlan(ctx context.Context, c *config.Config) ([]string, error, error) {
-	if c.Broker == broker.RabbitMQ {
-		rc, err := backend.ConfigOf[rabbit.Config](c, logger())
-		if err != nil {
-			return nil, nil, err
-		}
-		checked, err := rabbit.Check(ctx, rc, c.Subscriptions()...)
-		if errors.Is(err, rabbit.ErrInvalidConfig) {
-			return nil, nil, badInput(err)
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		lines := make([]string, len(checked))
-		for i, d := range checked {
-			lines[i] = d.String()
-		}
-		return lines, rabbit.Conflicts(checked), nil
-	}
-	b, err := openBroker(ctx, c)
+	t, err := openTopology(ctx, c, logger())
 	if err != nil {
 		return nil, nil, err
 	}
-	defer b.Close()
-	kb, ok := b.(*kafka.Broker)
-	if !ok {
-		return nil, nil, fmt.Errorf("broker %s cannot plan its topology", c.Broker)
-	}
-	plans, err := kb.Plan(ctx, c.Subscriptions()...)
-	if err != nil {
-		return nil, nil, err
-	}
-	lines := make([]string, len(plans))
-	for i, p := range plans {
-		lines[i] = p.String()
-	}
-	return lines, nil, nil
+	defer t.Close()
+	lines, conflicts, err := t.Plan(ctx, c.Subscriptions())
+	return lines, conflicts, configFault(err)
+}
+
+// openTopology opens what manages the topology of the configured
+// backend; a backend without one, or a configuration it refuses, is bad
+// input.
+func openTopology(ctx context.Context, c *config.Config, log *slog.Logger) (driver.Topology, error) {
+	t, err := assembly.Topology(ctx, c, log)
+	return t, configFault(err)
 }

@@ -11,9 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/broker/kafka"
-	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/internal/config"
 )
 
@@ -78,36 +76,12 @@ func topologyPlanCmd(ctx context.Context, inv *invocation) error {
 // names: on RabbitMQ what the prefix's topology record holds (AMQP lists
 // nothing), on Kafka the topics shaped like redrive's.
 func topologyUnnamed(ctx context.Context, c *config.Config) ([]string, error) {
-	var out []string
-	if c.Broker == broker.RabbitMQ {
-		rc, err := backend.ConfigOf[rabbit.Config](c, logger())
-		if err != nil {
-			return nil, err
-		}
-		rs, err := rabbit.Unnamed(ctx, rc, c.Subscriptions()...)
-		if errors.Is(err, rabbit.ErrBadRecord) {
-			return []string{fmt.Sprintf("# %v: what the configuration no longer names is unknown; `redrive topology apply` writes a new record", err)}, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range rs {
-			if r.Action != rabbit.ActionAbsent {
-				out = append(out, fmt.Sprintf("unnamed  %s: applied before, no configured worker needs it (delete: redrive topology delete --unnamed)", r.Describe()))
-			}
-		}
-		return out, nil
-	}
-	kb, closeBroker, err := openKafka(ctx, c)
+	t, err := openTopology(ctx, c, logger())
 	if err != nil {
 		return nil, err
 	}
-	defer closeBroker()
-	strays, err := kb.Strays(ctx, c.Subscriptions()...)
-	for _, s := range strays {
-		out = append(out, fmt.Sprintf("unnamed  topic %s: exists, no configured worker needs it (delete: redrive topology delete --topic %s)", s, s))
-	}
-	return out, err
+	defer t.Close()
+	return t.Unnamed(ctx, c.Subscriptions())
 }
 
 func newTopologyDeleteCmd() *cobra.Command {
@@ -175,11 +149,6 @@ func topologyDelete(ctx context.Context, inv *invocation, req deleteRequest) err
 		return usageErrorf("--all and --worker: name the workers, or all of them, not both")
 	case !req.all && len(req.workers) == 0 && len(req.topics) == 0 && !req.unnamed:
 		return usageErrorf("name the workers with --worker NAME, or --all for every configured worker, or --unnamed")
-	case req.unnamed && c.Broker != broker.RabbitMQ:
-		return usageErrorf("--unnamed is RabbitMQ's (its topology record); on %s name each topic `redrive topology plan` lists with --topic", c.Broker)
-	}
-	if len(req.topics) > 0 && c.Broker != broker.Kafka {
-		return usageErrorf("--topic names Kafka topics; the broker is %s", c.Broker)
 	}
 	var remove, keep []broker.Subscription
 	for _, s := range c.Subscriptions() {
@@ -201,39 +170,15 @@ func topologyDelete(ctx context.Context, inv *invocation, req deleteRequest) err
 		}
 	}
 	log := daemonLogger(inv.stderr).With("by", who, "dry_run", req.dry)
-	var lines []string
-	var refused error
-	switch c.Broker {
-	case broker.RabbitMQ:
-		rc, err := backend.ConfigOf[rabbit.Config](c, log)
-		if err != nil {
-			return err
-		}
-		rs, err := rabbit.Remove(ctx, rc, rabbit.RemoveRequest{Remove: remove, Keep: keep, Unnamed: req.unnamed, Force: req.force, DryRun: req.dry})
-		if err != nil && !errors.Is(err, rabbit.ErrRemoveRefused) {
-			return err
-		}
-		refused = err
-		for _, r := range rs {
-			lines = append(lines, r.String())
-		}
-	default:
-		kb, closeBroker, err := openKafka(ctx, c)
-		if err != nil {
-			return err
-		}
-		defer closeBroker()
-		rs, err := kb.Remove(ctx, kafka.RemoveRequest{Remove: remove, Keep: keep, Topics: req.topics, Force: req.force, DryRun: req.dry})
-		if err != nil && !errors.Is(err, kafka.ErrRemoveRefused) {
-			return err
-		}
-		refused = err
-		for _, r := range rs {
-			lines = append(lines, r.String())
-			if r.Action == "deleted" {
-				log.Info("topology delete", "topic", r.Topic, "role", r.Role, "waiting", r.Waiting, "forced", req.force)
-			}
-		}
+	t, err := openTopology(ctx, c, log)
+	if err != nil {
+		return err
+	}
+	defer t.Close()
+	lines, err := t.Remove(ctx, driver.RemoveRequest{Remove: remove, Keep: keep, Names: req.topics, Unnamed: req.unnamed, Force: req.force, DryRun: req.dry})
+	refused := err
+	if err != nil && !errors.Is(err, driver.ErrRemoveRefused) {
+		return configFault(err)
 	}
 	for _, l := range lines {
 		fmt.Fprintln(inv.stdout, printable(l)) // names the server returned, or a record anyone may write
@@ -242,18 +187,4 @@ func topologyDelete(ctx context.Context, inv *invocation, req deleteRequest) err
 		fmt.Fprintf(inv.stdout, "# dry run: %d objects of %d workers on %s looked up; nothing deleted (--yes deletes)\n", len(lines), len(remove), c.Broker)
 	}
 	return refused
-}
-
-// openKafka connects the configured Kafka broker; the function closes it.
-func openKafka(ctx context.Context, c *config.Config) (*kafka.Broker, func(), error) {
-	b, err := openBroker(ctx, c)
-	if err != nil {
-		return nil, nil, err
-	}
-	kb, ok := b.(*kafka.Broker)
-	if !ok {
-		_ = b.Close()
-		return nil, nil, fmt.Errorf("broker %s is not Kafka", c.Broker)
-	}
-	return kb, func() { _ = kb.Close() }, nil
 }

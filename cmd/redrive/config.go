@@ -1,12 +1,12 @@
 package main
 
 import (
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 )
 
 // loadConfig loads and validates the configuration file named by --config,
-// then checks the names its backend will declare (backend.Check). Every
+// then checks the names its backend will declare (assembly.Check). Every
 // problem with it (missing file, syntax, a bad field, a name the broker
 // would refuse) is bad input: the error makes the command exit with status
 // 2, one line per problem.
@@ -15,7 +15,7 @@ func (inv *invocation) loadConfig() (*config.Config, error) {
 	if err != nil {
 		return nil, badInput(err)
 	}
-	if err := backend.Check(c); err != nil {
+	if err := assembly.Check(c); err != nil {
 		return nil, badInput(err)
 	}
 	return c, nil

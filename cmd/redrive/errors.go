@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/redrive/redrive/broker/driver"
+	"github.com/redrive/redrive/internal/assembly"
+	"github.com/redrive/redrive/internal/config"
 )
 
 // usageError marks bad input (usage or configuration): exit status 2.
@@ -23,6 +27,17 @@ func badInput(err error) error {
 		return nil
 	}
 	return &usageError{err: err}
+}
+
+// configFault marks err as bad input when it is the configuration's
+// fault (its backend not linked, or refusing the configuration, or
+// lacking what the command needs); other errors stay runtime failures.
+func configFault(err error) error {
+	if errors.Is(err, assembly.ErrNotLinked) || errors.Is(err, driver.ErrInvalidConfig) ||
+		errors.Is(err, driver.ErrNoCapability) || errors.Is(err, config.ErrInvalid) {
+		return badInput(err)
+	}
+	return err
 }
 
 // usageErrorf is badInput(fmt.Errorf(format, args...)).

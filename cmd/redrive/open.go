@@ -7,9 +7,7 @@ import (
 	"os"
 
 	"github.com/redrive/redrive/broker"
-	_ "github.com/redrive/redrive/broker/kafka"  // registers broker: kafka
-	_ "github.com/redrive/redrive/broker/rabbit" // registers broker: rabbitmq
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 )
 
@@ -26,5 +24,5 @@ func daemonLogger(w io.Writer) *slog.Logger {
 
 // openBroker connects the broker the configuration names.
 func openBroker(ctx context.Context, c *config.Config) (broker.Broker, error) {
-	return backend.Open(ctx, c, logger())
+	return assembly.Open(ctx, c, logger())
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/access"
 	"github.com/redrive/redrive/dlq/admin"
@@ -136,14 +137,14 @@ func (f *fixture) insert(dlqName string, n int, mod func(i int, r *dlq.Record)) 
 	out := make([]dlq.Record, 0, n)
 	for i := range n {
 		r := dlq.Record{
-			Broker: broker.RabbitMQ, DLQ: dlqName, Identity: dlqName + "-" + string(rune('a'+i%26)) + "-" + strconv.Itoa(i),
+			Broker: "rabbitmq", DLQ: dlqName, Identity: dlqName + "-" + string(rune('a'+i%26)) + "-" + strconv.Itoa(i),
 			ReceivedAt: time.Date(2025, 1, 15, 10, 0, i, 0, time.UTC),
 			Entry: dlq.Entry{
 				MessageID: "m" + strconv.Itoa(i), OriginalTopic: "orders", OriginalPartition: -1, OriginalOffset: -1,
 				OriginalKey: []byte("key-" + strconv.Itoa(i)), OriginalValue: []byte(`{"n":` + strconv.Itoa(i) + `}`),
 				OriginalHeaders: map[string]string{"content-type": "application/json"},
 				ErrorClass:      "payout.BankError", ErrorMessage: "bank rejected transfer " + strconv.Itoa(i),
-				Reason: string(broker.ReasonMaxRetries), RetryCount: 5, Worker: "billing", Source: "orders.billing",
+				Reason: string(driver.ReasonMaxRetries), RetryCount: 5, Worker: "billing", Source: "orders.billing",
 			},
 		}
 		if mod != nil {

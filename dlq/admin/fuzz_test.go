@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/memstore"
@@ -38,7 +37,7 @@ func fuzzServer(f *testing.F) (*memstore.Store, *admin.Server) {
 func FuzzListQuery(f *testing.F) {
 	s, srv := fuzzServer(f)
 	if _, _, err := s.Insert(context.Background(), dlq.Record{
-		Broker: broker.RabbitMQ, DLQ: "orders.billing.dlq", Identity: "i-1",
+		Broker: "rabbitmq", DLQ: "orders.billing.dlq", Identity: "i-1",
 		Entry: dlq.Entry{MessageID: "m1", OriginalTopic: "orders", ErrorClass: "x.Err", ErrorMessage: "boom"},
 	}); err != nil {
 		f.Fatal(err)
@@ -88,7 +87,7 @@ func FuzzRequest(f *testing.F) {
 	var ids []string
 	for i := range total {
 		rec, _, err := s.Insert(context.Background(), dlq.Record{
-			Broker: broker.RabbitMQ, DLQ: "orders.billing.dlq", Identity: "i-" + strconv.Itoa(i),
+			Broker: "rabbitmq", DLQ: "orders.billing.dlq", Identity: "i-" + strconv.Itoa(i),
 			Entry: dlq.Entry{MessageID: "m", OriginalTopic: "orders", ErrorClass: "x.Err", ErrorMessage: "boom"},
 		})
 		if err != nil {

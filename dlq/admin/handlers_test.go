@@ -45,7 +45,7 @@ func TestAPI(t *testing.T) {
 
 func testListDLQs(t *testing.T, f *fixture) {
 	recs := f.insert("orders.billing.dlq", 3, nil)
-	f.insert("orders.dlq", 1, func(_ int, r *dlq.Record) { r.Broker = broker.Kafka; r.Severity = string(broker.SeverityInfo) })
+	f.insert("orders.dlq", 1, func(_ int, r *dlq.Record) { r.Broker = "kafka"; r.Severity = string(broker.SeverityInfo) })
 	expect(t, f.do("DELETE", "/internal/v1/dlq/orders.billing.dlq/"+recs[0].ID+"?reason=x", ""), http.StatusOK, "")
 	m := expect(t, f.do("GET", "/internal/v1/dlq", ""), http.StatusOK, "")
 	list, _ := m["dlqs"].([]any)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
@@ -123,7 +123,7 @@ func testOrigin(t *testing.T, f *fixture) {
 		case 1:
 			r.Entry.Worker, r.Entry.Source = "payouts", "orders.payouts" // claims another worker
 		case 3:
-			r.Entry.Reason = string(broker.ReasonUndecodable) // its headers were refused by the client
+			r.Entry.Reason = string(driver.ReasonUndecodable) // its headers were refused by the client
 		}
 	})
 	other := f.insert("unrouted.dlq", 1, nil)[0]

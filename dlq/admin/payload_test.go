@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/internal/testenv"
@@ -45,7 +44,7 @@ func TestEntryBoundedPayloads(t *testing.T) {
 				{"10 MB, whole", whole, big, admin.EncodingJSON, 6 * uint64(len(big))},
 				{"10 MB, preview", cut, big, admin.EncodingUTF8, 4 << 20},
 			} {
-				rec, _, err := s.Insert(context.Background(), dlq.Record{Broker: broker.RabbitMQ, DLQ: "payloads.dlq", Identity: testenv.RandomHex(8),
+				rec, _, err := s.Insert(context.Background(), dlq.Record{Broker: "rabbitmq", DLQ: "payloads.dlq", Identity: testenv.RandomHex(8),
 					Entry: dlq.Entry{OriginalValue: tc.v, OriginalPartition: -1, OriginalOffset: -1}})
 				if err != nil {
 					t.Fatal(err)

@@ -34,7 +34,7 @@ var routes = []struct {
 // pattern of showEntry: as ServeMux patterns, GET …/dlq/{topic}/groups and
 // GET …/dlq/jobs/{id} would conflict (neither is more specific), so
 // showEntryOrGroups hands an {id} of "groups" to groups. No entry has that
-// id: ids are generated (dlq.NewID) or Kafka coordinates (dlq.KafkaID).
+// id: ids are generated (dlq.NewID) or the backend's (Kafka coordinates, kafka.RecordID).
 const groupsRoute = "GET /internal/v1/dlq/{topic}/groups"
 
 // showEntryOrGroups serves GET /internal/v1/dlq/{topic}/{id}: the entry,

@@ -145,23 +145,23 @@ func historyWindow(now time.Time, interval time.Duration, series ...[]timeseries
 }
 
 // lagCharts draws the lag history (nil without one).
-func (c *Console) lagCharts(now time.Time, kafka, rabbit bool) []template.HTML {
+func (c *Console) lagCharts(now time.Time, broker string, groups, depths bool) []template.HTML {
 	hs, ok := c.cfg.Lag.(LagHistory)
 	if !ok {
 		return nil
 	}
 	h := hs.History()
-	from := historyWindow(now, h.Interval, h.KafkaRecords, h.KafkaSeconds, h.RabbitMessages)
+	from := historyWindow(now, h.Interval, h.GroupRecords, h.GroupSeconds, h.QueueMessages)
 	var out []template.HTML
 	add := func(id, title, unit string, s []timeseries.Series) {
 		out = append(out, chartHTML(svgchart.Chart{ID: id, Title: title, Unit: unit, From: from, To: now, Step: h.Interval, Series: s}))
 	}
-	if kafka {
-		add("lag-records-chart", "Kafka consumer lag per group, in records", "records", h.KafkaRecords)
-		add("lag-seconds-chart", "Kafka consumer lag per group, in seconds", "seconds", h.KafkaSeconds)
+	if groups {
+		add("lag-records-chart", broker+" consumer lag per group, in records", "records", h.GroupRecords)
+		add("lag-seconds-chart", broker+" consumer lag per group, in seconds", "seconds", h.GroupSeconds)
 	}
-	if rabbit {
-		add("rabbit-depth-chart", "RabbitMQ messages ready per queue", "messages", h.RabbitMessages)
+	if depths {
+		add("queue-depth-chart", broker+" messages ready per queue", "messages", h.QueueMessages)
 	}
 	return out
 }

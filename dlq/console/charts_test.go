@@ -63,8 +63,8 @@ type history struct {
 func (history) History() lag.History {
 	now := time.Now()
 	return lag.History{Interval: time.Minute,
-		KafkaRecords: []lag.Series{{Name: "billing<b>", Points: []lag.Point{{T: now.Add(-2 * time.Minute), V: 40}, {T: now.Add(-time.Minute), V: 42}}}},
-		KafkaSeconds: []lag.Series{{Name: "billing<b>", Points: []lag.Point{{T: now.Add(-time.Minute), V: 3}}}}}
+		GroupRecords: []lag.Series{{Name: "billing<b>", Points: []lag.Point{{T: now.Add(-2 * time.Minute), V: 40}, {T: now.Add(-time.Minute), V: 42}}}},
+		GroupSeconds: []lag.Series{{Name: "billing<b>", Points: []lag.Point{{T: now.Add(-time.Minute), V: 3}}}}}
 }
 
 type workerHistory struct{ workerSource }

@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/access"
 	"github.com/redrive/redrive/heartbeat"
@@ -35,10 +34,16 @@ type WorkerSource interface {
 	Last() ([]heartbeat.WorkerStatus, time.Time, error)
 }
 
-// LagSource gives the last lag measurements; *lag.Sampler implements it.
+// LagSource gives the last lag measurements, consumer-group lag or queue
+// depth, as the backend's monitor measures it; *lag.Sampler implements
+// it.
 type LagSource interface {
-	LastKafka() (lag.KafkaReport, error)
-	LastRabbit() ([]lag.QueueDepth, time.Time, error)
+	// Groups reports whether it measures group lag (LastGroups); Depths
+	// whether it measures queue depth (LastDepths).
+	Groups() bool
+	Depths() bool
+	LastGroups() (lag.GroupReport, error)
+	LastDepths() ([]lag.QueueDepth, time.Time, error)
 }
 
 // User is someone who may log in: Name is the audit log's actor, Token
@@ -62,8 +67,9 @@ type Config struct {
 	Pauser WorkerPauser
 	// Lag feeds the lag page; nil shows "not configured".
 	Lag LagSource
-	// Broker is broker.RabbitMQ or broker.Kafka, shown in the header.
-	Broker broker.Backend
+	// Broker is the backend's name ("rabbitmq", "kafka"), shown in the
+	// header.
+	Broker string
 	// Access says who may use the console: the named credentials whose
 	// token logs in (viewers read only), and the authenticating proxy
 	// whose header names the person on every request, without a login

@@ -12,7 +12,6 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/console"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/lag"
 )
 
 func TestNewChecksConfig(t *testing.T) {
@@ -382,15 +381,6 @@ type workerSource struct{ rows []heartbeat.WorkerStatus }
 func (w workerSource) Last() ([]heartbeat.WorkerStatus, time.Time, error) {
 	return w.rows, time.Now(), nil
 }
-
-type lagSource struct{}
-
-func (lagSource) LastKafka() (lag.KafkaReport, error) {
-	return lag.KafkaReport{At: time.Now(), Topics: []lag.TopicLag{{Group: "billing", Topic: "orders", Partitions: 3, Members: 1, Lag: 42,
-		Level: lag.LevelWarning, Status: lag.StatusStall, Reason: "committed offset 7 not moving"}}}, nil
-}
-
-func (lagSource) LastRabbit() ([]lag.QueueDepth, time.Time, error) { return nil, time.Time{}, nil }
 
 func TestHealthPages(t *testing.T) {
 	f := newFixture(t, stores[0].Open(t), func(cfg *console.Config) {

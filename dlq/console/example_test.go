@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strings"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/console"
@@ -32,7 +31,7 @@ func Example() {
 		log.Fatal(err)
 	}
 	c, err := console.New(console.Config{
-		Ops: ops, Jobs: jobs, Broker: broker.Kafka, Logger: quiet,
+		Ops: ops, Jobs: jobs, Broker: "kafka", Logger: quiet,
 		Users: []console.User{
 			{Name: "alice", Token: "operator-secret-token"},
 			{Name: "victor", Token: "viewer-secret-token", ReadOnly: true},

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/console"
@@ -36,7 +36,7 @@ func renderAll(t *testing.T, text string, asJSON bool) string {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	c, err := console.New(console.Config{Ops: ops, Jobs: srv.Jobs(), Broker: broker.RabbitMQ, InsecureNoAuth: true, Logger: quiet,
+	c, err := console.New(console.Config{Ops: ops, Jobs: srv.Jobs(), Broker: "rabbitmq", InsecureNoAuth: true, Logger: quiet,
 		TraceLink: "https://tempo.example/trace/{trace_id}"})
 	if err != nil {
 		t.Fatal(err)
@@ -58,12 +58,12 @@ func renderAll(t *testing.T, text string, asJSON bool) string {
 	}
 	const name = "fuzz.dlq"
 	rec, _, err := s.Insert(context.Background(), dlq.Record{
-		Broker: broker.RabbitMQ, DLQ: name, Identity: "i1", ReceivedAt: time.Now(),
+		Broker: "rabbitmq", DLQ: name, Identity: "i1", ReceivedAt: time.Now(),
 		Entry: dlq.Entry{
 			MessageID: text, OriginalTopic: text, OriginalPartition: -1, OriginalOffset: -1,
 			OriginalKey: []byte(text), OriginalValue: value,
 			OriginalHeaders: map[string]string{text: text, "h": text, "traceparent": text},
-			ErrorClass:      text, ErrorMessage: text, StackTrace: text, Reason: string(broker.ReasonMaxRetries),
+			ErrorClass:      text, ErrorMessage: text, StackTrace: text, Reason: string(driver.ReasonMaxRetries),
 			Worker: text, WorkerInstance: text, Source: text,
 		},
 	})

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/lag"
 )
@@ -79,14 +79,16 @@ func (c *Console) workers(w http.ResponseWriter, r *http.Request, ss *session) {
 // lagView is the lag page's data.
 type lagView struct {
 	Configured bool
-	ShowKafka  bool
-	ShowRabbit bool
-	Kafka      lag.KafkaReport
-	KafkaErr   string
+	// Broker is the backend as people write it ("Kafka").
+	Broker     string
+	ShowGroups bool
+	ShowDepths bool
+	Groups     lag.GroupReport
+	GroupsErr  string
 	GroupErrs  map[string]string
-	Rabbit     []lag.QueueDepth
-	RabbitAt   time.Time
-	RabbitErr  string
+	Depths     []lag.QueueDepth
+	DepthsAt   time.Time
+	DepthsErr  string
 	// Charts are the lag over the last samples.
 	Charts []template.HTML
 }
@@ -97,29 +99,30 @@ func (c *Console) lagPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	var v lagView
 	if c.cfg.Lag != nil {
 		v.Configured = true
-		v.ShowKafka = c.cfg.Broker != broker.RabbitMQ
-		v.ShowRabbit = c.cfg.Broker != broker.Kafka
-		if v.ShowKafka {
+		v.Broker = driver.WordsOf(c.cfg.Broker).Display
+		v.ShowGroups = c.cfg.Lag.Groups()
+		v.ShowDepths = c.cfg.Lag.Depths()
+		if v.ShowGroups {
 			var err error
-			v.Kafka, err = c.cfg.Lag.LastKafka()
+			v.Groups, err = c.cfg.Lag.LastGroups()
 			if err != nil {
-				v.KafkaErr = err.Error()
+				v.GroupsErr = err.Error()
 			}
-			v.GroupErrs = make(map[string]string, len(v.Kafka.GroupErrors))
-			for g, e := range v.Kafka.GroupErrors {
+			v.GroupErrs = make(map[string]string, len(v.Groups.GroupErrors))
+			for g, e := range v.Groups.GroupErrors {
 				if e != nil {
 					v.GroupErrs[g] = e.Error()
 				}
 			}
 		}
-		if v.ShowRabbit {
+		if v.ShowDepths {
 			var err error
-			v.Rabbit, v.RabbitAt, err = c.cfg.Lag.LastRabbit()
+			v.Depths, v.DepthsAt, err = c.cfg.Lag.LastDepths()
 			if err != nil {
-				v.RabbitErr = err.Error()
+				v.DepthsErr = err.Error()
 			}
 		}
-		v.Charts = c.lagCharts(c.now(), v.ShowKafka, v.ShowRabbit)
+		v.Charts = c.lagCharts(c.now(), v.Broker, v.ShowGroups, v.ShowDepths)
 	}
 	c.render(w, r, ss, http.StatusOK, "lag", "Consumer lag", v)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/dlq"
@@ -96,7 +97,7 @@ func newFixtureRoutesPreview(t *testing.T, s dlq.Store, routes []dlq.Route, prev
 	}
 	t.Cleanup(f.srv.Close)
 	cfg := console.Config{
-		Ops: ops, Jobs: f.srv.Jobs(), Broker: broker.Kafka, Logger: quiet,
+		Ops: ops, Jobs: f.srv.Jobs(), Broker: kafka.Name, Logger: quiet,
 		Users: []console.User{{Name: "alice", Token: opToken}, {Name: "victor", Token: viewerToken, ReadOnly: true}},
 	}
 	if edit != nil {
@@ -118,14 +119,14 @@ func (f *fixture) insert(n int, mod func(i int, r *dlq.Record)) []dlq.Record {
 	out := make([]dlq.Record, 0, n)
 	for i := range n {
 		r := dlq.Record{
-			Broker: broker.Kafka, DLQ: f.dlq, ID: "0-" + strconv.Itoa(100+f.seq),
+			Broker: kafka.Name, DLQ: f.dlq, ID: "0-" + strconv.Itoa(100+f.seq),
 			ReceivedAt: time.Now().Add(-time.Duration(n-i) * time.Minute),
 			Entry: dlq.Entry{
 				MessageID: "m" + strconv.Itoa(i), OriginalTopic: topic, OriginalPartition: 1, OriginalOffset: int64(100 + i),
 				OriginalKey: []byte("deal-" + strconv.Itoa(i)), OriginalValue: []byte(`{"deal":"d` + strconv.Itoa(i) + `","amount":12.5}`),
 				OriginalHeaders: map[string]string{"content-type": "application/json", "trace-id": "t-" + strconv.Itoa(i)},
 				ErrorClass:      "payout.BankError", ErrorMessage: "bank rejected transfer " + strconv.Itoa(i),
-				StackTrace: "goroutine 1 [running]:\nmain.pay()", Reason: string(broker.ReasonMaxRetries), RetryCount: 5,
+				StackTrace: "goroutine 1 [running]:\nmain.pay()", Reason: string(driver.ReasonMaxRetries), RetryCount: 5,
 				Worker: group, WorkerInstance: "billing-1", Source: topic,
 				FirstFailureAt: time.Now().Add(-time.Hour), LastFailureAt: time.Now().Add(-time.Minute),
 			},

@@ -6,18 +6,33 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq/console"
 	"github.com/redrive/redrive/lag"
 )
+
+// lagSource stands for the lag sampler of a backend measured by group
+// lag: one group lagging and stalled.
+type lagSource struct{}
+
+func (lagSource) Groups() bool { return true }
+func (lagSource) Depths() bool { return false }
+
+func (lagSource) LastGroups() (lag.GroupReport, error) {
+	return lag.GroupReport{At: time.Now(), Topics: []lag.TopicLag{{Group: "billing", Topic: "orders", Partitions: 3, Members: 1, Lag: 42,
+		Level: lag.LevelWarning, Status: lag.StatusStall, Reason: "committed offset 7 not moving"}}}, nil
+}
+
+func (lagSource) LastDepths() ([]lag.QueueDepth, time.Time, error) { return nil, time.Time{}, nil }
 
 // rabbitLag is a RabbitMQ depth sample of one worker's queues, a delay
 // queue and the unroutable queue, none consumed.
 type rabbitLag struct{}
 
-func (rabbitLag) LastKafka() (lag.KafkaReport, error) { return lag.KafkaReport{}, nil }
+func (rabbitLag) Groups() bool                         { return false }
+func (rabbitLag) Depths() bool                         { return true }
+func (rabbitLag) LastGroups() (lag.GroupReport, error) { return lag.GroupReport{}, nil }
 
-func (rabbitLag) LastRabbit() ([]lag.QueueDepth, time.Time, error) {
+func (rabbitLag) LastDepths() ([]lag.QueueDepth, time.Time, error) {
 	return []lag.QueueDepth{
 		{Queue: "orders.billing", Exists: true, Messages: 3, Role: lag.RoleGroup},
 		{Queue: "orders.billing.dlq", Exists: true, Messages: 1, Consumers: 1, Role: lag.RoleDLQ},
@@ -32,7 +47,7 @@ func (rabbitLag) LastRabbit() ([]lag.QueueDepth, time.Time, error) {
 // messages reads "parked".
 func TestLagPageMarksNoConsumerWhereExpected(t *testing.T) {
 	f := newFixture(t, stores[0].Open(t), func(cfg *console.Config) {
-		cfg.Broker = broker.RabbitMQ
+		cfg.Broker = "rabbitmq"
 		cfg.Lag = rabbitLag{}
 	})
 	r := f.client().login(viewerToken).get("/lag")

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 )
 
@@ -94,7 +93,7 @@ func encodeRec(n *rec) *jrec {
 
 func (j *jrec) decode() *rec {
 	n := &rec{seq: j.Seq, r: dlq.Record{
-		ID: j.ID, Broker: broker.Backend(j.Broker), DLQ: j.DLQ, Identity: j.Identity, Severity: j.Severity,
+		ID: j.ID, Broker: j.Broker, DLQ: j.DLQ, Identity: j.Identity, Severity: j.Severity,
 		ReceivedAt: j.ReceivedAt, Status: j.Status, StatusChangedAt: j.StatusChangedAt, StatusBy: j.StatusBy, Version: j.Version,
 		ValueSize: int64(len(j.Value)),
 		Entry: dlq.Entry{

@@ -9,14 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
 )
 
 func sample(identity string) dlq.Record {
 	return dlq.Record{
-		Broker: broker.RabbitMQ, DLQ: "orders.billing.dlq", Identity: identity,
+		Broker: "rabbitmq", DLQ: "orders.billing.dlq", Identity: identity,
 		Entry: dlq.Entry{
 			OriginalTopic: "orders", OriginalPartition: -1, OriginalOffset: -1,
 			OriginalKey: []byte{0, 0xff}, OriginalValue: []byte("{\n \"a\": \"\xfe\"}"),

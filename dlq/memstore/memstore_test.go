@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
 	"github.com/redrive/redrive/dlq/storetest"
@@ -40,7 +39,7 @@ func TestClosed(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Insert(context.Background(), dlq.Record{Broker: broker.Kafka, DLQ: "a.dlq", ID: "0-1"}); err == nil {
+	if _, _, err := s.Insert(context.Background(), dlq.Record{Broker: "kafka", DLQ: "a.dlq", ID: "0-1"}); err == nil {
 		t.Error("Insert after Close succeeded")
 	}
 	if err := s.Close(); err != nil {

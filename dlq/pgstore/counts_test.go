@@ -70,7 +70,7 @@ func batchOf(dlqName, prefix string, n int) []dlq.Record {
 	sevs := []broker.Severity{broker.SeverityCritical, broker.SeverityWarning, broker.SeverityInfo}
 	out := make([]dlq.Record, n)
 	for i := range out {
-		out[i] = dlq.Record{Broker: broker.RabbitMQ, DLQ: dlqName, Identity: fmt.Sprintf("%s-%d", prefix, i), Severity: string(sevs[i%3]),
+		out[i] = dlq.Record{Broker: "rabbitmq", DLQ: dlqName, Identity: fmt.Sprintf("%s-%d", prefix, i), Severity: string(sevs[i%3]),
 			ReceivedAt: time.Now().Add(-time.Duration(n-i) * time.Minute),
 			Entry:      dlq.Entry{OriginalValue: []byte("v"), OriginalPartition: -1, OriginalOffset: -1, ErrorMessage: fmt.Sprint("e", i)}}
 	}

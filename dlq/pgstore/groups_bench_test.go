@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 )
 
@@ -23,7 +22,7 @@ func BenchmarkGroups(b *testing.B) {
 		rs := make([]dlq.Record, 0, batch)
 		for j := i; j < i+batch; j++ {
 			rs = append(rs, dlq.Record{
-				Broker: broker.RabbitMQ, DLQ: "bench.dlq", Identity: fmt.Sprint("e-", j),
+				Broker: "rabbitmq", DLQ: "bench.dlq", Identity: fmt.Sprint("e-", j),
 				ReceivedAt: end.Add(-time.Duration(n-j) * 2 * time.Second),
 				Entry: dlq.Entry{ErrorClass: fmt.Sprint("app.Error", j%8), ErrorMessage: fmt.Sprintf("%s failed for order %d", steps[j%len(steps)], j),
 					Worker: "billing", OriginalValue: []byte(`{"n":1}`)},
@@ -59,7 +58,7 @@ func BenchmarkArrivals(b *testing.B) {
 		rs := make([]dlq.Record, 0, batch)
 		for j := i; j < i+batch; j++ {
 			rs = append(rs, dlq.Record{
-				Broker: broker.RabbitMQ, DLQ: "bench.dlq", Identity: fmt.Sprint("e-", j),
+				Broker: "rabbitmq", DLQ: "bench.dlq", Identity: fmt.Sprint("e-", j),
 				ReceivedAt: end.Add(-time.Duration(n-j) * 10 * time.Second),
 				Entry:      dlq.Entry{ErrorClass: fmt.Sprint("app.Error", j%12), ErrorMessage: "failed", Worker: "billing", OriginalValue: []byte(`{"n":1}`)},
 			})

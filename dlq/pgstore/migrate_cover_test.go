@@ -3,10 +3,10 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
 )
@@ -45,9 +45,9 @@ func testMigrateVersion8(t *testing.T) {
 	var want []string
 	for i := range 20 {
 		at := start.Add(-time.Duration(i) * 24 * time.Hour) // this week's partition, earlier ones (0)
-		r := dlq.Record{Broker: broker.RabbitMQ, DLQ: d, Identity: fmt.Sprint("e", i), ReceivedAt: at}
+		r := dlq.Record{Broker: "rabbitmq", DLQ: d, Identity: fmt.Sprint("e", i), ReceivedAt: at}
 		if i%2 == 1 {
-			r.ID = dlq.KafkaID(0, int64(i))
+			r.ID = offsetID(0, int64(i))
 		}
 		stored, inserted, err := s.Insert(ctx, r)
 		if err != nil || !inserted {
@@ -122,4 +122,11 @@ func testMigrateVersion8(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("listed %v, want %v", got, want)
 	}
+}
+
+// offsetID is the id a backend with offsets gives a dead letter (Kafka's
+// "{partition}-{offset}", kafka.RecordID): the tests' example of a
+// DeadLetter.ID.
+func offsetID(partition int32, offset int64) string {
+	return strconv.FormatInt(int64(partition), 10) + "-" + strconv.FormatInt(offset, 10)
 }

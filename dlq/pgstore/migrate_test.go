@@ -62,7 +62,7 @@ func TestConcurrentOpenMigratesOnce(t *testing.T) {
 		t.Errorf("schema_migrations = %+v, want the versions 1 to %d once each", got, pgstore.SchemaVersion())
 	}
 	// Every instance sees the same tables.
-	r, inserted, err := stores[1].Insert(ctx, dlq.Record{Broker: dlq.BrokerKafka, DLQ: "m.dlq", ID: "0-1"})
+	r, inserted, err := stores[1].Insert(ctx, dlq.Record{Broker: "kafka", DLQ: "m.dlq", ID: "0-1"})
 	if err != nil || !inserted {
 		t.Fatalf("Insert = %v, %v", inserted, err)
 	}
@@ -226,7 +226,7 @@ func TestVersion1EntryReplays(t *testing.T) {
 		t.Errorf("republished %+v to %+v", rec.entries, rec.routes)
 	}
 	// New entries keep their wire form next to the old ones.
-	r, _, err := s.Insert(ctx, dlq.Record{Broker: dlq.BrokerRabbitMQ, DLQ: "orders.billing.dlq", Identity: "new",
+	r, _, err := s.Insert(ctx, dlq.Record{Broker: "rabbitmq", DLQ: "orders.billing.dlq", Identity: "new",
 		Entry: dlq.Entry{OriginalWire: []byte{1, 0, 0}}})
 	if err != nil {
 		t.Fatal(err)

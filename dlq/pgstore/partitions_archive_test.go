@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
 	"github.com/redrive/redrive/internal/testenv"
@@ -45,7 +44,7 @@ func TestArchivePeriods(t *testing.T) {
 	end := start.Add(6 * 7 * 24 * time.Hour)
 	ids := map[string]string{}
 	for _, e := range entries {
-		rec := dlq.Record{Broker: broker.Kafka, DLQ: e.dlq, Identity: e.identity}
+		rec := dlq.Record{Broker: "kafka", DLQ: e.dlq, Identity: e.identity}
 		if e.receivedLater {
 			rec.ReceivedAt = end
 		}
@@ -102,7 +101,7 @@ func TestArchivePeriods(t *testing.T) {
 			t.Errorf("%s is %s in %s, want %s in %s", e.identity, r.Status, table, e.status, e.want)
 		}
 		// A redelivery is a duplicate, archived or not.
-		again, inserted, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: e.dlq, Identity: e.identity})
+		again, inserted, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: e.dlq, Identity: e.identity})
 		if err != nil || inserted || again.ID != ids[e.identity] {
 			t.Errorf("Insert of %s again = %s, %v, %v; want the stored one", e.identity, again.ID, inserted, err)
 		}
@@ -132,7 +131,7 @@ func TestArchivePeriodsKeepsForeverWeeks(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now().Add(-10 * 7 * 24 * time.Hour)
 	s, schema, clock := openClocked(t, start)
-	r, _, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: "forever.dlq", Identity: "f"})
+	r, _, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: "forever.dlq", Identity: "f"})
 	if err != nil {
 		t.Fatal(err)
 	}

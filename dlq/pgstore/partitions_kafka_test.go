@@ -14,7 +14,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
 )
@@ -51,10 +50,10 @@ func TestKafkaPartitions(t *testing.T) {
 	const d = "orders.dlq"
 	big := bytes.Repeat([]byte("v"), 3<<20/2) // read in chunks (fillValues)
 	kafka := func(id, identity string, at time.Time) dlq.Record {
-		return dlq.Record{Broker: broker.Kafka, DLQ: d, ID: id, Identity: identity, ReceivedAt: at,
+		return dlq.Record{Broker: "kafka", DLQ: d, ID: id, Identity: identity, ReceivedAt: at,
 			Entry: dlq.Entry{OriginalPartition: 1, OriginalValue: []byte("value of " + id)}}
 	}
-	single := kafka(dlq.KafkaID(0, 1), "", time.Time{}) // received now: week w
+	single := kafka(offsetID(0, 1), "", time.Time{}) // received now: week w
 	single.Entry.OriginalValue = big
 	if _, inserted, err := s.Insert(ctx, single); err != nil || !inserted {
 		t.Fatalf("Insert = %v, %v", inserted, err)
@@ -93,7 +92,7 @@ func TestKafkaPartitions(t *testing.T) {
 	// week too, are duplicates, the same id with another identity a
 	// conflict (the single insert's path).
 	for _, identity := range []string{"other", "other2"} {
-		if _, inserted, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: d, Identity: identity}); err != nil || !inserted {
+		if _, inserted, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: d, Identity: identity}); err != nil || !inserted {
 			t.Errorf("Insert of %s = %v, %v; want inserted", identity, inserted, err)
 		}
 	}
@@ -167,10 +166,10 @@ func TestArchivePeriodsKafka(t *testing.T) {
 	}
 	var batch []dlq.Record
 	for i := range 10 { // the COPY path
-		batch = append(batch, dlq.Record{Broker: broker.Kafka, DLQ: "short.dlq", ID: dlq.KafkaID(1, int64(i))})
+		batch = append(batch, dlq.Record{Broker: "kafka", DLQ: "short.dlq", ID: offsetID(1, int64(i))})
 	}
 	for _, e := range entries {
-		batch = append(batch, dlq.Record{Broker: broker.Kafka, DLQ: e.dlq, ID: e.id, Severity: e.severity})
+		batch = append(batch, dlq.Record{Broker: "kafka", DLQ: e.dlq, ID: e.id, Severity: e.severity})
 	}
 	res, err := s.InsertBatch(ctx, batch)
 	if err != nil {
@@ -207,10 +206,10 @@ func TestArchivePeriodsKafka(t *testing.T) {
 		if err != nil || r.Status != status || part != want || recorded != want {
 			t.Errorf("%s/%s: %s in part %d (recorded %d), %v; want %s in %d", e.dlq, e.id, r.Status, part, recorded, err, status, want)
 		}
-		if again, inserted, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: e.dlq, ID: e.id}); err != nil || inserted || again.ID != e.id {
+		if again, inserted, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: e.dlq, ID: e.id}); err != nil || inserted || again.ID != e.id {
 			t.Errorf("Insert of %s/%s again = %s, %v, %v; want the stored one", e.dlq, e.id, again.ID, inserted, err)
 		}
-		if _, _, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: e.dlq, ID: e.id, Identity: "another"}); !errors.Is(err, dlq.ErrIDConflict) {
+		if _, _, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: e.dlq, ID: e.id, Identity: "another"}); !errors.Is(err, dlq.ErrIDConflict) {
 			t.Errorf("Insert of %s/%s with another identity: %v, want ErrIDConflict", e.dlq, e.id, err)
 		}
 	}
@@ -244,7 +243,7 @@ func TestMigrateVersion6Kafka(t *testing.T) {
 		}
 	}
 	for i := range 3 {
-		if _, err := s.Pool().Exec(ctx, schema5Insert, d, dlq.KafkaID(0, int64(i)), dlq.KafkaID(0, int64(i)), start); err != nil {
+		if _, err := s.Pool().Exec(ctx, schema5Insert, d, offsetID(0, int64(i)), offsetID(0, int64(i)), start); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -257,17 +256,17 @@ func TestMigrateVersion6Kafka(t *testing.T) {
 		t.Fatalf("schema version = %d, %v; want %d", version, err, pgstore.SchemaVersion())
 	}
 	for i := range 3 {
-		id := dlq.KafkaID(0, int64(i))
+		id := offsetID(0, int64(i))
 		if part, recorded := partOf(t, s, d, id); part != 0 || recorded != -1 {
 			t.Errorf("%s in part %d (recorded %d), want 0, none", id, part, recorded)
 		}
 		if r, err := s.Get(ctx, d, id); err != nil || r.Status != dlq.StatusPending {
 			t.Errorf("Get %s = %s, %v", id, r.Status, err)
 		}
-		if again, inserted, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: d, ID: id}); err != nil || inserted || again.ID != id {
+		if again, inserted, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: d, ID: id}); err != nil || inserted || again.ID != id {
 			t.Errorf("Insert of %s again = %s, %v, %v; want the stored one", id, again.ID, inserted, err)
 		}
-		if _, _, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: d, ID: id, Identity: "another"}); !errors.Is(err, dlq.ErrIDConflict) {
+		if _, _, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: d, ID: id, Identity: "another"}); !errors.Is(err, dlq.ErrIDConflict) {
 			t.Errorf("Insert of %s with another identity: %v, want ErrIDConflict", id, err)
 		}
 	}
@@ -280,7 +279,7 @@ func TestMigrateVersion6Kafka(t *testing.T) {
 			t.Errorf("Transition to %s = %s, %v", to, r.Status, err)
 		}
 	}
-	if _, inserted, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: d, ID: "0-9"}); err != nil || !inserted {
+	if _, inserted, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: d, ID: "0-9"}); err != nil || !inserted {
 		t.Fatalf("Insert = %v, %v", inserted, err)
 	}
 	if part, recorded := partOf(t, s, d, "0-9"); part != int32(week(start)) || recorded != part {
@@ -299,7 +298,7 @@ func TestKafkaPartitionPruning(t *testing.T) {
 	for w := range pgstore.PartitionsAhead + 1 {
 		at := now.Add(time.Duration(w) * 7 * 24 * time.Hour)
 		for i := range 3 {
-			if _, _, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: "x.dlq", ID: dlq.KafkaID(int32(w), int64(i)), ReceivedAt: at}); err != nil {
+			if _, _, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: "x.dlq", ID: offsetID(int32(w), int64(i)), ReceivedAt: at}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -358,7 +357,7 @@ func TestKafkaIDUniqueAcrossWeeks(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				r := dlq.Record{Broker: broker.Kafka, DLQ: "u.dlq", ID: id, Identity: fmt.Sprint("i", i),
+				r := dlq.Record{Broker: "kafka", DLQ: "u.dlq", ID: id, Identity: fmt.Sprint("i", i),
 					ReceivedAt: start.Add(time.Duration(i%3) * 7 * 24 * time.Hour)} // 3 weeks
 				if sameIdentity {
 					r.Identity = "same"

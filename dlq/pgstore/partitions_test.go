@@ -15,7 +15,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
 	"github.com/redrive/redrive/internal/testenv"
@@ -64,7 +63,7 @@ func TestInsertPartitions(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := "p." + strings.ReplaceAll(tt.name, " ", "-") + ".dlq"
-			r, inserted, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: d, ID: tt.id, Identity: "x"})
+			r, inserted, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: d, ID: tt.id, Identity: "x"})
 			if err != nil || !inserted {
 				t.Fatalf("Insert = %v, %v", inserted, err)
 			}
@@ -74,17 +73,17 @@ func TestInsertPartitions(t *testing.T) {
 			// The same identity again, with an id of another partition:
 			// a duplicate of the first.
 			for _, other := range []string{dlq.NewID(now), dlq.NewID(old), "other-1"} {
-				again, inserted, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: d, ID: other, Identity: "x"})
+				again, inserted, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: d, ID: other, Identity: "x"})
 				if err != nil || inserted || again.ID != r.ID {
 					t.Errorf("Insert of the same identity as %s = %s, %v, %v; want the first (%s), not inserted", other, again.ID, inserted, err, r.ID)
 				}
 			}
 			// Its id with another identity: a conflict, and the identity
 			// stays free.
-			if _, _, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: d, ID: tt.id, Identity: "y"}); err == nil {
+			if _, _, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: d, ID: tt.id, Identity: "y"}); err == nil {
 				t.Errorf("Insert of id %s with another identity succeeded", tt.id)
 			}
-			if _, inserted, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: d, Identity: "y"}); err != nil || !inserted {
+			if _, inserted, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: d, Identity: "y"}); err != nil || !inserted {
 				t.Errorf("Insert of the identity that conflicted = %v, %v; want inserted", inserted, err)
 			}
 			got, err := s.Get(ctx, d, tt.id)
@@ -112,8 +111,8 @@ func TestInsertBatchPartitions(t *testing.T) {
 	now := time.Now()
 	old := now.Add(-20 * 7 * 24 * time.Hour)
 	first := []dlq.Record{
-		{Broker: broker.Kafka, DLQ: "b.dlq", ID: dlq.NewID(now), Identity: "a"},
-		{Broker: broker.Kafka, DLQ: "b.dlq", ID: dlq.NewID(old), Identity: "b"},
+		{Broker: "kafka", DLQ: "b.dlq", ID: dlq.NewID(now), Identity: "a"},
+		{Broker: "kafka", DLQ: "b.dlq", ID: dlq.NewID(old), Identity: "b"},
 	}
 	for i := range first {
 		if _, _, err := s.Insert(ctx, first[i]); err != nil {
@@ -121,15 +120,15 @@ func TestInsertBatchPartitions(t *testing.T) {
 		}
 	}
 	batch := []dlq.Record{
-		{Broker: broker.Kafka, DLQ: "b.dlq", ID: dlq.NewID(old), Identity: "a"},  // duplicate across partitions
-		{Broker: broker.Kafka, DLQ: "b.dlq", ID: dlq.NewID(now), Identity: "b"},  // duplicate across partitions
-		{Broker: broker.Kafka, DLQ: "b.dlq", ID: dlq.NewID(now), Identity: "c"},  // new
-		{Broker: broker.Kafka, DLQ: "b.dlq", ID: dlq.NewID(old), Identity: "c"},  // duplicate within the batch
-		{Broker: broker.Kafka, DLQ: "b.dlq", ID: first[0].ID, Identity: "d"},     // id conflict
-		{Broker: broker.Kafka, DLQ: "b.dlq", ID: dlq.NewID(now), Identity: "e"},  // new
-		{Broker: broker.Kafka, DLQ: "b.dlq", ID: "same-id", Identity: "f"},       // new
-		{Broker: broker.Kafka, DLQ: "b.dlq", ID: "same-id", Identity: "g"},       // id conflict within the batch
-		{Broker: broker.Kafka, DLQ: "other.dlq", ID: first[0].ID, Identity: "a"}, // another DLQ
+		{Broker: "kafka", DLQ: "b.dlq", ID: dlq.NewID(old), Identity: "a"},  // duplicate across partitions
+		{Broker: "kafka", DLQ: "b.dlq", ID: dlq.NewID(now), Identity: "b"},  // duplicate across partitions
+		{Broker: "kafka", DLQ: "b.dlq", ID: dlq.NewID(now), Identity: "c"},  // new
+		{Broker: "kafka", DLQ: "b.dlq", ID: dlq.NewID(old), Identity: "c"},  // duplicate within the batch
+		{Broker: "kafka", DLQ: "b.dlq", ID: first[0].ID, Identity: "d"},     // id conflict
+		{Broker: "kafka", DLQ: "b.dlq", ID: dlq.NewID(now), Identity: "e"},  // new
+		{Broker: "kafka", DLQ: "b.dlq", ID: "same-id", Identity: "f"},       // new
+		{Broker: "kafka", DLQ: "b.dlq", ID: "same-id", Identity: "g"},       // id conflict within the batch
+		{Broker: "kafka", DLQ: "other.dlq", ID: first[0].ID, Identity: "a"}, // another DLQ
 	}
 	res, err := s.InsertBatch(ctx, batch)
 	if err != nil {
@@ -153,7 +152,7 @@ func TestInsertBatchPartitions(t *testing.T) {
 	}
 	// The identities that conflicted on their id are free.
 	for _, identity := range []string{"d", "g"} {
-		if _, inserted, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: "b.dlq", Identity: identity}); err != nil || !inserted {
+		if _, inserted, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: "b.dlq", Identity: identity}); err != nil || !inserted {
 			t.Errorf("identity %s after its id conflict: inserted %v, %v", identity, inserted, err)
 		}
 	}
@@ -180,7 +179,7 @@ func TestPartitionPruning(t *testing.T) {
 	for w := range pgstore.PartitionsAhead + 1 {
 		at := now.Add(time.Duration(w) * 7 * 24 * time.Hour)
 		for _, id := range []string{dlq.NewID(at), fmt.Sprint("legacy-", w)} {
-			if _, _, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: "x.dlq", ID: id}); err != nil {
+			if _, _, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: "x.dlq", ID: id}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -398,7 +397,7 @@ func TestMigrateVersion5Online(t *testing.T) {
 		}
 	}
 	// An old identity is still a duplicate.
-	if r, inserted, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: d, Identity: "old-7"}); err != nil || inserted || r.ID != ids[7] {
+	if r, inserted, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: d, Identity: "old-7"}); err != nil || inserted || r.ID != ids[7] {
 		t.Errorf("Insert of an old identity = %s, %v, %v; want %s, not inserted", r.ID, inserted, err, ids[7])
 	}
 	rec := &recorder{}
@@ -413,7 +412,7 @@ func TestMigrateVersion5Online(t *testing.T) {
 		}
 	}
 	// New entries go to their week; the old ones archive.
-	r, _, err := s.Insert(ctx, dlq.Record{Broker: broker.Kafka, DLQ: d, Identity: "new"})
+	r, _, err := s.Insert(ctx, dlq.Record{Broker: "kafka", DLQ: d, Identity: "new"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/internal/testenv"
 )
@@ -27,7 +26,7 @@ func BenchmarkReplayPath(b *testing.B) {
 	}{
 		{"rabbitmq", func(string, int) string { return "" }},
 		{"kafka", func(prefix string, j int) string { // ids without time
-			return dlq.KafkaID(map[string]int32{"bg-": 0, "e-": 1}[prefix], int64(j))
+			return offsetID(map[string]int32{"bg-": 0, "e-": 1}[prefix], int64(j))
 		}},
 	} {
 		b.Run(k.name, func(b *testing.B) { benchmarkReplayPath(b, k.id) })
@@ -43,7 +42,7 @@ func benchmarkReplayPath(b *testing.B, makeID func(prefix string, j int) string)
 		for i := 0; i < n; i += batch {
 			rs := make([]dlq.Record, 0, batch)
 			for j := i; j < min(i+batch, n); j++ {
-				rs = append(rs, dlq.Record{Broker: broker.RabbitMQ, DLQ: "bench.dlq", ID: makeID(prefix, j), Identity: fmt.Sprint(prefix, j),
+				rs = append(rs, dlq.Record{Broker: "rabbitmq", DLQ: "bench.dlq", ID: makeID(prefix, j), Identity: fmt.Sprint(prefix, j),
 					Entry: dlq.Entry{ErrorClass: "app.Error", ErrorMessage: "failed", Worker: "billing", OriginalValue: []byte(`{"n":1}`)}})
 			}
 			res, err := s.InsertBatch(ctx, rs)
@@ -116,7 +115,7 @@ func BenchmarkTransitionAB(b *testing.B) {
 	for i := 0; i < background+b.N; i += batch {
 		rs := make([]dlq.Record, 0, batch)
 		for j := i; j < min(i+batch, background+b.N); j++ {
-			rs = append(rs, dlq.Record{Broker: broker.RabbitMQ, DLQ: "bench.dlq", Identity: fmt.Sprint("e-", j),
+			rs = append(rs, dlq.Record{Broker: "rabbitmq", DLQ: "bench.dlq", Identity: fmt.Sprint("e-", j),
 				Entry: dlq.Entry{ErrorClass: "app.Error", ErrorMessage: "failed", Worker: "billing", OriginalValue: []byte(`{"n":1}`)}})
 		}
 		res, err := s.InsertBatch(ctx, rs)

@@ -15,7 +15,7 @@ func insertPending(t *testing.T, s dlq.Store, dlqName string, n int, receivedAt 
 	t.Helper()
 	out := make([]dlq.Record, n)
 	for i := range out {
-		r, inserted, err := s.Insert(t.Context(), dlq.Record{Broker: dlq.BrokerRabbitMQ, DLQ: dlqName,
+		r, inserted, err := s.Insert(t.Context(), dlq.Record{Broker: "rabbitmq", DLQ: dlqName,
 			Identity: fmt.Sprintf("%s-%d", dlqName, i), ReceivedAt: receivedAt,
 			Entry: dlq.Entry{MessageID: fmt.Sprint(i), OriginalTopic: "orders", OriginalValue: []byte("v"), OriginalPartition: -1, OriginalOffset: -1}})
 		if err != nil || !inserted {

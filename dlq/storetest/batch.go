@@ -20,13 +20,13 @@ func testInsertBatch(t *testing.T, s dlq.Store) {
 	const name = "batch.dlq"
 	old := mustInsert(t, s, record(name, "old", 0))
 	k := record("batch-k.dlq", "", 1)
-	k.Broker, k.ID = dlq.BrokerKafka, dlq.KafkaID(0, 7)
+	k.Broker, k.ID = offsetBackend, offsetID(0, 7)
 	mustInsert(t, s, k)
 
 	invalid := record(name, "invalid", 3)
-	invalid.Broker = "mqtt"
+	invalid.Broker = "not a backend name"
 	conflict := record("batch-k.dlq", "", 6)
-	conflict.Broker, conflict.ID, conflict.Identity = dlq.BrokerKafka, k.ID, k.ID+"@other"
+	conflict.Broker, conflict.ID, conflict.Identity = offsetBackend, k.ID, k.ID+"@other"
 	batch := []dlq.Record{
 		record(name, "n1", 1),  // 0: new
 		record(name, "old", 2), // 1: duplicate of a stored record

@@ -59,7 +59,7 @@ func testInsertRoundTrip(t *testing.T, s dlq.Store) {
 			checkEntry(t, got.Entry, want)
 			back := get(t, s, "rt.dlq", got.ID)
 			checkEntry(t, back.Entry, want)
-			if back.ID != got.ID || back.Identity != r.Identity || back.Broker != broker.RabbitMQ || back.DLQ != "rt.dlq" ||
+			if back.ID != got.ID || back.Identity != r.Identity || back.Broker != queueBackend || back.DLQ != "rt.dlq" ||
 				back.Status != dlq.StatusPending || !back.ReceivedAt.Equal(r.ReceivedAt) || back.ReceivedAt.Location() != time.UTC ||
 				!back.StatusChangedAt.Equal(got.StatusChangedAt) || back.Version != 1 {
 				t.Errorf("Get = %+v\nInsert returned %+v", back, got)
@@ -107,7 +107,7 @@ func testInsertConcurrent(t *testing.T, s dlq.Store) {
 		{"rabbitmq, generated ids", record("conc.dlq", "same-delivery", 1)},
 		{"kafka, given ids", func() dlq.Record {
 			r := record("conc-k.dlq", "", 1)
-			r.Broker, r.ID = broker.Kafka, dlq.KafkaID(2, 99)
+			r.Broker, r.ID = offsetBackend, offsetID(2, 99)
 			return r
 		}()},
 	} {
@@ -157,7 +157,7 @@ func testInsertConcurrent(t *testing.T, s dlq.Store) {
 func testInsertIDs(t *testing.T, s dlq.Store) {
 	ctx := context.Background()
 	k := record("ids.dlq", "", 1)
-	k.Broker, k.ID = broker.Kafka, dlq.KafkaID(3, 12345)
+	k.Broker, k.ID = offsetBackend, offsetID(3, 12345)
 	got := mustInsert(t, s, k)
 	if got.ID != "3-12345" || got.Identity != "3-12345" {
 		t.Errorf("kafka record id, identity = %q, %q; want 3-12345 twice", got.ID, got.Identity)
@@ -187,7 +187,8 @@ func testInsertInvalid(t *testing.T, s dlq.Store) {
 		mod  func(r *dlq.Record)
 	}{
 		{"no broker", func(r *dlq.Record) { r.Broker = "" }},
-		{"unknown broker", func(r *dlq.Record) { r.Broker = "sqs" }},
+		{"malformed broker", func(r *dlq.Record) { r.Broker = "Not A Backend" }},
+		{"no broker", func(r *dlq.Record) { r.Broker = "" }},
 		{"no dlq", func(r *dlq.Record) { r.DLQ = "" }},
 		{"dlq with slash", func(r *dlq.Record) { r.DLQ = "a/b.dlq" }},
 		{"dlq dot-dot", func(r *dlq.Record) { r.DLQ = ".." }},
@@ -265,5 +266,30 @@ func testInsertBoundsText(t *testing.T, s dlq.Store) {
 	r.Entry.ErrorMessage = strings.Repeat("é", dlq.MaxErrorMessageLen)
 	if e := get(t, s, "bounds.dlq", mustInsert(t, s, r).ID).Entry; e.ErrorMessage != r.Entry.ErrorMessage {
 		t.Errorf("a message of exactly %d characters was changed", dlq.MaxErrorMessageLen)
+	}
+}
+
+// testInsertAnyBackend: a store keeps the dead letters of any backend,
+// named as its descriptor names it (1 to 32 characters of [a-z0-9_-]),
+// and gives its name back; Summaries tells backends apart.
+func testInsertAnyBackend(t *testing.T, s dlq.Store) {
+	ctx := context.Background()
+	names := []string{"memory", "nats-jetstream", "sqs_fifo", strings.Repeat("b", 32)}
+	for i, name := range names {
+		r := record("any-backend.dlq", fmt.Sprintf("any-%d", i), i)
+		r.Broker = name
+		got := mustInsert(t, s, r)
+		back, err := s.Get(ctx, got.DLQ, got.ID)
+		if err != nil {
+			t.Fatalf("Get %s: %v", got.Key(), err)
+		}
+		if back.Broker != name {
+			t.Errorf("the record of backend %q reads back as %q", name, back.Broker)
+		}
+	}
+	r := record("any-backend.dlq", "any-long", 9)
+	r.Broker = strings.Repeat("b", 33)
+	if _, _, err := s.Insert(ctx, r); !errors.Is(err, dlq.ErrInvalidRecord) {
+		t.Errorf("a backend name of 33 characters: %v, want ErrInvalidRecord", err)
 	}
 }

@@ -190,7 +190,7 @@ func testSummaries(t *testing.T, s dlq.Store) {
 		}
 	})
 	fill(t, s, "sum-b.dlq", "b", 2, func(i int, r *dlq.Record) {
-		r.Broker, r.Identity, r.ID = broker.Kafka, "", dlq.KafkaID(0, int64(i))
+		r.Broker, r.Identity, r.ID = offsetBackend, "", offsetID(0, int64(i))
 	})
 	if _, err := s.Transition(ctx, dlq.Transition{DLQ: "sum-a.dlq", ID: a[0].ID, From: []dlq.Status{dlq.StatusPending}, To: dlq.StatusReplaying, Actor: "t"}); err != nil {
 		t.Fatal(err)
@@ -209,13 +209,13 @@ func testSummaries(t *testing.T, s dlq.Store) {
 	if sa.Pending != 2 || sa.Replaying != 1 || sa.Discarded != 1 || sa.Replayed != 0 || sa.Archived != 0 {
 		t.Errorf("sum-a counts = %+v", sa)
 	}
-	if sa.Severity != string(broker.SeverityCritical) || sa.Broker != string(broker.RabbitMQ) {
+	if sa.Severity != string(broker.SeverityCritical) || sa.Broker != queueBackend {
 		t.Errorf("sum-a severity, broker = %q, %q; want critical, rabbitmq", sa.Severity, sa.Broker)
 	}
 	if !sa.OldestPending.Equal(a[2].ReceivedAt) || !sa.LastReceived.Equal(a[3].ReceivedAt) {
 		t.Errorf("sum-a oldest pending %v, last received %v; want %v, %v", sa.OldestPending, sa.LastReceived, a[2].ReceivedAt, a[3].ReceivedAt)
 	}
-	if sb := sums[1]; sb.Broker != string(broker.Kafka) || sb.Severity != string(broker.SeverityWarning) || sb.Pending != 2 {
+	if sb := sums[1]; sb.Broker != offsetBackend || sb.Severity != string(broker.SeverityWarning) || sb.Pending != 2 {
 		t.Errorf("sum-b = %+v, want kafka, warning, 2 pending", sb)
 	}
 

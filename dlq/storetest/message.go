@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 )
 
@@ -327,7 +326,7 @@ func testReplayRoutes(t *testing.T, s dlq.Store) {
 		dlq.Route{DLQ: "shared.dlq", Topic: "orders", Worker: "audit", Target: "orders.retry.audit", Sources: []string{"orders", "orders.retry.audit"}})
 	shared := newOps(t, cfg)
 	sh := fill(t, s, "shared.dlq", "s", 2, func(i int, r *dlq.Record) {
-		r.Broker = broker.Kafka
+		r.Broker = offsetBackend
 		r.Entry.Source = "orders"
 		if i == 1 {
 			r.Entry.Worker = ""

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 )
@@ -43,6 +44,7 @@ func Run(t *testing.T, newStore func(t *testing.T) dlq.Store) {
 		{"InsertConcurrent", testInsertConcurrent},
 		{"InsertIDs", testInsertIDs},
 		{"InsertInvalid", testInsertInvalid},
+		{"InsertAnyBackend", testInsertAnyBackend},
 		{"InsertCleansText", testInsertCleansText},
 		{"InsertBoundsText", testInsertBoundsText},
 		{"InsertBatch", testInsertBatch},
@@ -103,7 +105,7 @@ func entry(i int) dlq.Entry {
 		ErrorClass:        "payout.BankError",
 		ErrorMessage:      fmt.Sprintf("bank rejected transfer %d", i),
 		StackTrace:        "goroutine 1 [running]:\nmain.main()",
-		Reason:            string(broker.ReasonMaxRetries),
+		Reason:            string(driver.ReasonMaxRetries),
 		RetryCount:        5,
 		Worker:            "billing",
 		WorkerInstance:    "billing-1",
@@ -124,11 +126,11 @@ func wireForm(i int) []byte {
 	return b
 }
 
-// record returns a RabbitMQ record of dlqName whose identity is identity,
+// record returns a queueBackend record of dlqName whose identity is identity,
 // received at base + i seconds.
 func record(dlqName, identity string, i int) dlq.Record {
 	return dlq.Record{
-		Broker:     broker.RabbitMQ,
+		Broker:     queueBackend,
 		DLQ:        dlqName,
 		Identity:   identity,
 		Entry:      entry(i),
@@ -392,3 +394,19 @@ func find(t *testing.T, reg *prometheus.Registry, name, dlqName string) (*dto.Me
 
 // errBroker is the failure of the suite's failing publisher.
 var errBroker = errors.New("broker unavailable")
+
+// offsetID is the id a backend with offsets gives the dead letter at
+// (partition, offset) (Kafka's "{partition}-{offset}"): the suite's
+// example of a DeadLetter.ID the keeper supplies.
+func offsetID(partition int32, offset int64) string {
+	return strconv.FormatInt(int64(partition), 10) + "-" + strconv.FormatInt(offset, 10)
+}
+
+// The backends of the suite's records: any backend's name is stored (a
+// driver.Descriptor's Name), whatever its kind. offsetBackend stands for
+// one whose dead letters carry offset ids (Kafka's), queueBackend for one
+// whose ids the store assigns (RabbitMQ's).
+const (
+	offsetBackend = "offsets"
+	queueBackend  = "queues"
+)

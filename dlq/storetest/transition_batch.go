@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 )
 
@@ -22,7 +21,7 @@ func testTransitionBatch(t *testing.T, s dlq.Store) {
 	ctx := context.Background()
 	rs := fill(t, s, "tb.dlq", "b", 6, func(i int, r *dlq.Record) {
 		if i%2 == 1 { // an id without time, as Kafka's
-			r.Broker, r.ID = broker.Kafka, dlq.KafkaID(0, int64(i))
+			r.Broker, r.ID = offsetBackend, offsetID(0, int64(i))
 		}
 	})
 	other := fill(t, s, "tb2.dlq", "o", 1, nil)[0]

@@ -352,8 +352,8 @@ func TestConsole(t *testing.T) {
 	screenshot(t, ctx, "workers-chart")
 	run(t, ctx, "open the lag page",
 		chromedp.Click(link("/lag")),
-		chromedp.WaitVisible(chromedp.ID("kafka-lag")))
-	if got := text(t, ctx, "kafka-lag"); !strings.Contains(got, group) || !strings.Contains(got, topic) {
+		chromedp.WaitVisible(chromedp.ID("group-lag")))
+	if got := text(t, ctx, "group-lag"); !strings.Contains(got, group) || !strings.Contains(got, topic) {
 		t.Errorf("lag table %q lacks %s on %s", got, group, topic)
 	}
 	screenshot(t, ctx, "lag")

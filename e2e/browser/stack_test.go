@@ -114,11 +114,11 @@ func newStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	lk, err := lag.NewKafka(cl, lag.KafkaConfig{Groups: []string{group}})
+	lk, err := kafka.NewLagMonitor(cl, kafka.LagConfig{Groups: []string{group}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	lags, err := lag.NewSampler(lag.SamplerConfig{Kafka: lk, Logger: log})
+	lags, err := lag.NewSampler(lag.SamplerConfig{Monitor: lk, Source: kafka.Name, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func newStack(t *testing.T) *stack {
 	// The keeper, into the embedded store.
 	s.store = memstore.New(memstore.Config{Logger: log})
 	t.Cleanup(func() { _ = s.store.Close() })
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: s.store, Broker: broker.Kafka, Logger: log,
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: s.store, Broker: kafka.Name, Logger: log,
 		DLQs: map[string]broker.Severity{s.dlq: broker.SeverityCritical},
 		Hook: dlq.HookFunc(func(_ context.Context, r dlq.Record) error { s.stored <- r; return nil })})
 	if err != nil {
@@ -179,7 +179,7 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := console.New(console.Config{Ops: ops, Jobs: s.srv.Jobs(), Workers: workers, Lag: lags, Broker: broker.Kafka, Logger: log,
+	c, err := console.New(console.Config{Ops: ops, Jobs: s.srv.Jobs(), Workers: workers, Lag: lags, Broker: kafka.Name, Logger: log,
 		Users: []console.User{{Name: "alice", Token: operatorToken}, {Name: "victor", Token: viewerToken, ReadOnly: true}}})
 	if err != nil {
 		t.Fatal(err)

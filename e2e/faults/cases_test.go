@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/broker/rabbit"
@@ -275,7 +276,7 @@ func TestStoreUnreachable(t *testing.T) {
 		topic := "faults.store." + broker.NewMessageID()[:6]
 		sub := rabbitSub(topic)
 		b, _ := newRabbit(t, sub)
-		storeOutage(t, b, string(broker.RabbitMQ), rabbit.DLQ(rabbit.Queue(topic, sub.Group)), sub)
+		storeOutage(t, b, string(rabbit.Name), rabbit.DLQ(rabbit.Queue(topic, sub.Group)), sub)
 	})
 	t.Run("kafka", func(t *testing.T) {
 		_, brokers := kafkatest.Fake(t)
@@ -285,7 +286,7 @@ func TestStoreUnreachable(t *testing.T) {
 		if err := b.Declare(context.Background(), sub); err != nil {
 			t.Fatal(err)
 		}
-		storeOutage(t, b, string(broker.Kafka), kafka.DLQTopic(topic), sub)
+		storeOutage(t, b, string(kafka.Name), kafka.DLQTopic(topic), sub)
 	})
 }
 
@@ -318,8 +319,8 @@ func TestPoisonPill(t *testing.T) {
 		poisonPill(t, b, sub, childKafka, []string{envBrokers + "=" + strings.Join(brokers, ",")}, func(want int) map[string]int {
 			out := map[string]int{}
 			for _, e := range kafkatest.Entries(kafkatest.DeadLetters(context.Background(), t, brokers, topic, sub.Group, want, time.Second)) {
-				if e.Reason != string(broker.ReasonMaxClaims) {
-					t.Errorf("dead letter %s: reason %q, want %q", e.MessageID, e.Reason, broker.ReasonMaxClaims)
+				if e.Reason != string(driver.ReasonMaxClaims) {
+					t.Errorf("dead letter %s: reason %q, want %q", e.MessageID, e.Reason, driver.ReasonMaxClaims)
 				}
 				out[e.MessageID]++
 			}

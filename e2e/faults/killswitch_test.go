@@ -53,7 +53,7 @@ func ksConfig(enabled bool) killswitch.Config {
 
 // ksBackend is one broker of the kill switch cases.
 type ksBackend struct {
-	name broker.Backend
+	name string
 	// open returns a broker for sub (declared), owned by the test, and a
 	// reader of sub's dead letters by message id.
 	open func(t *testing.T, sub broker.Subscription) (broker.Broker, func() map[string]int)
@@ -62,7 +62,7 @@ type ksBackend struct {
 
 func ksBackends() []ksBackend {
 	return []ksBackend{
-		{name: broker.RabbitMQ, sub: rabbitSub, open: func(t *testing.T, sub broker.Subscription) (broker.Broker, func() map[string]int) {
+		{name: "rabbitmq", sub: rabbitSub, open: func(t *testing.T, sub broker.Subscription) (broker.Broker, func() map[string]int) {
 			b, _ := newRabbit(t, sub)
 			seen := map[string]int{} // reading drains the queue: keep the total
 			return b, func() map[string]int {
@@ -72,7 +72,7 @@ func ksBackends() []ksBackend {
 				return maps.Clone(seen)
 			}
 		}},
-		{name: broker.Kafka, sub: kafkaSub, open: func(t *testing.T, sub broker.Subscription) (broker.Broker, func() map[string]int) {
+		{name: "kafka", sub: kafkaSub, open: func(t *testing.T, sub broker.Subscription) (broker.Broker, func() map[string]int) {
 			brokers := childCluster(t)
 			b := kafkatest.New(t, brokers, nil)
 			if err := b.Declare(context.Background(), sub); err != nil {

@@ -27,6 +27,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
@@ -255,9 +256,9 @@ func loadLarge(t *testing.T, st *pgstore.Store, dlqName string, sub broker.Subsc
 	}
 	received := dlq.StoreTime(time.Now().Add(-time.Hour))
 	first := largeID(0)
-	rows := [][]any{{dlqName, first, first, string(broker.RabbitMQ), string(broker.SeverityWarning), string(dlq.StatusPending),
+	rows := [][]any{{dlqName, first, first, string(rabbit.Name), string(broker.SeverityWarning), string(dlq.StatusPending),
 		received, received, first, sub.Topic, []byte(first), largeValue(first), wf,
-		"TimeoutError", "upstream timed out", broker.ReasonPermanent, int32(3), sub.Group, rabbit.Queue(sub.Topic, sub.Group)}}
+		"TimeoutError", "upstream timed out", driver.ReasonPermanent, int32(3), sub.Group, rabbit.Queue(sub.Topic, sub.Group)}}
 	cols := []string{"dlq", "id", "identity", "broker", "severity", "status", "status_changed_at", "received_at",
 		"message_id", "original_topic", "original_key", "original_value", "original_wire",
 		"error_class", "error_message", "reason", "retry_count", "worker", "source"}

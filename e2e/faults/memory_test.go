@@ -32,6 +32,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/dlq"
@@ -283,7 +284,7 @@ func TestKeeperMemory(t *testing.T) {
 	const placeholder = "keeper-??????"
 	envelope, err := kafka.EncodeEnvelope(dlq.Entry{MessageID: placeholder, OriginalTopic: topic, OriginalPartition: 0, OriginalOffset: 0,
 		OriginalKey: []byte(placeholder), OriginalValue: bytes.Repeat([]byte("x"), keeperPayload),
-		ErrorClass: "TimeoutError", ErrorMessage: "upstream timed out", Reason: string(broker.ReasonPermanent), RetryCount: 3,
+		ErrorClass: "TimeoutError", ErrorMessage: "upstream timed out", Reason: string(driver.ReasonPermanent), RetryCount: 3,
 		Worker: "g", Source: topic, FirstFailureAt: start, LastFailureAt: start})
 	if err != nil {
 		t.Fatalf("envelope: %v", err)
@@ -381,7 +382,7 @@ func keeperChild(t *testing.T) {
 			cancel()
 		}
 	}}
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: counted, Broker: broker.Kafka,
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: counted, Broker: kafka.Name,
 		DLQs: map[string]broker.Severity{os.Getenv(envMemDLQ): broker.SeverityWarning}, Logger: quiet})
 	if err != nil {
 		rep.Err = err.Error()
@@ -547,10 +548,10 @@ func loadEntries(t *testing.T, st *pgstore.Store, dlqName, topic string, n int) 
 		}
 		id := entryID(i)
 		value := append(fmt.Appendf(nil, "%08d", i), payload[8:]...)
-		row := []any{dlqName, id, "memory-" + id, string(broker.Kafka), string(broker.SeverityWarning), string(dlq.StatusPending),
+		row := []any{dlqName, id, "memory-" + id, string(kafka.Name), string(broker.SeverityWarning), string(dlq.StatusPending),
 			received, received.Add(time.Duration(i) * time.Microsecond),
 			broker.NewMessageID(), topic, int32(i % 3), int64(i), []byte(id), value,
-			"TimeoutError", "upstream timed out", broker.ReasonPermanent, int32(3)}
+			"TimeoutError", "upstream timed out", driver.ReasonPermanent, int32(3)}
 		i++
 		return row, nil
 	})

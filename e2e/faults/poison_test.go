@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/crashtest"
 	"github.com/redrive/redrive/internal/testenv"
@@ -68,8 +69,8 @@ func rabbitDeadLettersWait(t testing.TB, sub broker.Subscription, want int) map[
 		case m := <-msgs:
 			_ = m.Ack(false)
 			e := rabbit.EntryFromDelivery(m)
-			if e.Reason != string(broker.ReasonMaxClaims) {
-				t.Errorf("dead letter %s: reason %q, want %q", e.MessageID, e.Reason, broker.ReasonMaxClaims)
+			if e.Reason != string(driver.ReasonMaxClaims) {
+				t.Errorf("dead letter %s: reason %q, want %q", e.MessageID, e.Reason, driver.ReasonMaxClaims)
 			}
 			out[e.MessageID]++
 			n++

@@ -21,6 +21,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/broker/rabbit"
@@ -84,7 +85,7 @@ func TestReplicaKilled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		replicaKilled(t, replicaSetup{kind: broker.RabbitMQ, dlq: rabbit.DLQ(queue), source: queue, wire: wf, sub: sub,
+		replicaKilled(t, replicaSetup{kind: rabbit.Name, dlq: rabbit.DLQ(queue), source: queue, wire: wf, sub: sub,
 			env: []string{envPrefix + "=" + prefix},
 			drain: func(sums map[string][32]byte) func() map[string]int {
 				c := drainReplays(t, queue, sums)
@@ -103,7 +104,7 @@ func TestReplicaKilled(t *testing.T) {
 		if err := b.Declare(context.Background(), sub); err != nil {
 			t.Fatal(err)
 		}
-		replicaKilled(t, replicaSetup{kind: broker.Kafka, dlq: kafka.DLQTopic(sub.Topic), source: sub.Topic, sub: sub,
+		replicaKilled(t, replicaSetup{kind: kafka.Name, dlq: kafka.DLQTopic(sub.Topic), source: sub.Topic, sub: sub,
 			env: []string{envBrokers + "=" + strings.Join(brokers, ",")},
 			drain: func(sums map[string][32]byte) func() map[string]int {
 				c := newTally()
@@ -133,7 +134,7 @@ func TestReplicaKilled(t *testing.T) {
 
 // replicaSetup is the broker side of TestReplicaKilled.
 type replicaSetup struct {
-	kind   broker.Backend
+	kind   string
 	dlq    string // where the entries were dead-lettered
 	source string // the queue or topic they failed in
 	wire   []byte // their stored wire form (nil: none)
@@ -236,7 +237,7 @@ func loadSmall(t *testing.T, st *pgstore.Store, s replicaSetup, n int) map[strin
 	t.Helper()
 	received := dlq.StoreTime(time.Now().Add(-time.Hour))
 	partition := int32(-1)
-	if s.kind == broker.Kafka {
+	if s.kind == kafka.Name {
 		partition = 0
 	}
 	tag, err := st.Pool().Exec(t.Context(), `INSERT INTO dlq_entries (dlq, id, identity, broker, severity, status, status_changed_at,
@@ -247,7 +248,7 @@ func loadSmall(t *testing.T, st *pgstore.Store, s replicaSetup, n int) map[strin
 			'TimeoutError', 'upstream timed out', $7, 3, $8, $9
 		FROM generate_series(0, $10::int - 1) AS i, LATERAL (SELECT 'r-' || lpad(i::text, 7, '0') AS id) x ORDER BY i`,
 		s.dlq, string(s.kind), string(broker.SeverityWarning), received, s.sub.Topic, s.wire,
-		string(broker.ReasonPermanent), s.sub.Group, s.source, n, partition)
+		string(driver.ReasonPermanent), s.sub.Group, s.source, n, partition)
 	if err != nil || tag.RowsAffected() != int64(n) {
 		t.Fatalf("load: %d of %d entries: %v", tag.RowsAffected(), n, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/internal/crashtest"
@@ -148,9 +149,9 @@ func TestSharePoisonPill(t *testing.T) {
 	poisonPill(t, b, sub, childKafkaShare, []string{envBrokers + "=" + strings.Join(brokers, ",")}, func(want int) map[string]int {
 		out := map[string]int{}
 		for _, e := range kafkatest.Entries(kafkatest.DeadLetters(context.Background(), t, brokers, topic, sub.Group, want, time.Second)) {
-			if e.Reason != string(broker.ReasonMaxClaims) || e.GroupType != kafka.GroupTypeShare || e.DeliveryCount != poisonMaxClaims+1 {
+			if e.Reason != string(driver.ReasonMaxClaims) || e.GroupType != kafka.GroupTypeShare || e.DeliveryCount != poisonMaxClaims+1 {
 				t.Errorf("dead letter %s: reason %q, group type %q, delivery count %d; want %q, share, %d",
-					e.MessageID, e.Reason, e.GroupType, e.DeliveryCount, broker.ReasonMaxClaims, poisonMaxClaims+1)
+					e.MessageID, e.Reason, e.GroupType, e.DeliveryCount, driver.ReasonMaxClaims, poisonMaxClaims+1)
 			}
 			out[e.MessageID]++
 		}

@@ -20,8 +20,8 @@ import (
 	"github.com/redrive/redrive/internal/testenv"
 )
 
-// storeOutage is TestStoreUnreachable on broker b (kind: broker.RabbitMQ
-// or broker.Kafka) whose dead letters of sub go to dlqName.
+// storeOutage is TestStoreUnreachable on broker b (kind: "rabbitmq"
+// or "kafka") whose dead letters of sub go to dlqName.
 func storeOutage(t *testing.T, b broker.Broker, kind, dlqName string, sub broker.Subscription) {
 	u, err := url.Parse(testenv.PostgreSQL.URL())
 	if err != nil {
@@ -155,7 +155,7 @@ func keeper(t testing.TB, b broker.Broker, kind string, st dlq.Store, dlqName st
 	if !ok {
 		t.Fatalf("%s broker does not implement dlq.Source", kind)
 	}
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: src, Store: st, Broker: broker.Backend(kind),
+	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: src, Store: st, Broker: string(kind),
 		DLQs: map[string]broker.Severity{dlqName: broker.SeverityCritical}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("NewKeeper: %v", err)

@@ -16,7 +16,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/testenv"
 )
@@ -161,7 +161,7 @@ func (w *walk) teardownRabbitMQ() {
 		w.t.Errorf("teardown: %v", err)
 		return
 	}
-	rc, err := backend.ConfigOf[rabbit.Config](c, slog.New(slog.DiscardHandler))
+	rc, err := assembly.RabbitConfig(c, slog.New(slog.DiscardHandler))
 	if err == nil {
 		_, err = rabbit.Teardown(context.Background(), rc, c.Subscriptions()...)
 	}

@@ -39,8 +39,8 @@ const (
 
 // Broker names accepted by Config.Brokers: the backends' names.
 const (
-	RabbitMQ = string(broker.RabbitMQ)
-	Kafka    = string(broker.Kafka)
+	RabbitMQ = "rabbitmq"
+	Kafka    = "kafka"
 )
 
 // Redis is the Broker of the monitor scenario's row: it runs against Redis

@@ -218,7 +218,7 @@ func (fx *effectsDB) drain(ctx context.Context, d effectsSide, name, client stri
 	}
 	dr := newDrain(n)
 	h := wrap(func(ctx context.Context, tx pgx.Tx, m *broker.Delivery) error {
-		if _, err := tx.Exec(ctx, `INSERT INTO `+fx.schema+`.ledger (worker, key) VALUES ($1, $2)`, m.Group, broker.DeliveryID(m)); err != nil {
+		if _, err := tx.Exec(ctx, `INSERT INTO `+fx.schema+`.ledger (worker, key) VALUES ($1, $2)`, m.Group, m.StableID()); err != nil {
 			return err
 		}
 		return nil

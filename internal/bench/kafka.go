@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/dlq"
 )
@@ -86,7 +87,7 @@ func runKafka(ctx context.Context, cfg Config, prefix string, peers *peerRunner)
 		{ScenarioRetry, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failRetry, kafkaNotes, rows) }},
 		{ScenarioDLQ, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failDLQ, kafkaNotes, rows) }},
 		{ScenarioShare, e.share},
-		{ScenarioKeeper, func(ctx context.Context) ([]Row, error) { return keeperScenario(ctx, e, broker.Kafka) }},
+		{ScenarioKeeper, func(ctx context.Context) ([]Row, error) { return keeperScenario(ctx, e, kafka.Name) }},
 		{ScenarioRelay, func(ctx context.Context) ([]Row, error) { return relayScenario(ctx, e) }},
 		{ScenarioEffects, func(ctx context.Context) ([]Row, error) { return effectsScenario(ctx, e) }},
 		{ScenarioScrape, e.scrape},
@@ -154,7 +155,7 @@ func records(topic string, batch []broker.Message) []*kgo.Record {
 func recordsWithID(topic string, batch []broker.Message) []*kgo.Record {
 	recs := records(topic, batch)
 	for _, r := range recs {
-		r.Headers = append(r.Headers, kgo.RecordHeader{Key: broker.HeaderMessageID, Value: broker.AppendMessageID(nil)})
+		r.Headers = append(r.Headers, kgo.RecordHeader{Key: driver.HeaderMessageID, Value: driver.AppendMessageID(nil)})
 	}
 	return recs
 }

@@ -95,7 +95,7 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, erro
 // (Store.InsertBatch, acknowledged after the commit); issue 22's target is
 // the keeper ≥ 0.9 × the raw drain. The store must hold each dead letter
 // once and the DLQ nothing.
-func keeperScenario(ctx context.Context, k keeperSide, backend broker.Backend) ([]Row, error) {
+func keeperScenario(ctx context.Context, k keeperSide, backend string) ([]Row, error) {
 	e := k.env()
 	n := e.cfg.KeeperMessages
 
@@ -127,7 +127,7 @@ func keeperScenario(ctx context.Context, k keeperSide, backend broker.Backend) (
 // cfg.DatabaseURL until it stored n entries, and returns its row after
 // checking the store holds n and the DLQ nothing. The schema is dropped
 // at the end.
-func keepDLQ(ctx context.Context, k keeperSide, backend broker.Backend, dlqName string, n int) (Row, error) {
+func keepDLQ(ctx context.Context, k keeperSide, backend string, dlqName string, n int) (Row, error) {
 	e := k.env()
 	schema := "redrive_bench_" + strings.ToLower(broker.NewMessageID()[:10]) + "_keeper"
 	scfg := StoreConfig{DatabaseURL: e.cfg.DatabaseURL, Logger: e.cfg.Logger}.WithDefaults()

@@ -71,7 +71,7 @@ func runRabbit(ctx context.Context, cfg Config, prefix string, peers *peerRunner
 		{ScenarioDLQ, func(ctx context.Context) ([]Row, error) { return failing(ctx, e, failDLQ, rabbitNotes, rows) }},
 		{ScenarioDelay, e.delay},
 		{ScenarioReplay, e.replay},
-		{ScenarioKeeper, func(ctx context.Context) ([]Row, error) { return keeperScenario(ctx, e, broker.RabbitMQ) }},
+		{ScenarioKeeper, func(ctx context.Context) ([]Row, error) { return keeperScenario(ctx, e, rabbit.Name) }},
 		{ScenarioRelay, func(ctx context.Context) ([]Row, error) { return relayScenario(ctx, e) }},
 		{ScenarioEffects, func(ctx context.Context) ([]Row, error) { return effectsScenario(ctx, e) }},
 	}

@@ -69,7 +69,7 @@ func (e *rabbitEnv) replay(ctx context.Context) ([]Row, error) {
 	st := memstore.New(memstore.Config{Logger: e.cfg.Logger})
 	for i := range n {
 		id := broker.NewMessageID()
-		_, _, err := st.Insert(ctx, dlq.Record{Broker: broker.RabbitMQ, DLQ: rabbit.DLQ(src), Identity: id, Entry: dlq.Entry{
+		_, _, err := st.Insert(ctx, dlq.Record{Broker: rabbit.Name, DLQ: rabbit.DLQ(src), Identity: id, Entry: dlq.Entry{
 			MessageID: id, OriginalTopic: s.Topic, OriginalValue: b, Source: src,
 			OriginalHeaders: map[string]string{headerSeq: strconv.Itoa(i)},
 		}})

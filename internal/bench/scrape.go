@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/internal/exporter"
 	"github.com/redrive/redrive/lag"
 )
@@ -93,7 +93,7 @@ func (e *kafkaEnv) scrape(ctx context.Context) ([]Row, error) {
 		return nil, fmt.Errorf("exporter client: %w", err)
 	}
 	defer cl.Close()
-	k, err := lag.NewKafka(cl, lag.KafkaConfig{Groups: names})
+	k, err := kafka.NewLagMonitor(cl, kafka.LagConfig{Groups: names})
 	if err != nil {
 		return nil, err
 	}
@@ -101,11 +101,11 @@ func (e *kafkaEnv) scrape(ctx context.Context) ([]Row, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := lag.NewSampler(lag.SamplerConfig{Kafka: k, Tracker: tr, Logger: e.cfg.Logger})
+	s, err := lag.NewSampler(lag.SamplerConfig{Monitor: k, Source: kafka.Name, Tracker: tr, Logger: e.cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
-	srv, err := exporter.New(exporter.Config{Broker: broker.Kafka, Lag: s, Logger: e.cfg.Logger})
+	srv, err := exporter.New(exporter.Config{Broker: "kafka", Lag: s, Logger: e.cfg.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (e *kafkaEnv) scrape(ctx context.Context) ([]Row, error) {
 		return nil, fmt.Errorf("lag sample: %w", err)
 	}
 	sampleTook := time.Since(t0)
-	rep, err := s.LastKafka()
+	rep, err := s.LastGroups()
 	if err != nil {
 		return nil, fmt.Errorf("lag sample: %w", err)
 	}

@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
+	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/dlq"
 )
 
 // storeDLQ is one DLQ of the store scenario: its share of the entries.
 type storeDLQ struct {
 	name     string
-	backend  broker.Backend
+	backend  string
 	severity broker.Severity
 	weight   int // percent
 }
@@ -20,11 +22,11 @@ type storeDLQ struct {
 // storeDLQs are the store scenario's DLQs: uneven sizes, both brokers,
 // every severity (the critical ones are the financial, kept-forever kind).
 var storeDLQs = []storeDLQ{
-	{"payments.settle.dlq", broker.Kafka, broker.SeverityCritical, 40},
-	{"orders.billing.dlq", broker.RabbitMQ, broker.SeverityWarning, 25},
-	{"emails.send.dlq", broker.RabbitMQ, broker.SeverityInfo, 15},
-	{"inventory.sync.dlq", broker.Kafka, broker.SeverityWarning, 12},
-	{"ledger.post.dlq", broker.RabbitMQ, broker.SeverityCritical, 8},
+	{"payments.settle.dlq", "kafka", broker.SeverityCritical, 40},
+	{"orders.billing.dlq", "rabbitmq", broker.SeverityWarning, 25},
+	{"emails.send.dlq", "rabbitmq", broker.SeverityInfo, 15},
+	{"inventory.sync.dlq", "kafka", broker.SeverityWarning, 12},
+	{"ledger.post.dlq", "rabbitmq", broker.SeverityCritical, 8},
 }
 
 // storeErrors are the error classes of the scenario, with the text of
@@ -63,8 +65,8 @@ func storeRecord(i, n int, end time.Time) dlq.Record {
 	at := end.Add(-storeSpan + time.Duration(float64(storeSpan)*float64(i)/float64(max(n, 1))))
 	ms := at.UnixMilli()
 	r := dlq.Record{Broker: d.backend, DLQ: d.name, Severity: string(d.severity), ReceivedAt: at}
-	if d.backend == broker.Kafka {
-		r.ID = dlq.KafkaID(int32(i%12), int64(i/12))
+	if d.backend == "kafka" {
+		r.ID = kafka.RecordID(int32(i%12), int64(i/12))
 		r.Identity = fmt.Sprintf("%s@%d", r.ID, ms)
 	} else {
 		r.ID = dlq.NewID(at) // as the store makes them: the week partition is the id's
@@ -93,7 +95,7 @@ func storeRecord(i, n int, end time.Time) dlq.Record {
 		ErrorClass:        storeErrors[ek].class,
 		ErrorMessage:      msg,
 		StackTrace:        "goroutine 1 [running]:\nmain.handle(...)\n\t/app/handler.go:88 +0x1d\nmain.main()\n\t/app/main.go:41 +0x65",
-		Reason:            string(broker.ReasonMaxRetries),
+		Reason:            string(driver.ReasonMaxRetries),
 		RetryCount:        5,
 		Worker:            "billing",
 		WorkerInstance:    fmt.Sprint("billing-", rng.IntN(6)),
@@ -101,7 +103,7 @@ func storeRecord(i, n int, end time.Time) dlq.Record {
 		FirstFailureAt:    at.Add(-time.Duration(rng.IntN(3600)) * time.Second),
 		LastFailureAt:     at.Add(-time.Second),
 	}
-	if d.backend == broker.Kafka {
+	if d.backend == "kafka" {
 		r.Entry.OriginalPartition, r.Entry.OriginalOffset = int32(i%12), int64(i/12)
 	}
 	return r

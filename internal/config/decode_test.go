@@ -208,7 +208,7 @@ func TestParseSyntaxErrors(t *testing.T) {
 func TestParseEmptyDocumentNeedsABroker(t *testing.T) {
 	for _, doc := range []string{"", "\n", "# only a comment\n", "---\n", "~"} {
 		_, err := parse([]byte(doc), noEnv)
-		assertLines(t, err, "broker: required (rabbitmq or kafka)")
+		assertLines(t, err, "broker: required (kafka or rabbitmq)")
 	}
 }
 
@@ -320,7 +320,7 @@ workers:
 		fmt.Println(fe)
 	}
 	// Output:
-	// broker: "rabit" is not rabbitmq or kafka
+	// broker: "rabit" is not kafka or rabbitmq
 	// workers[0].retry.max_retrys: unknown key (line 6); did you mean "max_retries"?
 	// workers[0].retry.backoff: step 2: "5x" is not a duration
 }

@@ -9,7 +9,7 @@
 //
 //	workers[2].retry.backoff: "5x" is not a duration
 //	workers[0].retry.max_retries: -1 is negative (unlimited retries must be explicit: set unlimited: true)
-//	broker: "rabit" is not rabbitmq or kafka
+//	broker: "rabit" is not kafka or rabbitmq
 //
 // [LoadWorkers] reads a file holding only a workers list.
 //

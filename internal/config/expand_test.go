@@ -111,7 +111,7 @@ func TestParseEnvProblems(t *testing.T) {
 		{
 			name: "unset variable leaves a required field empty",
 			doc:  "broker: ${BROKER}\nworkers: [{name: \"${WORKER}\", topic: t}]",
-			want: []string{"broker: required (rabbitmq or kafka)", "workers[0].name: required"},
+			want: []string{"broker: required (kafka or rabbitmq)", "workers[0].name: required"},
 		},
 		{
 			name: "unset kafka brokers",

@@ -7,8 +7,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/redrive/redrive/broker"
 )
 
 // FuzzParse checks that Parse never panics, that what it accepts is valid,
@@ -96,7 +94,7 @@ func FuzzSecretsNeverPrinted(f *testing.F) {
 			return
 		}
 		c := &Config{
-			Broker:   broker.RabbitMQ,
+			Broker:   "rabbitmq",
 			RabbitMQ: RabbitMQ{URL: "amqp://guest:" + secret + "@rabbit:5672/"},
 			Kafka:    Kafka{Brokers: []string{"u:" + secret + "@k:9092"}, SASL: &SASL{Mechanism: SASLPlain, Username: "u", Password: secret}},
 			Redis:    Redis{Addr: "redis://:" + secret + "@h:6379", Password: secret},
@@ -105,7 +103,7 @@ func FuzzSecretsNeverPrinted(f *testing.F) {
 			Workers:  []Worker{{Name: "w", Topic: "t"}},
 		}
 		if kafka {
-			c.Broker = broker.Kafka
+			c.Broker = "kafka"
 			c.RabbitMQ.URLs = []string{"amqps://u:" + secret + "@r1/", "amqps://r2/?password=" + secret}
 		}
 		without := c.Clone()

@@ -61,7 +61,7 @@ func Load(path string) (*Config, error) {
 //
 //	workers[0].retry.max_retrys: unknown key (line 12); did you mean "max_retries"?
 //	workers[2].retry.backoff: "5x" is not a duration
-//	broker: "rabit" is not rabbitmq or kafka
+//	broker: "rabit" is not kafka or rabbitmq
 //
 // A YAML syntax error is reported alone. Every error matches ErrInvalid.
 func Parse(data []byte) (*Config, error) {

@@ -130,8 +130,8 @@ func TestExampleConfigs(t *testing.T) {
 	for _, tt := range []struct {
 		path, broker string
 	}{
-		{exampleRabbitMQ, string(broker.RabbitMQ)},
-		{exampleKafka, string(broker.Kafka)},
+		{exampleRabbitMQ, "rabbitmq"},
+		{exampleKafka, "kafka"},
 	} {
 		t.Run(filepath.Base(tt.path), func(t *testing.T) {
 			c, err := Load(tt.path)
@@ -167,10 +167,10 @@ func TestExampleConfigs(t *testing.T) {
 			if !reflect.DeepEqual(c.Lag.Thresholds, want) {
 				t.Errorf("lag thresholds = %v, want %v", c.Lag.Thresholds, want)
 			}
-			if tt.broker == string(broker.Kafka) && !slices.Equal(c.Kafka.Brokers, []string{"127.0.0.1:9092"}) {
+			if tt.broker == "kafka" && !slices.Equal(c.Kafka.Brokers, []string{"127.0.0.1:9092"}) {
 				t.Errorf("kafka brokers = %q", c.Kafka.Brokers)
 			}
-			if tt.broker == string(broker.RabbitMQ) {
+			if tt.broker == "rabbitmq" {
 				if c.RabbitMQ.URL != DefaultRabbitMQURL {
 					t.Errorf("rabbitmq url = %q", c.RabbitMQ.URL)
 				}
@@ -359,7 +359,7 @@ func TestLoadErrors(t *testing.T) {
 
 	p = write("fields.yaml", "broker: rabit\n")
 	_, err = Load(p)
-	assertLines(t, err, `broker: "rabit" is not rabbitmq or kafka`)
+	assertLines(t, err, `broker: "rabit" is not kafka or rabbitmq`)
 	if strings.Contains(err.Error(), p) {
 		t.Errorf("field problems name their field, not the file: %v", err)
 	}

@@ -6,16 +6,24 @@ import (
 	"github.com/redrive/redrive/broker"
 )
 
+// The names of the backends that have a section of their own in the
+// configuration file (its key is the name): the built-in ones. Any other
+// linked backend (a driver.Descriptor) is named by broker: alone.
+const (
+	BrokerRabbitMQ = "rabbitmq"
+	BrokerKafka    = "kafka"
+)
+
 // Config is the whole redrive configuration file. Parse and Load fill in
 // the documented defaults (see the field comments) and validate it.
 type Config struct {
-	Broker    broker.Backend `yaml:"broker"` // `rabbitmq` or `kafka`; required
-	RabbitMQ  RabbitMQ       `yaml:"rabbitmq"`
-	Kafka     Kafka          `yaml:"kafka"`
-	Redis     Redis          `yaml:"redis"`
-	Postgres  Postgres       `yaml:"postgres"`
-	Heartbeat Heartbeat      `yaml:"heartbeat"`
-	Health    Health         `yaml:"health"`
+	Broker    string    `yaml:"broker"` // the backend: `rabbitmq`, `kafka`, or another linked one; required
+	RabbitMQ  RabbitMQ  `yaml:"rabbitmq"`
+	Kafka     Kafka     `yaml:"kafka"`
+	Redis     Redis     `yaml:"redis"`
+	Postgres  Postgres  `yaml:"postgres"`
+	Heartbeat Heartbeat `yaml:"heartbeat"`
+	Health    Health    `yaml:"health"`
 	// Workers has one entry per worker (consumer group).
 	Workers []Worker `yaml:"workers"`
 	Lag     Lag      `yaml:"lag"`

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/worker/killswitch"
 )
 
@@ -38,27 +39,29 @@ func (c *Config) Validate() error {
 
 // validate checks a config whose defaults are applied.
 func (c *Config) validate(p *problems) {
-	switch c.Broker {
-	case "":
-		p.add("broker", "required (rabbitmq or kafka)")
-	case broker.RabbitMQ:
-		c.RabbitMQ.validate(p)
-	case broker.Kafka:
-		c.Kafka.validate(p)
-	default:
-		p.add("broker", fmt.Sprintf("%q is not rabbitmq or kafka", c.Broker))
+	switch _, ok := driver.Lookup(c.Broker); {
+	case c.Broker == "":
+		p.add("broker", "required ("+linkedBackends()+")")
+	case !ok:
+		p.add("broker", fmt.Sprintf("%q is not %s", c.Broker, linkedBackends()))
 	}
-	if c.Broker != broker.Kafka && len(c.Kafka.ForeignDLQs) > 0 {
+	switch c.Broker {
+	case BrokerRabbitMQ:
+		c.RabbitMQ.validate(p)
+	case BrokerKafka:
+		c.Kafka.validate(p)
+	}
+	if c.Broker != BrokerKafka && len(c.Kafka.ForeignDLQs) > 0 {
 		p.add("kafka.foreign_dlqs", fmt.Sprintf("set, but broker is %q (foreign dead-letter topics are Kafka topics)", c.Broker))
 	}
-	if c.Broker != broker.RabbitMQ && len(c.RabbitMQ.ForeignDLQs) > 0 {
+	if c.Broker != BrokerRabbitMQ && len(c.RabbitMQ.ForeignDLQs) > 0 {
 		p.add("rabbitmq.foreign_dlqs", fmt.Sprintf("set, but broker is %q (foreign dead-letter queues are RabbitMQ queues)", c.Broker))
 	}
 	c.Redis.validate(p)
 	c.Postgres.validate(p)
 	c.Heartbeat.validate(p)
 	validateWorkers(p, c.Workers)
-	if c.Broker == broker.RabbitMQ {
+	if c.Broker == BrokerRabbitMQ {
 		c.validateDelays(p)
 		for i, w := range c.Workers {
 			if w.Retry.Mode == string(broker.Share) {
@@ -255,7 +258,7 @@ const maxInstanceLen = 200
 
 // validateWorkers checks workers whose defaults are applied. The names a
 // backend derives from them (queues, topics, keys) are checked by the
-// backend (internal/backend.Check), with its own naming functions.
+// backend (internal/assembly.Check), with its own naming functions.
 func validateWorkers(p *problems, workers []Worker) {
 	names := map[string]int{}
 	for i, w := range workers {

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq/access"
 )
 
@@ -23,8 +22,8 @@ func TestValidateRules(t *testing.T) {
 		want []string
 	}{
 		// broker
-		{"broker missing", "workers: []", []string{"broker: required (rabbitmq or kafka)"}},
-		{"broker unknown", "broker: rabit", []string{`broker: "rabit" is not rabbitmq or kafka`}},
+		{"broker missing", "workers: []", []string{"broker: required (kafka or rabbitmq)"}},
+		{"broker unknown", "broker: rabit", []string{`broker: "rabit" is not kafka or rabbitmq`}},
 		{"broker kafka without brokers", "broker: kafka", []string{"kafka.brokers: required when broker is kafka"}},
 		{"broker kafka with empty brokers", "broker: kafka\nkafka: {brokers: [\"\", \" , \"]}", []string{"kafka.brokers: required when broker is kafka"}},
 
@@ -321,7 +320,7 @@ func TestValidateCollectsEverything(t *testing.T) {
 		Lag: Lag{Thresholds: map[string]Threshold{"t": {Warning: 5, Critical: 1}}},
 	}
 	assertLines(t, c.Validate(),
-		`broker: "rabit" is not rabbitmq or kafka`,
+		`broker: "rabit" is not kafka or rabbitmq`,
 		"workers[0].retry.max_retries: -1 is negative (unlimited retries must be explicit: set unlimited: true)",
 		`workers[1].name: "w" is already the name of workers[0]`,
 		`workers[1].retry.mode: "eventually" is not blocking, non_blocking or share`,
@@ -333,7 +332,7 @@ func TestValidateCollectsEverything(t *testing.T) {
 }
 
 func TestValidateHandBuiltConfig(t *testing.T) {
-	c := &Config{Broker: broker.RabbitMQ, Workers: []Worker{{Name: "w", Topic: "t"}}}
+	c := &Config{Broker: "rabbitmq", Workers: []Worker{{Name: "w", Topic: "t"}}}
 	if err := c.Validate(); err != nil {
 		t.Fatalf("a config without defaults applied: %v", err)
 	}

@@ -8,7 +8,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync/atomic"
@@ -18,14 +17,13 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/access"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/console"
 	"github.com/redrive/redrive/dlq/memstore"
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/exporter"
 )
@@ -72,7 +70,7 @@ func New(c *config.Config, o Options, log *slog.Logger) (*Daemon, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	router, err := backend.RouterOf(c)
+	router, err := assembly.Router(c)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +78,7 @@ func New(c *config.Config, o Options, log *slog.Logger) (*Daemon, error) {
 	if err := d.check(); err != nil {
 		return nil, err
 	}
-	if d.mon, err = newMonitoring(c, d.log, o.Interval); err != nil {
+	if d.mon, err = newMonitoring(context.Background(), c, d.log, o.Interval); err != nil {
 		return nil, err
 	}
 	// The pending counts come from the Ops of the running keeper, once
@@ -143,7 +141,7 @@ func (d *Daemon) check() error {
 	case d.o.Interval < 0:
 		return invalidf("--sample-interval %s is negative", d.o.Interval)
 	case len(d.policies) == 0:
-		return invalidf("no workers configured: serve keeps the DLQs of the configured workers (and, on Kafka, the topics of kafka.foreign_dlqs)")
+		return invalidf("no workers configured: serve keeps the DLQs of the configured workers (and the foreign_dlqs of the broker's section)")
 	case !d.c.Admin.HasCredentials() && !d.o.InsecureNoAuth:
 		return invalidf("no admin token: set admin.operators (tokens of your operators, by their hashes: redrive admin hash-token), admin.proxy_auth, or admin.token (e.g. token: \"${REDRIVE_ADMIN_TOKEN}\") or $REDRIVE_ADMIN_TOKEN; or pass --insecure-no-auth with a loopback --listen address")
 	case !d.c.Admin.HasCredentials() && !admin.IsLoopback(d.admin):
@@ -161,11 +159,9 @@ func (d *Daemon) keep(ctx context.Context) error {
 		return err
 	}
 	defer st.Close()
-	b, err := retry(ctx, d.log, "broker "+string(d.c.Broker), BrokerAddress(d.c), func(ctx context.Context) (broker.Broker, error) {
-		return backend.Open(ctx, d.c, d.log)
-	}, func(err error) bool {
-		return errors.Is(err, backend.ErrNotLinked) || errors.Is(err, rabbit.ErrInvalidConfig) || errors.Is(err, config.ErrInvalid)
-	})
+	b, err := retry(ctx, d.log, "broker "+d.c.Broker, BrokerAddress(d.c), func(ctx context.Context) (broker.Broker, error) {
+		return assembly.Open(ctx, d.c, d.log)
+	}, badInput)
 	if err != nil || b == nil {
 		return err
 	}
@@ -238,7 +234,11 @@ func (d *Daemon) adminServer(ops *dlq.Ops, st dlq.Store) (*admin.Server, error) 
 	if err != nil {
 		return nil, err
 	}
-	cons, err := console.New(console.Config{Ops: ops, Jobs: jobs, Workers: d.mon.heartbeats, Pauser: d.mon.pauses, Lag: d.mon.lag,
+	var lagSource console.LagSource // nil, not a nil *lag.Sampler, without one
+	if d.mon.lag != nil {
+		lagSource = d.mon.lag
+	}
+	cons, err := console.New(console.Config{Ops: ops, Jobs: jobs, Workers: d.mon.heartbeats, Pauser: d.mon.pauses, Lag: lagSource,
 		Broker: d.c.Broker, Access: acc, InsecureNoAuth: d.o.InsecureNoAuth, Logger: d.log,
 		TrustedProxies: d.c.Admin.Proxies(), CookieSecure: d.c.Admin.CookieSecure, TraceLink: d.c.Console.TraceLink,
 		SessionSecret: d.c.Admin.SessionSecret})

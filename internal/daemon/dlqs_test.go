@@ -8,7 +8,7 @@ import (
 
 	_ "github.com/redrive/redrive/broker/kafka"
 	_ "github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 )
 
@@ -38,7 +38,7 @@ workers:
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := backend.RouterOf(c)
+		r, err := assembly.Router(c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +64,7 @@ workers: [{name: w, topic: a}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := backend.RouterOf(c)
+	r, err := assembly.Router(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestForeignWorkersAndQueues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := backend.RouterOf(k)
+	r, err := assembly.Router(k)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ workers: [{name: py, topic: a, foreign: true}]
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err = backend.RouterOf(c); err != nil {
+	if r, err = assembly.Router(c); err != nil {
 		t.Fatal(err)
 	}
 	const want = "map[a.py.dlq:{warning 720h0m0s} attune.dlx.queue:{critical -1ns} legacy.failed:{warning 720h0m0s}]"

@@ -3,6 +3,10 @@ package daemon
 import (
 	"errors"
 	"fmt"
+
+	"github.com/redrive/redrive/broker/driver"
+	"github.com/redrive/redrive/internal/assembly"
+	"github.com/redrive/redrive/internal/config"
 )
 
 // ErrInvalid matches the errors of bad options or configuration (the
@@ -27,4 +31,11 @@ func invalid(err error) error {
 // invalidf is invalid(fmt.Errorf(format, args...)).
 func invalidf(format string, args ...any) error {
 	return invalid(fmt.Errorf(format, args...))
+}
+
+// badInput reports whether err is the configuration's fault: its backend
+// is not linked, or the backend or the configuration refuses it.
+func badInput(err error) bool {
+	return errors.Is(err, assembly.ErrNotLinked) || errors.Is(err, driver.ErrInvalidConfig) ||
+		errors.Is(err, driver.ErrNoCapability) || errors.Is(err, config.ErrInvalid)
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -10,13 +11,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/broker/kafka"
-	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 	"github.com/redrive/redrive/internal/exporter"
 	"github.com/redrive/redrive/lag"
@@ -45,13 +44,13 @@ func RunExporter(ctx context.Context, c *config.Config, o ExporterOptions, log *
 	if o.Interval < 0 {
 		return invalidf("--sample-interval %s is negative", o.Interval)
 	}
-	m, err := newMonitoring(c, log, o.Interval)
+	m, err := newMonitoring(ctx, c, log, o.Interval)
 	if err != nil {
 		return err
 	}
 	defer m.close()
 	if c.Postgres.URL != "" {
-		router, err := backend.RouterOf(c)
+		router, err := assembly.Router(c)
 		if err != nil {
 			return err
 		}
@@ -105,7 +104,7 @@ type monitoring struct {
 
 // newMonitoring builds the lag and heartbeat samplers of c; interval, when
 // positive, replaces the samplers' default intervals.
-func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (*monitoring, error) {
+func newMonitoring(ctx context.Context, c *config.Config, log *slog.Logger, interval time.Duration) (*monitoring, error) {
 	m := &monitoring{cfg: exporter.Config{Broker: c.Broker, Thresholds: LagThresholds(c), Logger: log}}
 	ok := false
 	defer func() {
@@ -113,51 +112,33 @@ func newMonitoring(c *config.Config, log *slog.Logger, interval time.Duration) (
 			m.close()
 		}
 	}()
-	lc := lag.SamplerConfig{Interval: interval, Logger: log}
-	switch c.Broker {
-	case broker.Kafka:
-		cl, err := KafkaClient(c)
-		if err != nil {
-			return nil, fmt.Errorf("kafka client for %s: %w", BrokerAddress(c), err)
+	lagMon, err := assembly.Monitor(ctx, c, log)
+	switch {
+	case errors.Is(err, driver.ErrNoCapability):
+		// A backend that measures no lag (no driver.Monitor): the
+		// exporter and the console have no lag component.
+		log.Info("lag: the backend measures no lag; no lag metrics", "broker", c.Broker)
+	case err != nil:
+		if badInput(err) {
+			return nil, invalid(err)
 		}
-		m.closers = append(m.closers, func() error { cl.Close(); return nil })
-		// The keeper's group too: its lag on a DLQ topic with no member
-		// left is alert DLQNotKept.
-		groups := append(WorkerNames(c), kafka.DefaultKeeperGroup)
-		if lc.Kafka, err = lag.NewKafka(cl, lag.KafkaConfig{Groups: groups, ShareGroups: ShareGroups(c)}); err != nil {
-			return nil, err
-		}
+		return nil, fmt.Errorf("lag of %s at %s: %w", c.Broker, BrokerAddress(c), err)
+	default:
+		m.closers = append(m.closers, lagMon.Close)
+		lc := lag.SamplerConfig{Interval: interval, Logger: log, Monitor: lagMon, Source: c.Broker}
 		if lc.Tracker, err = lag.NewTracker(lag.TrackerConfig{Thresholds: LagThresholds(c)}); err != nil {
 			return nil, invalid(err)
 		}
-	default:
-		r, err := RabbitDepth(c, log)
-		if err != nil {
-			return nil, invalid(err)
-		}
-		m.closers = append(m.closers, r.Close)
-		lc.Rabbit = r
-		names := rabbit.Names{Prefix: c.RabbitMQ.Prefix}
-		queues := make([]string, 0, len(c.Workers))
 		for _, w := range c.Workers {
-			q := rabbit.Queue(w.Topic, w.Name)
-			queues = append(queues, q)
-			m.cfg.Groups = append(m.cfg.Groups, exporter.Group{Group: w.Name, Topic: w.Topic, Queue: q})
+			m.cfg.Groups = append(m.cfg.Groups, exporter.Group{Group: w.Name, Topic: w.Topic})
 		}
-		delay, err := backend.DelayQueues(c)
+		s, err := lag.NewSampler(lc)
 		if err != nil {
-			return nil, invalid(err)
+			return nil, err
 		}
-		lc.RabbitQueues = lag.RabbitQueues(names, delay, queues...)
-		lc.RabbitRoles = lag.RabbitRoles(names, delay, queues...)
-		m.cfg.Unroutable = names.Unroutable()
+		m.cfg.Lag = s
+		m.lag = s
 	}
-	s, err := lag.NewSampler(lc)
-	if err != nil {
-		return nil, err
-	}
-	m.cfg.Lag = s
-	m.lag = s
 
 	rdb := RedisClient(c, log)
 	m.closers = append(m.closers, rdb.Close)

@@ -19,7 +19,7 @@ func TestConfigValidate(t *testing.T) {
 		want string
 	}{
 		{Config{Token: "t"}, ""},
-		{Config{Broker: broker.RabbitMQ, Token: "t"}, ""},
+		{Config{Broker: "rabbitmq", Token: "t"}, ""},
 		{Config{Broker: "nats", Token: "t"}, `broker "nats" is not kafka or rabbitmq`},
 		{Config{}, "token: required"},
 	}
@@ -40,7 +40,7 @@ func TestStartKafka(t *testing.T) {
 	}
 	defer st.Close()
 	c := st.Config
-	if c.Broker != broker.Kafka || len(c.Kafka.Brokers) != 3 || c.Redis.Addr != st.RedisAddr() || c.Admin.Listen != "127.0.0.1:18081" {
+	if c.Broker != "kafka" || len(c.Kafka.Brokers) != 3 || c.Redis.Addr != st.RedisAddr() || c.Admin.Listen != "127.0.0.1:18081" {
 		t.Fatalf("config = broker %s, kafka %v, redis %s, admin %s", c.Broker, c.Kafka.Brokers, c.Redis.Addr, c.Admin.Listen)
 	}
 	var names []string
@@ -92,7 +92,7 @@ func TestHandlerFates(t *testing.T) {
 // prefix start with the stack's prefix; on Kafka the topics are the
 // sample names.
 func TestNamesArePrefixed(t *testing.T) {
-	st, err := Start(Config{Broker: broker.RabbitMQ, Prefix: "p-1", Token: "dev-token-1"})
+	st, err := Start(Config{Broker: "rabbitmq", Prefix: "p-1", Token: "dev-token-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,8 +118,8 @@ func TestNamesArePrefixed(t *testing.T) {
 // The configuration printed for the user's program loads, points at the
 // stack and has one worker to rename.
 func TestProgramYAML(t *testing.T) {
-	for _, b := range []string{string(broker.Kafka), string(broker.RabbitMQ)} {
-		st, err := Start(Config{Broker: broker.Backend(b), Token: "dev-token-1"})
+	for _, b := range []string{"kafka", "rabbitmq"} {
+		st, err := Start(Config{Broker: string(b), Token: "dev-token-1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +138,7 @@ func TestProgramYAML(t *testing.T) {
 		if y := string(st.ProgramYAML()); !c.Redis.Configured() || !strings.Contains(y, "worker.Load beats here") || strings.Contains(y, "WithHeartbeat") {
 			t.Errorf("%s: the redis: line does not say worker.Load beats there:\n%s", b, y)
 		}
-		if b == string(broker.Kafka) && strings.Join(c.Kafka.Brokers, ",") != strings.Join(st.KafkaBrokers(), ",") {
+		if b == "kafka" && strings.Join(c.Kafka.Brokers, ",") != strings.Join(st.KafkaBrokers(), ",") {
 			t.Errorf("kafka.brokers %v, want %v", c.Kafka.Brokers, st.KafkaBrokers())
 		}
 	}

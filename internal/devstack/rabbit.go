@@ -6,14 +6,13 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/internal/backend"
+	"github.com/redrive/redrive/internal/assembly"
 )
 
 // rabbitConfig is the stack's RabbitMQ configuration.
 func (s *Stack) rabbitConfig() (rabbit.Config, error) {
-	return backend.ConfigOf[rabbit.Config](s.Config, slog.New(slog.DiscardHandler))
+	return assembly.RabbitConfig(s.Config, slog.New(slog.DiscardHandler))
 }
 
 // Leftovers is what an earlier stack of the same prefix left on RabbitMQ.
@@ -32,7 +31,7 @@ type Leftovers struct {
 // returned, with their messages. It does nothing on Kafka.
 func (s *Stack) CheckRabbitMQ(ctx context.Context) (Leftovers, error) {
 	var left Leftovers
-	if s.cfg.Broker != broker.RabbitMQ {
+	if s.cfg.Broker != rabbit.Name {
 		return left, nil
 	}
 	cfg, err := s.rabbitConfig()
@@ -76,7 +75,7 @@ func (l Leftovers) String() string {
 // keep it deletes nothing and says exactly what stays. It does nothing on
 // Kafka, whose embedded cluster Close discards.
 func (s *Stack) Teardown(ctx context.Context, keep bool) (string, error) {
-	if s.cfg.Broker != broker.RabbitMQ {
+	if s.cfg.Broker != rabbit.Name {
 		return "", nil
 	}
 	cfg, err := s.rabbitConfig()

@@ -6,12 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"text/template"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
+	"github.com/redrive/redrive/broker/kafka"
+	"github.com/redrive/redrive/broker/rabbit"
+	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/config"
 )
 
@@ -25,8 +28,9 @@ const (
 	// where a program outside the process must find it (`redrive dev
 	// --no-samples`): Kafka's usual port.
 	DefaultKafkaPort = 9092
-	// KafkaBrokers is the number of embedded Kafka brokers.
-	KafkaBrokers = 3
+	// KafkaBrokers is the number of embedded Kafka brokers (the Kafka
+	// backend's dev server).
+	KafkaBrokers = kafka.DevBrokers
 )
 
 var (
@@ -41,10 +45,11 @@ var (
 
 // Config configures Start.
 type Config struct {
-	// Broker is broker.Kafka (default: an embedded three-broker kfake
-	// cluster) or broker.RabbitMQ (the server at RabbitMQURL).
-	Broker broker.Backend
-	// RabbitMQURL is used with broker.RabbitMQ; default DefaultRabbitMQURL.
+	// Broker is "kafka" (default: the Kafka backend's dev server, an
+	// embedded three-broker cluster) or "rabbitmq" (the server at
+	// RabbitMQURL).
+	Broker string
+	// RabbitMQURL is used with "rabbitmq"; default DefaultRabbitMQURL.
 	RabbitMQURL string
 	// Prefix starts every name the stack declares on RabbitMQ: its
 	// exchanges and delay queues (rabbitmq.prefix) and its sample topics
@@ -69,8 +74,8 @@ type Config struct {
 // Validate reports the first problem of c, naming the field.
 func (c Config) Validate() error {
 	switch {
-	case c.Broker != "" && c.Broker != broker.Kafka && c.Broker != broker.RabbitMQ:
-		return fmt.Errorf("devstack: broker %q is not kafka or rabbitmq", c.Broker)
+	case c.Broker != "" && c.Broker != kafka.Name && c.Broker != rabbit.Name:
+		return fmt.Errorf("devstack: broker %q is not %s or %s", c.Broker, kafka.Name, rabbit.Name)
 	case c.Token == "":
 		return errors.New("devstack: token: required")
 	case c.KafkaPort < 0 || c.KafkaPort > 65535-KafkaBrokers+1:
@@ -83,7 +88,7 @@ func (c Config) Validate() error {
 
 func (c Config) withDefaults() Config {
 	if c.Broker == "" {
-		c.Broker = broker.Kafka
+		c.Broker = kafka.Name
 	}
 	if c.RabbitMQURL == "" {
 		c.RabbitMQURL = DefaultRabbitMQURL
@@ -114,7 +119,7 @@ type Stack struct {
 	YAML []byte
 
 	cfg   Config
-	kafka *kfake.Cluster // nil on RabbitMQ
+	kafka driver.DevServer // nil on RabbitMQ
 	redis *miniredis.Miniredis
 }
 
@@ -132,25 +137,13 @@ func Start(cfg Config) (*Stack, error) {
 	if err := s.redis.StartAddr("127.0.0.1:0"); err != nil {
 		return nil, fmt.Errorf("devstack: start embedded redis: %w", err)
 	}
-	if cfg.Broker == broker.Kafka {
-		opts := []kfake.Opt{kfake.NumBrokers(KafkaBrokers)} // listens on 127.0.0.1
-		if cfg.KafkaPort > 0 {
-			ports := make([]int, KafkaBrokers)
-			for i := range ports {
-				ports[i] = cfg.KafkaPort + i
-			}
-			opts = append(opts, kfake.Ports(ports...))
-		}
-		c, err := kfake.NewCluster(opts...)
+	if d, ok := driver.Lookup(cfg.Broker); ok && d.DevServer != nil {
+		srv, err := d.DevServer(driver.DevServerConfig{Port: cfg.KafkaPort})
 		if err != nil {
 			s.Close()
-			if cfg.KafkaPort > 0 {
-				return nil, fmt.Errorf("devstack: start embedded kafka on 127.0.0.1 ports %d-%d (is another Kafka there?): %w",
-					cfg.KafkaPort, cfg.KafkaPort+KafkaBrokers-1, err)
-			}
-			return nil, fmt.Errorf("devstack: start embedded kafka: %w", err)
+			return nil, fmt.Errorf("devstack: %w", err)
 		}
-		s.kafka = c
+		s.kafka = srv
 	}
 	var err error
 	if s.YAML, err = s.render(tmpl); err != nil {
@@ -181,7 +174,7 @@ func (s *Stack) render(t *template.Template) ([]byte, error) {
 // topicPrefix starts the sample topics: "<prefix>." on RabbitMQ, none on
 // the stack's own Kafka.
 func (s *Stack) topicPrefix() string {
-	if s.cfg.Broker == broker.RabbitMQ {
+	if s.cfg.Broker == rabbit.Name {
 		return s.cfg.Prefix + "."
 	}
 	return ""
@@ -221,7 +214,7 @@ func (s *Stack) KafkaBrokers() []string {
 	if s.kafka == nil {
 		return nil
 	}
-	return s.kafka.ListenAddrs()
+	return s.kafka.Addrs()
 }
 
 // RedisAddr returns the embedded Redis server's address.
@@ -233,4 +226,30 @@ func (s *Stack) Close() {
 		s.kafka.Close()
 	}
 	s.redis.Close()
+}
+
+// DefaultBroker is the broker `redrive dev` runs on by default: the one
+// whose server runs inside the process.
+const DefaultBroker = kafka.Name
+
+// Brokers lists the brokers the stack runs on: those its configuration
+// templates know.
+func Brokers() []string { return []string{kafka.Name, rabbit.Name} }
+
+// Embedded reports whether the stack runs broker's server inside the
+// process (its backend has a dev server); otherwise it uses a server of
+// the user's, on which every name it declares is prefixed and torn down.
+func Embedded(broker string) bool {
+	d, ok := driver.Lookup(broker)
+	return ok && d.DevServer != nil
+}
+
+// Where names the stack's broker for people: the embedded server and its
+// addresses, or the user's server (secrets masked).
+func (s *Stack) Where() string {
+	name := driver.WordsOf(s.cfg.Broker).Display
+	if addrs := s.KafkaBrokers(); len(addrs) > 0 {
+		return "embedded " + name + " (kfake) at " + strings.Join(addrs, ",")
+	}
+	return name + " at " + assembly.Address(s.Config)
 }

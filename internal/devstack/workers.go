@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/worker"
 	"github.com/redrive/redrive/worker/killswitch"
@@ -150,7 +151,7 @@ func RunWorkers(ctx context.Context, cfg WorkersConfig) error {
 // SHUTTING_DOWN) and restarting it cfg.CrashFor later.
 func crashLoop(ctx context.Context, cfg WorkersConfig, sub broker.Subscription, wc worker.Config) error {
 	hc := heartbeat.PublisherConfig{Type: sub.Group, Interval: cfg.HeartbeatInterval, TTL: cfg.HeartbeatTTL, Logger: cfg.Logger}
-	if lp, ok := cfg.Broker.(lagProbe); ok {
+	if lp, ok := cfg.Broker.(driver.Prober); ok {
 		hc.Lag = func(ctx context.Context) (int64, error) { return lp.ConsumerLag(ctx, sub.Topic, sub.Group) }
 	}
 	pub, err := heartbeat.NewPublisher(cfg.Redis, hc)
@@ -218,11 +219,6 @@ func beat(ctx context.Context, pub *heartbeat.Publisher, interval time.Duration)
 		case <-t.C:
 		}
 	}
-}
-
-// lagProbe is the lag measurement both backends offer.
-type lagProbe interface {
-	ConsumerLag(ctx context.Context, topic, group string) (int64, error)
 }
 
 // outage makes every call of a handler fail transiently for a while every

@@ -16,10 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
-	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
@@ -110,17 +109,23 @@ func (r recorder) Unregister(c prometheus.Collector) bool { return r.reg.Unregis
 // Metrics builds the components that export metrics — the worker runtime
 // (with poison-pill claim counting), a relay endpoint, the DLQ keeper, dlq.Ops and the
 // exporter's samplers — the way redrive serve, redrive exporter and
-// worker programs build them, on an in-process Kafka (kfake), and returns
+// worker programs build them, on an in-process Kafka (the Kafka backend's
+// dev server, kfake), and returns
 // every metric their collectors describe, sorted by name. Go runtime,
 // process and promhttp metrics are left out.
 func Metrics(ctx context.Context) ([]Metric, error) {
-	cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+	d, ok := driver.Lookup(kafka.Name)
+	if !ok || d.DevServer == nil || d.Monitor == nil {
+		return nil, fmt.Errorf("docgen: the kafka backend has no dev server or monitor")
+	}
+	cluster, err := d.DevServer(driver.DevServerConfig{})
 	if err != nil {
-		return nil, fmt.Errorf("docgen: start kfake: %w", err)
+		return nil, fmt.Errorf("docgen: %w", err)
 	}
 	defer cluster.Close()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	kb, err := kafka.New(ctx, kafka.Config{Brokers: cluster.ListenAddrs(), Logger: quiet})
+	kcfg := kafka.Config{Brokers: cluster.Addrs(), Logger: quiet}
+	kb, err := kafka.New(ctx, kcfg)
 	if err != nil {
 		return nil, fmt.Errorf("docgen: %w", err)
 	}
@@ -140,23 +145,19 @@ func Metrics(ctx context.Context) ([]Metric, error) {
 		return nil, fmt.Errorf("docgen: %w", err)
 	}
 	store := memstore.New(memstore.Config{})
-	if _, err := dlq.NewKeeper(dlq.KeeperConfig{Source: kb, Store: store, Broker: broker.Kafka,
+	if _, err := dlq.NewKeeper(dlq.KeeperConfig{Source: kb, Store: store, Broker: kafka.Name,
 		DLQs: map[string]broker.Severity{"docgen.dlq": broker.SeverityWarning}, Registerer: as("DLQ keeper"), Logger: quiet}); err != nil {
 		return nil, fmt.Errorf("docgen: %w", err)
 	}
 	if _, err := dlq.NewOps(dlq.OpsConfig{Store: store, Republisher: kb, Registerer: as("dlq.Ops"), Logger: quiet}); err != nil {
 		return nil, fmt.Errorf("docgen: %w", err)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...))
+	lm, err := d.Monitor(ctx, driver.Settings{Config: kcfg, Logger: quiet}, []broker.Subscription{{Topic: "docgen", Group: "docgen"}})
 	if err != nil {
 		return nil, fmt.Errorf("docgen: %w", err)
 	}
-	defer cl.Close()
-	lk, err := lag.NewKafka(cl, lag.KafkaConfig{Groups: []string{"docgen"}})
-	if err != nil {
-		return nil, fmt.Errorf("docgen: %w", err)
-	}
-	ls, err := lag.NewSampler(lag.SamplerConfig{Kafka: lk, Logger: quiet})
+	defer lm.Close()
+	ls, err := lag.NewSampler(lag.SamplerConfig{Monitor: lm, Source: kafka.Name, Logger: quiet})
 	if err != nil {
 		return nil, fmt.Errorf("docgen: %w", err)
 	}

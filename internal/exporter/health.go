@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/lag"
 )
@@ -23,51 +23,48 @@ const (
 	StatusUnknown  Status = "UNKNOWN"
 )
 
-// Group is one configured worker: its consumer group on a topic and, on
-// RabbitMQ, its group queue.
+// Group is one configured worker: its consumer group on a topic. On a
+// backend measured by queue depth, its group queue is the depth of role
+// lag.RoleGroup that names it.
 type Group struct {
 	Group string
 	Topic string
-	// Queue is the RabbitMQ group queue ("<topic>.<group>"); empty on
-	// Kafka.
-	Queue string
 }
 
 // Snapshot is what the samplers last saw, the input of Evaluate.
 type Snapshot struct {
 	// At is when the snapshot was taken.
 	At time.Time
-	// Broker is broker.RabbitMQ or broker.Kafka.
-	Broker broker.Backend
-	// Kafka and Rabbit are the last lag samples of the configured broker
-	// (the other is nil); both nil when no lag sampler is configured.
-	Kafka  *KafkaSample
-	Rabbit *RabbitSample
+	// Broker is the backend's name ("rabbitmq", "kafka").
+	Broker string
+	// GroupLag and Depths are the last lag samples of the configured
+	// broker, as its monitor measures it (consumer-group lag: Kafka;
+	// queue depth: RabbitMQ); both nil when no lag sampler is configured.
+	GroupLag *GroupLagSample
+	Depths   *DepthSample
 	// Workers is the last heartbeat sample; nil when not configured.
 	Workers *WorkersSample
 	// DLQ is the last DLQ sample; nil when not configured.
 	DLQ *DLQSample
-	// Groups are the configured workers (RabbitMQ group queues are graded
-	// as their group's lag).
+	// Groups are the configured workers (with queue depths, their group
+	// queues are graded as their group's lag).
 	Groups []Group
-	// Thresholds grade RabbitMQ group queue depth by topic (Kafka reports
-	// come graded by their lag.Tracker).
+	// Thresholds grade group queue depth by topic (group lag reports come
+	// graded by their lag.Tracker).
 	Thresholds lag.Thresholds
-	// Unroutable is the RabbitMQ parking queue; messages there degrade the
-	// health.
-	Unroutable string
 }
 
-// KafkaSample is a lag.Sampler's last Kafka report.
-type KafkaSample struct {
-	Report lag.KafkaReport
+// GroupLagSample is a lag.Sampler's last group lag report.
+type GroupLagSample struct {
+	Report lag.GroupReport
 	Err    error
 	// Sampled is false before the first sample.
 	Sampled bool
 }
 
-// RabbitSample is a lag.Sampler's last RabbitMQ depths.
-type RabbitSample struct {
+// DepthSample is a lag.Sampler's last queue depths. Messages in a queue
+// of role lag.RoleUnroutable degrade the health.
+type DepthSample struct {
 	Depths []lag.QueueDepth
 	At     time.Time
 	Err    error
@@ -127,7 +124,8 @@ type BrokerHealth struct {
 }
 
 // LagHealth is the lag of every consumer group (Kafka) or group queue
-// (RabbitMQ), and on RabbitMQ the depth of every measured queue.
+// (RabbitMQ), and, measured by queue depth, the depth of every measured
+// queue.
 type LagHealth struct {
 	Status    Status        `json:"status"`
 	SampledAt *time.Time    `json:"sampled_at,omitempty"`
@@ -194,10 +192,10 @@ func (h Health) HTTPStatus() int {
 func Evaluate(s Snapshot) Health {
 	e := &evaluation{h: Health{Status: StatusUp, CheckedAt: s.At.UTC()}}
 	switch {
-	case s.Kafka != nil:
-		e.kafka(s)
-	case s.Rabbit != nil:
-		e.rabbit(s)
+	case s.GroupLag != nil:
+		e.groupLag(s)
+	case s.Depths != nil:
+		e.depths(s)
 	}
 	if s.Workers != nil {
 		e.workers(*s.Workers)
@@ -246,9 +244,9 @@ func (e *evaluation) broker(kind string, sampled bool, at time.Time, err error) 
 	return true
 }
 
-func (e *evaluation) kafka(s Snapshot) {
-	k := s.Kafka
-	if !e.broker(string(s.Broker), k.Sampled, k.Report.At, k.Err) {
+func (e *evaluation) groupLag(s Snapshot) {
+	k := s.GroupLag
+	if !e.broker(s.Broker, k.Sampled, k.Report.At, k.Err) {
 		return
 	}
 	l := e.h.Components.Lag
@@ -277,31 +275,39 @@ func (e *evaluation) kafka(s Snapshot) {
 	e.lagStatus()
 }
 
-func (e *evaluation) rabbit(s Snapshot) {
-	r := s.Rabbit
-	if !e.broker(string(s.Broker), !r.At.IsZero() || r.Err != nil, r.At, r.Err) {
+func (e *evaluation) depths(s Snapshot) {
+	r := s.Depths
+	if !e.broker(s.Broker, !r.At.IsZero() || r.Err != nil, r.At, r.Err) {
 		return
 	}
 	l := e.h.Components.Lag
-	depths := make(map[string]lag.QueueDepth, len(r.Depths))
+	type worker struct{ group, topic string }
+	groupQueues := make(map[worker]lag.QueueDepth, len(s.Groups))
+	parked := 0
+	var parkedIn []string
 	for _, d := range r.Depths {
-		depths[d.Queue] = d
 		l.Queues = append(l.Queues, QueueHealth{Queue: d.Queue, Exists: d.Exists, Ready: d.Messages, Consumers: d.Consumers})
+		switch d.Role {
+		case lag.RoleGroup:
+			groupQueues[worker{d.Group, d.Topic}] = d
+		case lag.RoleUnroutable:
+			if d.Messages > 0 {
+				parked += d.Messages
+				parkedIn = append(parkedIn, d.Queue)
+			}
+		}
 	}
 	for _, grp := range s.Groups {
-		if grp.Queue == "" {
-			continue
-		}
-		d, measured := depths[grp.Queue]
-		g := GroupHealth{Group: grp.Group, Topic: grp.Topic, Queue: grp.Queue, Lag: int64(d.Messages), Consumers: d.Consumers,
+		d, measured := groupQueues[worker{grp.Group, grp.Topic}]
+		g := GroupHealth{Group: grp.Group, Topic: grp.Topic, Queue: d.Queue, Lag: int64(d.Messages), Consumers: d.Consumers,
 			Level: string(s.Thresholds.Level(grp.Topic, int64(d.Messages))), Status: string(lag.StatusOK), Health: StatusUp}
 		switch {
 		case !measured:
 			g.Level, g.Status, g.Reason, g.Health = string(StatusUnknown), string(StatusUnknown), "not measured", StatusDegraded
-			e.degrade("lag %s/%s: queue %s not measured", grp.Group, grp.Topic, grp.Queue)
+			e.degrade("lag %s/%s: its group queue not measured", grp.Group, grp.Topic)
 		case !d.Exists:
 			g.Status, g.Reason, g.Health = "MISSING", "the group queue does not exist (run redrive topology apply)", StatusDegraded
-			e.degrade("lag %s/%s: queue %s does not exist", grp.Group, grp.Topic, grp.Queue)
+			e.degrade("lag %s/%s: queue %s does not exist", grp.Group, grp.Topic, d.Queue)
 		default:
 			if d.Messages > 0 && d.Consumers == 0 {
 				g.Status, g.Reason = string(lag.StatusStop), "messages ready and no consumer"
@@ -309,13 +315,13 @@ func (e *evaluation) rabbit(s Snapshot) {
 			if g.Level != string(lag.LevelOK) || g.Status != string(lag.StatusOK) {
 				g.Health = StatusDegraded
 				e.degrade("lag %s/%s: %d ready in %s, %d consumers, level %s, status %s",
-					grp.Group, grp.Topic, d.Messages, grp.Queue, d.Consumers, g.Level, g.Status)
+					grp.Group, grp.Topic, d.Messages, d.Queue, d.Consumers, g.Level, g.Status)
 			}
 		}
 		l.Groups = append(l.Groups, g)
 	}
-	if d, ok := depths[s.Unroutable]; ok && s.Unroutable != "" && d.Messages > 0 {
-		e.degrade("rabbitmq: %d messages parked in %s (a retry or dead letter lost its queue)", d.Messages, s.Unroutable)
+	if parked > 0 {
+		e.degrade("%s: %d messages parked in %s (a retry or dead letter lost its queue)", s.Broker, parked, strings.Join(parkedIn, ", "))
 	}
 	e.lagStatus()
 }
@@ -391,14 +397,14 @@ func (e *evaluation) dlq(d DLQSample) {
 // it is not, reason says why.
 func Ready(s Snapshot) (ok bool, reason string) {
 	switch {
-	case s.Kafka != nil && !s.Kafka.Sampled:
-		return false, "kafka lag not sampled yet"
-	case s.Kafka != nil && s.Kafka.Err != nil:
-		return false, "kafka unreachable: " + s.Kafka.Err.Error()
-	case s.Rabbit != nil && s.Rabbit.At.IsZero() && s.Rabbit.Err == nil:
-		return false, "rabbitmq depth not sampled yet"
-	case s.Rabbit != nil && s.Rabbit.Err != nil:
-		return false, "rabbitmq unreachable: " + s.Rabbit.Err.Error()
+	case s.GroupLag != nil && !s.GroupLag.Sampled:
+		return false, s.Broker + " lag not sampled yet"
+	case s.GroupLag != nil && s.GroupLag.Err != nil:
+		return false, s.Broker + " unreachable: " + s.GroupLag.Err.Error()
+	case s.Depths != nil && s.Depths.At.IsZero() && s.Depths.Err == nil:
+		return false, s.Broker + " depth not sampled yet"
+	case s.Depths != nil && s.Depths.Err != nil:
+		return false, s.Broker + " unreachable: " + s.Depths.Err.Error()
 	case s.Workers != nil && s.Workers.At.IsZero():
 		return false, "heartbeats not sampled yet"
 	case s.DLQ != nil && s.DLQ.At.IsZero() && s.DLQ.Err == nil:

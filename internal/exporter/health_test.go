@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/lag"
 )
@@ -16,15 +15,14 @@ var t0 = time.Date(2025, 1, 15, 10, 30, 0, 0, time.UTC)
 // healthy is a RabbitMQ snapshot where everything is fine.
 func healthy() Snapshot {
 	return Snapshot{
-		At: t0, Broker: broker.RabbitMQ,
-		Rabbit: &RabbitSample{At: t0, Depths: []lag.QueueDepth{
-			{Queue: "orders.billing", Exists: true, Consumers: 1},
-			{Queue: "orders.billing.dlq", Exists: true},
-			{Queue: "redrive.unroutable", Exists: true},
+		At: t0, Broker: "rabbitmq",
+		Depths: &DepthSample{At: t0, Depths: []lag.QueueDepth{
+			{Queue: "orders.billing", Exists: true, Consumers: 1, Role: lag.RoleGroup, Topic: "orders", Group: "billing"},
+			{Queue: "orders.billing.dlq", Exists: true, Role: lag.RoleDLQ, Topic: "orders", Group: "billing"},
+			{Queue: "redrive.unroutable", Exists: true, Role: lag.RoleUnroutable},
 		}},
-		Groups:     []Group{{Group: "billing", Topic: "orders", Queue: "orders.billing"}},
+		Groups:     []Group{{Group: "billing", Topic: "orders"}},
 		Thresholds: lag.Thresholds{"orders": {Warning: 10, Critical: 100}},
-		Unroutable: "redrive.unroutable",
 		Workers: &WorkersSample{At: t0, Rows: []heartbeat.WorkerStatus{
 			{Type: "billing", Instance: "h-1", Status: heartbeat.StatusRunning, Severity: heartbeat.SeverityOK, Conditions: []heartbeat.Condition{heartbeat.ConditionOK}},
 		}},
@@ -40,12 +38,12 @@ func TestEvaluate(t *testing.T) {
 		reason string // a substring of one of the reasons
 	}{
 		{"healthy", func(*Snapshot) {}, StatusUp, ""},
-		{"broker unreachable", func(s *Snapshot) { s.Rabbit = &RabbitSample{Err: errors.New("dial: refused")} }, StatusDown, "broker rabbitmq: unreachable: dial: refused"},
+		{"broker unreachable", func(s *Snapshot) { s.Depths = &DepthSample{Err: errors.New("dial: refused")} }, StatusDown, "broker rabbitmq: unreachable: dial: refused"},
 		{"broker down wins over degraded", func(s *Snapshot) {
-			s.Rabbit = &RabbitSample{Err: errors.New("refused")}
+			s.Depths = &DepthSample{Err: errors.New("refused")}
 			s.DLQ.Pending["orders.billing.dlq"] = 3
 		}, StatusDown, "dlq orders.billing.dlq: 3 pending"},
-		{"not sampled", func(s *Snapshot) { s.Rabbit = &RabbitSample{} }, StatusDegraded, "not sampled yet"},
+		{"not sampled", func(s *Snapshot) { s.Depths = &DepthSample{} }, StatusDegraded, "not sampled yet"},
 		{"pending dead letter", func(s *Snapshot) { s.DLQ.Pending["orders.billing.dlq"] = 2 }, StatusDegraded, "dlq orders.billing.dlq: 2 pending"},
 		{"store unreadable", func(s *Snapshot) { s.DLQ = &DLQSample{At: t0, Err: errors.New("pg down")} }, StatusDegraded, "dlq: pending counts cannot be read: pg down"},
 		{"worker critical", func(s *Snapshot) {
@@ -55,11 +53,11 @@ func TestEvaluate(t *testing.T) {
 		{"redis unreadable", func(s *Snapshot) {
 			s.Workers = &WorkersSample{At: t0, Err: errors.New("redis down"), Rows: []heartbeat.WorkerStatus{{Type: "*", Instance: "*", Severity: heartbeat.SeverityUnknown}}}
 		}, StatusDegraded, "workers: heartbeats cannot be read: redis down"},
-		{"queue above warning", func(s *Snapshot) { s.Rabbit.Depths[0].Messages = 11 }, StatusDegraded, "level WARNING"},
-		{"queue without consumer", func(s *Snapshot) { s.Rabbit.Depths[0].Messages, s.Rabbit.Depths[0].Consumers = 1, 0 }, StatusDegraded, "status STOP"},
-		{"queue below warning with a consumer", func(s *Snapshot) { s.Rabbit.Depths[0].Messages = 10 }, StatusUp, ""},
-		{"group queue missing", func(s *Snapshot) { s.Rabbit.Depths[0].Exists = false }, StatusDegraded, "queue orders.billing does not exist"},
-		{"unroutable messages", func(s *Snapshot) { s.Rabbit.Depths[2].Messages = 4 }, StatusDegraded, "4 messages parked in redrive.unroutable"},
+		{"queue above warning", func(s *Snapshot) { s.Depths.Depths[0].Messages = 11 }, StatusDegraded, "level WARNING"},
+		{"queue without consumer", func(s *Snapshot) { s.Depths.Depths[0].Messages, s.Depths.Depths[0].Consumers = 1, 0 }, StatusDegraded, "status STOP"},
+		{"queue below warning with a consumer", func(s *Snapshot) { s.Depths.Depths[0].Messages = 10 }, StatusUp, ""},
+		{"group queue missing", func(s *Snapshot) { s.Depths.Depths[0].Exists = false }, StatusDegraded, "queue orders.billing does not exist"},
+		{"unroutable messages", func(s *Snapshot) { s.Depths.Depths[2].Messages = 4 }, StatusDegraded, "4 messages parked in redrive.unroutable"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -88,8 +86,8 @@ func TestEvaluateKafka(t *testing.T) {
 			TimeLag: 1500 * time.Millisecond, TimeLagKnown: true}
 	}
 	snap := func(tl lag.TopicLag, groupErrs map[string]error) Snapshot {
-		return Snapshot{At: t0, Broker: broker.Kafka, Kafka: &KafkaSample{Sampled: true,
-			Report: lag.KafkaReport{At: t0, Topics: []lag.TopicLag{tl}, GroupErrors: groupErrs}}}
+		return Snapshot{At: t0, Broker: "kafka", GroupLag: &GroupLagSample{Sampled: true,
+			Report: lag.GroupReport{At: t0, Topics: []lag.TopicLag{tl}, GroupErrors: groupErrs}}}
 	}
 	for _, tt := range []struct {
 		tl     lag.TopicLag
@@ -116,7 +114,7 @@ func TestEvaluateKafka(t *testing.T) {
 			t.Errorf("unmeasured group not listed: %+v", h.Components.Lag.Groups)
 		}
 	}
-	down := Evaluate(Snapshot{At: t0, Broker: broker.Kafka, Kafka: &KafkaSample{Sampled: true, Err: errors.New("no seed broker answered")}})
+	down := Evaluate(Snapshot{At: t0, Broker: "kafka", GroupLag: &GroupLagSample{Sampled: true, Err: errors.New("no seed broker answered")}})
 	if down.Status != StatusDown || down.Components.Broker.Status != StatusDown || down.Components.Broker.Error != "no seed broker answered" {
 		t.Errorf("unreachable kafka = %+v", down)
 	}
@@ -130,12 +128,12 @@ func TestReady(t *testing.T) {
 	}{
 		{func(*Snapshot) {}, true, ""},
 		{func(s *Snapshot) { s.DLQ.Pending["orders.billing.dlq"] = 5 }, true, ""},
-		{func(s *Snapshot) { s.Rabbit = &RabbitSample{} }, false, "rabbitmq depth not sampled yet"},
-		{func(s *Snapshot) { s.Rabbit = &RabbitSample{At: t0, Err: errors.New("refused")} }, false, "rabbitmq unreachable: refused"},
+		{func(s *Snapshot) { s.Depths = &DepthSample{} }, false, "rabbitmq depth not sampled yet"},
+		{func(s *Snapshot) { s.Depths = &DepthSample{At: t0, Err: errors.New("refused")} }, false, "rabbitmq unreachable: refused"},
 		{func(s *Snapshot) { s.Workers = &WorkersSample{} }, false, "heartbeats not sampled yet"},
 		{func(s *Snapshot) { s.DLQ = &DLQSample{} }, false, "dlq pending counts not sampled yet"},
 		{func(s *Snapshot) { s.DLQ = &DLQSample{At: t0, Err: errors.New("pg down")} }, true, ""},
-		{func(s *Snapshot) { s.Rabbit, s.Kafka = nil, &KafkaSample{} }, false, "kafka lag not sampled yet"},
+		{func(s *Snapshot) { s.Broker, s.Depths, s.GroupLag = "kafka", nil, &GroupLagSample{} }, false, "kafka lag not sampled yet"},
 	} {
 		s := healthy()
 		tt.mod(&s)

@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/internal/exporter"
 	"github.com/redrive/redrive/lag"
 )
@@ -41,7 +41,7 @@ func TestKafkaLag(t *testing.T) {
 		t.Fatalf("commit: %v", err)
 	}
 
-	k, err := lag.NewKafka(cl, lag.KafkaConfig{Groups: []string{"billing"}})
+	k, err := kafka.NewLagMonitor(cl, kafka.LagConfig{Groups: []string{"billing"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +49,11 @@ func TestKafkaLag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := lag.NewSampler(lag.SamplerConfig{Kafka: k, Tracker: tr, Logger: quiet()})
+	s, err := lag.NewSampler(lag.SamplerConfig{Monitor: k, Source: kafka.Name, Tracker: tr, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := exporter.New(exporter.Config{Broker: broker.Kafka, Lag: s, Logger: quiet(),
+	srv, err := exporter.New(exporter.Config{Broker: "kafka", Lag: s, Logger: quiet(),
 		Groups: []exporter.Group{{Group: "billing", Topic: topic}}})
 	if err != nil {
 		t.Fatal(err)

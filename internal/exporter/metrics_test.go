@@ -22,7 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/internal/exporter"
 	"github.com/redrive/redrive/internal/testenv"
 	"github.com/redrive/redrive/lag"
@@ -115,11 +115,11 @@ func newKafkaPageEnv(t *testing.T, extra ...prometheus.Collector) *kafkaPageEnv 
 	}
 	e := &kafkaPageEnv{cl: cl}
 	e.commit(t, 1)
-	k, err := lag.NewKafka(cl, lag.KafkaConfig{Groups: []string{"billing"}})
+	k, err := kafka.NewLagMonitor(cl, kafka.LagConfig{Groups: []string{"billing"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.sampler, err = lag.NewSampler(lag.SamplerConfig{Kafka: k, Logger: quiet()})
+	e.sampler, err = lag.NewSampler(lag.SamplerConfig{Monitor: k, Source: kafka.Name, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func newKafkaPageEnv(t *testing.T, extra ...prometheus.Collector) *kafkaPageEnv 
 		g.Set(float64(len(name)))
 		cs = append(cs, g)
 	}
-	e.srv, err = exporter.New(exporter.Config{Broker: broker.Kafka, Lag: e.sampler, Logger: quiet(),
+	e.srv, err = exporter.New(exporter.Config{Broker: "kafka", Lag: e.sampler, Logger: quiet(),
 		Collectors: append(cs, extra...)})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -15,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/lag"
 )
@@ -24,19 +24,18 @@ import (
 type Config struct {
 	// Listen is the host:port ListenAndServe binds.
 	Listen string
-	// Broker is broker.RabbitMQ or broker.Kafka: which of Lag's samples
-	// tells whether the broker is reachable. Required with Lag.
-	Broker broker.Backend
-	// Lag samples consumer lag (Kafka) or queue depth (RabbitMQ); nil =
-	// no broker and no lag component.
+	// Broker is the backend's name ("rabbitmq", "kafka"), which the
+	// health report names. Required with Lag.
+	Broker string
+	// Lag samples consumer lag (Kafka) or queue depth (RabbitMQ), as the
+	// backend's monitor measures it; nil = no broker and no lag
+	// component.
 	Lag *lag.Sampler
-	// Groups are the configured workers; on RabbitMQ their group queues
-	// are graded as their lag.
+	// Groups are the configured workers; measured by queue depth, their
+	// group queues are graded as their lag.
 	Groups []Group
-	// Thresholds grade RabbitMQ group queue depth by topic.
+	// Thresholds grade group queue depth by topic.
 	Thresholds lag.Thresholds
-	// Unroutable is the RabbitMQ parking queue (rabbit.Names.Unroutable).
-	Unroutable string
 	// Heartbeats samples worker heartbeats; nil = no workers component.
 	Heartbeats *heartbeat.Sampler
 	// DLQ samples pending dead letters; nil = no dlq component. It is not
@@ -63,8 +62,8 @@ type Server struct {
 // New checks cfg, registers the samplers (and Go and process metrics) on a
 // registry of the server's own and returns the server.
 func New(cfg Config) (*Server, error) {
-	if cfg.Lag != nil && !cfg.Broker.Valid() {
-		return nil, fmt.Errorf("exporter: broker %q is not %s or %s", cfg.Broker, broker.RabbitMQ, broker.Kafka)
+	if cfg.Lag != nil && cfg.Broker == "" {
+		return nil, errors.New("exporter: Config.Broker: required with Config.Lag")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -127,15 +126,15 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Snapshot collects the samplers' last samples.
 func (s *Server) Snapshot() Snapshot {
-	snap := Snapshot{At: s.cfg.Now(), Broker: s.cfg.Broker, Groups: s.cfg.Groups, Thresholds: s.cfg.Thresholds, Unroutable: s.cfg.Unroutable}
-	if s.cfg.Lag != nil {
-		switch s.cfg.Broker {
-		case broker.Kafka:
-			rep, err := s.cfg.Lag.LastKafka()
-			snap.Kafka = &KafkaSample{Report: rep, Err: err, Sampled: err != nil || !rep.At.IsZero()}
-		case broker.RabbitMQ:
-			depths, at, err := s.cfg.Lag.LastRabbit()
-			snap.Rabbit = &RabbitSample{Depths: depths, At: at, Err: err}
+	snap := Snapshot{At: s.cfg.Now(), Broker: s.cfg.Broker, Groups: s.cfg.Groups, Thresholds: s.cfg.Thresholds}
+	if l := s.cfg.Lag; l != nil {
+		if l.Groups() {
+			rep, err := l.LastGroups()
+			snap.GroupLag = &GroupLagSample{Report: rep, Err: err, Sampled: err != nil || !rep.At.IsZero()}
+		}
+		if l.Depths() {
+			depths, at, err := l.LastDepths()
+			snap.Depths = &DepthSample{Depths: depths, At: at, Err: err}
 		}
 	}
 	if s.cfg.Heartbeats != nil {

@@ -80,13 +80,12 @@ func newRabbitEnv(t *testing.T) *rabbitEnv {
 	}
 	e.dlqs = exporter.NewDLQSampler(ops.DLQs, exporter.DLQSamplerConfig{Logger: quiet()})
 
-	e.lag = rabbitSampler(t, testenv.RabbitMQ.URL(), b.Names(), e.queue)
+	e.lag = rabbitSampler(t, testenv.RabbitMQ.URL(), b.Names(), e.topic, e.group)
 	e.srv, err = exporter.New(exporter.Config{
-		Broker:     broker.RabbitMQ,
+		Broker:     rabbit.Name,
 		Lag:        e.lag,
-		Groups:     []exporter.Group{{Group: e.group, Topic: e.topic, Queue: e.queue}},
+		Groups:     []exporter.Group{{Group: e.group, Topic: e.topic}},
 		Thresholds: lag.Thresholds{e.topic: {Warning: 2, Critical: 10}},
-		Unroutable: b.Names().Unroutable(),
 		Heartbeats: e.hb,
 		DLQ:        e.dlqs,
 		Collectors: []prometheus.Collector{e.dlqs},
@@ -101,15 +100,16 @@ func newRabbitEnv(t *testing.T) *rabbitEnv {
 	return e
 }
 
-// rabbitSampler measures the queues of one group queue under names.
-func rabbitSampler(t *testing.T, url string, names rabbit.Names, queue string) *lag.Sampler {
+// rabbitSampler measures the queues of one worker under names.
+func rabbitSampler(t *testing.T, url string, names rabbit.Names, topic, group string) *lag.Sampler {
 	t.Helper()
-	r, err := lag.NewRabbit(lag.RabbitConfig{URL: url, DialTimeout: 2 * time.Second})
+	queues := rabbit.WorkerQueues(names, []string{names.Tier(100), names.Tier(200)}, []broker.Subscription{{Topic: topic, Group: group}})
+	r, err := rabbit.NewDepthMonitor(rabbit.DepthConfig{URL: url, DialTimeout: 2 * time.Second, Queues: queues})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = r.Close() })
-	s, err := lag.NewSampler(lag.SamplerConfig{Rabbit: r, RabbitQueues: lag.RabbitQueues(names, []string{names.Tier(100), names.Tier(200)}, queue), Logger: quiet()})
+	s, err := lag.NewSampler(lag.SamplerConfig{Monitor: r, Source: rabbit.Name, Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestHealthAndScrapeOnRabbitMQ(t *testing.T) {
 	}
 
 	// A dead letter is pending.
-	_, inserted, err := e.store.Insert(t.Context(), dlq.Record{Broker: broker.RabbitMQ, DLQ: e.dlqName, Identity: "id-1",
+	_, inserted, err := e.store.Insert(t.Context(), dlq.Record{Broker: rabbit.Name, DLQ: e.dlqName, Identity: "id-1",
 		Severity: string(broker.SeverityCritical), Entry: dlq.Entry{Source: e.queue, Reason: "permanent", OriginalPartition: -1, OriginalOffset: -1}})
 	if err != nil || !inserted {
 		t.Fatalf("insert: %v %v", inserted, err)
@@ -255,9 +255,9 @@ func purge(t *testing.T, queue string) {
 func TestBrokerDown(t *testing.T) {
 	url := "amqp://guest:s3cret@" + testenv.ClosedAddr(t) + "/"
 	names := rabbit.Names{Prefix: "down"}
-	s := rabbitSampler(t, url, names, rabbit.Queue("t", "g"))
-	srv, err := exporter.New(exporter.Config{Broker: broker.RabbitMQ, Lag: s, Logger: quiet(),
-		Groups: []exporter.Group{{Group: "g", Topic: "t", Queue: rabbit.Queue("t", "g")}}})
+	s := rabbitSampler(t, url, names, "t", "g")
+	srv, err := exporter.New(exporter.Config{Broker: rabbit.Name, Lag: s, Logger: quiet(),
+		Groups: []exporter.Group{{Group: "g", Topic: "t"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,3 +123,29 @@ func DropSchema(t testing.TB, schema string) {
 		t.Errorf("drop schema %s: %v", schema, err)
 	}
 }
+
+// FilledQueue declares a durable queue named Name(t) (RabbitMQ 4
+// deprecates transient non-exclusive queues), deleted when t ends, and
+// publishes n messages to it on ch (a channel of AMQP), each confirmed.
+func FilledQueue(t testing.TB, ch *amqp.Channel, n int) string {
+	t.Helper()
+	if err := ch.Confirm(false); err != nil {
+		t.Fatal(err)
+	}
+	name := Name(t)
+	if _, err := ch.QueueDeclare(name, true, false, false, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { DeleteQueues(name) })
+	ctx := context.Background()
+	for i := range n {
+		conf, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", name, true, false, amqp.Publishing{Body: []byte{byte(i)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := conf.WaitContext(ctx); err != nil || !ok {
+			t.Fatalf("publish %d not confirmed: %v", i, err)
+		}
+	}
+	return name
+}

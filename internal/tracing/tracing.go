@@ -1,7 +1,7 @@
 // Package tracing makes the OpenTelemetry tracer provider of the
 // configuration's tracing section: an SDK provider exporting the workers'
 // spans with OTLP over HTTP, batched. The spans themselves are started by
-// internal/pipeline, once per handler attempt, when a subscription has a
+// the backends' pipeline (broker/driver), once per handler attempt, when a subscription has a
 // TracerProvider; with tracing off no provider is made and none is
 // installed anywhere (the global OpenTelemetry provider is left alone).
 package tracing

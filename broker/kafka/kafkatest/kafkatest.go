@@ -17,8 +17,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
+	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
-	"github.com/redrive/redrive/dlq"
 )
 
 // EnvBrokers is the environment variable naming an external cluster
@@ -102,7 +102,7 @@ func Logger() *slog.Logger {
 // DeadLetter is one record of a <topic>.dlq topic: its decoded envelope and
 // the record itself.
 type DeadLetter struct {
-	Entry  dlq.Entry
+	Entry  driver.Entry
 	Record *kgo.Record
 }
 
@@ -168,8 +168,8 @@ func DeadLetters(ctx context.Context, t testing.TB, brokers []string, topic, gro
 }
 
 // Entries returns the envelopes of dls.
-func Entries(dls []DeadLetter) []dlq.Entry {
-	out := make([]dlq.Entry, len(dls))
+func Entries(dls []DeadLetter) []driver.Entry {
+	out := make([]driver.Entry, len(dls))
 	for i, d := range dls {
 		out[i] = d.Entry
 	}

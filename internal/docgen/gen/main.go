@@ -1,6 +1,7 @@
 // Command gen regenerates the generated parts of the documentation:
-// docs/configuration.md and the metrics list of docs/monitoring.md. Run it
-// through go generate ./internal/docgen.
+// docs/configuration.md, the metrics list of docs/monitoring.md and the
+// import diagram of docs/architecture.md. Run it through go generate
+// ./internal/docgen.
 package main
 
 import (
@@ -42,5 +43,19 @@ func run(root string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(page, updated, 0o644)
+	if err := os.WriteFile(page, updated, 0o644); err != nil {
+		return err
+	}
+	pkgs, err := docgen.ListPackages(ctx, root)
+	if err != nil {
+		return err
+	}
+	arch := filepath.Join(root, docgen.ImportsFile)
+	if old, err = os.ReadFile(arch); err != nil {
+		return err
+	}
+	if updated, err = docgen.UpdateImports(old, pkgs); err != nil {
+		return err
+	}
+	return os.WriteFile(arch, updated, 0o644)
 }
