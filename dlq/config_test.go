@@ -7,7 +7,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 func TestOpsConfigValidate(t *testing.T) {

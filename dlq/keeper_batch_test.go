@@ -14,7 +14,7 @@ import (
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/internal/storekinds"
+	"github.com/redrive/redrive/internal/testsupport/storekinds"
 )
 
 // TestKeeperBatch: a batch holding a redelivery, an invalid id and a

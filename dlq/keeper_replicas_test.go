@@ -18,7 +18,7 @@ import (
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // TestTwoKeepersStoreOnce: two keepers (two `redrive serve` replicas: a

@@ -11,7 +11,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // blockingSummaries is a store whose Summaries read the counts, then wait

@@ -14,8 +14,8 @@ import (
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/storekinds"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/storekinds"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 var _ dlq.Republisher = (*rabbit.Broker)(nil)

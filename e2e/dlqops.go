@@ -14,8 +14,8 @@ import (
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/internal/tcpproxy"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/tcpproxy"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // originAPI is the admin API on ops, driven over HTTP as an operator would.

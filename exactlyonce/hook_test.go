@@ -16,7 +16,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
 	"github.com/redrive/redrive/exactlyonce"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // TestHookOncePerDeadLetter runs the keeper (embedded store) with the

@@ -17,7 +17,7 @@ import (
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // deepTable is a header table with n tables nested under its "deep" header.

@@ -15,8 +15,8 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/memstore"
-	"github.com/redrive/redrive/internal/storekinds"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/storekinds"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // Issue 40's payload: 20 KB nested 9,999 levels deep, against a flat

@@ -21,7 +21,7 @@ import (
 	"github.com/redrive/redrive/dlq/access"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/memstore"
-	"github.com/redrive/redrive/internal/storekinds"
+	"github.com/redrive/redrive/internal/testsupport/storekinds"
 )
 
 const secret = "s3cret-token-for-tests"

@@ -11,7 +11,7 @@ import (
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/memstore"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // TestPauseResumeWorker: the pause and resume routes over a real Redis:

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // TestEntryBoundedPayloads: GET /internal/v1/dlq/{dlq}/{id} of payloads

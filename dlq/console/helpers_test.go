@@ -21,7 +21,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/console"
-	"github.com/redrive/redrive/internal/storekinds"
+	"github.com/redrive/redrive/internal/testsupport/storekinds"
 )
 
 const (

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // TestEntryPageBoundedPayloads: the entry page of payloads nested 9,999,

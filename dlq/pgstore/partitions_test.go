@@ -17,7 +17,7 @@ import (
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // week is the partition of an id made at t.

@@ -23,7 +23,7 @@ import (
 	"github.com/redrive/redrive/dlq/console"
 	"github.com/redrive/redrive/dlq/memstore"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 	"github.com/redrive/redrive/lag"
 )
 

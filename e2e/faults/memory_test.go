@@ -37,7 +37,7 @@ import (
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // The child process of TestReplayAllMemory and TestKeeperMemory is this

@@ -29,7 +29,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // childReplica is a `redrive serve` replica as far as replay-all goes: the

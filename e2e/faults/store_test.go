@@ -16,8 +16,8 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/internal/tcpproxy"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/tcpproxy"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // storeOutage is TestStoreUnreachable on broker b (kind: "rabbitmq"
