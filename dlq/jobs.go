@@ -94,18 +94,6 @@ type JobProgress struct {
 	Duplicates int64 `json:"duplicates"`
 }
 
-func progressOf(kind string, p Progress) JobProgress {
-	if kind == JobDiscardAll {
-		return JobProgress{Total: p.Total, Discarded: p.Replayed, Skipped: p.Skipped, Failed: p.Failed}
-	}
-	return JobProgress{Total: p.Total, Replayed: p.Replayed, Skipped: p.Skipped, Failed: p.Failed, Mismatched: p.Mismatched, Duplicates: p.Duplicates}
-}
-
-// progress is the Progress of a replay-all job's counts (a checkpoint).
-func (p JobProgress) progress() Progress {
-	return Progress{Total: p.Total, Replayed: p.Replayed, Skipped: p.Skipped, Failed: p.Failed, Mismatched: p.Mismatched, Duplicates: p.Duplicates}
-}
-
 // Errors of the job methods.
 var (
 	// ErrJobRunning is returned by StartReplayAll and StartDiscardAll

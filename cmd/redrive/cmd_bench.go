@@ -85,7 +85,7 @@ Scenarios:
   replay   RabbitMQ only: DLQ replay-all of an in-memory store (status
            change and audit row per entry) vs a raw publish of the same
            messages, one confirm at a time
-  keeper   the DLQ keeper (dlq.Keeper into a fresh PostgreSQL schema,
+  keeper   the DLQ keeper (keeper.Keeper into a fresh PostgreSQL schema,
            a batch per transaction, acked/committed after its commit) vs
            the raw client draining the same DLQ (ack / commit only): each
            DLQ holds --keeper-messages real dead letters (a handler

@@ -49,7 +49,7 @@ const (
 	DefaultAdminListen = "127.0.0.1:8080"
 	// DefaultMaxPayloadPreview is dlq.max_payload_preview's default: 64 KiB.
 	DefaultMaxPayloadPreview = 64 << 10
-	// DefaultJobLease is dlq.job_lease's default (dlq.DefaultJobLease).
+	// DefaultJobLease is dlq.job_lease's default (jobs.DefaultLease).
 	DefaultJobLease       = 30 * time.Second
 	DefaultExporterListen = "127.0.0.1:9477"
 

@@ -1,7 +1,7 @@
 // Package daemon assembles what `redrive serve` and `redrive exporter`
 // run from a loaded configuration: the exporter with its samplers (lag,
 // heartbeats, dead letters pending), the broker and the store (retried
-// while unreachable), the keeper, dlq.Ops, the replay-all jobs the admin
+// while unreachable), the keeper, operate.Ops, the replay-all jobs the admin
 // API and the console share, and the clients of the configured services.
 // cmd/redrive only parses flags and calls it.
 package daemon
@@ -21,7 +21,10 @@ import (
 	"github.com/redrive/redrive/dlq/access"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/console"
+	"github.com/redrive/redrive/dlq/jobs"
+	"github.com/redrive/redrive/dlq/keeper"
 	"github.com/redrive/redrive/dlq/memstore"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/dlq/pgstore"
 	"github.com/redrive/redrive/internal/assembly"
 	"github.com/redrive/redrive/internal/assembly/config"
@@ -59,8 +62,8 @@ type Daemon struct {
 	policies map[string]dlq.Policy
 	mon      *monitoring
 	exp      *exporter.Server
-	pending  *exporter.DLQSampler    // the exporter's DLQ counts
-	ops      atomic.Pointer[dlq.Ops] // set once the store and broker are open
+	pending  *exporter.DLQSampler        // the exporter's DLQ counts
+	ops      atomic.Pointer[operate.Ops] // set once the store and broker are open
 }
 
 // New checks o against c and builds the monitoring and the exporter;
@@ -83,7 +86,7 @@ func New(c *config.Config, o Options, log *slog.Logger) (*Daemon, error) {
 	}
 	// The pending counts come from the Ops of the running keeper, once
 	// there is one; the Ops exports redrive_dlq_pending itself.
-	d.pending = exporter.NewDLQSampler(func(ctx context.Context) ([]dlq.DLQInfo, error) {
+	d.pending = exporter.NewDLQSampler(func(ctx context.Context) ([]operate.DLQInfo, error) {
 		if o := d.ops.Load(); o != nil {
 			return o.DLQs(ctx)
 		}
@@ -180,7 +183,7 @@ func (d *Daemon) keep(ctx context.Context) error {
 		}
 		return fmt.Errorf("declare the topology of %d workers: %w", len(d.c.Workers), err)
 	}
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: rp, Policies: d.policies,
+	ops, err := operate.New(operate.Config{Store: st, Republisher: rp, Policies: d.policies,
 		Routes: replayRoutes(d.c, d.router), MaxPayloadPreview: d.c.DLQ.MaxPayloadPreview,
 		Registerer: d.exp.Registerer(), Logger: d.log, MetricsInterval: d.o.Interval})
 	if err != nil {
@@ -190,7 +193,7 @@ func (d *Daemon) keep(ctx context.Context) error {
 	for name, p := range d.policies {
 		severities[name] = p.Severity
 	}
-	keeper, err := dlq.NewKeeper(dlq.KeeperConfig{Source: src, Store: st, Broker: d.c.Broker, DLQs: severities,
+	keeper, err := keeper.New(keeper.Config{Source: src, Store: st, Broker: d.c.Broker, DLQs: severities,
 		Registerer: d.exp.Registerer(), Ops: ops, Logger: d.log})
 	if err != nil {
 		return err
@@ -217,8 +220,8 @@ func (d *Daemon) keep(ctx context.Context) error {
 // ("admin") and admin.viewer_token ("viewer") of older configurations.
 //
 // With PostgreSQL the replay-all jobs are kept in it, shared by every
-// replica (see dlq.JobsConfig.Store); otherwise in this process's memory.
-func (d *Daemon) adminServer(ops *dlq.Ops, st dlq.Store) (*admin.Server, error) {
+// replica (see jobs.Config.Store); otherwise in this process's memory.
+func (d *Daemon) adminServer(ops *operate.Ops, st dlq.Store) (*admin.Server, error) {
 	var jobStore dlq.JobStore
 	if pg, ok := st.(*pgstore.Store); ok {
 		jobStore = pg.Jobs()
@@ -229,7 +232,7 @@ func (d *Daemon) adminServer(ops *dlq.Ops, st dlq.Store) (*admin.Server, error) 
 	}
 	// The console and the API share the replay-all jobs; the API serves the
 	// console and closes the jobs when it stops.
-	jobs, err := dlq.NewJobs(dlq.JobsConfig{Ops: ops, Store: jobStore, Replica: d.c.DLQ.Replica,
+	jobs, err := jobs.New(jobs.Config{Ops: ops, Store: jobStore, Replica: d.c.DLQ.Replica,
 		Lease: time.Duration(d.c.DLQ.JobLease), Logger: d.log})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/dlq/pgstore"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/assembly"
@@ -58,7 +59,7 @@ func RunExporter(ctx context.Context, c *config.Config, o ExporterOptions, log *
 		m.closers = append(m.closers, counts.Close)
 		ds := exporter.NewDLQSampler(counts.DLQs, exporter.DLQSamplerConfig{Interval: o.Interval, Logger: log})
 		m.cfg.DLQ = ds
-		m.cfg.Collectors = append(m.cfg.Collectors, ds) // no dlq.Ops exports redrive_dlq_pending here
+		m.cfg.Collectors = append(m.cfg.Collectors, ds) // no operate.Ops exports redrive_dlq_pending here
 	}
 	srv, err := exporter.New(m.cfg)
 	if err != nil {
@@ -234,11 +235,11 @@ type storeCounts struct {
 
 	mu    sync.Mutex
 	store *pgstore.Store
-	ops   *dlq.Ops
+	ops   *operate.Ops
 }
 
 // DLQs implements exporter.DLQLister.
-func (s *storeCounts) DLQs(ctx context.Context) ([]dlq.DLQInfo, error) {
+func (s *storeCounts) DLQs(ctx context.Context) ([]operate.DLQInfo, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ops == nil {
@@ -246,7 +247,7 @@ func (s *storeCounts) DLQs(ctx context.Context) ([]dlq.DLQInfo, error) {
 		if err != nil {
 			return nil, err
 		}
-		ops, err := dlq.NewOps(dlq.OpsConfig{Store: st, Policies: s.policies, Logger: s.log})
+		ops, err := operate.New(operate.Config{Store: st, Policies: s.policies, Logger: s.log})
 		if err != nil {
 			_ = st.Close()
 			return nil, err

@@ -10,12 +10,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/internal/sampling"
 )
 
 // DefaultDLQInterval is the DLQSamplerConfig.Interval default, the
-// refresh period of dlq.Ops's own pending gauge.
+// refresh period of operate.Ops's own pending gauge.
 const DefaultDLQInterval = 15 * time.Second
 
 // ErrNotReady is returned by a DLQLister whose store is not open yet (the
@@ -23,10 +23,10 @@ const DefaultDLQInterval = 15 * time.Second
 // "not sampled yet" rather than unreadable, and nothing is logged.
 var ErrNotReady = errors.New("exporter: the DLQ store is not open yet")
 
-// DLQLister lists the DLQs with their counts by status; (*dlq.Ops).DLQs
+// DLQLister lists the DLQs with their counts by status; (*operate.Ops).DLQs
 // is one (a single grouped count in the store, whatever the number of
 // entries).
-type DLQLister func(ctx context.Context) ([]dlq.DLQInfo, error)
+type DLQLister func(ctx context.Context) ([]operate.DLQInfo, error)
 
 // DLQSamplerConfig configures a DLQSampler.
 type DLQSamplerConfig struct {
@@ -41,7 +41,7 @@ type DLQSamplerConfig struct {
 // refreshed on an interval, so that health requests and scrapes never
 // query the store. It is a prometheus.Collector of
 // redrive_dlq_pending{dlq,severity}
-// for processes that do not run dlq.Ops with a Registerer (which exports
+// for processes that do not run operate.Ops with a Registerer (which exports
 // the same gauge): register it only there, or the registry refuses the
 // duplicate.
 type DLQSampler struct {
@@ -68,7 +68,7 @@ func NewDLQSampler(list DLQLister, cfg DLQSamplerConfig) *DLQSampler {
 	return &DLQSampler{
 		list: list,
 		cfg:  cfg,
-		desc: prometheus.NewDesc(dlq.MetricPending, dlq.PendingHelp, []string{"dlq", "severity"}, nil),
+		desc: prometheus.NewDesc(operate.MetricPending, operate.PendingHelp, []string{"dlq", "severity"}, nil),
 	}
 }
 

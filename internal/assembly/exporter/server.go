@@ -114,7 +114,7 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Registerer is the server's registry, for the metrics of other parts of
-// the process (the DLQ keeper, dlq.Ops).
+// the process (the DLQ keeper, operate.Ops).
 func (s *Server) Registerer() prometheus.Registerer { return s.reg }
 
 // Gatherer is what /metrics serves: the server's registry and the lag

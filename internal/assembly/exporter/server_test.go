@@ -13,6 +13,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/assembly/exporter"
 	"github.com/redrive/redrive/internal/testsupport/testenv"
@@ -73,7 +74,7 @@ func newRabbitEnv(t *testing.T) *rabbitEnv {
 	}
 
 	e.store = newStore(t)
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: e.store, Logger: quiet(),
+	ops, err := operate.New(operate.Config{Store: e.store, Logger: quiet(),
 		Policies: map[string]dlq.Policy{e.dlqName: {Severity: broker.SeverityCritical}}})
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +198,7 @@ func TestHealthAndScrapeOnRabbitMQ(t *testing.T) {
 	wantValue(t, fams, lag.MetricQueueConsumers, map[string]string{"queue": e.queue}, 0)
 	wantValue(t, fams, lag.MetricUp, map[string]string{"source": "rabbitmq"}, 1)
 	wantValue(t, fams, heartbeat.MetricWorkerStatus, map[string]string{"type": e.group, "worker_instance": "host-1", "condition": "ok", "severity": "ok"}, 1)
-	wantValue(t, fams, dlq.MetricPending, map[string]string{"dlq": e.dlqName, "severity": "critical"}, 0)
+	wantValue(t, fams, operate.MetricPending, map[string]string{"dlq": e.dlqName, "severity": "critical"}, 0)
 	beat, ok := testenv.Value(fams, heartbeat.MetricHeartbeatTimestamp, map[string]string{"type": e.group, "worker_instance": "host-1"})
 	if !ok || beat < float64(before.UnixMilli())/1e3 || beat > float64(after.UnixMilli())/1e3 {
 		t.Errorf("%s = %v (present %v), want the time of the beat, in [%v, %v]", heartbeat.MetricHeartbeatTimestamp, beat, ok,
@@ -240,7 +241,7 @@ func TestHealthAndScrapeOnRabbitMQ(t *testing.T) {
 	if code != http.StatusOK || h.Status != exporter.StatusDegraded || h.Components.DLQ[e.dlqName] != 1 || !hasReason(h, "dlq "+e.dlqName+": 1 pending") {
 		t.Fatalf("/healthz with a pending dead letter = %d %s %v %v; want 200 DEGRADED, 1 pending", code, h.Status, h.Components.DLQ, h.Reasons)
 	}
-	wantValue(t, scrape(t, e.url), dlq.MetricPending, map[string]string{"dlq": e.dlqName, "severity": "critical"}, 1)
+	wantValue(t, scrape(t, e.url), operate.MetricPending, map[string]string{"dlq": e.dlqName, "severity": "critical"}, 1)
 }
 
 func purge(t *testing.T, queue string) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/keeper"
 	"github.com/redrive/redrive/dlq/pgstore"
 )
 
@@ -91,7 +92,7 @@ func waitFor(ctx context.Context, timeout time.Duration, cond func() (bool, erro
 
 // keeper: fill a DLQ with KeeperMessages real dead letters and drain it
 // with the raw client (acks / commits, no store), fill another the same
-// way and drain it with dlq.Keeper into a fresh PostgreSQL schema
+// way and drain it with keeper.Keeper into a fresh PostgreSQL schema
 // (Store.InsertBatch, acknowledged after the commit); issue 22's target is
 // the keeper ≥ 0.9 × the raw drain. The store must hold each dead letter
 // once and the DLQ nothing.
@@ -123,7 +124,7 @@ func keeperScenario(ctx context.Context, k keeperSide, backend string) ([]Row, e
 	return []Row{raw, rd}, nil
 }
 
-// keepDLQ runs a dlq.Keeper on dlqName into a fresh schema of
+// keepDLQ runs a keeper.Keeper on dlqName into a fresh schema of
 // cfg.DatabaseURL until it stored n entries, and returns its row after
 // checking the store holds n and the DLQ nothing. The schema is dropped
 // at the end.
@@ -153,7 +154,7 @@ func keepDLQ(ctx context.Context, k keeperSide, backend string, dlqName string, 
 		}
 		return nil
 	})
-	kp, err := dlq.NewKeeper(dlq.KeeperConfig{Source: k.keeperSource(), Store: st, Broker: backend,
+	kp, err := keeper.New(keeper.Config{Source: k.keeperSource(), Store: st, Broker: backend,
 		DLQs: map[string]broker.Severity{dlqName: ""}, Hook: hook, Logger: e.cfg.Logger})
 	if err != nil {
 		return Row{}, err

@@ -12,9 +12,10 @@ import (
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/memstore"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
-// replay: dlq.Ops.ReplayAll of ReplayMessages entries of an in-memory
+// replay: operate.Ops.ReplayAll of ReplayMessages entries of an in-memory
 // store (a status change and an audit row per entry, each replay awaiting
 // its confirm) vs a raw publish of the same messages, one confirm at a
 // time, through a direct exchange to a queue as the retry exchange does.
@@ -77,7 +78,7 @@ func (e *rabbitEnv) replay(ctx context.Context) ([]Row, error) {
 			return []Row{raw}, fmt.Errorf("memstore insert: %w", err)
 		}
 	}
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: e.b, Logger: e.cfg.Logger,
+	ops, err := operate.New(operate.Config{Store: st, Republisher: e.b, Logger: e.cfg.Logger,
 		Routes: []dlq.Route{rabbit.Route(s.Topic, s.Group)}})
 	if err != nil {
 		return []Row{raw}, err
@@ -85,9 +86,9 @@ func (e *rabbitEnv) replay(ctx context.Context) ([]Row, error) {
 	lat = lat[:0]
 	last := time.Now()
 	m = startMeter()
-	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: rabbit.DLQ(src)}, dlq.ReplayAllOptions{
+	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: rabbit.DLQ(src)}, operate.ReplayAllOptions{
 		Actor: "bench",
-		Progress: func(p dlq.Progress) {
+		Progress: func(p operate.Progress) {
 			if now := time.Now(); p.Replayed > 0 && !p.Done {
 				lat = append(lat, now.Sub(last))
 				last = now

@@ -20,8 +20,9 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/keeper"
 	"github.com/redrive/redrive/dlq/memstore"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/exactlyonce"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/assembly/exporter"
@@ -67,7 +68,7 @@ var constTypes = map[string]string{
 	heartbeat.MetricWorkerPaused:       "gauge",
 	heartbeat.MetricInstancesDropped:   "gauge",
 	heartbeat.MetricInstancesLimit:     "gauge",
-	dlq.MetricPending:                  "gauge",
+	operate.MetricPending:              "gauge",
 	exactlyonce.MetricInboxRows:        "gauge",
 	exactlyonce.MetricOutboxUnsent:     "gauge",
 	exactlyonce.MetricOutboxOldest:     "gauge",
@@ -107,7 +108,7 @@ func (r recorder) MustRegister(cs ...prometheus.Collector) {
 func (r recorder) Unregister(c prometheus.Collector) bool { return r.reg.Unregister(c) }
 
 // Metrics builds the components that export metrics — the worker runtime
-// (with poison-pill claim counting), a relay endpoint, the DLQ keeper, dlq.Ops and the
+// (with poison-pill claim counting), a relay endpoint, the DLQ keeper, operate.Ops and the
 // exporter's samplers — the way redrive serve, redrive exporter and
 // worker programs build them, on an in-process Kafka (the Kafka backend's
 // dev server, kfake), and returns
@@ -145,11 +146,11 @@ func Metrics(ctx context.Context) ([]Metric, error) {
 		return nil, fmt.Errorf("docgen: %w", err)
 	}
 	store := memstore.New(memstore.Config{})
-	if _, err := dlq.NewKeeper(dlq.KeeperConfig{Source: kb, Store: store, Broker: kafka.Name,
+	if _, err := keeper.New(keeper.Config{Source: kb, Store: store, Broker: kafka.Name,
 		DLQs: map[string]broker.Severity{"docgen.dlq": broker.SeverityWarning}, Registerer: as("DLQ keeper"), Logger: quiet}); err != nil {
 		return nil, fmt.Errorf("docgen: %w", err)
 	}
-	if _, err := dlq.NewOps(dlq.OpsConfig{Store: store, Republisher: kb, Registerer: as("dlq.Ops"), Logger: quiet}); err != nil {
+	if _, err := operate.New(operate.Config{Store: store, Republisher: kb, Registerer: as("operate.Ops"), Logger: quiet}); err != nil {
 		return nil, fmt.Errorf("docgen: %w", err)
 	}
 	lm, err := d.Monitor(ctx, driver.Settings{Config: kcfg, Logger: quiet}, []broker.Subscription{{Topic: "docgen", Group: "docgen"}})
@@ -165,7 +166,7 @@ func Metrics(ctx context.Context) ([]Metric, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docgen: %w", err)
 	}
-	pending := exporter.NewDLQSampler(func(context.Context) ([]dlq.DLQInfo, error) { return nil, nil },
+	pending := exporter.NewDLQSampler(func(context.Context) ([]operate.DLQInfo, error) { return nil, nil },
 		exporter.DLQSamplerConfig{Logger: quiet})
 	hs, err := heartbeat.NewSampler(mon, heartbeat.SamplerConfig{Logger: quiet})
 	if err != nil {
@@ -183,7 +184,7 @@ func Metrics(ctx context.Context) ([]Metric, error) {
 	}
 	exp := as("exporter")
 	for _, c := range []prometheus.Collector{ls, hs, pending} {
-		// The DLQ sampler and dlq.Ops both describe redrive_dlq_pending
+		// The DLQ sampler and operate.Ops both describe redrive_dlq_pending
 		// (serve exports the latter, redrive exporter the former): record
 		// it without registering it twice.
 		got = append(got, registered{exp.by, c})

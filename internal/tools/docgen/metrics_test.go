@@ -63,7 +63,7 @@ func TestMetrics(t *testing.T) {
 		"worker_retry_total":               {Type: "counter", Labels: []string{"worker", "error_class"}, By: []string{"worker runtime"}},
 		"redrive_claims_unavailable_total": {Type: "counter", By: []string{"worker runtime"}},
 		"worker_dlq_messages_total":        {Type: "counter", Labels: []string{"dlq", "severity"}, By: []string{"DLQ keeper"}},
-		"redrive_dlq_pending":              {Type: "gauge", Labels: []string{"dlq", "severity"}, By: []string{"dlq.Ops", "exporter"}},
+		"redrive_dlq_pending":              {Type: "gauge", Labels: []string{"dlq", "severity"}, By: []string{"operate.Ops", "exporter"}},
 		"worker_dlq_processing_seconds":    {Type: "histogram", Labels: []string{"dlq", "severity"}, By: []string{"DLQ keeper"}},
 		"redrive_worker_status":            {Type: "gauge", Labels: []string{"type", "worker_instance", "condition", "severity"}, By: []string{"exporter"}},
 		"redrive_worker_running_instances": {Type: "gauge", Labels: []string{"type", "dlq_severity"}, By: []string{"exporter"}},
