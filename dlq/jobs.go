@@ -52,7 +52,7 @@ type Job struct {
 	// next entry).
 	CancelledBy string     `json:"cancelled_by,omitempty"`
 	CancelledAt *time.Time `json:"cancelled_at,omitempty"`
-	// Owner is the replica (JobsConfig.Replica) running the job, or that
+	// Owner is the replica (jobs.Config.Replica) running the job, or that
 	// ran it last.
 	Owner string `json:"owner,omitempty"`
 	// LeaseExpires is when another replica may take the running job over

@@ -122,7 +122,7 @@ func (s *suite) keeper(t *testing.T, b broker.Broker, st dlq.Store, dlqName stri
 	k, err := keeper.New(keeper.Config{Source: src, Store: st, Broker: s.env.Name,
 		DLQs: map[string]broker.Severity{dlqName: broker.SeverityCritical}, Hook: hook, Logger: quietLogger()})
 	if err != nil {
-		t.Fatalf("NewKeeper: %v", err)
+		t.Fatalf("keeper.New: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -154,7 +154,7 @@ func (s *suite) ops(t *testing.T, b broker.Broker, st dlq.Store, workers ...[2]s
 	}
 	o, err := operate.New(operate.Config{Store: st, Republisher: rp, Logger: quietLogger(), Routes: routes})
 	if err != nil {
-		t.Fatalf("NewOps: %v", err)
+		t.Fatalf("operate.New: %v", err)
 	}
 	return o
 }

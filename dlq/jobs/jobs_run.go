@@ -95,13 +95,13 @@ func (r *run) halt() { r.stopOnce.Do(func() { close(r.stop) }) }
 // field that is not.
 func (c Config) Validate() error {
 	if c.Ops == nil {
-		return errors.New("dlq: Config.Ops: required")
+		return errors.New("dlq: jobs.Config.Ops: required")
 	}
 	if rate := c.defaultRate(); !operate.ValidReplayRate(rate) {
-		return fmt.Errorf("dlq: Config.DefaultRate: must be 0, negative or from %v to %v messages per second, got %v", operate.MinReplayRate, operate.MaxReplayRate, c.DefaultRate)
+		return fmt.Errorf("dlq: jobs.Config.DefaultRate: must be 0, negative or from %v to %v messages per second, got %v", operate.MinReplayRate, operate.MaxReplayRate, c.DefaultRate)
 	}
 	if c.Lease != 0 && c.Lease < MinLease {
-		return fmt.Errorf("dlq: Config.Lease: must be 0 (the default) or at least %s, got %s", MinLease, c.Lease)
+		return fmt.Errorf("dlq: jobs.Config.Lease: must be 0 (the default) or at least %s, got %s", MinLease, c.Lease)
 	}
 	return nil
 }

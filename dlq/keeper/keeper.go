@@ -74,13 +74,13 @@ var processingBuckets = []float64{0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 30
 func (c Config) Validate() error {
 	switch {
 	case c.Source == nil:
-		return errors.New("dlq: Config.Source: required")
+		return errors.New("dlq: keeper.Config.Source: required")
 	case c.Store == nil:
-		return errors.New("dlq: Config.Store: required")
+		return errors.New("dlq: keeper.Config.Store: required")
 	case !driver.ValidName(c.Broker):
-		return fmt.Errorf("dlq: Config.Broker: must be a backend's name (1 to 32 characters of [a-z0-9_-]), got %q", c.Broker)
+		return fmt.Errorf("dlq: keeper.Config.Broker: must be a backend's name (1 to 32 characters of [a-z0-9_-]), got %q", c.Broker)
 	case len(c.DLQs) == 0:
-		return errors.New("dlq: Config.DLQs: required, at least one DLQ to keep")
+		return errors.New("dlq: keeper.Config.DLQs: required, at least one DLQ to keep")
 	}
 	return nil
 }

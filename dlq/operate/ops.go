@@ -99,35 +99,35 @@ type Ops struct {
 // field that is not.
 func (c Config) Validate() error {
 	if c.Store == nil {
-		return errors.New("dlq: Config.Store: required")
+		return errors.New("dlq: operate.Config.Store: required")
 	}
 	replay, reconcile := orDefault(c.ReplayTimeout, DefaultReplayTimeout), orDefault(c.ReconcileAfter, DefaultReconcileAfter)
 	if reconcile <= replay {
-		return fmt.Errorf("dlq: Config.ReconcileAfter: must exceed ReplayTimeout (%s), got %s", replay, reconcile)
+		return fmt.Errorf("dlq: operate.Config.ReconcileAfter: must exceed ReplayTimeout (%s), got %s", replay, reconcile)
 	}
 	seen := map[[2]string]bool{}
 	foreign := map[string]bool{} // DLQ → its route is foreign
 	for i, rt := range c.Routes {
 		switch prev, dup := foreign[rt.DLQ]; {
 		case rt.Foreign && (rt.DLQ == "" || rt.Target == "" && rt.Exchange == "" && rt.Resolve == nil):
-			return fmt.Errorf("dlq: Config.Routes[%d]: a foreign route needs dlq and a target (or exchange, or Resolve), got %+v", i, rt)
+			return fmt.Errorf("dlq: operate.Config.Routes[%d]: a foreign route needs dlq and a target (or exchange, or Resolve), got %+v", i, rt)
 		case rt.Resolve != nil && !rt.Foreign:
-			return fmt.Errorf("dlq: Config.Routes[%d]: only a foreign route resolves its target per entry, got %+v", i, rt)
+			return fmt.Errorf("dlq: operate.Config.Routes[%d]: only a foreign route resolves its target per entry, got %+v", i, rt)
 		case dup && (prev || rt.Foreign):
-			return fmt.Errorf("dlq: Config.Routes[%d]: %q is a foreign DLQ and has another route", i, rt.DLQ)
+			return fmt.Errorf("dlq: operate.Config.Routes[%d]: %q is a foreign DLQ and has another route", i, rt.DLQ)
 		case !rt.Foreign && (rt.DLQ == "" || rt.Topic == "" || rt.Worker == "" || rt.Target == ""):
-			return fmt.Errorf("dlq: Config.Routes[%d]: dlq, topic, worker and target are required, got %+v", i, rt)
+			return fmt.Errorf("dlq: operate.Config.Routes[%d]: dlq, topic, worker and target are required, got %+v", i, rt)
 		}
 		foreign[rt.DLQ] = rt.Foreign
 		k := [2]string{rt.DLQ, rt.Worker}
 		if seen[k] {
-			return fmt.Errorf("dlq: Config.Routes[%d]: two routes of worker %q in %q", i, rt.Worker, rt.DLQ)
+			return fmt.Errorf("dlq: operate.Config.Routes[%d]: two routes of worker %q in %q", i, rt.Worker, rt.DLQ)
 		}
 		seen[k] = true
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Policies)) {
 		if err := c.Policies[name].Validate(); err != nil {
-			return fmt.Errorf("dlq: Config.Policies[%q]: %w", name, err)
+			return fmt.Errorf("dlq: operate.Config.Policies[%q]: %w", name, err)
 		}
 	}
 	return nil

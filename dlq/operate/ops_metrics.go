@@ -150,7 +150,7 @@ func (o *Ops) RefreshMetrics(ctx context.Context) error {
 }
 
 // NoteArrival counts a new pending entry of dlq in redrive_dlq_pending at
-// once, ahead of the next refresh. The keeper calls it (KeeperConfig.Ops)
+// once, ahead of the next refresh. The keeper calls it (keeper.Config.Ops)
 // for every entry it stores, before it counts the entry in
 // worker_dlq_messages_total, so that a scrape that shows the arrival also
 // shows it pending: an alert on arrivals that resolves once none is

@@ -206,6 +206,6 @@ func testMetrics(t *testing.T, s dlq.Store) {
 	}
 	// Registering twice on one registry is an error, not a panic.
 	if _, err := operate.New(cfg); err == nil {
-		t.Error("NewOps registered its metrics twice")
+		t.Error("operate.New registered its metrics twice")
 	}
 }

@@ -345,13 +345,13 @@ func testReplayRoutes(t *testing.T, s dlq.Store) {
 		cfg := opsConfig(s, pub)
 		cfg.Routes = append(cfg.Routes, bad)
 		if _, err := operate.New(cfg); err == nil {
-			t.Errorf("NewOps accepted route %+v", bad)
+			t.Errorf("operate.New accepted route %+v", bad)
 		}
 	}
 	cfg = opsConfig(s, pub)
 	cfg.Routes = append(cfg.Routes, route("mis.dlq"))
 	if _, err := operate.New(cfg); err == nil {
-		t.Error("NewOps accepted a worker's route twice")
+		t.Error("operate.New accepted a worker's route twice")
 	}
 }
 

@@ -343,7 +343,7 @@ func newOps(t *testing.T, cfg operate.Config) *operate.Ops {
 	t.Helper()
 	o, err := operate.New(cfg)
 	if err != nil {
-		t.Fatalf("NewOps: %v", err)
+		t.Fatalf("operate.New: %v", err)
 	}
 	return o
 }

@@ -159,7 +159,7 @@ func runKeeper(t testing.TB, b broker.Broker, kind string, st dlq.Store, dlqName
 	k, err := keeper.New(keeper.Config{Source: src, Store: st, Broker: string(kind),
 		DLQs: map[string]broker.Severity{dlqName: broker.SeverityCritical}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		t.Fatalf("NewKeeper: %v", err)
+		t.Fatalf("keeper.New: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
