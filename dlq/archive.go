@@ -7,7 +7,7 @@ import (
 
 // PeriodArchiver is a Store that can archive whole periods of records at
 // once (pgstore: a week's partition), instead of moving them a batch at a
-// time. ArchiveExpired uses it first when the store has it.
+// time. operate.Ops.ArchiveExpired uses it first when the store has it.
 type PeriodArchiver interface {
 	// ArchivePeriods archives the periods past the retention of every DLQ
 	// with records in them (retention: by DLQ, the DLQs with a finite

@@ -2,7 +2,7 @@ package dlq
 
 import "strings"
 
-// ReconcileActor is the actor of the audit rows Reconcile writes.
+// ReconcileActor is the actor of the audit rows operate.Ops.Reconcile writes.
 const ReconcileActor = "redrive-reconciler"
 
 // MaxReasonLen bounds a discard reason and the error text of a
@@ -15,11 +15,10 @@ const MaxReasonLen = 1024
 const MaxActorLen = 200
 
 // ActionReplayAsStored is the audit action of a replay an operator forced
-// with ReplayAsStored for an entry whose original message is unknown: its
+// with operate.Ops.ReplayAsStored for an entry whose original message is unknown: its
 // stored bytes were sent as they are.
 const ActionReplayAsStored = "replay_as_stored"
 
-// cleanActor makes actor storable; "unknown" when empty.
 // AuditActor is actor as an audit row keeps it: printable, at most
 // MaxActorLen bytes, "unknown" when empty.
 func AuditActor(actor string) string {

@@ -20,7 +20,7 @@ const (
 	JobDiscardAll = "discard_all"
 )
 
-// Job is a replay-all or discard-all job (Jobs runs it), in the JSON form
+// Job is a replay-all or discard-all job (dlq/jobs runs it), in the JSON form
 // the admin API shows it (GET /internal/v1/dlq/jobs/{id}).
 type Job struct {
 	// ID identifies the job (a time-ordered id, see NewID).
@@ -96,11 +96,11 @@ type JobProgress struct {
 
 // Errors of the job methods.
 var (
-	// ErrJobRunning is returned by StartReplayAll and StartDiscardAll
+	// ErrJobRunning is returned by jobs.Jobs.StartReplayAll and StartDiscardAll
 	// (with the running job) when the DLQ already has a running job of
 	// either kind.
 	ErrJobRunning = errors.New("a replay-all or discard-all job is already running for this DLQ")
-	// ErrShuttingDown is returned by StartReplayAll once Jobs.Close was
+	// ErrShuttingDown is returned by StartReplayAll once jobs.Jobs.Close was
 	// called.
 	ErrShuttingDown = errors.New("the server is shutting down")
 	// ErrUnknownDLQ is returned by StartReplayAll for a DLQ that is
@@ -130,7 +130,7 @@ type JobState struct {
 	Cursor string
 }
 
-// JobStore keeps the replay-all jobs Jobs runs. The in-memory one
+// JobStore keeps the replay-all jobs jobs.Jobs runs. The in-memory one
 // (NewMemJobStore) serves one process; dlq/pgstore's serves replicas
 // sharing a database. Methods are safe for concurrent use.
 type JobStore interface {
