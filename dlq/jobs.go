@@ -160,10 +160,3 @@ type JobStore interface {
 	// returns it; false when there is none.
 	ClaimJob(ctx context.Context, owner string, now, leaseUntil time.Time) (JobState, bool, error)
 }
-
-func timePtr(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
