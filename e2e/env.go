@@ -48,6 +48,13 @@ type Env struct {
 	// RetryMode is the retry mode of every subscription of the suite;
 	// empty = the default (blocking). Kafka runs the suite with each.
 	RetryMode broker.RetryMode
+	// Store, when set, opens the store the dead-letter operations suite
+	// (RunDLQ, RunRelay) keeps dead letters in, one per case (the
+	// in-memory dlq/memstore: the suite on a store that is no server);
+	// the store outage case, which cuts PostgreSQL off behind a proxy,
+	// then reports itself skipped. Nil: PostgreSQL (dlq/pgstore, in a
+	// schema of each case's own).
+	Store func(t testing.TB) dlq.Store
 }
 
 // DLQName names the dead-letter queue of (topic, group) as the keeper

@@ -342,7 +342,7 @@ func (s *suite) relayReplay(t *testing.T, k endpointKind) {
 	topic := topicName(t)
 	sub := s.sub(topic, relayGroup, retrypolicy.Policy{MaxRetries: 1, Backoff: s.schedule(1)})
 	declare(t, b, sub)
-	st := newCounting(s.store(t, testenv.PostgreSQL.URL(), ""))
+	st := newCounting(s.dlqStore(t))
 	name := s.env.DLQName(topic, relayGroup)
 	s.keeper(t, b, st, name, nil)
 	ep := k.start(t, 4*relayTimeout)

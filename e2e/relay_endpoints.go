@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -188,11 +189,23 @@ func startPythonEndpoint(t testing.TB, hang time.Duration) relayEndpoint {
 	return e
 }
 
+// suiteDir is the directory of package e2e's sources, so that the suite
+// finds its test data and the docs it runs from the tests of any package
+// (a backend's, in its own folder), not only from e2e's.
+func suiteDir(t testing.TB) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("e2e: cannot locate the suite's sources")
+	}
+	return filepath.Dir(file)
+}
+
 // pythonExample is the Python endpoint of docs/relay.md: the fenced block
 // after its "relay-endpoint.py" marker.
 func pythonExample(t testing.TB) []byte {
 	t.Helper()
-	page, err := os.ReadFile(filepath.Join("..", "docs", "relay.md"))
+	page, err := os.ReadFile(filepath.Join(suiteDir(t), "..", "docs", "relay.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +226,7 @@ func (e *pyEndpoint) Requests() *testenv.Recorder[relayRequest] { return &e.rec 
 func (e *pyEndpoint) Up(t testing.TB) {
 	t.Helper()
 	_, port, _ := net.SplitHostPort(e.addr)
-	cmd := exec.Command("python3", filepath.Join("testdata", "relay_harness.py"), e.dir, port,
+	cmd := exec.Command("python3", filepath.Join(suiteDir(t), "testdata", "relay_harness.py"), e.dir, port,
 		strconv.FormatFloat(e.hang.Seconds(), 'f', 3, 64))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

@@ -121,6 +121,8 @@ type Pipeline struct {
 	log *slog.Logger
 	// tracer starts a span per call of Process; nil = tracing off.
 	tracer trace.Tracer
+	// now is the pipeline's clock (SetClock); time.Now by default.
+	now func() time.Time
 }
 
 // NewPipeline returns the pipeline of sub (with its defaults applied), logging to
@@ -129,7 +131,21 @@ func NewPipeline(sub broker.Subscription, log *slog.Logger) *Pipeline {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Pipeline{sub: sub, log: log, tracer: tracerOf(sub.TracerProvider)}
+	return &Pipeline{sub: sub, log: log, tracer: tracerOf(sub.TracerProvider), now: time.Now}
+}
+
+// SetClock makes now the pipeline's clock: the time of its decisions
+// (Decision.At, hence the failure times of a copy's story), the time a
+// message's age counts to for MaxAge (from Input.Born, which must be on
+// the same clock) and the time the policy's elapsed budget
+// (retrypolicy.Policy.MaxElapsed) counts to. A backend whose time is not
+// the wall clock's (an in-memory broker driven by a test's clock) sets it
+// before the first Process; nil restores time.Now, the default.
+func (p *Pipeline) SetClock(now func() time.Time) {
+	if now == nil {
+		now = time.Now
+	}
+	p.now = now
 }
 
 // Process runs one delivery d through the pipeline: a message the broker
@@ -161,7 +177,7 @@ func (p *Pipeline) process(ctx context.Context, d *broker.Delivery, h broker.Han
 	// What the log and the decision need of d as delivered: h may change d.
 	at := seen{id: d.ID, offset: d.Offset, attempt: d.Attempt, first: d.FirstFailureAt}
 	if in.Undecodable != "" {
-		dec := Decision{Action: ActionDeadLetter, At: time.Now(), Outcome: Outcome{
+		dec := Decision{Action: ActionDeadLetter, At: p.now(), Outcome: Outcome{
 			Reason: ReasonUndecodable,
 			Class:  ClassUndecodable,
 			Error:  truncate(in.Undecodable, MaxErrorLen),
@@ -170,8 +186,8 @@ func (p *Pipeline) process(ctx context.Context, d *broker.Delivery, h broker.Han
 		return dec
 	}
 	if sub.MaxAge > 0 && !in.Born.IsZero() {
-		if age := time.Since(in.Born); age > sub.MaxAge {
-			dec := Decision{Action: ActionDeadLetter, At: time.Now(), Outcome: Outcome{
+		if age := p.now().Sub(in.Born); age > sub.MaxAge {
+			dec := Decision{Action: ActionDeadLetter, At: p.now(), Outcome: Outcome{
 				Reason: ReasonExpired,
 				Class:  ClassExpired,
 				Error:  fmt.Sprintf("message is %s old, over the max age %s", age.Round(time.Millisecond), sub.MaxAge),
@@ -182,7 +198,7 @@ func (p *Pipeline) process(ctx context.Context, d *broker.Delivery, h broker.Han
 	}
 	var dec Decision
 	if n, over := p.claim(ctx, &dec, in); over {
-		dec.Action, dec.At, dec.Outcome = ActionDeadLetter, time.Now(), MaxClaimsOutcome(n, sub.MaxClaims)
+		dec.Action, dec.At, dec.Outcome = ActionDeadLetter, p.now(), MaxClaimsOutcome(n, sub.MaxClaims)
 		p.log.Warn("dead-lettering a poison pill", at.keys(dec, "claims", n)...)
 		return dec
 	}
@@ -195,7 +211,7 @@ func (p *Pipeline) process(ctx context.Context, d *broker.Delivery, h broker.Han
 		dec.Action = ActionStop
 		return dec
 	}
-	dec.Cause, dec.At = err, time.Now()
+	dec.Cause, dec.At = err, p.now()
 	if broker.IsRequeue(err) {
 		dec.Action = ActionRequeue
 		dec.Outcome = Outcome{Class: broker.ErrorClass(err), Error: truncate(broker.ErrorMessage(err), MaxErrorLen)}

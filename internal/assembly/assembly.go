@@ -23,6 +23,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
+	_ "github.com/redrive/redrive/broker/mem" // links broker: memory into every program that loads a configuration
 	"github.com/redrive/redrive/internal/assembly/config"
 )
 

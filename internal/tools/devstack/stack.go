@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"text/template"
 
@@ -46,8 +47,9 @@ var (
 // Config configures Start.
 type Config struct {
 	// Broker is "kafka" (default: the Kafka backend's dev server, an
-	// embedded three-broker cluster) or "rabbitmq" (the server at
-	// RabbitMQURL).
+	// embedded three-broker cluster), "rabbitmq" (the server at
+	// RabbitMQURL), or another linked backend with a dev server (one of
+	// Brokers: "memory", the in-memory broker, runs in the process).
 	Broker string
 	// RabbitMQURL is used with "rabbitmq"; default DefaultRabbitMQURL.
 	RabbitMQURL string
@@ -74,8 +76,8 @@ type Config struct {
 // Validate reports the first problem of c, naming the field.
 func (c Config) Validate() error {
 	switch {
-	case c.Broker != "" && c.Broker != kafka.Name && c.Broker != rabbit.Name:
-		return fmt.Errorf("devstack: broker %q is not %s or %s", c.Broker, kafka.Name, rabbit.Name)
+	case c.Broker != "" && !slices.Contains(Brokers(), c.Broker):
+		return fmt.Errorf("devstack: broker %q is not %s", c.Broker, strings.Join(Brokers(), " or "))
 	case c.Token == "":
 		return errors.New("devstack: token: required")
 	case c.KafkaPort < 0 || c.KafkaPort > 65535-KafkaBrokers+1:
@@ -232,9 +234,29 @@ func (s *Stack) Close() {
 // whose server runs inside the process.
 const DefaultBroker = kafka.Name
 
-// Brokers lists the brokers the stack runs on: those its configuration
-// templates know.
-func Brokers() []string { return []string{kafka.Name, rabbit.Name} }
+// Brokers lists the brokers the stack runs on, sorted: RabbitMQ (a server
+// of the user's) and every linked backend with a dev server (Kafka's
+// embedded cluster, the in-memory broker), which need no section of the
+// configuration templates beyond Kafka's.
+func Brokers() []string {
+	out := []string{rabbit.Name}
+	for _, n := range driver.Names() {
+		if n != rabbit.Name && Embedded(n) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// BrokerName names the stack's broker for people ("Kafka", "RabbitMQ").
+func (s *Stack) BrokerName() string { return driver.WordsOf(s.cfg.Broker).Display }
+
+// Reachable reports whether programs outside the process reach the
+// stack's broker: a server of the user's, or a dev server with
+// addresses (not one that lives in the process, as the in-memory
+// broker).
+func (s *Stack) Reachable() bool { return !Embedded(s.cfg.Broker) || len(s.KafkaBrokers()) > 0 }
 
 // Embedded reports whether the stack runs broker's server inside the
 // process (its backend has a dev server); otherwise it uses a server of
@@ -250,6 +272,9 @@ func (s *Stack) Where() string {
 	name := driver.WordsOf(s.cfg.Broker).Display
 	if addrs := s.KafkaBrokers(); len(addrs) > 0 {
 		return "embedded " + name + " (kfake) at " + strings.Join(addrs, ",")
+	}
+	if Embedded(s.cfg.Broker) {
+		return "embedded " + name + ", in this process"
 	}
 	return name + " at " + assembly.Address(s.Config)
 }

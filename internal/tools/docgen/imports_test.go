@@ -45,15 +45,38 @@ func packages(t *testing.T) map[string]Package {
 	return out
 }
 
-// backends are the module's backends: each one folder under broker/
-// that registers a driver.Descriptor.
-var backends = []string{"broker/kafka", "broker/rabbit"}
+// builtIn are the backends the module has had from the start: if the
+// rule of backendsOf stopped finding them, it no longer finds backends.
+var builtIn = []string{"broker/kafka", "broker/rabbit"}
+
+// backendsOf returns the module's backends: each one folder right under
+// broker/ whose code imports the seam (broker/driver), so that a new
+// backend is checked as soon as its folder exists, without being listed
+// here.
+func backendsOf(t *testing.T, pkgs map[string]Package) []string {
+	t.Helper()
+	var out []string
+	for path, p := range pkgs {
+		name, ok := strings.CutPrefix(path, "broker/")
+		if ok && name != "driver" && !strings.Contains(name, "/") && slices.Contains(p.Imports, Module+"/broker/driver") {
+			out = append(out, path)
+		}
+	}
+	slices.Sort(out)
+	for _, b := range builtIn {
+		if !slices.Contains(out, b) {
+			t.Fatalf("backends found %v, without %s: the rule no longer finds backends", out, b)
+		}
+	}
+	return out
+}
 
 // A backend depends on the seam, not on redrive's configuration layer,
 // its YAML parser, its DLQ operations or its assembly: go list -deps of
 // each backend holds none of them.
 func TestBackendsDependOnTheSeamOnly(t *testing.T) {
 	pkgs := packages(t)
+	backends := backendsOf(t, pkgs)
 	forbidden := []string{
 		Module + "/internal/assembly/config", Module + "/internal/assembly", Module + "/dlq", Module + "/lag",
 		Module + "/worker", Module + "/heartbeat",
@@ -85,7 +108,9 @@ var clientAllowed = []string{"internal/tools/bench", "internal/testsupport/teste
 // amqp091-go or franz-go, but those of clientAllowed.
 func TestBrokerClientImports(t *testing.T) {
 	clients := []string{"github.com/rabbitmq/amqp091-go", "github.com/twmb/franz-go/"}
-	for path, p := range packages(t) {
+	pkgs := packages(t)
+	backends := backendsOf(t, pkgs)
+	for path, p := range pkgs {
 		if slices.ContainsFunc(backends, func(b string) bool { return path == b || strings.HasPrefix(path, b+"/") }) ||
 			slices.Contains(clientAllowed, path) {
 			continue
@@ -112,6 +137,7 @@ var backendBlind = []string{
 // "rabbitmq" literal outside comments, help texts and tests.
 func TestBackendBlindPackages(t *testing.T) {
 	pkgs := packages(t)
+	backends := backendsOf(t, pkgs)
 	for _, path := range backendBlind {
 		p, ok := pkgs[path]
 		if !ok {
