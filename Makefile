@@ -5,7 +5,7 @@ STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $(shell $(GO) 
 # PEERS: the peers module of `redrive bench --peers` (watermill, Sarama,
 # kafka-go), a Go module of its own so that redrive's never requires them;
 # test, vet and staticcheck run there too.
-PEERS     ?= internal/bench/peers
+PEERS     ?= internal/tools/bench/peers
 
 .PHONY: all build test test-containers faults cluster-up cluster-down rabbitmq4-up rabbitmq4-down test-rabbitmq4 lint fmt vet staticcheck fuzz bench run tools
 

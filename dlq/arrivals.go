@@ -2,7 +2,6 @@ package dlq
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -132,13 +131,4 @@ func (a *Arrivals) AddGroups(byGroup map[string][]int64) {
 	if len(a.Groups) > a.Query.Groups {
 		a.Groups = a.Groups[:a.Query.Groups]
 	}
-}
-
-// Arrivals counts the arrivals of q.DLQ (Store.Arrivals).
-func (o *Ops) Arrivals(ctx context.Context, q ArrivalsQuery) (Arrivals, error) {
-	a, err := o.store.Arrivals(ctx, q)
-	if err != nil {
-		return Arrivals{}, fmt.Errorf("dlq: arrivals of %s: %w", q.DLQ, err)
-	}
-	return a, nil
 }

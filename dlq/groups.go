@@ -2,7 +2,6 @@ package dlq
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -100,16 +99,4 @@ func SortGroups(gs []Group) {
 		return cmp.Or(cmp.Compare(b.Pending, a.Pending), cmp.Compare(b.Count, a.Count),
 			b.LastSeen.Compare(a.LastSeen), cmp.Compare(a.Fingerprint, b.Fingerprint))
 	})
-}
-
-// Groups returns the failure groups of q.DLQ (Store.Groups).
-func (o *Ops) Groups(ctx context.Context, q GroupQuery) ([]Group, error) {
-	if q.Now.IsZero() {
-		q.Now = o.now()
-	}
-	gs, err := o.store.Groups(ctx, q)
-	if err != nil {
-		return nil, fmt.Errorf("dlq: groups of %s: %w", q.DLQ, err)
-	}
-	return gs, nil
 }

@@ -20,7 +20,7 @@ const (
 	JobDiscardAll = "discard_all"
 )
 
-// Job is a replay-all or discard-all job (Jobs runs it), in the JSON form
+// Job is a replay-all or discard-all job (dlq/jobs runs it), in the JSON form
 // the admin API shows it (GET /internal/v1/dlq/jobs/{id}).
 type Job struct {
 	// ID identifies the job (a time-ordered id, see NewID).
@@ -52,7 +52,7 @@ type Job struct {
 	// next entry).
 	CancelledBy string     `json:"cancelled_by,omitempty"`
 	CancelledAt *time.Time `json:"cancelled_at,omitempty"`
-	// Owner is the replica (JobsConfig.Replica) running the job, or that
+	// Owner is the replica (jobs.Config.Replica) running the job, or that
 	// ran it last.
 	Owner string `json:"owner,omitempty"`
 	// LeaseExpires is when another replica may take the running job over
@@ -94,25 +94,13 @@ type JobProgress struct {
 	Duplicates int64 `json:"duplicates"`
 }
 
-func progressOf(kind string, p Progress) JobProgress {
-	if kind == JobDiscardAll {
-		return JobProgress{Total: p.Total, Discarded: p.Replayed, Skipped: p.Skipped, Failed: p.Failed}
-	}
-	return JobProgress{Total: p.Total, Replayed: p.Replayed, Skipped: p.Skipped, Failed: p.Failed, Mismatched: p.Mismatched, Duplicates: p.Duplicates}
-}
-
-// progress is the Progress of a replay-all job's counts (a checkpoint).
-func (p JobProgress) progress() Progress {
-	return Progress{Total: p.Total, Replayed: p.Replayed, Skipped: p.Skipped, Failed: p.Failed, Mismatched: p.Mismatched, Duplicates: p.Duplicates}
-}
-
 // Errors of the job methods.
 var (
-	// ErrJobRunning is returned by StartReplayAll and StartDiscardAll
+	// ErrJobRunning is returned by jobs.Jobs.StartReplayAll and StartDiscardAll
 	// (with the running job) when the DLQ already has a running job of
 	// either kind.
 	ErrJobRunning = errors.New("a replay-all or discard-all job is already running for this DLQ")
-	// ErrShuttingDown is returned by StartReplayAll once Jobs.Close was
+	// ErrShuttingDown is returned by StartReplayAll once jobs.Jobs.Close was
 	// called.
 	ErrShuttingDown = errors.New("the server is shutting down")
 	// ErrUnknownDLQ is returned by StartReplayAll for a DLQ that is
@@ -142,7 +130,7 @@ type JobState struct {
 	Cursor string
 }
 
-// JobStore keeps the replay-all jobs Jobs runs. The in-memory one
+// JobStore keeps the replay-all jobs jobs.Jobs runs. The in-memory one
 // (NewMemJobStore) serves one process; dlq/pgstore's serves replicas
 // sharing a database. Methods are safe for concurrent use.
 type JobStore interface {
@@ -171,11 +159,4 @@ type JobStore interface {
 	// expired before now, until leaseUntil, counting the takeover, and
 	// returns it; false when there is none.
 	ClaimJob(ctx context.Context, owner string, now, leaseUntil time.Time) (JobState, bool, error)
-}
-
-func timePtr(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
 }

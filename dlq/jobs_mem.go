@@ -16,7 +16,7 @@ type memJobs struct {
 }
 
 // NewMemJobStore returns a JobStore in memory, for one process (the
-// default of JobsConfig.Store): a restart forgets its jobs.
+// default of jobs.Config.Store): a restart forgets its jobs.
 func NewMemJobStore() JobStore { return &memJobs{byID: map[string]*JobState{}} }
 
 func cloneJob(j *JobState) JobState {

@@ -5,7 +5,8 @@ import "github.com/redrive/redrive/broker/driver"
 // The dead-letter view a backend produces and the interfaces it
 // implements for the keeper and for replays are broker/driver's, the seam
 // between redrive and its backends; dlq names them too, for the
-// applications and stores that use its Keeper, Ops and Store.
+// applications and stores that use its Store, the keeper (dlq/keeper) and
+// the operations (dlq/operate).
 type (
 	// Entry is one dead letter, whichever backend it came from
 	// (driver.Entry).
@@ -13,10 +14,10 @@ type (
 	// DeadLetter is one message read from a dead-letter queue by a Source
 	// (driver.DeadLetter).
 	DeadLetter = driver.DeadLetter
-	// Source delivers the messages of dead-letter queues to the Keeper
+	// Source delivers the messages of dead-letter queues to the keeper
 	// (driver.Source).
 	Source = driver.Source
-	// BatchSource hands the Keeper several dead letters at once
+	// BatchSource hands the keeper several dead letters at once
 	// (driver.BatchSource).
 	BatchSource = driver.BatchSource
 	// Republisher puts a dead letter back where its Route says

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Sentinel errors callers branch on. Store and Ops errors wrap them.
+// Sentinel errors callers branch on. Store and operate.Ops errors wrap them.
 var (
 	// ErrNotFound: no record with that DLQ and id (HTTP 404).
 	ErrNotFound = errors.New("dead letter not found")

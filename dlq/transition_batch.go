@@ -7,7 +7,7 @@ import (
 )
 
 // BatchTransitioner is a Store that changes the status of several records
-// of one DLQ at once. ReplayAll uses it, when its store has it, to claim
+// of one DLQ at once. operate.Ops.ReplayAll uses it, when its store has it, to claim
 // the entries of a batch in one step and to record their replays in
 // another, instead of two steps per entry; the messages are still
 // published one by one, each confirmed by the broker before it counts.

@@ -13,9 +13,11 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/keeper"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/internal/tcpproxy"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/tcpproxy"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
 
@@ -126,10 +128,10 @@ func (s *suite) keeper(t *testing.T, b broker.Broker, st dlq.Store, dlqName stri
 	if !ok {
 		t.Fatalf("%s broker does not implement dlq.Source", s.env.Name)
 	}
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: src, Store: st, Broker: s.env.Name,
+	k, err := keeper.New(keeper.Config{Source: src, Store: st, Broker: s.env.Name,
 		DLQs: map[string]broker.Severity{dlqName: broker.SeverityCritical}, Hook: hook, Logger: quietLogger()})
 	if err != nil {
-		t.Fatalf("NewKeeper: %v", err)
+		t.Fatalf("keeper.New: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -149,7 +151,7 @@ func (s *suite) keeper(t *testing.T, b broker.Broker, st dlq.Store, dlqName stri
 
 // ops returns Ops replaying to the routes of the given workers (topic,
 // group pairs) of the backend.
-func (s *suite) ops(t *testing.T, b broker.Broker, st dlq.Store, workers ...[2]string) *dlq.Ops {
+func (s *suite) ops(t *testing.T, b broker.Broker, st dlq.Store, workers ...[2]string) *operate.Ops {
 	t.Helper()
 	rp, ok := b.(dlq.Republisher)
 	if !ok {
@@ -159,9 +161,9 @@ func (s *suite) ops(t *testing.T, b broker.Broker, st dlq.Store, workers ...[2]s
 	for _, w := range workers {
 		routes = append(routes, s.env.Router.Route(w[0], w[1]))
 	}
-	o, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: rp, Logger: quietLogger(), Routes: routes})
+	o, err := operate.New(operate.Config{Store: st, Republisher: rp, Logger: quietLogger(), Routes: routes})
 	if err != nil {
-		t.Fatalf("NewOps: %v", err)
+		t.Fatalf("operate.New: %v", err)
 	}
 	return o
 }
@@ -274,7 +276,7 @@ func (s *suite) replayAll(t *testing.T) {
 		publish(t, b, topic, msgs[i:i+250]...)
 	}
 	st.waitAll(t, name, n, 120*time.Second)
-	p, err := s.ops(t, b, st, [2]string{topic, "payer"}).ReplayAll(t.Context(), dlq.Query{DLQ: name}, dlq.ReplayAllOptions{Actor: "e2e"})
+	p, err := s.ops(t, b, st, [2]string{topic, "payer"}).ReplayAll(t.Context(), dlq.Query{DLQ: name}, operate.ReplayAllOptions{Actor: "e2e"})
 	if err != nil || p.Replayed != n {
 		t.Fatalf("ReplayAll = %+v, %v; want %d replayed", p, err, n)
 	}

@@ -13,7 +13,8 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/dlq/operate"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // The property tests of issue 40 (TestForeignRabbitMQ, TestForeignKafka)
@@ -182,7 +183,7 @@ func (fr *foreignRun) drive(t *testing.T, s *suite, b broker.Broker, st *countin
 // of a replayable fate must replay, an undecodable one must be refused
 // (ErrUnknownMessage). check compares each entry with what was published;
 // which tells the message of an entry. It returns how many were refused.
-func (fr *foreignRun) replayAll(t *testing.T, st dlq.Store, ops *dlq.Ops, dlqName string,
+func (fr *foreignRun) replayAll(t *testing.T, st dlq.Store, ops *operate.Ops, dlqName string,
 	which func(e dlq.Entry) (int, bool), check func(i int, e dlq.Entry)) (refused int) {
 	t.Helper()
 	ctx := t.Context()
@@ -214,7 +215,7 @@ func (fr *foreignRun) replayAll(t *testing.T, st dlq.Store, ops *dlq.Ops, dlqNam
 		switch {
 		case m.fate.replayable() && err != nil:
 			t.Errorf("message %d (%s): replay: %v", i, m.fate, err)
-		case !m.fate.replayable() && !errors.Is(err, dlq.ErrUnknownMessage):
+		case !m.fate.replayable() && !errors.Is(err, operate.ErrUnknownMessage):
 			t.Errorf("message %d (%s): replay = %v, want ErrUnknownMessage", i, m.fate, err)
 		case !m.fate.replayable():
 			refused++

@@ -19,7 +19,8 @@ import (
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/dlq/operate"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // originAPI is the admin API on ops, driven over HTTP as an operator would.
@@ -28,7 +29,7 @@ type originAPI struct {
 	srv *admin.Server
 }
 
-func newOriginAPI(t *testing.T, ops *dlq.Ops) *originAPI {
+func newOriginAPI(t *testing.T, ops *operate.Ops) *originAPI {
 	srv, err := admin.New(admin.Config{Ops: ops, Listen: "127.0.0.1:0", Logger: quietLogger(),
 		Tokens: []admin.Token{{Name: "operator", Secret: "origin-test-token"}}})
 	if err != nil {

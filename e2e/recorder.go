@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // call is one handler invocation.

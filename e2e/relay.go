@@ -14,7 +14,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 	"github.com/redrive/redrive/relay"
 	"github.com/redrive/redrive/retrypolicy"
 	"github.com/redrive/redrive/worker"

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 	"github.com/redrive/redrive/relay"
 )
 

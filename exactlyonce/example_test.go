@@ -178,7 +178,7 @@ func ExampleInbox_Hook() {
 		_, err := tx.Exec(ctx, `UPDATE `+schema+`.executions SET status = 'failed', failures = failures + 1 WHERE id = $1`, string(r.Entry.OriginalKey))
 		return err
 	})
-	// dlq.KeeperConfig{Hook: hook, ...}; here, the keeper's two calls.
+	// keeper.Config{Hook: hook, ...}; here, the keeper's two calls.
 	r := dlq.Record{DLQ: "payouts.commands.dlq", ID: "0-7", Entry: dlq.Entry{OriginalKey: []byte("42")}}
 	for range 2 {
 		if err := hook.DeadLettered(ctx, r); err != nil {

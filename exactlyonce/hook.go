@@ -19,7 +19,7 @@ type HookFunc func(ctx context.Context, tx pgx.Tx, r dlq.Record) error
 // when InboxConfig.Name is empty.
 const DefaultHookName = "redrive-dead-letter-hook"
 
-// Hook returns f as the keeper's dead-letter hook (dlq.KeeperConfig.Hook):
+// Hook returns f as the keeper's dead-letter hook (keeper.Config.Hook):
 // the keeper calls it at least once per dead letter (again after a crash
 // or when the store or the hook failed), and f runs once: the inbox
 // records the entry's address (dlq.Record.Key, "<dlq>/<id>") under the

@@ -14,9 +14,10 @@ import (
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/keeper"
 	"github.com/redrive/redrive/dlq/memstore"
 	"github.com/redrive/redrive/exactlyonce"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // TestHookOncePerDeadLetter runs the keeper (embedded store) with the
@@ -46,7 +47,7 @@ func TestHookOncePerDeadLetter(t *testing.T) {
 		}
 		return nil
 	})
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: noSource{}, Store: memstore.New(memstore.Config{}), Broker: kafka.Name,
+	k, err := keeper.New(keeper.Config{Source: noSource{}, Store: memstore.New(memstore.Config{}), Broker: kafka.Name,
 		DLQs: map[string]broker.Severity{"orders.dlq": broker.SeverityCritical}, Hook: hook, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/internal/tcpproxy"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/tcpproxy"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // TestSamplerHistory: each sample adds the instances by state, every

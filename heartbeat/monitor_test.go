@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redrive/redrive/internal/tcpproxy"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/tcpproxy"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // newMonitor returns a monitor of cfg; unless cfg bounds it, its

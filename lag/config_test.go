@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // measuresNothing is a driver.Monitor that is neither a group lag nor a

@@ -5,7 +5,7 @@ import (
 
 	"testing"
 
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // TestSamplerHistory: each sample adds a point per consumer group (records

@@ -84,7 +84,7 @@ type SamplerConfig struct {
 // (reg.MustRegister(s)), which copies the cached series into the registry
 // on each scrape. Encoded serves the families already encoded, once per
 // sample and exposition format, for an HTTP handler of one's own (see
-// internal/exporter).
+// internal/assembly/exporter).
 type Sampler struct {
 	cfg SamplerConfig
 	// groupMon and depthMon are cfg.Monitor as what it measures; nil

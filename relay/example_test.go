@@ -12,7 +12,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit" // registers broker: rabbitmq
 	"github.com/redrive/redrive/internal/assembly"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/assembly/config"
 	"github.com/redrive/redrive/relay"
 	"github.com/redrive/redrive/worker"
 )

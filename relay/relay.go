@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/assembly/config"
 	"github.com/redrive/redrive/worker"
 )
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 	"github.com/redrive/redrive/relay"
 	"github.com/redrive/redrive/worker"
 )

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/tlstest"
+	"github.com/redrive/redrive/internal/testsupport/tlstest"
 	"github.com/redrive/redrive/relay"
 )
 

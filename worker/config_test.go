@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 	"github.com/redrive/redrive/worker"
 	"github.com/redrive/redrive/worker/killswitch"
 )

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/assembly/config"
 	"github.com/redrive/redrive/worker"
 )
 

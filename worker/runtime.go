@@ -25,8 +25,8 @@ import (
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/assembly"
-	"github.com/redrive/redrive/internal/config"
-	"github.com/redrive/redrive/internal/tracing"
+	"github.com/redrive/redrive/internal/assembly/config"
+	"github.com/redrive/redrive/internal/assembly/tracing"
 	"github.com/redrive/redrive/worker/killswitch"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/config"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/assembly/config"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 	"github.com/redrive/redrive/worker"
 )
 

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/assembly/config"
 )
 
 // selectWorkers returns the subscriptions of the configured workers named

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/assembly"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/assembly/config"
 )
 
 // teardown deletes, when the test ends, every exchange and queue the

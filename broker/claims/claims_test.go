@@ -14,7 +14,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/claims"
 	"github.com/redrive/redrive/broker/driver"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 func TestClaimCountsAndReleaseForgets(t *testing.T) {

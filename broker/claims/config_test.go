@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker/claims"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 func TestConfigValidate(t *testing.T) {

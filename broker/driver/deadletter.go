@@ -33,7 +33,7 @@ type DeadLetter struct {
 const ReasonUnparseable Reason = "unparseable"
 
 // Source delivers the messages of dead-letter queues: the DLQ keeper
-// (dlq.Keeper) reads through it. A backend's Broker implements it.
+// (keeper.Keeper) reads through it. A backend's Broker implements it.
 type Source interface {
 	// ConsumeDeadLetters calls handle for every message of the named DLQs
 	// and acknowledges (or commits) a message only after handle returned nil

@@ -72,7 +72,7 @@ var ErrOriginMismatch = errors.New("origin mismatch")
 // with its original key, payload, headers and properties, and the
 // x-redrive-replayed-from header set to replayedFrom ("<dlq>/<id>"). It
 // returns once the broker confirmed. A backend's Broker implements it;
-// dlq.Ops replays through it.
+// operate.Ops replays through it.
 type Republisher interface {
 	Republish(ctx context.Context, e Entry, to Route, replayedFrom string) error
 }

@@ -73,7 +73,7 @@ type rawEnvelope struct {
 //     JSON number or a string of digits.
 //
 // No member names a route: the entry's origin is only ever checked against
-// the configured worker of its DLQ (dlq.Ops.Target).
+// the configured worker of its DLQ (operate.Ops.Target).
 func DecodeEnvelope(data []byte) (driver.Entry, error) {
 	trimmed := bytes.TrimLeft(data, " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {

@@ -8,20 +8,22 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/mem"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/keeper"
 	"github.com/redrive/redrive/dlq/memstore"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/retrypolicy"
 )
 
 // TestKeeperAndReplay: the keeper reads the worker's DLQ through the
 // seam into the in-memory store (Idle waits for it), and a replay through
-// dlq.Ops brings the message back, byte for byte, to that worker alone,
+// operate.Ops brings the message back, byte for byte, to that worker alone,
 // attempt 1, marked replayed-from; counted: published = handled +
 // stored, then every stored one handled after its replay.
 func TestKeeperAndReplay(t *testing.T) {
 	srv, b, clk := newServer(t, mem.ServerConfig{})
 	st := memstore.New(memstore.Config{Logger: quiet})
 	name := mem.DLQName("invoices", "mailer")
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: st, Broker: mem.Name,
+	k, err := keeper.New(keeper.Config{Source: b, Store: st, Broker: mem.Name,
 		DLQs: map[string]broker.Severity{name: broker.SeverityCritical}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -61,11 +63,11 @@ func TestKeeperAndReplay(t *testing.T) {
 		t.Errorf("%d dead letters left in the DLQ after the keeper stored them", len(left))
 	}
 
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: b, Logger: quiet, Routes: []dlq.Route{mem.Router{}.Route("invoices", "mailer")}})
+	ops, err := operate.New(operate.Config{Store: st, Republisher: b, Logger: quiet, Routes: []dlq.Route{mem.Router{}.Route("invoices", "mailer")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := ops.ReplayAll(t.Context(), dlq.Query{DLQ: name}, dlq.ReplayAllOptions{Actor: "test"})
+	p, err := ops.ReplayAll(t.Context(), dlq.Query{DLQ: name}, operate.ReplayAllOptions{Actor: "test"})
 	if err != nil || p.Replayed != 4 {
 		t.Fatalf("ReplayAll = %+v, %v; want 4 replayed", p, err)
 	}

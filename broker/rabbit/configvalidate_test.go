@@ -7,8 +7,8 @@ import (
 
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/assembly"
-	"github.com/redrive/redrive/internal/config"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/assembly/config"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 func TestDialerConfigValidate(t *testing.T) {

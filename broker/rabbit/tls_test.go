@@ -15,9 +15,9 @@ import (
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/internal/assembly"
-	"github.com/redrive/redrive/internal/config"
-	"github.com/redrive/redrive/internal/testenv"
-	"github.com/redrive/redrive/internal/tlstest"
+	"github.com/redrive/redrive/internal/assembly/config"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
+	"github.com/redrive/redrive/internal/testsupport/tlstest"
 )
 
 // TestTLSFilesReachTheDialer connects through the assembly's Config mapping to a local TLS

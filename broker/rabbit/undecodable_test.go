@@ -16,8 +16,9 @@ import (
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/keeper"
 	"github.com/redrive/redrive/dlq/memstore"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // deepTable is a header table with n tables nested under its "deep" header.
@@ -139,7 +140,7 @@ func TestUndecodableDeadLettersAreKept(t *testing.T) {
 	mem := memstore.New(memstore.Config{Logger: slog.New(slog.DiscardHandler)})
 	defer mem.Close()
 	st := &insertions{Store: mem}
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: st, Broker: rabbit.Name,
+	k, err := keeper.New(keeper.Config{Source: b, Store: st, Broker: rabbit.Name,
 		DLQs: map[string]broker.Severity{queue: broker.SeverityCritical}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)

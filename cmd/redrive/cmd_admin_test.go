@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/dlq/access"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/assembly/config"
 )
 
 // cliIn is cli with stdin.

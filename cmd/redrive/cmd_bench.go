@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redrive/redrive/internal/bench"
+	"github.com/redrive/redrive/internal/tools/bench"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -35,7 +35,7 @@ PoisonQueue middleware for retry and dlq) on RabbitMQ, watermill-kafka v3
 (Sarama) and segmentio/kafka-go (publish and consume) on Kafka, on the
 publish, consume, retry and dlq scenarios; the "vs best peer" column is
 redrive's rate over the fastest peer's. The peers live in a Go module of
-their own (internal/bench/peers of redrive's source, found above the
+their own (internal/tools/bench/peers of redrive's source, found above the
 working directory or named by --peers-dir) that the go command builds
 first; each measurement runs in a child process, whose own CPU and
 allocations are added to the row's. A peer's notes say where its
@@ -85,7 +85,7 @@ Scenarios:
   replay   RabbitMQ only: DLQ replay-all of an in-memory store (status
            change and audit row per entry) vs a raw publish of the same
            messages, one confirm at a time
-  keeper   the DLQ keeper (dlq.Keeper into a fresh PostgreSQL schema,
+  keeper   the DLQ keeper (keeper.Keeper into a fresh PostgreSQL schema,
            a batch per transaction, acked/committed after its commit) vs
            the raw client draining the same DLQ (ack / commit only): each
            DLQ holds --keeper-messages real dead letters (a handler
@@ -158,8 +158,8 @@ one. --config is not read.`,
 	fs.IntVar(&o.cfg.Scrapes, "scrapes", bench.DefaultScrapes, "`N` timed scrapes (scrape) and checks (monitor)")
 	fs.DurationVar(&o.cfg.Timeout, "timeout", 10*time.Minute, "give up on a scenario after `DURATION`")
 	fs.StringVar(&o.kafkaBrokers, "kafka-brokers", "", "comma-separated `HOST:PORT` list of a Kafka cluster (default: in-process kfake)")
-	fs.BoolVar(&o.cfg.Peers, "peers", false, "also measure watermill-amqp, watermill-kafka and kafka-go (builds internal/bench/peers with the go command)")
-	fs.StringVar(&o.cfg.PeersDir, "peers-dir", "", "`DIR` of the peers module (default: internal/bench/peers above the working directory)")
+	fs.BoolVar(&o.cfg.Peers, "peers", false, "also measure watermill-amqp, watermill-kafka and kafka-go (builds internal/tools/bench/peers with the go command)")
+	fs.StringVar(&o.cfg.PeersDir, "peers-dir", "", "`DIR` of the peers module (default: internal/tools/bench/peers above the working directory)")
 	fs.StringVar(&o.out, "out", "", "also write the table to `FILE`")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to `FILE`")
 	fs.BoolVar(&o.verbose, "verbose", false, "log progress and the brokers' warnings to stderr")

@@ -9,7 +9,7 @@ import (
 	"log/slog"
 	"os"
 
-	"github.com/redrive/redrive/internal/bench"
+	"github.com/redrive/redrive/internal/tools/bench"
 )
 
 func newBenchStoreCmd() *cobra.Command {

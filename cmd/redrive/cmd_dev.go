@@ -19,9 +19,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/redrive/redrive/internal/assembly"
-	"github.com/redrive/redrive/internal/config"
-	"github.com/redrive/redrive/internal/daemon"
-	"github.com/redrive/redrive/internal/devstack"
+	"github.com/redrive/redrive/internal/assembly/config"
+	"github.com/redrive/redrive/internal/assembly/daemon"
+	"github.com/redrive/redrive/internal/tools/devstack"
 )
 
 func newDevCmd() *cobra.Command {

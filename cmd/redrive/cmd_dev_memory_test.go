@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // `redrive dev --broker memory` runs the whole stack on the in-memory

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
 // bulkJob is a kind of background job over the pending entries of a DLQ
@@ -106,7 +107,7 @@ func newBulkJobCmd(job bulkJob, cmd *cobra.Command) *cobra.Command {
 		addReasonFlag(cmd, &f.reason, "the entries are discarded")
 	}
 	fs.Func("rate", job.rateUsage, func(s string) error {
-		if _, err := dlq.ParseReplayRate(s); err != nil {
+		if _, err := operate.ParseReplayRate(s); err != nil {
 			return err
 		}
 		f.rate = s

@@ -15,8 +15,9 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/memstore"
-	"github.com/redrive/redrive/internal/storekinds"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/dlq/operate"
+	"github.com/redrive/redrive/internal/testsupport/storekinds"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // Issue 40's payload: 20 KB nested 9,999 levels deep, against a flat
@@ -37,10 +38,10 @@ type adminOn struct {
 }
 
 // newAdminOn serves the admin API on s, showing preview bytes of a
-// payload (0: the default, dlq.DefaultPayloadPreview).
+// payload (0: the default, operate.DefaultPayloadPreview).
 func newAdminOn(tb testing.TB, s dlq.Store, preview int) *adminOn {
 	tb.Helper()
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Logger: quiet, MaxPayloadPreview: preview})
+	ops, err := operate.New(operate.Config{Store: s, Logger: quiet, MaxPayloadPreview: preview})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // fakeAdmin is an admin API that answers from a table and records the

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/redrive/redrive/internal/daemon"
+	"github.com/redrive/redrive/internal/assembly/daemon"
 )
 
 func newExporterCmd() *cobra.Command {

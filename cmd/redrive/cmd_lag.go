@@ -10,9 +10,9 @@ import (
 
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/internal/assembly"
-	"github.com/redrive/redrive/internal/config"
-	"github.com/redrive/redrive/internal/daemon"
-	"github.com/redrive/redrive/internal/exporter"
+	"github.com/redrive/redrive/internal/assembly/config"
+	"github.com/redrive/redrive/internal/assembly/daemon"
+	"github.com/redrive/redrive/internal/assembly/exporter"
 	"github.com/redrive/redrive/lag"
 )
 

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/redrive/redrive/internal/daemon"
+	"github.com/redrive/redrive/internal/assembly/daemon"
 )
 
 func newRelayCmd() *cobra.Command {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/redrive/redrive/internal/config"
-	"github.com/redrive/redrive/internal/daemon"
+	"github.com/redrive/redrive/internal/assembly/config"
+	"github.com/redrive/redrive/internal/assembly/daemon"
 )
 
 func newServeCmd() *cobra.Command {

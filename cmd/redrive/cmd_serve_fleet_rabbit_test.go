@@ -19,8 +19,8 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
 	"github.com/redrive/redrive/internal/assembly"
-	"github.com/redrive/redrive/internal/config"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/assembly/config"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // attuneTable is the header table services in other languages send (what

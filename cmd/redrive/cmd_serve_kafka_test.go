@@ -14,8 +14,8 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/config"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/assembly/config"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // `redrive serve` on Kafka (kfake): the workers of one topic share its

@@ -21,7 +21,7 @@ import (
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq/access"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // The tokens of the named operators of TestServeNamedOperators, and the

@@ -20,8 +20,8 @@ import (
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/assembly"
-	"github.com/redrive/redrive/internal/config"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/assembly/config"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // serveEnv is a deployment for `redrive serve`: a configuration with a

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/assembly/config"
 )
 
 func newTopologyPlanCmd() *cobra.Command {

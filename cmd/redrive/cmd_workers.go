@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/daemon"
-	"github.com/redrive/redrive/internal/exporter"
+	"github.com/redrive/redrive/internal/assembly/daemon"
+	"github.com/redrive/redrive/internal/assembly/exporter"
 )
 
 func newWorkersCmd() *cobra.Command {

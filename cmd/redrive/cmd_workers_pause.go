@@ -15,7 +15,7 @@ import (
 
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/daemon"
+	"github.com/redrive/redrive/internal/assembly/daemon"
 	"github.com/redrive/redrive/worker"
 )
 

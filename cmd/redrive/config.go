@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/redrive/redrive/internal/assembly"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/assembly/config"
 )
 
 // loadConfig loads and validates the configuration file named by --config,

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/internal/assembly"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/assembly/config"
 )
 
 // usageError marks bad input (usage or configuration): exit status 2.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/config"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/assembly/config"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // TestStuckWorkerKafka is the stall part of TestAlertsLive on Kafka: a

@@ -1,4 +1,4 @@
-// Package admin serves the DLQ admin HTTP API on top of dlq.Ops: JSON in
+// Package admin serves the DLQ admin HTTP API on top of operate.Ops: JSON in
 // and out, the routes of routes.go (documented in configs/openapi.yaml
 // and docs/operations.md; where the package sits in
 // docs/architecture.md). Who may call it is Config.Access's
@@ -14,10 +14,10 @@
 // Replay-all runs as a background job: POST /internal/v1/dlq/replay-all
 // answers 202 with the job, whose progress GET /internal/v1/dlq/jobs/{id}
 // reports; GET /internal/v1/dlq/jobs lists the jobs and POST
-// /internal/v1/dlq/jobs/{id}/cancel stops one. The jobs are a dlq.Jobs
+// /internal/v1/dlq/jobs/{id}/cancel stops one. The jobs are a jobs.Jobs
 // (Config.Jobs, shared with the console); they live in memory and a
 // restart forgets them (entries a job left replaying are reconciled by
-// dlq.Ops.Run).
+// operate.Ops.Run).
 //
 // Errors are {"error": message, "code": one of the Code constants,
 // "param": field}. Writes need Content-Type: application/json; requests
@@ -37,8 +37,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/access"
+	"github.com/redrive/redrive/dlq/jobs"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/internal/httpguard"
 )
 
@@ -50,7 +51,7 @@ var ErrNoToken = errors.New("admin: no token configured: set one, or InsecureNoA
 // Defaults of Config.
 const (
 	DefaultMaxBodyBytes = 64 << 10
-	DefaultActor        = dlq.DefaultJobActor
+	DefaultActor        = jobs.DefaultActor
 )
 
 // Token is an operator's bearer token held in plain, for programs and
@@ -64,7 +65,7 @@ type Token struct {
 // Config configures a Server.
 type Config struct {
 	// Ops does the work. Required.
-	Ops *dlq.Ops
+	Ops *operate.Ops
 	// Listen is the address Serve's caller binds (ListenAndServe binds
 	// it): with InsecureNoAuth it must be a loopback address.
 	Listen string
@@ -85,8 +86,8 @@ type Config struct {
 	// MaxBodyBytes bounds request bodies (413 beyond); default 64 KiB.
 	MaxBodyBytes int64
 	// Jobs runs the replay-all jobs (shared with the console); default a
-	// dlq.Jobs of Ops with its defaults. Close closes it.
-	Jobs *dlq.Jobs
+	// jobs.Jobs of Ops with its defaults. Close closes it.
+	Jobs *jobs.Jobs
 	// Logger; default slog.Default().
 	Logger *slog.Logger
 	// UI, when set, serves every request whose path is not under
@@ -112,12 +113,12 @@ type Config struct {
 // Server is the admin API.
 type Server struct {
 	cfg     Config
-	ops     *dlq.Ops
+	ops     *operate.Ops
 	log     *slog.Logger
 	auth    *access.Authenticator
 	handler http.Handler
 	mux     *http.ServeMux
-	jobs    *dlq.Jobs
+	jobs    *jobs.Jobs
 	hosts   atomic.Pointer[httpguard.Hosts]
 }
 
@@ -170,7 +171,7 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, ops: cfg.Ops, log: cfg.Logger, jobs: cfg.Jobs, auth: auth}
 	s.hosts.Store(httpguard.NewHosts(cfg.Listen, cfg.AllowedHosts))
 	if s.jobs == nil {
-		if s.jobs, err = dlq.NewJobs(dlq.JobsConfig{Ops: cfg.Ops, Logger: cfg.Logger}); err != nil {
+		if s.jobs, err = jobs.New(jobs.Config{Ops: cfg.Ops, Logger: cfg.Logger}); err != nil {
 			return nil, fmt.Errorf("admin: %w", err)
 		}
 	}
@@ -273,7 +274,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 func (s *Server) Close() { s.jobs.Close() }
 
 // Jobs returns the server's replay-all jobs (Config.Jobs).
-func (s *Server) Jobs() *dlq.Jobs { return s.jobs }
+func (s *Server) Jobs() *jobs.Jobs { return s.jobs }
 
 // limitBody refuses bodies over the limit: 413 at once when the length is
 // announced, else when a handler reads past it.

@@ -21,7 +21,8 @@ import (
 	"github.com/redrive/redrive/dlq/access"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/memstore"
-	"github.com/redrive/redrive/internal/storekinds"
+	"github.com/redrive/redrive/dlq/operate"
+	"github.com/redrive/redrive/internal/testsupport/storekinds"
 )
 
 const secret = "s3cret-token-for-tests"
@@ -109,7 +110,7 @@ func newFixture(t *testing.T, s dlq.Store) *fixture {
 func newFixtureWith(t *testing.T, s dlq.Store, edit func(*admin.Config)) *fixture {
 	t.Helper()
 	pub := &publisher{}
-	ops, err := dlq.NewOps(dlq.OpsConfig{
+	ops, err := operate.New(operate.Config{
 		Store: s, Republisher: pub, Logger: quiet, Routes: testRoutes(), MaxPayloadPreview: 1024,
 		Policies: map[string]dlq.Policy{"empty.dlq": {Severity: broker.SeverityCritical, Retention: broker.Forever}},
 	})
@@ -239,7 +240,7 @@ func expect(t *testing.T, w *httptest.ResponseRecorder, status int, param string
 func TestNewChecksAuth(t *testing.T) {
 	s := memstore.New(memstore.Config{})
 	defer s.Close()
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s})
+	ops, err := operate.New(operate.Config{Store: s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,7 +291,7 @@ func TestNewChecksAuth(t *testing.T) {
 func TestServe(t *testing.T) {
 	s := memstore.New(memstore.Config{})
 	defer s.Close()
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s})
+	ops, err := operate.New(operate.Config{Store: s})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,7 +396,7 @@ func TestAuth(t *testing.T) {
 func TestInsecureNoAuthActor(t *testing.T) {
 	s := memstore.New(memstore.Config{})
 	defer s.Close()
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Logger: quiet})
+	ops, err := operate.New(operate.Config{Store: s, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
 // Error codes: the "code" of every error body. configs/openapi.yaml lists
@@ -141,17 +142,17 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		status, code, msg = http.StatusConflict, CodeNotPending, msgNotPending
 	case errors.Is(err, dlq.ErrOriginMismatch):
 		status, code, msg = http.StatusConflict, CodeOriginMismatch, err.Error()
-	case errors.Is(err, dlq.ErrNoRoute):
+	case errors.Is(err, operate.ErrNoRoute):
 		status, code, msg = http.StatusConflict, CodeNoRoute, err.Error()
-	case errors.Is(err, dlq.ErrUnknownMessage):
+	case errors.Is(err, operate.ErrUnknownMessage):
 		status, code, msg = http.StatusConflict, CodeUnknownMessage, err.Error()
-	case errors.Is(err, dlq.ErrReasonRequired):
+	case errors.Is(err, operate.ErrReasonRequired):
 		status, code, param, msg = http.StatusBadRequest, CodeInvalidRequest, "reason", msgReason
 	case errors.Is(err, dlq.ErrInvalidQuery):
 		status, code, msg = http.StatusBadRequest, CodeInvalidRequest, msgInvalidQuery
-	case errors.Is(err, dlq.ErrReplayFailed):
+	case errors.Is(err, operate.ErrReplayFailed):
 		status, code, msg = http.StatusBadGateway, CodeReplayFailed, msgReplayFailed
-	case errors.Is(err, dlq.ErrNoRepublisher):
+	case errors.Is(err, operate.ErrNoRepublisher):
 		status, code, msg = http.StatusServiceUnavailable, CodeUnavailable, msgNoRepublisher
 	case r.Context().Err() != nil && errors.Is(err, r.Context().Err()):
 		status, code, msg = http.StatusServiceUnavailable, CodeUnavailable, msgCancelled

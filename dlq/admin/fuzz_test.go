@@ -12,6 +12,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/memstore"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
 // fuzzServer is a server with a token on an in-memory store, replaying
@@ -19,7 +20,7 @@ import (
 func fuzzServer(f *testing.F) (*memstore.Store, *admin.Server) {
 	s := memstore.New(memstore.Config{Logger: quiet})
 	f.Cleanup(func() { _ = s.Close() })
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: &publisher{}, Logger: quiet, Routes: testRoutes()})
+	ops, err := operate.New(operate.Config{Store: s, Republisher: &publisher{}, Logger: quiet, Routes: testRoutes()})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -249,7 +249,7 @@ func decodeBody(r *http.Request, v any, optional bool) error {
 
 // replay serves POST /internal/v1/dlq/replay, body {"topic": …, "id": …,
 // "as_stored": false}: as_stored sends the stored bytes of an entry whose
-// original message is unknown (dlq.Ops.ReplayAsStored), which is refused
+// original message is unknown (operate.Ops.ReplayAsStored), which is refused
 // without it (409 unknown_message).
 func (s *Server) replay(w http.ResponseWriter, r *http.Request) {
 	var body struct {

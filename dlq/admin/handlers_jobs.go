@@ -6,11 +6,12 @@ import (
 	"net/http"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
-// parseRate reads the rate parameter of replay-all (dlq.ParseReplayRate).
+// parseRate reads the rate parameter of replay-all (operate.ParseReplayRate).
 func parseRate(v string) (float64, error) {
-	f, err := dlq.ParseReplayRate(v)
+	f, err := operate.ParseReplayRate(v)
 	if err != nil {
 		return 0, bad("rate", "%v", err)
 	}

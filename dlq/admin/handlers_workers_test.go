@@ -7,11 +7,11 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/memstore"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // TestPauseResumeWorker: the pause and resume routes over a real Redis:
@@ -25,7 +25,7 @@ func TestPauseResumeWorker(t *testing.T) {
 		rdb.Del(ctx, keys.Types(), keys.Paused("payout-executor"), keys.Audit())
 	})
 	rdb.SAdd(t.Context(), keys.Types(), "payout-executor")
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: memstore.New(memstore.Config{}), Logger: quiet})
+	ops, err := operate.New(operate.Config{Store: memstore.New(memstore.Config{}), Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/memstore"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
 // openServer is an InsecureNoAuth server (as `redrive dev` without a token
@@ -23,7 +24,7 @@ func openServer(t *testing.T, allowed ...string) (*fixture, string) {
 	s := memstore.New(memstore.Config{Logger: quiet})
 	t.Cleanup(func() { _ = s.Close() })
 	pub := &publisher{}
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: pub, Logger: quiet, Routes: testRoutes()})
+	ops, err := operate.New(operate.Config{Store: s, Republisher: pub, Logger: quiet, Routes: testRoutes()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,11 +244,11 @@ func TestReplayAllRate(t *testing.T) {
 			t.Errorf("StartReplayAll(rate %v) = %v, want ErrInvalidQuery", rate, err)
 		}
 	}
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: f.store, Republisher: f.pub, Logger: quiet, Routes: testRoutes()})
+	ops, err := operate.New(operate.Config{Store: f.store, Republisher: f.pub, Logger: quiet, Routes: testRoutes()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ops.ReplayAll(context.Background(), dlq.Query{DLQ: "rate.dlq"}, dlq.ReplayAllOptions{Rate: 1e-300}); !errors.Is(err, dlq.ErrInvalidQuery) {
+	if _, err := ops.ReplayAll(context.Background(), dlq.Query{DLQ: "rate.dlq"}, operate.ReplayAllOptions{Rate: 1e-300}); !errors.Is(err, dlq.ErrInvalidQuery) {
 		t.Errorf("ReplayAll(rate 1e-300) = %v, want ErrInvalidQuery", err)
 	}
 	w := f.do("POST", "/internal/v1/dlq/replay-all?topic=rate.dlq&rate=0.1", "")

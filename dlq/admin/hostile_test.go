@@ -11,8 +11,10 @@ import (
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
+	"github.com/redrive/redrive/dlq/jobs"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // TestHostileInputEveryRoute sends every hostile value in every place of
@@ -29,7 +31,7 @@ func TestHostileInputEveryRoute(t *testing.T) {
 		t.Run(st.Name, func(t *testing.T) {
 			s := st.Open(t)
 			f := newFixture(t, s)
-			ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: f.pub, Logger: quiet, Routes: testRoutes()})
+			ops, err := operate.New(operate.Config{Store: s, Republisher: f.pub, Logger: quiet, Routes: testRoutes()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,7 +41,7 @@ func TestHostileInputEveryRoute(t *testing.T) {
 			if js, ok := s.(interface{ Jobs() dlq.JobStore }); ok {
 				store = js.Jobs()
 			}
-			jobs, err := dlq.NewJobs(dlq.JobsConfig{Ops: ops, Store: store, Logger: quiet})
+			jobs, err := jobs.New(jobs.Config{Ops: ops, Store: store, Logger: quiet})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -13,6 +13,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/internal/preview"
 )
 
@@ -147,7 +148,7 @@ type Audit struct {
 }
 
 // toEntry renders r; route gives its replay route or why a replay is
-// refused (dlq.Ops.ReplayRoute).
+// refused (operate.Ops.ReplayRoute).
 func toEntry(r dlq.Record, route func(dlq.Record) (dlq.Route, error)) Entry {
 	e := r.Entry
 	out := Entry{
@@ -160,7 +161,7 @@ func toEntry(r dlq.Record, route func(dlq.Record) (dlq.Route, error)) Entry {
 	rt, err := route(r)
 	if err != nil {
 		out.ReplayRefused, out.OriginMismatch = err.Error(), errors.Is(err, dlq.ErrOriginMismatch)
-		out.MessageUnknown = errors.Is(err, dlq.ErrUnknownMessage)
+		out.MessageUnknown = errors.Is(err, operate.ErrUnknownMessage)
 	}
 	if err == nil || out.MessageUnknown {
 		out.ReplayDestination, out.ReplayEveryGroup = rt.Destination(r.Broker), rt.EveryGroup
@@ -290,7 +291,7 @@ type DLQ struct {
 	Configured bool   `json:"configured"`
 }
 
-func toDLQ(in dlq.DLQInfo) DLQ {
+func toDLQ(in operate.DLQInfo) DLQ {
 	out := DLQ{
 		DLQ: in.DLQ, Broker: in.Broker, Severity: in.Severity,
 		Pending: in.Pending, Replaying: in.Replaying, Replayed: in.Replayed, Discarded: in.Discarded, Archived: in.Archived,

@@ -5,7 +5,7 @@ import (
 	"net/http"
 )
 
-//go:generate go run ../../internal/openapi/gen -root ../.. -out openapi.json
+//go:generate go run ../../internal/tools/openapi/gen -root ../.. -out openapi.json
 
 // openAPIJSON is configs/openapi.yaml as JSON, generated (go generate
 // ./dlq/admin); a test fails when it is stale.

@@ -15,7 +15,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/redrive/redrive/internal/openapi"
+	"github.com/redrive/redrive/internal/tools/openapi"
 )
 
 // The statuses every response of the package's tests had, by operation

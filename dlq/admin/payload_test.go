@@ -12,7 +12,8 @@ import (
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/dlq/operate"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // TestEntryBoundedPayloads: GET /internal/v1/dlq/{dlq}/{id} of payloads
@@ -86,7 +87,7 @@ func TestEntryBoundedPayloads(t *testing.T) {
 // payload (0: the default), and returns its URL.
 func serveOps(t *testing.T, s dlq.Store, preview int) string {
 	t.Helper()
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Logger: quiet, MaxPayloadPreview: preview})
+	ops, err := operate.New(operate.Config{Store: s, Logger: quiet, MaxPayloadPreview: preview})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/memstore"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
 // TestUI checks that Config.UI gets every path outside /internal/, without
@@ -18,7 +19,7 @@ import (
 func TestUI(t *testing.T) {
 	s := memstore.New(memstore.Config{Logger: quiet})
 	t.Cleanup(func() { _ = s.Close() })
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: &publisher{}, Logger: quiet, Routes: testRoutes()})
+	ops, err := operate.New(operate.Config{Store: s, Republisher: &publisher{}, Logger: quiet, Routes: testRoutes()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,7 @@ func entryURL(name, id string) string {
 // replay serves POST /dlq/{name}/{id}/replay, then shows the entry. The
 // field as_stored ("on": the operator ticked "send the stored bytes as
 // they are") replays an entry whose original message is unknown
-// (dlq.Ops.ReplayAsStored); without it such an entry is refused.
+// (operate.Ops.ReplayAsStored); without it such an entry is refused.
 func (c *Console) replay(w http.ResponseWriter, r *http.Request, ss *session) {
 	name, id, err := pathEntry(r)
 	asStored := false

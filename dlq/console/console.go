@@ -13,12 +13,13 @@ import (
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/access"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/heartbeat"
 	"github.com/redrive/redrive/internal/httpguard"
 	"github.com/redrive/redrive/lag"
 )
 
-// Jobs runs replay-all jobs; *dlq.Jobs implements it (the one the admin
+// Jobs runs replay-all jobs; *jobs.Jobs implements it (the one the admin
 // API shares).
 type Jobs interface {
 	StartReplayAll(ctx context.Context, q dlq.Query, actor string, rate float64) (dlq.Job, error)
@@ -57,7 +58,7 @@ type User struct {
 // Config configures a Console.
 type Config struct {
 	// Ops does the work. Required.
-	Ops *dlq.Ops
+	Ops *operate.Ops
 	// Jobs runs replay-all; required unless every user is read-only.
 	Jobs Jobs
 	// Workers feeds the workers page; nil shows "not configured".
@@ -126,7 +127,7 @@ const (
 // Console serves the dead-letter console.
 type Console struct {
 	cfg      Config
-	ops      *dlq.Ops
+	ops      *operate.Ops
 	log      *slog.Logger
 	auth     *access.Authenticator
 	sessions *sessions

@@ -11,12 +11,13 @@ import (
 
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/console"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/heartbeat"
 )
 
 func TestNewChecksConfig(t *testing.T) {
 	s := stores[0].Open(t)
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Logger: quiet})
+	ops, err := operate.New(operate.Config{Store: s, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

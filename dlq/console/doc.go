@@ -1,6 +1,6 @@
 // Package console is the dead-letter console: server-rendered HTML pages
 // (html/template, assets embedded, no JavaScript needed, no CDN) over
-// dlq.Ops, for operators to see, replay and discard dead letters.
+// operate.Ops, for operators to see, replay and discard dead letters.
 //
 // Pages: the DLQs with pending counts, severity and arrival rate (GET /);
 // the entries of a DLQ, filterable by status, error class, time and text,

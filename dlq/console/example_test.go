@@ -8,25 +8,26 @@ import (
 	"net/http/httptest"
 	"strings"
 
-	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/console"
+	"github.com/redrive/redrive/dlq/jobs"
 	"github.com/redrive/redrive/dlq/memstore"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
 // Example mounts the console next to the admin API, as redrive serve
-// does: both share one dlq.Jobs (the replay-all jobs); the admin server
+// does: both share one jobs.Jobs (the replay-all jobs); the admin server
 // serves /internal/ and the console the rest, with its own login.
 func Example() {
 	store := memstore.New(memstore.Config{})
 	defer store.Close()
 	quiet := slog.New(slog.DiscardHandler)
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: store, Logger: quiet}) // add a Republisher (the broker) to replay
+	ops, err := operate.New(operate.Config{Store: store, Logger: quiet}) // add a Republisher (the broker) to replay
 	if err != nil {
 		log.Fatal(err)
 	}
 
-	jobs, err := dlq.NewJobs(dlq.JobsConfig{Ops: ops, Logger: quiet})
+	jobs, err := jobs.New(jobs.Config{Ops: ops, Logger: quiet})
 	if err != nil {
 		log.Fatal(err)
 	}

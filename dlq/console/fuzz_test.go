@@ -15,6 +15,7 @@ import (
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/console"
 	"github.com/redrive/redrive/dlq/memstore"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
 // renderAll stores one dead letter whose every field is text (its payload
@@ -25,7 +26,7 @@ func renderAll(t *testing.T, text string, asJSON bool) string {
 	t.Helper()
 	s := memstore.New(memstore.Config{Logger: quiet})
 	defer s.Close()
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Logger: quiet})
+	ops, err := operate.New(operate.Config{Store: s, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,8 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/console"
-	"github.com/redrive/redrive/internal/storekinds"
+	"github.com/redrive/redrive/dlq/operate"
+	"github.com/redrive/redrive/internal/testsupport/storekinds"
 )
 
 const (
@@ -42,7 +43,7 @@ var stores = storekinds.Kinds()
 type fixture struct {
 	t     *testing.T
 	store dlq.Store
-	ops   *dlq.Ops
+	ops   *operate.Ops
 	srv   *admin.Server
 	web   *httptest.Server
 	con   *console.Console
@@ -81,7 +82,7 @@ func newFixturePreview(t *testing.T, s dlq.Store, preview int, edit func(*consol
 // preview size given.
 func newFixtureRoutesPreview(t *testing.T, s dlq.Store, routes []dlq.Route, preview int, edit func(*console.Config)) *fixture {
 	t.Helper()
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: kafkaBroker(t), Logger: quiet,
+	ops, err := operate.New(operate.Config{Store: s, Republisher: kafkaBroker(t), Logger: quiet,
 		Routes: routes, MaxPayloadPreview: preview,
 		Policies: map[string]dlq.Policy{kafka.DLQTopic(topic): {Severity: broker.SeverityCritical}, "empty.dlq": {}}})
 	if err != nil {

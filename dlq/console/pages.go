@@ -8,6 +8,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/internal/download"
 )
 
@@ -26,18 +27,18 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, ss *session, err 
 		status, msg = http.StatusNotFound, "entry: no such entry in this DLQ"
 	case errors.Is(err, dlq.ErrNotPending):
 		status, msg = http.StatusConflict, "status: the entry is no longer pending (someone replayed or discarded it); reload it"
-	case errors.Is(err, dlq.ErrOriginMismatch), errors.Is(err, dlq.ErrNoRoute), errors.Is(err, dlq.ErrUnknownMessage):
+	case errors.Is(err, dlq.ErrOriginMismatch), errors.Is(err, operate.ErrNoRoute), errors.Is(err, operate.ErrUnknownMessage):
 		// The operator must see where the entry claims to come from and
 		// where its DLQ replays to (quoted and clipped names; the page
 		// escapes them).
 		status, msg = http.StatusConflict, "replay refused: "+clip(err.Error(), 1000)
-	case errors.Is(err, dlq.ErrReasonRequired):
+	case errors.Is(err, operate.ErrReasonRequired):
 		status, msg = http.StatusBadRequest, "reason: required: say why the entry is discarded"
 	case errors.Is(err, dlq.ErrInvalidQuery):
 		status, msg = http.StatusBadRequest, "the query is not valid (the log says why)"
-	case errors.Is(err, dlq.ErrReplayFailed):
+	case errors.Is(err, operate.ErrReplayFailed):
 		status, msg = http.StatusBadGateway, "broker: the replay was not confirmed; the entry is pending again (the log says why)"
-	case errors.Is(err, dlq.ErrNoRepublisher):
+	case errors.Is(err, operate.ErrNoRepublisher):
 		status, msg = http.StatusServiceUnavailable, "broker: this console cannot replay: no broker configured"
 	case r.Context().Err() != nil:
 		status, msg = http.StatusServiceUnavailable, "request cancelled"
@@ -52,7 +53,7 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, ss *session, err 
 
 // dlqRow is one line of the DLQ list.
 type dlqRow struct {
-	dlq.DLQInfo
+	operate.DLQInfo
 	Retention string
 	// LastHour is how many entries arrived in the last hour.
 	LastHour int64
@@ -213,7 +214,7 @@ func (c *Console) row(rec dlq.Record) entryRow {
 	row := entryRow{Record: rec}
 	if _, err := c.ops.ReplayRoute(rec); err != nil {
 		row.Refused, row.OriginMismatch = err.Error(), errors.Is(err, dlq.ErrOriginMismatch)
-		row.Unknown = errors.Is(err, dlq.ErrUnknownMessage)
+		row.Unknown = errors.Is(err, operate.ErrUnknownMessage)
 	}
 	return row
 }
@@ -278,7 +279,7 @@ func (c *Console) entry(w http.ResponseWriter, r *http.Request, ss *session) {
 	rt, err := c.ops.ReplayRoute(rec)
 	if err != nil {
 		view.Refused, view.OriginMismatch = err.Error(), errors.Is(err, dlq.ErrOriginMismatch)
-		view.Unknown = errors.Is(err, dlq.ErrUnknownMessage)
+		view.Unknown = errors.Is(err, operate.ErrUnknownMessage)
 	}
 	if err == nil || view.Unknown {
 		view.Destination, view.EveryGroup = rt.Destination(rec.Broker), rt.EveryGroup

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
 // bad is a 400 naming its field.
@@ -87,12 +88,12 @@ func readFilter(v url.Values, q *dlq.Query, listing bool) (filter, error) {
 }
 
 // parseRate reads the replay-all rate: empty = the server's default (-1),
-// else dlq.ParseReplayRate.
+// else operate.ParseReplayRate.
 func parseRate(s string) (float64, error) {
 	if s == "" {
 		return -1, nil
 	}
-	f, err := dlq.ParseReplayRate(s)
+	f, err := operate.ParseReplayRate(s)
 	if err != nil {
 		return 0, bad("rate", "%v", err)
 	}

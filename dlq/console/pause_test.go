@@ -11,7 +11,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq/console"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // TestPauseWorkerPage: an operator pauses and resumes a worker from the

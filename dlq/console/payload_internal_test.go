@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // Issue 40's payload: 20 KB nested 9,999 levels deep, against a flat

@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/dlq/operate"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // TestEntryPageBoundedPayloads: the entry page of payloads nested 9,999,
@@ -21,7 +22,7 @@ func TestEntryPageBoundedPayloads(t *testing.T) {
 	for _, st := range stores {
 		t.Run(st.Name, func(t *testing.T) {
 			whole := newFixturePreview(t, st.Open(t), 16<<20, nil) // the whole payload is the stored bytes shown
-			cut := newFixturePreview(t, st.Open(t), dlq.DefaultPayloadPreview, nil)
+			cut := newFixturePreview(t, st.Open(t), operate.DefaultPayloadPreview, nil)
 			for _, tc := range []struct {
 				name   string
 				f      *fixture

@@ -13,8 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // version2Schema makes schema as pgstore version 2 left it, with n live
@@ -141,7 +142,7 @@ func TestCountsBackfillOnline(t *testing.T) {
 		t.Fatalf("List of old entries = %d, %v", len(page.Records), err)
 	}
 	rec := &recorder{}
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: rec, Logger: slog.New(slog.DiscardHandler),
+	ops, err := operate.New(operate.Config{Store: s, Republisher: rec, Logger: slog.New(slog.DiscardHandler),
 		Routes: []dlq.Route{{DLQ: "old.dlq", Topic: "orders", Worker: "billing", Target: "orders.billing", Sources: []string{"orders.billing"}}}})
 	if err != nil {
 		t.Fatal(err)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 func TestConfigValidate(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // A store of schema version 8 checked broker IN ('rabbitmq', 'kafka') on

@@ -12,8 +12,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // Several instances starting at once on an empty schema: each migration is
@@ -213,7 +214,7 @@ func TestVersion1EntryReplays(t *testing.T) {
 	}
 
 	rec := &recorder{}
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: rec, Logger: slog.New(slog.DiscardHandler),
+	ops, err := operate.New(operate.Config{Store: s, Republisher: rec, Logger: slog.New(slog.DiscardHandler),
 		Routes: []dlq.Route{{DLQ: "orders.billing.dlq", Topic: "orders", Worker: "billing", Target: "orders.billing", Sources: []string{"orders.billing"}}}})
 	if err != nil {
 		t.Fatal(err)

@@ -16,8 +16,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // week is the partition of an id made at t.
@@ -401,7 +402,7 @@ func TestMigrateVersion5Online(t *testing.T) {
 		t.Errorf("Insert of an old identity = %s, %v, %v; want %s, not inserted", r.ID, inserted, err, ids[7])
 	}
 	rec := &recorder{}
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s, Republisher: rec, Logger: slog.New(slog.DiscardHandler),
+	ops, err := operate.New(operate.Config{Store: s, Republisher: rec, Logger: slog.New(slog.DiscardHandler),
 		Routes: []dlq.Route{{DLQ: d, Topic: "orders", Worker: "billing", Target: "orders.billing", Sources: []string{"orders.billing"}}}})
 	if err != nil {
 		t.Fatal(err)

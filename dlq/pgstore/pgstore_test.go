@@ -8,7 +8,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/pgstore"
 	"github.com/redrive/redrive/dlq/storetest"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // DefaultURL is the database the tests use unless DATABASE_URL is set.

@@ -11,10 +11,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/dlq"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
-// BenchmarkReplayPath is the store's part of one replay (dlq.Ops.Replay):
+// BenchmarkReplayPath is the store's part of one replay (operate.Ops.Replay):
 // claim (pending to replaying, audited), read the whole entry, confirm
 // (replaying to replayed, on the claimed version), on a DLQ of 50,000
 // entries besides those replayed. One op is one entry; `go test -run NONE

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
 func testArchive(t *testing.T, s dlq.Store) {
@@ -141,7 +142,7 @@ func testArchiveExpired(t *testing.T, s dlq.Store) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byName := map[string]dlq.DLQInfo{}
+	byName := map[string]operate.DLQInfo{}
 	for _, in := range infos {
 		byName[in.DLQ] = in
 	}
@@ -185,26 +186,26 @@ func testMetrics(t *testing.T, s dlq.Store) {
 	if _, err := ops.Replay(ctx, "m.dlq", recs[0].ID, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if v, ok := gather(t, reg, dlq.MetricReplayed, "m.dlq"); !ok || v != 1 {
-		t.Errorf("%s{dlq=m.dlq} = %v (%v), want 1", dlq.MetricReplayed, v, ok)
+	if v, ok := gather(t, reg, operate.MetricReplayed, "m.dlq"); !ok || v != 1 {
+		t.Errorf("%s{dlq=m.dlq} = %v (%v), want 1", operate.MetricReplayed, v, ok)
 	}
 	if err := ops.RefreshMetrics(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for name, want := range map[string]float64{"m.dlq": 2, "m2.dlq": 2, "m3.dlq": 0} {
-		if v, ok := gather(t, reg, dlq.MetricPending, name); !ok || v != want {
-			t.Errorf("%s{dlq=%s} = %v (%v), want %v", dlq.MetricPending, name, v, ok, want)
+		if v, ok := gather(t, reg, operate.MetricPending, name); !ok || v != want {
+			t.Errorf("%s{dlq=%s} = %v (%v), want %v", operate.MetricPending, name, v, ok, want)
 		}
 	}
 	// The severity rides on the series: an unresolved critical dead letter
 	// is selectable without a join (alert DLQFinancial).
 	for name, want := range map[string]string{"m.dlq": string(broker.SeverityWarning), "m3.dlq": string(broker.SeverityCritical)} {
-		if got := label(t, reg, dlq.MetricPending, name, "severity"); got != want {
-			t.Errorf("%s{dlq=%s} severity = %q, want %q", dlq.MetricPending, name, got, want)
+		if got := label(t, reg, operate.MetricPending, name, "severity"); got != want {
+			t.Errorf("%s{dlq=%s} severity = %q, want %q", operate.MetricPending, name, got, want)
 		}
 	}
 	// Registering twice on one registry is an error, not a panic.
-	if _, err := dlq.NewOps(cfg); err == nil {
-		t.Error("NewOps registered its metrics twice")
+	if _, err := operate.New(cfg); err == nil {
+		t.Error("operate.New registered its metrics twice")
 	}
 }

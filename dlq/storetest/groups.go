@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
 // testGroups: entries are grouped by their failure fingerprint (error
@@ -117,7 +118,7 @@ func testGroups(t *testing.T, s dlq.Store) {
 	// Replaying one group replays its pending entries only.
 	pub := &publisher{}
 	ops := newOps(t, opsConfig(s, pub))
-	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: name, Group: fpB}, dlq.ReplayAllOptions{Actor: "alice"})
+	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: name, Group: fpB}, operate.ReplayAllOptions{Actor: "alice"})
 	if err != nil || p.Total != 2 || p.Replayed != 2 {
 		t.Fatalf("ReplayAll(group B) = %+v, %v; want 2 replayed", p, err)
 	}
@@ -129,10 +130,10 @@ func testGroups(t *testing.T, s dlq.Store) {
 
 	// Discarding one group discards its pending entries, each audited
 	// with the reason; a reason is required.
-	if _, err := ops.DiscardAll(ctx, dlq.Query{DLQ: name, Group: fpC}, dlq.DiscardAllOptions{Actor: "bob"}); !errors.Is(err, dlq.ErrReasonRequired) {
+	if _, err := ops.DiscardAll(ctx, dlq.Query{DLQ: name, Group: fpC}, operate.DiscardAllOptions{Actor: "bob"}); !errors.Is(err, operate.ErrReasonRequired) {
 		t.Errorf("DiscardAll without a reason = %v, want ErrReasonRequired", err)
 	}
-	p, err = ops.DiscardAll(ctx, dlq.Query{DLQ: name, Group: fpC}, dlq.DiscardAllOptions{Actor: "bob", Reason: "known ledger bug"})
+	p, err = ops.DiscardAll(ctx, dlq.Query{DLQ: name, Group: fpC}, operate.DiscardAllOptions{Actor: "bob", Reason: "known ledger bug"})
 	if err != nil || p.Total != 2 || p.Replayed != 2 || !p.Done {
 		t.Fatalf("DiscardAll(group C) = %+v, %v; want 2 discarded", p, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/jobs"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
 // testReplayAllResume stops a ReplayAll in its third page, after its
@@ -21,24 +23,24 @@ func testReplayAllResume(t *testing.T, s dlq.Store) {
 	ops := newOps(t, opsConfig(s, pub))
 	started := time.Now()
 	var (
-		cp     dlq.Progress
+		cp     operate.Progress
 		cursor string
 		stop   = make(chan struct{})
 	)
-	opts := dlq.ReplayAllOptions{Actor: "alice", PageSize: 7, Stop: stop,
-		Checkpoint: func(p dlq.Progress, c string) error { cp, cursor = p, c; return nil },
-		Progress: func(p dlq.Progress) {
+	opts := operate.ReplayAllOptions{Actor: "alice", PageSize: 7, Stop: stop,
+		Checkpoint: func(p operate.Progress, c string) error { cp, cursor = p, c; return nil },
+		Progress: func(p operate.Progress) {
 			if p.Replayed == 17 && !p.Done {
 				close(stop) // 3 entries of the third page replayed after the checkpoint
 			}
 		},
 	}
 	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: "resume.dlq"}, opts)
-	if !errors.Is(err, dlq.ErrStopped) || p.Replayed != 17 || cp.Replayed != 14 || cursor == "" {
+	if !errors.Is(err, operate.ErrStopped) || p.Replayed != 17 || cp.Replayed != 14 || cursor == "" {
 		t.Fatalf("first run = %+v, %v; checkpoint %+v at %q; want stopped at 17 replayed, checkpoint at 14", p, err, cp, cursor)
 	}
-	resumed, err := ops.ReplayAll(ctx, dlq.Query{DLQ: "resume.dlq"}, dlq.ReplayAllOptions{Actor: "bob", PageSize: 7,
-		Resume: &dlq.ReplayAllResume{Cursor: cursor, Progress: cp, Started: started}})
+	resumed, err := ops.ReplayAll(ctx, dlq.Query{DLQ: "resume.dlq"}, operate.ReplayAllOptions{Actor: "bob", PageSize: 7,
+		Resume: &operate.ReplayAllResume{Cursor: cursor, Progress: cp, Started: started}})
 	if err != nil {
 		t.Fatalf("resumed run: %v", err)
 	}
@@ -283,13 +285,13 @@ func testJobTakeover(t *testing.T, s dlq.Store, js dlq.JobStore) {
 	// left replaying is older than ReconcileAfter by then.
 	cfgB.ReplayTimeout, cfgB.ReconcileAfter = 100*time.Millisecond, 200*time.Millisecond
 	const lease = 300 * time.Millisecond
-	jobsA, err := dlq.NewJobs(dlq.JobsConfig{Ops: newOps(t, cfgA), Store: a, Replica: "a", Lease: lease, DefaultRate: -1})
+	jobsA, err := jobs.New(jobs.Config{Ops: newOps(t, cfgA), Store: a, Replica: "a", Lease: lease, DefaultRate: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer jobsA.Close()
 	opsB := newOps(t, cfgB)
-	jobsB, err := dlq.NewJobs(dlq.JobsConfig{Ops: opsB, Store: js, Replica: "b", Lease: lease})
+	jobsB, err := jobs.New(jobs.Config{Ops: opsB, Store: js, Replica: "b", Lease: lease})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,10 +339,10 @@ func testJobTakeover(t *testing.T, s dlq.Store, js dlq.JobStore) {
 func testJobCancelElsewhere(t *testing.T, s dlq.Store, js dlq.JobStore) {
 	ctx := context.Background()
 	fill(t, s, "cancel.dlq", "c", 50, nil)
-	replica := func(name string) *dlq.Jobs {
+	replica := func(name string) *jobs.Jobs {
 		cfg := opsConfig(s, &publisher{})
 		cfg.Routes = append(cfg.Routes, route("cancel.dlq"))
-		jobs, err := dlq.NewJobs(dlq.JobsConfig{Ops: newOps(t, cfg), Store: js, Replica: name, Lease: 300 * time.Millisecond})
+		jobs, err := jobs.New(jobs.Config{Ops: newOps(t, cfg), Store: js, Replica: name, Lease: 300 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -377,12 +379,12 @@ func testJobHandOver(t *testing.T, s dlq.Store, js dlq.JobStore) {
 	ctx := context.Background()
 	fill(t, s, "hand.dlq", "h", 40, nil)
 	pub := &publisher{}
-	replica := func(name string) *dlq.Jobs {
+	replica := func(name string) *jobs.Jobs {
 		cfg := opsConfig(s, pub)
 		cfg.Routes = append(cfg.Routes, route("hand.dlq"))
 		// A long lease: b takes the job over because a handed it over,
 		// not because the lease ran out.
-		jobs, err := dlq.NewJobs(dlq.JobsConfig{Ops: newOps(t, cfg), Store: js, Replica: name, Lease: time.Hour})
+		jobs, err := jobs.New(jobs.Config{Ops: newOps(t, cfg), Store: js, Replica: name, Lease: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}

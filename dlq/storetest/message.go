@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
 // bigValue is n bytes that show any shift or cut.
@@ -241,8 +242,8 @@ func testShowAndPayload(t *testing.T, s dlq.Store) {
 	if err := ops.Payload(ctx, "show.dlq", "nope", func(int64, bool) { started = true }, &bytes.Buffer{}); !errors.Is(err, dlq.ErrNotFound) || started {
 		t.Errorf("Payload(unknown) = %v (started %v), want ErrNotFound before starting", err, started)
 	}
-	if d := newOps(t, opsConfig(s, nil)); d.PayloadPreview() != dlq.DefaultPayloadPreview {
-		t.Errorf("default preview = %d, want %d", d.PayloadPreview(), dlq.DefaultPayloadPreview)
+	if d := newOps(t, opsConfig(s, nil)); d.PayloadPreview() != operate.DefaultPayloadPreview {
+		t.Errorf("default preview = %d, want %d", d.PayloadPreview(), operate.DefaultPayloadPreview)
 	}
 }
 
@@ -300,16 +301,16 @@ func testReplayRoutes(t *testing.T, s dlq.Store) {
 	if rt, err := ops.Target(recs[4]); err != nil || rt.Target != "orders.billing" || rt.Worker != "billing" {
 		t.Errorf("Target = %+v, %v", rt, err)
 	}
-	if _, err := ops.Replay(ctx, "norote.dlq", unrouted.ID, "alice"); !errors.Is(err, dlq.ErrNoRoute) {
+	if _, err := ops.Replay(ctx, "norote.dlq", unrouted.ID, "alice"); !errors.Is(err, operate.ErrNoRoute) {
 		t.Errorf("Replay in a DLQ without route = %v, want ErrNoRoute", err)
 	}
 
 	// Replay-all: the routed one replayed, three counted and left pending.
-	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: "mis.dlq"}, dlq.ReplayAllOptions{Actor: "bob", PageSize: 2})
+	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: "mis.dlq"}, operate.ReplayAllOptions{Actor: "bob", PageSize: 2})
 	if err != nil {
 		t.Fatalf("ReplayAll: %v", err)
 	}
-	if want := (dlq.Progress{Total: 4, Replayed: 1, Mismatched: 3, Done: true}); p != want {
+	if want := (operate.Progress{Total: 4, Replayed: 1, Mismatched: 3, Done: true}); p != want {
 		t.Errorf("progress = %+v, want %+v", p, want)
 	}
 	if n, _ := s.Count(ctx, dlq.Query{DLQ: "mis.dlq", Status: dlq.StatusPending}); n != 3 {
@@ -343,14 +344,14 @@ func testReplayRoutes(t *testing.T, s dlq.Store) {
 	for _, bad := range []dlq.Route{{DLQ: "x.dlq", Topic: "x", Worker: "w"}, {Topic: "x", Worker: "w", Target: "x.w"}} {
 		cfg := opsConfig(s, pub)
 		cfg.Routes = append(cfg.Routes, bad)
-		if _, err := dlq.NewOps(cfg); err == nil {
-			t.Errorf("NewOps accepted route %+v", bad)
+		if _, err := operate.New(cfg); err == nil {
+			t.Errorf("operate.New accepted route %+v", bad)
 		}
 	}
 	cfg = opsConfig(s, pub)
 	cfg.Routes = append(cfg.Routes, route("mis.dlq"))
-	if _, err := dlq.NewOps(cfg); err == nil {
-		t.Error("NewOps accepted a worker's route twice")
+	if _, err := operate.New(cfg); err == nil {
+		t.Error("operate.New accepted a worker's route twice")
 	}
 }
 
@@ -386,7 +387,7 @@ func testReplayAllBatchBytes(t *testing.T, s dlq.Store) {
 	ss := &sizedStore{Store: s}
 	pub := &publisher{}
 	ops := newOps(t, opsConfig(ss, pub))
-	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: "batch.dlq"}, dlq.ReplayAllOptions{Actor: "a", BatchBytes: 2*mib + 100})
+	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: "batch.dlq"}, operate.ReplayAllOptions{Actor: "a", BatchBytes: 2*mib + 100})
 	if err != nil || p.Replayed != int64(len(sizes)) {
 		t.Fatalf("ReplayAll = %+v, %v", p, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
 func testTransition(t *testing.T, s dlq.Store) {
@@ -140,7 +141,7 @@ func testReplay(t *testing.T, s dlq.Store) {
 
 	// A read-only Ops cannot replay.
 	ro := newOps(t, opsConfig(s, nil))
-	if _, err := ro.Replay(ctx, "replay.dlq", recs[1].ID, "x"); !errors.Is(err, dlq.ErrNoRepublisher) {
+	if _, err := ro.Replay(ctx, "replay.dlq", recs[1].ID, "x"); !errors.Is(err, operate.ErrNoRepublisher) {
 		t.Errorf("Replay without republisher = %v, want ErrNoRepublisher", err)
 	}
 	if other := get(t, s, "replay.dlq", recs[1].ID); other.Status != dlq.StatusPending {
@@ -154,7 +155,7 @@ func testReplayFailure(t *testing.T, s dlq.Store) {
 	pub := &publisher{fail: errBroker}
 	ops := newOps(t, opsConfig(s, pub))
 	_, err := ops.Replay(ctx, "fail.dlq", r.ID, "alice")
-	if !errors.Is(err, errBroker) || !errors.Is(err, dlq.ErrReplayFailed) {
+	if !errors.Is(err, errBroker) || !errors.Is(err, operate.ErrReplayFailed) {
 		t.Fatalf("Replay with a failing broker = %v, want it to wrap ErrReplayFailed and the broker's error", err)
 	}
 	got := get(t, s, "fail.dlq", r.ID)
@@ -238,7 +239,7 @@ func testDiscard(t *testing.T, s dlq.Store) {
 	pub := &publisher{}
 	ops := newOps(t, opsConfig(s, pub))
 	for _, reason := range []string{"", "   "} {
-		if _, err := ops.Discard(ctx, "disc.dlq", r.ID, "alice", reason); !errors.Is(err, dlq.ErrReasonRequired) {
+		if _, err := ops.Discard(ctx, "disc.dlq", r.ID, "alice", reason); !errors.Is(err, operate.ErrReasonRequired) {
 			t.Errorf("Discard with reason %q = %v, want ErrReasonRequired", reason, err)
 		}
 	}
@@ -382,7 +383,7 @@ func testReconcileFailure(t *testing.T, s dlq.Store) {
 	// The failed attempt claimed the entry a moment ago: the next pass
 	// waits for ReconcileAfter.
 	pub.setFail(nil)
-	later := newOps(t, func() dlq.OpsConfig {
+	later := newOps(t, func() operate.Config {
 		c := opsConfig(s, pub)
 		c.Now = func() time.Time { return time.Now().Add(time.Hour) }
 		return c

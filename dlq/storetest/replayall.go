@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
 func testReplayAll(t *testing.T, s dlq.Store) {
@@ -33,13 +34,13 @@ func testReplayAll(t *testing.T, s dlq.Store) {
 	pub := &publisher{}
 	ops := newOps(t, opsConfig(s, pub))
 	var (
-		reports []dlq.Progress
+		reports []operate.Progress
 		late    dlq.Record
 	)
-	opts := dlq.ReplayAllOptions{
+	opts := operate.ReplayAllOptions{
 		Actor:    "alice",
 		PageSize: 7,
-		Progress: func(p dlq.Progress) {
+		Progress: func(p operate.Progress) {
 			reports = append(reports, p)
 			if p.Replayed == 3 && late.ID == "" {
 				// Arrives during the run, matches the filter: left alone.
@@ -103,7 +104,7 @@ func testReplayAll(t *testing.T, s dlq.Store) {
 	}
 
 	// Again: nothing left of that class but the late one.
-	p, err = ops.ReplayAll(ctx, dlq.Query{DLQ: "all.dlq", ErrorClass: "db.Timeout"}, dlq.ReplayAllOptions{Actor: "alice"})
+	p, err = ops.ReplayAll(ctx, dlq.Query{DLQ: "all.dlq", ErrorClass: "db.Timeout"}, operate.ReplayAllOptions{Actor: "alice"})
 	if err != nil || p.Replayed != 1 || p.Total != 1 {
 		t.Errorf("second ReplayAll = %+v, %v; want the late entry only", p, err)
 	}
@@ -111,11 +112,11 @@ func testReplayAll(t *testing.T, s dlq.Store) {
 	// Bad requests.
 	for _, tc := range []struct {
 		q    dlq.Query
-		opts dlq.ReplayAllOptions
+		opts operate.ReplayAllOptions
 	}{
-		{dlq.Query{}, dlq.ReplayAllOptions{}},
-		{dlq.Query{DLQ: "all.dlq", Status: dlq.StatusReplayed}, dlq.ReplayAllOptions{}},
-		{dlq.Query{DLQ: "all.dlq"}, dlq.ReplayAllOptions{Rate: -1}},
+		{dlq.Query{}, operate.ReplayAllOptions{}},
+		{dlq.Query{DLQ: "all.dlq", Status: dlq.StatusReplayed}, operate.ReplayAllOptions{}},
+		{dlq.Query{DLQ: "all.dlq"}, operate.ReplayAllOptions{Rate: -1}},
 	} {
 		if _, err := ops.ReplayAll(ctx, tc.q, tc.opts); !errors.Is(err, dlq.ErrInvalidQuery) {
 			t.Errorf("ReplayAll(%+v, %+v) = %v, want ErrInvalidQuery", tc.q, tc.opts, err)
@@ -128,7 +129,7 @@ func testReplayAllRate(t *testing.T, s dlq.Store) {
 	pub := &publisher{}
 	ops := newOps(t, opsConfig(s, pub))
 	start := time.Now()
-	p, err := ops.ReplayAll(context.Background(), dlq.Query{DLQ: "rate.dlq"}, dlq.ReplayAllOptions{Rate: 100})
+	p, err := ops.ReplayAll(context.Background(), dlq.Query{DLQ: "rate.dlq"}, operate.ReplayAllOptions{Rate: 100})
 	elapsed := time.Since(start)
 	if err != nil || p.Replayed != 10 {
 		t.Fatalf("ReplayAll = %+v, %v", p, err)
@@ -144,7 +145,7 @@ func testReplayAllRate(t *testing.T, s dlq.Store) {
 	fill(t, s, "rate2.dlq", "r", 10, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	p, err = ops.ReplayAll(ctx, dlq.Query{DLQ: "rate2.dlq"}, dlq.ReplayAllOptions{Rate: 20, Progress: func(p dlq.Progress) {
+	p, err = ops.ReplayAll(ctx, dlq.Query{DLQ: "rate2.dlq"}, operate.ReplayAllOptions{Rate: 20, Progress: func(p operate.Progress) {
 		if p.Replayed == 1 {
 			cancel()
 		}
@@ -168,7 +169,7 @@ func testReplayAllStopsOnFailure(t *testing.T, s dlq.Store) {
 		}
 	}
 	ops := newOps(t, opsConfig(s, pub))
-	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: "stop.dlq"}, dlq.ReplayAllOptions{})
+	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: "stop.dlq"}, operate.ReplayAllOptions{})
 	if !errors.Is(err, errBroker) {
 		t.Fatalf("ReplayAll = %v, want the broker's error", err)
 	}
@@ -190,7 +191,7 @@ func testReplayAllStopsOnFailure(t *testing.T, s dlq.Store) {
 	// Resumes once the broker is back.
 	pub.setFail(nil)
 	pub.during = nil
-	p, err = ops.ReplayAll(ctx, dlq.Query{DLQ: "stop.dlq"}, dlq.ReplayAllOptions{})
+	p, err = ops.ReplayAll(ctx, dlq.Query{DLQ: "stop.dlq"}, operate.ReplayAllOptions{})
 	if err != nil || p.Replayed != 4 {
 		t.Errorf("resumed ReplayAll = %+v, %v; want 4", p, err)
 	}
@@ -235,7 +236,7 @@ func testReplayAllClaimsStayFresh(t *testing.T, s dlq.Store) {
 			}
 		}
 	}()
-	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: "fresh.dlq"}, dlq.ReplayAllOptions{Actor: "alice"})
+	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: "fresh.dlq"}, operate.ReplayAllOptions{Actor: "alice"})
 	close(stop)
 	<-stopped
 	pub.mu.Lock()

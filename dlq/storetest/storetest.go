@@ -1,6 +1,6 @@
 // Package storetest is the conformance suite of dlq.Store implementations:
 // idempotent and concurrent inserts, paging and filters, status
-// transitions with their audit rows, and the operations of dlq.Ops on top
+// transitions with their audit rows, and the operations of operate.Ops on top
 // (replay, replay-all, discard, reconcile, archive). Each store's tests run
 // it:
 //
@@ -30,6 +30,7 @@ import (
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
 // Run runs every conformance test, each on a store of its own from
@@ -325,8 +326,8 @@ func route(dlqName string) dlq.Route {
 }
 
 // opsConfig is the base configuration of the suite's Ops.
-func opsConfig(s dlq.Store, p dlq.Republisher) dlq.OpsConfig {
-	cfg := dlq.OpsConfig{
+func opsConfig(s dlq.Store, p dlq.Republisher) operate.Config {
+	cfg := operate.Config{
 		Store:       s,
 		Republisher: p,
 		Logger:      slog.New(slog.DiscardHandler),
@@ -338,11 +339,11 @@ func opsConfig(s dlq.Store, p dlq.Republisher) dlq.OpsConfig {
 }
 
 // newOps returns Ops over s with p, or fails.
-func newOps(t *testing.T, cfg dlq.OpsConfig) *dlq.Ops {
+func newOps(t *testing.T, cfg operate.Config) *operate.Ops {
 	t.Helper()
-	o, err := dlq.NewOps(cfg)
+	o, err := operate.New(cfg)
 	if err != nil {
-		t.Fatalf("NewOps: %v", err)
+		t.Fatalf("operate.New: %v", err)
 	}
 	return o
 }

@@ -21,9 +21,11 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
 	"github.com/redrive/redrive/dlq/console"
+	"github.com/redrive/redrive/dlq/keeper"
 	"github.com/redrive/redrive/dlq/memstore"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/heartbeat"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 	"github.com/redrive/redrive/lag"
 )
 
@@ -156,7 +158,7 @@ func newStack(t *testing.T) *stack {
 	// The keeper, into the embedded store.
 	s.store = memstore.New(memstore.Config{Logger: log})
 	t.Cleanup(func() { _ = s.store.Close() })
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: s.store, Broker: kafka.Name, Logger: log,
+	k, err := keeper.New(keeper.Config{Source: b, Store: s.store, Broker: kafka.Name, Logger: log,
 		DLQs: map[string]broker.Severity{s.dlq: broker.SeverityCritical},
 		Hook: dlq.HookFunc(func(_ context.Context, r dlq.Record) error { s.stored <- r; return nil })})
 	if err != nil {
@@ -165,7 +167,7 @@ func newStack(t *testing.T) *stack {
 	run("keeper", k.Run)
 
 	// Ops, the admin API and the console.
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: s.store, Republisher: b, Logger: log, Routes: []dlq.Route{kafka.Route(topic, group)},
+	ops, err := operate.New(operate.Config{Store: s.store, Republisher: b, Logger: log, Routes: []dlq.Route{kafka.Route(topic, group)},
 		Policies: map[string]dlq.Policy{s.dlq: {Severity: broker.SeverityCritical}}})
 	if err != nil {
 		t.Fatal(err)

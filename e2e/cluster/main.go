@@ -6,7 +6,7 @@
 //
 // The cluster keeps running after up returns; the faults suite replaces it
 // with a fresh one of its own. It needs root (the nodes run as the
-// rabbitmq user). See package internal/rabbitcluster.
+// rabbitmq user). See package internal/testsupport/rabbitcluster.
 package main
 
 import (
@@ -18,7 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redrive/redrive/internal/rabbitcluster"
+	"github.com/redrive/redrive/internal/testsupport/rabbitcluster"
 )
 
 func main() {

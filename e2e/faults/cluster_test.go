@@ -15,12 +15,12 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/internal/rabbitcluster"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/rabbitcluster"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // The cluster cases run on a three-node RabbitMQ cluster of their own
-// (internal/rabbitcluster: rrc1..rrc3@localhost on 127.0.0.1:5681-5683),
+// (internal/testsupport/rabbitcluster: rrc1..rrc3@localhost on 127.0.0.1:5681-5683),
 // started by the first of them and deleted when the suite ends, whatever
 // happens; a run that crashed leaves nodes that the next run removes
 // first. The node on 5672 is never touched.

@@ -18,7 +18,7 @@
 // application and closes its connections, so do not run it against a
 // shared broker. Redis and PostgreSQL are only ever made unreachable
 // through a TCP proxy, never stopped. The TestCluster cases run on a
-// three-node RabbitMQ cluster of their own (internal/rabbitcluster, ports
+// three-node RabbitMQ cluster of their own (internal/testsupport/rabbitcluster, ports
 // 5681-5683, root needed), started by the first of them and deleted when
 // the suite ends or is interrupted. The TestEffects cases (exactly-once
 // effects, counted in a ledger) restart PostgreSQL for real only on a

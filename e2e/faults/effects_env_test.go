@@ -23,7 +23,7 @@ import (
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/exactlyonce"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 	"github.com/redrive/redrive/retrypolicy"
 )
 

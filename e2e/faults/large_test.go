@@ -32,8 +32,9 @@ import (
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // TestLargeDeadLettersMemory (issue 12, bounded memory): 100 dead letters of
@@ -105,7 +106,7 @@ func TestLargeDeadLettersMemory(t *testing.T) {
 			var d admin.Detail
 			id := largeID(i * 7)
 			if code := apiGet(base+"/internal/v1/dlq/"+dlqName+"/"+id, &d); code != http.StatusOK || !d.PayloadTruncated ||
-				d.PayloadBytes != largePayload || len(d.Payload) > 2*dlq.DefaultPayloadPreview {
+				d.PayloadBytes != largePayload || len(d.Payload) > 2*operate.DefaultPayloadPreview {
 				fail("entry read %s: %d, truncated %v, %d of %d bytes shown", id, code, d.PayloadTruncated, len(d.Payload), d.PayloadBytes)
 			}
 		})
@@ -440,7 +441,7 @@ func largeChild(t *testing.T) {
 	}
 	defer b.Close()
 	half := &halfway{Store: st, read: func() { reading(atHalf) }}
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: half, Republisher: b, Logger: quiet,
+	ops, err := operate.New(operate.Config{Store: half, Republisher: b, Logger: quiet,
 		Routes: []dlq.Route{rabbit.Route(os.Getenv(envLargeTopic), "g")}})
 	if err != nil {
 		rep.Err = err.Error()

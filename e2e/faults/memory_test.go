@@ -36,8 +36,10 @@ import (
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/keeper"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // The child process of TestReplayAllMemory and TestKeeperMemory is this
@@ -104,7 +106,7 @@ type memReport struct {
 	// the keeper; Redelivered, the dead letters the keeper was offered
 	// again after storing them.
 	Done, Redelivered int64
-	Progress          dlq.Progress // of ReplayAll
+	Progress          operate.Progress // of ReplayAll
 	Elapsed           time.Duration
 	// Peak RSS (VmHWM) and the Go runtime's memory before the work, after
 	// memWarm entries, after half of them and at the end; RSS (VmRSS) at
@@ -147,7 +149,7 @@ func goMemory() goMem {
 }
 
 // TestReplayAllMemory (issue 7, bounded memory) replays 100,000 dead
-// letters of 1 KiB from PostgreSQL to Kafka with dlq.Ops.ReplayAll and
+// letters of 1 KiB from PostgreSQL to Kafka with operate.Ops.ReplayAll and
 // checks that the peak RSS of the replaying process stays flat and that
 // every entry was replayed exactly once: 100,000 replayed, none pending,
 // 100,000 replay audit rows, 100,000 records on the worker's retry topic (its
@@ -194,7 +196,7 @@ func TestReplayAllMemory(t *testing.T) {
 	t.Logf("ReplayAll of %d entries of %d B in %v (%.0f entries/s): %+v", n, memPayload,
 		r.Elapsed.Round(time.Millisecond), float64(r.Progress.Replayed)/r.Elapsed.Seconds(), r.Progress)
 	checkFlat(t, r, n, "ReplayAll")
-	if want := (dlq.Progress{Total: int64(n), Replayed: int64(n), Done: true}); r.Progress != want {
+	if want := (operate.Progress{Total: int64(n), Replayed: int64(n), Done: true}); r.Progress != want {
 		t.Errorf("progress = %+v, want %+v", r.Progress, want)
 	}
 
@@ -382,7 +384,7 @@ func keeperChild(t *testing.T) {
 			cancel()
 		}
 	}}
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: b, Store: counted, Broker: kafka.Name,
+	k, err := keeper.New(keeper.Config{Source: b, Store: counted, Broker: kafka.Name,
 		DLQs: map[string]broker.Severity{os.Getenv(envMemDLQ): broker.SeverityWarning}, Logger: quiet})
 	if err != nil {
 		rep.Err = err.Error()
@@ -643,7 +645,7 @@ func replayAllChild(t *testing.T) {
 		return
 	}
 	defer b.Close()
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: b, Logger: quiet,
+	ops, err := operate.New(operate.Config{Store: st, Republisher: b, Logger: quiet,
 		Routes: []dlq.Route{kafka.Route(strings.TrimSuffix(os.Getenv(envMemDLQ), ".dlq"), memWorker)}})
 	if err != nil {
 		rep.Err = err.Error()
@@ -651,9 +653,9 @@ func replayAllChild(t *testing.T) {
 	}
 	rep.read(atStart)
 	start := time.Now()
-	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: os.Getenv(envMemDLQ)}, dlq.ReplayAllOptions{
+	p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: os.Getenv(envMemDLQ)}, operate.ReplayAllOptions{
 		Actor: "faults-memory",
-		Progress: func(p dlq.Progress) {
+		Progress: func(p operate.Progress) {
 			if p.Replayed == memWarm {
 				rep.read(atWarm)
 			}

@@ -10,8 +10,8 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/internal/crashtest"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/crashtest"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // poisonPill is TestPoisonPill on b, whose worker subprocesses are of kind

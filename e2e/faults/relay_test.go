@@ -17,9 +17,9 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
-	"github.com/redrive/redrive/internal/config"
-	"github.com/redrive/redrive/internal/crashtest"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/assembly/config"
+	"github.com/redrive/redrive/internal/testsupport/crashtest"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 	"github.com/redrive/redrive/relay"
 	"github.com/redrive/redrive/worker"
 	"github.com/redrive/redrive/worker/killswitch"

@@ -28,8 +28,10 @@ import (
 	"github.com/redrive/redrive/broker/wire"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/admin"
+	"github.com/redrive/redrive/dlq/jobs"
+	"github.com/redrive/redrive/dlq/operate"
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // childReplica is a `redrive serve` replica as far as replay-all goes: the
@@ -290,13 +292,13 @@ func replicaChild(ctx context.Context) error {
 	}
 	// Interrupted replays are reconciled soon: a replica killed mid-replay
 	// leaves one entry replaying.
-	ops, err := dlq.NewOps(dlq.OpsConfig{Store: st, Republisher: rp, Logger: quiet,
+	ops, err := operate.New(operate.Config{Store: st, Republisher: rp, Logger: quiet,
 		Routes:        []dlq.Route{route},
 		ReplayTimeout: time.Second, ReconcileAfter: 2 * time.Second, ReconcileInterval: time.Second})
 	if err != nil {
 		return err
 	}
-	jobs, err := dlq.NewJobs(dlq.JobsConfig{Ops: ops, Store: st.Jobs(), Replica: os.Getenv(envReplicaName), Lease: replicaLease, Logger: quiet})
+	jobs, err := jobs.New(jobs.Config{Ops: ops, Store: st.Jobs(), Replica: os.Getenv(envReplicaName), Lease: replicaLease, Logger: quiet})
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/kafka/kafkatest"
-	"github.com/redrive/redrive/internal/crashtest"
+	"github.com/redrive/redrive/internal/testsupport/crashtest"
 )
 
 // The share-mode cases (retry mode share, Kafka share groups): a member

@@ -15,9 +15,10 @@ import (
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/keeper"
 	"github.com/redrive/redrive/dlq/pgstore"
-	"github.com/redrive/redrive/internal/tcpproxy"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/tcpproxy"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // storeOutage is TestStoreUnreachable on broker b (kind: "rabbitmq"
@@ -36,7 +37,7 @@ func storeOutage(t *testing.T, b broker.Broker, kind, dlqName string, sub broker
 
 	px.SetUp(false)
 	defer px.SetUp(true)
-	keeper(t, b, kind, st, dlqName)
+	runKeeper(t, b, kind, st, dlqName)
 
 	published := ids(sub.Topic, 200)
 	c := newTally()
@@ -148,17 +149,17 @@ func (c *counting) wait(t testing.TB, dlqName string, n int64, timeout time.Dura
 	}
 }
 
-// keeper runs a DLQ keeper of dlqName from b into st until t ends.
-func keeper(t testing.TB, b broker.Broker, kind string, st dlq.Store, dlqName string) {
+// runKeeper runs a DLQ keeper of dlqName from b into st until t ends.
+func runKeeper(t testing.TB, b broker.Broker, kind string, st dlq.Store, dlqName string) {
 	t.Helper()
 	src, ok := b.(dlq.Source)
 	if !ok {
 		t.Fatalf("%s broker does not implement dlq.Source", kind)
 	}
-	k, err := dlq.NewKeeper(dlq.KeeperConfig{Source: src, Store: st, Broker: string(kind),
+	k, err := keeper.New(keeper.Config{Source: src, Store: st, Broker: string(kind),
 		DLQs: map[string]broker.Severity{dlqName: broker.SeverityCritical}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
-		t.Fatalf("NewKeeper: %v", err)
+		t.Fatalf("keeper.New: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -7,7 +7,7 @@
 //
 // It is the one place that reads a backend's section of the
 // configuration file, so that no backend imports the YAML layer
-// (internal/config): it imports the built-in backends, RabbitMQ and
+// (internal/assembly/config): it imports the built-in backends, RabbitMQ and
 // Kafka, to map their sections (sections.go), which links both into every
 // program that loads a configuration (worker.Load, the redrive command).
 // A backend without a section (one registered by an application's own
@@ -24,7 +24,7 @@ import (
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/broker/driver"
 	_ "github.com/redrive/redrive/broker/mem" // links broker: memory into every program that loads a configuration
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/assembly/config"
 )
 
 // ErrNotLinked is returned when the configured backend's package was not

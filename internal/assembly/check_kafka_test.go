@@ -7,7 +7,7 @@ import (
 
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/internal/assembly"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/assembly/config"
 )
 
 func TestKafkaCheckNames(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/internal/assembly"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/assembly/config"
 )
 
 // The defaults the configuration fills in (and `redrive config check`

@@ -7,7 +7,7 @@ import (
 	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/broker/kafka"
 	"github.com/redrive/redrive/broker/rabbit"
-	"github.com/redrive/redrive/internal/config"
+	"github.com/redrive/redrive/internal/assembly/config"
 )
 
 // section is what the assembly knows of a backend with a section of its

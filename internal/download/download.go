@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
-	"github.com/redrive/redrive/dlq"
+	"github.com/redrive/redrive/dlq/operate"
 )
 
 // Payload writes the whole payload of entry id of dlqName to w as a
@@ -16,7 +16,7 @@ import (
 // Content-Length, or 204 for a message without payload. started reports
 // whether the response was begun; when it was not, the error (e.g.
 // dlq.ErrNotFound) is the caller's to answer.
-func Payload(ctx context.Context, w http.ResponseWriter, ops *dlq.Ops, dlqName, id string) (started bool, err error) {
+func Payload(ctx context.Context, w http.ResponseWriter, ops *operate.Ops, dlqName, id string) (started bool, err error) {
 	err = ops.Payload(ctx, dlqName, id, func(size int64, isNil bool) {
 		started = true
 		h := w.Header()

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/redrive/redrive/internal/preview"
-	"github.com/redrive/redrive/internal/testenv"
+	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 // jsonSeeds are inputs for the table tests and the fuzzers: valid JSON of
