@@ -71,8 +71,8 @@ func TestRunRefusesMismatchedHandlers(t *testing.T) {
 // broker: names a linked backend (a registered driver.Descriptor): the
 // built-in ones, which worker.Load links, or one the program imports.
 func TestParseRejectsUnlinkedBackend(t *testing.T) {
-	_, err := worker.Parse(t.Context(), []byte("broker: memory\nworkers: [{name: w, topic: t}]\n"), quiet(worker.Config{}))
-	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), `broker: "memory" is not kafka or rabbitmq`) {
+	_, err := worker.Parse(t.Context(), []byte("broker: pigeon\nworkers: [{name: w, topic: t}]\n"), quiet(worker.Config{}))
+	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), `broker: "pigeon" is not kafka, memory or rabbitmq`) {
 		t.Fatalf("Parse with an unlinked backend = %v, want config.ErrInvalid naming the linked backends", err)
 	}
 }
