@@ -127,6 +127,15 @@ type Config struct {
 	// so that every partition has three members in the process and two
 	// held ones leave it fetched.
 	ShareMembers int
+	// ShareStandby is how many members more each share-mode Consume runs
+	// that poll only in the place of members waiting out back-offs: a
+	// member whose records are all settled but those it holds in
+	// back-offs (ShareMaxHold) gives its turn to poll to a standby one,
+	// so that held back-offs do not slow the polls; ShareMembers members
+	// poll at once. Default 0: as many as ShareMembers; negative: none
+	// (a member holding a back-off then keeps its turn, and polls again
+	// once the back-off is over and its record settled).
+	ShareStandby int
 	// ShareMaxHold is the longest back-off a share-mode Consume waits out
 	// holding the record under its acquisition lock (renewed as needed;
 	// the handler is free meanwhile); a longer one goes through the
@@ -229,6 +238,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max_buffered_bytes: %d is negative", ErrInvalidConfig, c.MaxBufferedBytes)
 	case c.ShareMembers < 0 || c.ShareMembers > 1000:
 		return fmt.Errorf("%w: share.members: %d is not from 0 (the default) to 1000", ErrInvalidConfig, c.ShareMembers)
+	case c.ShareStandby > 1000:
+		return fmt.Errorf("%w: share.standby: %d is above 1000", ErrInvalidConfig, c.ShareStandby)
 	}
 	for i, b := range c.Brokers {
 		if strings.TrimSpace(b) == "" {
