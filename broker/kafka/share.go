@@ -11,12 +11,14 @@ package kafka
 // handlers and polls again only once every one of them is settled
 // (ACCEPTed or RELEASEd). A member that holds a record (a slow handler,
 // a back-off waited out under the lock) fetches nothing meanwhile; the
-// others go on. Members poll in turns: Config.ShareMembers turns, held
-// by as many members, and Config.ShareStandby members more, which poll
-// only while members with a turn wait out back-offs: a member whose
-// records are all settled but those held in back-offs gives its turn
-// back, so that back-offs do not slow the polls. Nothing is ever
-// acknowledged that was not handled, copied or given back.
+// others go on. A member whose records are all settled but those it
+// holds in back-offs sends the acknowledgements it marked at once (they
+// would go with its next poll; sent, they move the share partition's
+// start offset on), and again once the back-offs are over. Members poll
+// in turns: Config.ShareMembers turns, and with Config.ShareStandby as
+// many members more, which poll in the place of members waiting out
+// back-offs (those give their turn back). Nothing is ever acknowledged
+// that was not handled, copied or given back.
 //
 // What happens to a record (shareConsumer.process, shareConsumer.settle):
 // handled: ACCEPT; a back-off within Config.ShareMaxHold (default: the
@@ -97,7 +99,7 @@ func (b *Broker) consumeShare(ctx context.Context, sub broker.Subscription, h br
 		}
 		return err
 	}
-	standby := b.shareStandby(n)
+	standby := b.shareStandby()
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
 	c := &shareConsumer{
@@ -168,18 +170,14 @@ func (b *Broker) shareMembers(ctx context.Context, topic string) (int, error) {
 	return min(max(2*int(details[topic].Partitions)+1, 3), MaxShareMembers), nil
 }
 
-// shareStandby returns Config.ShareStandby for n members: by default n
-// (none when fetching ahead: a standby member would fetch ahead, and
-// leave locked, records it does not poll), none when negative.
-func (b *Broker) shareStandby(n int) int {
-	switch s := b.cfg.ShareStandby; {
-	case s < 0 || s == 0 && b.cfg.ShareFetchAhead:
+// shareStandby returns Config.ShareStandby, none when fetching ahead (a
+// standby member would fetch ahead, and leave locked, records it does
+// not poll).
+func (b *Broker) shareStandby() int {
+	if b.cfg.ShareFetchAhead {
 		return 0
-	case s == 0:
-		return n
-	default:
-		return s
 	}
+	return b.cfg.ShareStandby
 }
 
 // takeTurn waits for a turn to poll; it returns false when ctx ends

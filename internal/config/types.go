@@ -186,8 +186,7 @@ type KafkaShare struct {
 	Members int `yaml:"members"`
 	// Standby is how many members more each worker process runs that poll
 	// only in the place of members waiting out back-offs held under the
-	// lock, up to 1000; 0 = as many as members (none with fetch_ahead),
-	// -1 = none.
+	// lock, 0 to 1000; 0 = none; ignored with fetch_ahead.
 	Standby int `yaml:"standby"`
 	// MaxHold is the longest back-off waited out holding the record;
 	// longer ones go through <topic>.retry.<worker>; >= 0, 0 = the
