@@ -127,6 +127,19 @@ type Config struct {
 	// so that every partition has three members in the process and two
 	// held ones leave it fetched.
 	ShareMembers int
+	// ShareStandby is how many members more each share-mode Consume runs
+	// that poll only in the place of members waiting out back-offs: a
+	// member whose records are all settled but those it holds in
+	// back-offs (ShareMaxHold) gives its turn to poll to a standby one,
+	// so that held back-offs do not delay the polls; ShareMembers members
+	// poll at once. The price: more members in the share group (the
+	// broker's assignor shares the partitions among all of them), and a
+	// member with a turn whose partitions have nothing for it gives the
+	// turn on after 50 ms. Ignored with ShareFetchAhead (a standby member
+	// would fetch ahead, and leave locked, records it does not poll).
+	// Default 0: none (BENCHMARKS.md: on a busy 2-core machine the
+	// standby members' own cost outweighed what they saved).
+	ShareStandby int
 	// ShareMaxHold is the longest back-off a share-mode Consume waits out
 	// holding the record under its acquisition lock (renewed as needed;
 	// the handler is free meanwhile); a longer one goes through the
@@ -229,6 +242,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: max_buffered_bytes: %d is negative", ErrInvalidConfig, c.MaxBufferedBytes)
 	case c.ShareMembers < 0 || c.ShareMembers > 1000:
 		return fmt.Errorf("%w: share.members: %d is not from 0 (the default) to 1000", ErrInvalidConfig, c.ShareMembers)
+	case c.ShareStandby < 0 || c.ShareStandby > 1000:
+		return fmt.Errorf("%w: share.standby: %d is not from 0 (none, the default) to 1000", ErrInvalidConfig, c.ShareStandby)
 	}
 	for i, b := range c.Brokers {
 		if strings.TrimSpace(b) == "" {

@@ -27,6 +27,7 @@ func TestConfigValidate(t *testing.T) {
 		{"negative timeout", func(c *Config) { c.DeliveryTimeout = -time.Second }, "delivery_timeout"},
 		{"heartbeat over session", func(c *Config) { c.HeartbeatInterval, c.SessionTimeout = 10*time.Second, 6*time.Second }, "heartbeat_interval"},
 		{"negative max buffered", func(c *Config) { c.MaxBuffered = -1 }, "max_buffered"},
+		{"share standby", func(c *Config) { c.ShareStandby = -1 }, "share.standby"},
 		{"foreign format", func(c *Config) { c.ForeignDLQs = map[string]ForeignFormat{"a.DLT": "avro"} }, `foreign_dlqs["a.DLT"]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/redrive/redrive/broker"
@@ -121,7 +122,9 @@ func BenchmarkConsumeRaw(b *testing.B) {
 // consumeBenchTopic starts a cluster and fills a three-partition topic with
 // b.N records of 1 KiB, each with one header.
 func consumeBenchTopic(b *testing.B) ([]string, string) {
-	_, brokers := kafkatest.Fake(b)
+	// Share heartbeats every 200 ms, as `redrive bench` has them: Kafka's
+	// 5 s would measure the share group's forming.
+	_, brokers := kafkatest.Fake(b, kfake.BrokerConfigs(map[string]string{"group.share.heartbeat.interval.ms": "200"}))
 	topic := topicName(b)
 	prod, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ProducerLinger(0))
 	if err != nil {

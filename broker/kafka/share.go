@@ -6,13 +6,19 @@ package kafka
 // franz-go accepts, on a client's next poll, every record of its last
 // poll that has no final acknowledgement yet (a renewed one too). So a
 // client never polls while it holds a record: a Consume runs several
-// members of the group (shareMember, Config.ShareMembers), each a client
-// that takes up to Subscription.Prefetch records per poll, hands them to
-// the Consume's handlers and polls again only once every one of them is
-// settled (ACCEPTed or RELEASEd). A member that holds a record (a slow
-// handler, a back-off waited out under the lock) fetches nothing
-// meanwhile; the others go on. Nothing is ever acknowledged that was not
-// handled, copied or given back.
+// members of the group (shareMember), each a client that takes up to
+// Subscription.Prefetch records per poll, hands them to the Consume's
+// handlers and polls again only once every one of them is settled
+// (ACCEPTed or RELEASEd). A member that holds a record (a slow handler,
+// a back-off waited out under the lock) fetches nothing meanwhile; the
+// others go on. A member whose records are all settled but those it
+// holds in back-offs sends the acknowledgements it marked at once (they
+// would go with its next poll; sent, they move the share partition's
+// start offset on), and again once the back-offs are over. Members poll
+// in turns: Config.ShareMembers turns, and with Config.ShareStandby as
+// many members more, which poll in the place of members waiting out
+// back-offs (those give their turn back). Nothing is ever acknowledged
+// that was not handled, copied or given back.
 //
 // What happens to a record (shareConsumer.process, shareConsumer.settle):
 // handled: ACCEPT; a back-off within Config.ShareMaxHold (default: the
@@ -71,6 +77,9 @@ type shareConsumer struct {
 	stopping chan struct{}
 	// maxHold is Config.ShareMaxHold; 0 = the lock duration.
 	maxHold time.Duration
+	// turns holds a token for each member polling (or handling what it
+	// polled); its capacity is Config.ShareMembers.
+	turns   chan struct{}
 	members []*shareMember
 }
 
@@ -90,6 +99,7 @@ func (b *Broker) consumeShare(ctx context.Context, sub broker.Subscription, h br
 		}
 		return err
 	}
+	standby := b.shareStandby()
 	hctx, hcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer hcancel()
 	c := &shareConsumer{
@@ -101,12 +111,13 @@ func (b *Broker) consumeShare(ctx context.Context, sub broker.Subscription, h br
 		hcancel:  hcancel,
 		stopping: make(chan struct{}),
 		maxHold:  b.cfg.ShareMaxHold,
+		turns:    make(chan struct{}, n),
 	}
 	rsub := sub
 	rsub.RetryMode = broker.NonBlocking // its records wait in the retry topic
 	c.rc = newConsumer(b, rsub, log.With("consumer", ShareRetryGroup(sub.Group)))
 	c.rc.h, c.rc.retryTopic, c.rc.slots = h, RetryTopic(sub.Topic, sub.Group), c.slots
-	for i := range n {
+	for i := range n + standby {
 		m, err := c.newMember(i)
 		if err != nil {
 			c.closeMembers()
@@ -114,7 +125,7 @@ func (b *Broker) consumeShare(ctx context.Context, sub broker.Subscription, h br
 		}
 		c.members = append(c.members, m)
 	}
-	log.Info("consuming", "retry_mode", broker.Share, "members", n, "concurrency", sub.Concurrency, "prefetch", sub.Prefetch,
+	log.Info("consuming", "retry_mode", broker.Share, "members", n, "standby", standby, "concurrency", sub.Concurrency, "prefetch", sub.Prefetch,
 		"fetch_ahead", b.cfg.ShareFetchAhead, "max_hold", c.maxHold, "delivery_limit", limit, "max_claims", sub.MaxClaims)
 	c.pipe.WarnUncountedClaims(true)
 	defer b.track(sub.Topic, sub.Group, c.rc)()
@@ -158,6 +169,30 @@ func (b *Broker) shareMembers(ctx context.Context, topic string) (int, error) {
 	}
 	return min(max(2*int(details[topic].Partitions)+1, 3), MaxShareMembers), nil
 }
+
+// shareStandby returns Config.ShareStandby, none when fetching ahead (a
+// standby member would fetch ahead, and leave locked, records it does
+// not poll).
+func (b *Broker) shareStandby() int {
+	if b.cfg.ShareFetchAhead {
+		return 0
+	}
+	return b.cfg.ShareStandby
+}
+
+// takeTurn waits for a turn to poll; it returns false when ctx ends
+// first.
+func (c *shareConsumer) takeTurn(ctx context.Context) bool {
+	select {
+	case c.turns <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// giveTurn gives back a turn takeTurn took.
+func (c *shareConsumer) giveTurn() { <-c.turns }
 
 // run consumes until ctx ends, then shuts down.
 func (c *shareConsumer) run(ctx context.Context) {

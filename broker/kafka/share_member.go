@@ -19,16 +19,9 @@ import (
 // at 0.20 × raw, with 25 ms at 0.77).
 const maxShareFetchWait = 25 * time.Millisecond
 
-// defaultShareLock is the acquisition lock a member assumes before its
-// first poll tells it the broker's (Kafka's default
-// group.share.record.lock.duration.ms).
-const defaultShareLock = 30 * time.Second
-
-// maxRenewEvery bounds how long a member leaves a held record's lock
-// unrenewed, however long the lock: the broker also gives back the
-// records of a share session whose connection closes, and franz-go closes
-// a connection idle for ConnIdleTimeout (20 s by default).
-const maxRenewEvery = 5 * time.Second
+// turnPoll bounds how long a member with a turn to poll waits for
+// records when standby members wait for a turn (Config.ShareStandby).
+const turnPoll = 2 * maxShareFetchWait
 
 // shareMember is one member of the share group: a client that polls,
 // hands what it took to the consumer's handlers, renews the locks of what
@@ -42,9 +35,12 @@ type shareMember struct {
 	// batch holds the records of the last poll, in one allocation; open
 	// counts those not settled yet. The member polls again only once open
 	// is 0.
-	batch   []shareRecord
-	open    int
-	idle    chan struct{} // signaled when open became 0
+	batch []shareRecord
+	open  int
+	// held counts the open records in phaseHeld: a member whose open
+	// records are all held gives its turn to a standby member.
+	held    int
+	idle    chan struct{} // signaled when open became held (or 0)
 	took    chan struct{} // signaled when a poll took records
 	stopped bool          // stop began: nothing is held any more
 	gone    bool          // stop ended: what runs still is abandoned
@@ -93,7 +89,10 @@ func (c *shareConsumer) newMember(i int) (*shareMember, error) {
 }
 
 // run polls until ctx ends, then gives back what the member holds and
-// waits (bounded by the shutdown timeout) for what runs.
+// waits (bounded by the shutdown timeout) for what runs. The member polls
+// only with a turn (shareConsumer.turns): it keeps it while its polls are
+// handled to the end, and gives it to a standby member while it waits out
+// back-offs.
 func (m *shareMember) run(ctx context.Context) {
 	renewCtx, stopRenew := context.WithCancel(context.Background())
 	renewed := make(chan struct{})
@@ -106,9 +105,53 @@ func (m *shareMember) run(ctx context.Context) {
 		<-renewed
 	}()
 	for m.waitUnpaused(ctx) {
+		if !m.c.takeTurn(ctx) {
+			break
+		}
+		holding, more := m.pollTurn(ctx)
+		m.c.giveTurn()
+		if !more {
+			break
+		}
+		if !holding {
+			continue
+		}
+		// The acknowledgements go with the next poll, which may wait
+		// for a turn: sent now, they move the share partition's start
+		// offset on (the broker hands out a bounded window past it).
+		m.flushAcks()
+		if !m.waitSettled(ctx.Done()) {
+			break
+		}
+		m.flushAcks()
+	}
+	m.stop()
+}
+
+// flushAcks has the acknowledgements marked so far sent now, rather
+// than with the next poll, without waiting for the broker's answer
+// (FlushAcks signals the client's connections first, then waits until
+// its context ends: canceled, it does not wait).
+func (m *shareMember) flushAcks() {
+	_ = m.cl.FlushAcks(canceled)
+}
+
+// canceled is a context canceled from the start.
+var canceled = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
+
+// pollTurn polls while the member has the turn: until a poll takes
+// nothing (the worker paused, nothing to take) or leaves the member
+// holding records in back-offs (holding), once everything else it took
+// is settled. more is false when ctx ends.
+func (m *shareMember) pollTurn(ctx context.Context) (holding, more bool) {
+	for {
 		fs := m.poll(ctx)
 		if ctx.Err() != nil || fs.IsClientClosed() {
-			break
+			return false, false
 		}
 		fs.EachError(func(topic string, part int32, err error) {
 			if !errors.Is(err, context.Canceled) {
@@ -118,11 +161,11 @@ func (m *shareMember) run(ctx context.Context) {
 		polled := time.Now()
 		n := fs.NumRecords()
 		if n == 0 {
-			continue
+			return false, true
 		}
 		batch := make([]shareRecord, 0, n)
 		fs.EachRecord(func(r *kgo.Record) {
-			batch = append(batch, shareRecord{m: m, r: r, renewed: polled})
+			batch = append(batch, shareRecord{m: m, r: r})
 		})
 		m.take(batch, polled)
 		for i := range batch {
@@ -133,18 +176,27 @@ func (m *shareMember) run(ctx context.Context) {
 			}
 			m.c.dispatch(sr)
 		}
-		if !m.waitSettled(ctx.Done()) {
-			break
+		if holding, ok := m.waitWorked(ctx.Done()); !ok || holding {
+			return holding, ok
 		}
-
 	}
-	m.stop()
 }
 
 // poll polls, until ctx ends or the worker is paused (a pause cancels
-// the poll in progress, pauseFetching).
+// the poll in progress, pauseFetching), and with standby members at most
+// turnPoll: the broker's assignor shares the partitions among all the
+// members, so a member whose partitions have nothing gives its turn to
+// one that may have.
 func (m *shareMember) poll(ctx context.Context) kgo.Fetches {
-	pctx, cancel := context.WithCancel(ctx)
+	var (
+		pctx   context.Context
+		cancel context.CancelFunc
+	)
+	if cap(m.c.turns) < len(m.c.members) {
+		pctx, cancel = context.WithTimeout(ctx, turnPoll)
+	} else {
+		pctx, cancel = context.WithCancel(ctx)
+	}
 	defer cancel()
 	m.mu.Lock()
 	m.interrupt = cancel
@@ -192,14 +244,28 @@ func (m *shareMember) waitUnpaused(ctx context.Context) bool {
 }
 
 // take records batch, taken by the poll at polled, as open, and the lock
-// the broker granted them.
+// the broker granted them: the longest left of any (a record fetched
+// ahead has less). A record's lock is taken to have started a lock
+// before its deadline, so that the renewals come in time for one fetched
+// ahead, whose lock started when it was fetched.
 func (m *shareMember) take(batch []shareRecord, polled time.Time) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if lock := batch[0].r.AcquisitionDeadline().Sub(polled); lock > 0 {
+	var lock time.Duration
+	for i := range batch {
+		lock = max(lock, batch[i].r.AcquisitionDeadline().Sub(polled))
+	}
+	if lock > 0 {
 		m.lock = lock
 	}
-	m.batch, m.open = batch, len(batch)
+	for i := range batch {
+		if dl := batch[i].r.AcquisitionDeadline(); dl.IsZero() {
+			batch[i].renewed = polled
+		} else {
+			batch[i].renewed = dl.Add(-m.lock)
+		}
+	}
+	m.batch, m.open, m.held = batch, len(batch), 0
 	select { // the renewals follow the lock just learned
 	case m.took <- struct{}{}:
 	default:
@@ -224,6 +290,36 @@ func (m *shareMember) waitSettled(done <-chan struct{}) bool {
 	}
 }
 
+// waitWorked waits until every record the member took is settled or held
+// (waiting out a back-off, a requeue's pause or its due time), and
+// reports whether some are held. ok is false when done is closed first.
+func (m *shareMember) waitWorked(done <-chan struct{}) (holding, ok bool) {
+	for {
+		m.mu.Lock()
+		open, held := m.open, m.held
+		m.mu.Unlock()
+		if open == held {
+			return held > 0, true
+		}
+		select {
+		case <-m.idle:
+		case <-done:
+			return false, false
+		}
+	}
+}
+
+// signalIdle tells a waitSettled or waitWorked that no record the member
+// took is queued, running or being copied any more (m.mu held).
+func (m *shareMember) signalIdle() {
+	if m.open == m.held {
+		select {
+		case m.idle <- struct{}{}:
+		default:
+		}
+	}
+}
+
 // forget removes sr from the open records, unless it was settled
 // already; it reports whether it did.
 func (m *shareMember) forget(sr *shareRecord) bool {
@@ -232,16 +328,15 @@ func (m *shareMember) forget(sr *shareRecord) bool {
 	if sr.phase == phaseSettled {
 		return false
 	}
+	if sr.phase == phaseHeld {
+		m.held--
+	}
 	sr.phase = phaseSettled
 	if sr.timer != nil {
 		sr.timer.Stop()
 	}
-	if m.open--; m.open == 0 {
-		select {
-		case m.idle <- struct{}{}:
-		default:
-		}
-	}
+	m.open--
+	m.signalIdle()
 	return true
 }
 
@@ -249,9 +344,13 @@ func (m *shareMember) forget(sr *shareRecord) bool {
 func (m *shareMember) setPhase(sr *shareRecord, p sharePhase) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if sr.phase != phaseSettled {
-		sr.phase = p
+	if sr.phase == phaseSettled {
+		return
 	}
+	if sr.phase == phaseHeld && p != phaseHeld {
+		m.held--
+	}
+	sr.phase = p
 }
 
 // hold keeps sr until until, then calls then (nil: until the member
@@ -264,88 +363,16 @@ func (m *shareMember) hold(sr *shareRecord, until time.Time, then func()) {
 		return
 	}
 	if sr.phase != phaseSettled {
+		if sr.phase != phaseHeld {
+			m.held++
+			m.signalIdle()
+		}
 		sr.phase = phaseHeld
 		if then != nil {
 			sr.timer = time.AfterFunc(time.Until(until), then)
 		}
 	}
 	m.mu.Unlock()
-}
-
-// lockDuration is the acquisition lock the broker grants, as the last
-// poll reported it.
-func (m *shareMember) lockDuration() time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.lock
-}
-
-// renewEvery is how long a record's lock goes unrenewed at most: a third
-// of the lock, and at most maxRenewEvery.
-func (m *shareMember) renewEvery() time.Duration {
-	return max(min(m.lockDuration()/3, maxRenewEvery), 10*time.Millisecond)
-}
-
-// renewLoop renews the locks of the records the member holds until ctx
-// ends, looking every half renewal period.
-func (m *shareMember) renewLoop(ctx context.Context) {
-	for {
-		every := m.renewEvery()
-		t := time.NewTimer(every / 2)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-m.took:
-			t.Stop()
-			continue
-		case <-t.C:
-		}
-		m.renew(ctx, every)
-	}
-}
-
-// renew renews (AckRenew, KIP-1222) the locks of the open records whose
-// lock started every or more ago, and sends the renewals at once.
-func (m *shareMember) renew(ctx context.Context, every time.Duration) {
-	now := time.Now()
-	var (
-		srs []*shareRecord
-		rs  []*kgo.Record
-	)
-	m.mu.Lock()
-	for i := range m.batch {
-		if sr := &m.batch[i]; sr.phase != phaseSettled && now.Sub(sr.renewed) >= every {
-			srs, rs = append(srs, sr), append(rs, sr.r)
-		}
-	}
-	m.mu.Unlock()
-	if len(rs) == 0 {
-		return
-	}
-	m.log.Debug("renewing", "records", len(rs), "every", every, "lock", m.lockDuration())
-	m.cl.MarkAcks(kgo.AckRenew, rs...)
-	fctx, cancel := context.WithTimeout(ctx, m.c.b.cfg.DeliveryTimeout)
-	err := m.cl.FlushAcks(fctx)
-	cancel()
-	if err != nil {
-		return
-	}
-	m.mu.Lock()
-	for _, sr := range srs {
-		sr.renewed = now
-	}
-	m.mu.Unlock()
-}
-
-// acked logs the acknowledgements the broker refused: their records are
-// delivered again (a lock that expired, a partition that moved).
-func (m *shareMember) acked(_ *kgo.Client, rs kgo.ShareAckResults) {
-	for _, r := range rs {
-		if r.Err != nil && !errors.Is(r.Err, context.Canceled) {
-			m.log.Warn("share acknowledgement refused; its records will be delivered again", "ack_topic", r.Topic, "partition", r.Partition, "error", r.Err)
-		}
-	}
 }
 
 // stop gives back the records the member holds in a back-off, then waits,

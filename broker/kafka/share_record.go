@@ -43,6 +43,9 @@ type shareRecord struct {
 	// last is the story of the last retry held in place, applied to the
 	// record's next delivery.
 	last *inPlace
+	// next is the record's next delivery, last applied, when the failure
+	// that held it built one (a requeue builds it again).
+	next *broker.Delivery
 
 	// Guarded by m.mu.
 	phase sharePhase
@@ -96,6 +99,8 @@ func (c *shareConsumer) process(sr *shareRecord) {
 		if sr.due.After(in.Born) {
 			in.Born = sr.due
 		}
+	} else if sr.next != nil {
+		d, sr.next = sr.next, nil
 	} else {
 		d = c.rc.delivery(sr.r)
 		if sr.last != nil {
@@ -141,6 +146,10 @@ func (c *shareConsumer) settle(sr *shareRecord, d *broker.Delivery, dec driver.D
 	case driver.ActionRetry:
 		if c.holds(sr, dec.Outcome.Delay) {
 			sr.last = &inPlace{attempt: d.Attempt, first: d.FirstFailureAt, o: dec.Outcome, at: dec.At}
+			if dec.Cause != nil { // d is the fresh delivery built above: the next one, once the story applied
+				sr.last.apply(d)
+				sr.next = d
+			}
 			c.hold(sr, dec.At.Add(dec.Outcome.Delay))
 			return
 		}

@@ -64,17 +64,24 @@ func produceMessages(t testing.TB, brokers []string, topic string, msgs []broker
 // place), 1 % always (dead-lettered after two retries), 1 % permanent.
 // Counted: published = handled + dead-lettered, no duplicates, and no
 // copy in the retry topic (every back-off was held); with members that
-// fetch only while polling (the default) and with members that fetch
-// ahead.
+// fetch only while polling (the default), with standby members polling
+// while the others hold back-offs, and with members that fetch ahead.
 func TestShareCounting(t *testing.T) {
-	for _, ahead := range []bool{false, true} {
-		t.Run(fmt.Sprintf("fetch_ahead=%v", ahead), func(t *testing.T) { shareCounting(t, ahead) })
+	for _, tc := range []struct {
+		name string
+		edit func(*kafka.Config)
+	}{
+		{"strict", nil},
+		{"standby", func(c *kafka.Config) { c.ShareStandby = 3 }},
+		{"fetch_ahead", func(c *kafka.Config) { c.ShareFetchAhead = true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { shareCounting(t, tc.edit) })
 	}
 }
 
-func shareCounting(t *testing.T, ahead bool) {
+func shareCounting(t *testing.T, edit func(*kafka.Config)) {
 	brokers := kafkatest.Cluster(t)
-	b := kafkatest.New(t, brokers, func(c *kafka.Config) { c.ShareFetchAhead = ahead })
+	b := kafkatest.New(t, brokers, edit)
 	topic := topicName(t)
 	sub := shareSub(topic, "counting", retrypolicy.Policy{MaxRetries: 2, Backoff: schedule(50 * time.Millisecond)})
 	if err := b.Declare(t.Context(), sub); err != nil {

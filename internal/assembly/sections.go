@@ -117,6 +117,7 @@ func KafkaConfig(c *config.Config, log *slog.Logger) (kafka.Config, error) {
 		SessionTimeout:    k.SessionTimeout.Duration(),
 		RebalanceTimeout:  k.RebalanceTimeout.Duration(),
 		ShareMembers:      k.Share.Members,
+		ShareStandby:      k.Share.Standby,
 		ShareMaxHold:      k.Share.MaxHold.Duration(),
 		ShareFetchAhead:   k.Share.FetchAhead,
 		InstanceID:        c.Heartbeat.Instance, // empty: hostname-pid

@@ -184,6 +184,10 @@ type KafkaShare struct {
 	// Members is how many members of its share group each worker process
 	// runs, 0 to 1000; 0 = twice the topic's partitions + 1 (3 to 16).
 	Members int `yaml:"members"`
+	// Standby is how many members more each worker process runs that poll
+	// only in the place of members waiting out back-offs held under the
+	// lock, 0 to 1000; 0 = none; ignored with fetch_ahead.
+	Standby int `yaml:"standby"`
 	// MaxHold is the longest back-off waited out holding the record;
 	// longer ones go through <topic>.retry.<worker>; >= 0, 0 = the
 	// broker's acquisition lock duration (30s by default).

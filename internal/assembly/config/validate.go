@@ -191,6 +191,9 @@ func (k Kafka) validate(p *problems) {
 	if k.Share.Members < 0 || k.Share.Members > 1000 {
 		p.add("kafka.share.members", fmt.Sprintf("%d is not from 0 (2 × partitions + 1) to 1000", k.Share.Members))
 	}
+	if k.Share.Standby < 0 || k.Share.Standby > 1000 {
+		p.add("kafka.share.standby", fmt.Sprintf("%d is not from 0 (none) to 1000", k.Share.Standby))
+	}
 	if k.Share.MaxHold < 0 {
 		p.add("kafka.share.max_hold", fmt.Sprintf("%s is negative", k.Share.MaxHold))
 	}

@@ -194,6 +194,8 @@ func TestValidateRules(t *testing.T) {
 		{"max_elapsed", "broker: rabbitmq\nworkers: [{name: w, topic: t, retry: {max_elapsed: -1h}}]", []string{"workers[0].retry.max_elapsed: -1h is negative"}},
 		{"retry mode", "broker: rabbitmq\nworkers: [{name: w, topic: t, retry: {mode: blockin}}]",
 			[]string{`workers[0].retry.mode: "blockin" is not blocking, non_blocking or share`}},
+		{"share standby", "broker: kafka\nkafka: {brokers: [k:9092], share: {standby: -1}}\nworkers: [{name: w, topic: t}]",
+			[]string{"kafka.share.standby: -1 is not from 0 (none) to 1000"}},
 		{"dlq severity", "broker: rabbitmq\nworkers: [{name: w, topic: t, dlq: {severity: high}}]",
 			[]string{`workers[0].dlq.severity: "high" is not critical, warning or info`}},
 		{"dlq retention", "broker: rabbitmq\nworkers: [{name: w, topic: t, dlq: {retention: -24h}}]", []string{"workers[0].dlq.retention: -24h is negative"}},
