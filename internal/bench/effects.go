@@ -420,32 +420,3 @@ func (fx *effectsDB) relayLatency(ctx context.Context, d effectsSide, st *exactl
 	}
 	return r, nil
 }
-
-// rawPublish times the raw client publishing n messages to a raw queue
-// of its own (effectsSide): pipelined deferred confirms, awaited every
-// batch, persistent, mandatory, with a message id.
-func (e *rabbitEnv) rawPublish(ctx context.Context, name string, n, batch int) (Row, error) {
-	exchange, queue, err := e.rawQueue(name, name)
-	if err != nil {
-		return Row{}, err
-	}
-	m := startMeter()
-	if err := e.rawFillBatches(ctx, exchange, name, n, batch); err != nil {
-		return Row{}, err
-	}
-	el, u := m.stop()
-	return row(ScenarioEffects, RabbitMQ, ClientRaw, n, el, u), e.purge(queue)
-}
-
-// rawPublish times the raw producer writing n records with redrive's id
-// header to a raw topic of its own, batch records per ProduceSync
-// (effectsSide).
-func (e *kafkaEnv) rawPublish(ctx context.Context, name string, n, batch int) (Row, error) {
-	topic, err := e.rawTopic(ctx, name)
-	if err != nil {
-		return Row{}, err
-	}
-	r, err := e.publishRaw(ctx, topic, n, messages(n, batch, body(e.cfg.Size)), recordsWithID)
-	r.Scenario = ScenarioEffects
-	return r, err
-}

@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/redrive/redrive/broker"
-	"github.com/redrive/redrive/broker/driver"
 	"github.com/redrive/redrive/exactlyonce"
 )
 
@@ -30,73 +26,6 @@ const (
 	// ClientRelayByHand's (no target: the is against raw).
 	ClientRelayVsByHand = "outbox relay (vs by hand)"
 )
-
-// rawSender publishes batches of messages with a broker's raw client to a
-// topic or queue of its own, confirms awaited, each with its message id
-// as redrive writes it; close releases what it holds.
-type rawSender struct {
-	send  func(ctx context.Context, msgs []broker.Message) error
-	close func() error
-}
-
-// rawSender returns the raw producer writing to a raw topic of its own
-// (effectsSide).
-func (e *kafkaEnv) rawSender(ctx context.Context, name string) (rawSender, error) {
-	topic, err := e.rawTopic(ctx, name)
-	if err != nil {
-		return rawSender{}, err
-	}
-	return rawSender{send: func(ctx context.Context, msgs []broker.Message) error {
-		recs := make([]*kgo.Record, len(msgs))
-		for i, m := range msgs {
-			recs[i] = &kgo.Record{Topic: topic, Key: m.Key, Value: m.Value, Timestamp: m.Timestamp,
-				Headers: []kgo.RecordHeader{{Key: driver.HeaderMessageID, Value: []byte(m.ID)}}}
-		}
-		return e.produce(ctx, recs)
-	}, close: func() error { return nil }}, nil
-}
-
-// rawSender returns a raw amqp091 channel in confirm mode publishing to a
-// raw queue of its own (effectsSide), as rawPublish does.
-func (e *rabbitEnv) rawSender(_ context.Context, name string) (rawSender, error) {
-	exchange, queue, err := e.rawQueue(name, name)
-	if err != nil {
-		return rawSender{}, err
-	}
-	conn, ch, err := e.dial()
-	if err != nil {
-		return rawSender{}, err
-	}
-	if err := ch.Confirm(false); err != nil {
-		_ = conn.Close()
-		return rawSender{}, fmt.Errorf("raw: confirm mode: %w", err)
-	}
-	confs := make([]*amqp.DeferredConfirmation, 0, exactlyonce.DefaultRelayBatch)
-	return rawSender{send: func(ctx context.Context, msgs []broker.Message) error {
-		confs = confs[:0]
-		for _, m := range msgs {
-			dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, exchange, name, true, false, amqp.Publishing{
-				DeliveryMode: amqp.Persistent, MessageId: m.ID, Timestamp: m.Timestamp, Body: m.Value})
-			if err != nil {
-				return fmt.Errorf("raw: publish: %w", err)
-			}
-			confs = append(confs, dc)
-		}
-		for _, dc := range confs {
-			ok, err := dc.WaitContext(ctx)
-			if err == nil && !ok {
-				err = fmt.Errorf("nacked")
-			}
-			if err != nil {
-				return fmt.Errorf("raw: confirm: %w", err)
-			}
-		}
-		return nil
-	}, close: func() error {
-		_ = conn.Close()
-		return e.purge(queue)
-	}}, nil
-}
 
 // relayByHand writes n messages to a plain outbox table (committed, not
 // timed) and times the raw client relaying them by hand, a batch of the
