@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/redrive/redrive/broker"
 )
@@ -112,19 +113,15 @@ func (in *Inbox) Handler(h Handler) broker.Handler {
 // A duplicate calls dup and returns nil.
 func (in *Inbox) run(ctx context.Context, name, key string, f func(pgx.Tx) error, dup func()) error {
 	name, key = storedKey(name), storedKey(key)
-	tx, err := in.s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: in.cfg.IsoLevel})
-	if err != nil {
-		return fmt.Errorf("exactlyonce: inbox: begin: %w", err)
-	}
+	tx, fresh, err := in.s.claim(ctx, in.cfg.IsoLevel, name, key)
 	done := false
 	defer func() {
 		if !done { // an error, a duplicate or a panic: nothing of it stays
-			rollback(ctx, tx)
+			rollback(ctx, tx) // also releases the connection
 		}
 	}()
-	fresh, err := in.s.claim(ctx, tx, name, key)
 	if err != nil {
-		return fmt.Errorf("exactlyonce: inbox: record %s/%s: %w", name, key, err)
+		return fmt.Errorf("exactlyonce: inbox: begin and record %s/%s: %w", name, key, err)
 	}
 	if !fresh {
 		in.s.m.duplicates.WithLabelValues(name).Inc()
@@ -144,32 +141,40 @@ func (in *Inbox) run(ctx context.Context, name, key string, f func(pgx.Tx) error
 	return nil
 }
 
-// claim records (name, key) in tx unless it is recorded, and reports
-// whether it was not, in one round trip (a pipelined batch of two
-// statements): the transaction lock on (name, key), then the insert,
-// whose snapshot, taken after the lock was granted, sees the record of a
-// delivery whose transaction held it. (Measured with BenchmarkInbox and
-// dropped: one plpgsql function doing both in one statement, and the
-// BEGIN and that call sent as one query, each cost more than the round
-// trip it saved.)
-func (s *Store) claim(ctx context.Context, tx pgx.Tx, name, key string) (bool, error) {
+// claim begins a transaction of isolation iso and records (name, key) in
+// it unless it is recorded, reporting whether it was not, in one round
+// trip (a pipelined batch of three statements, pgx.Batch.BeginTx): the
+// BEGIN; the transaction lock on (name, key); then the insert, whose
+// snapshot, taken after the lock was granted, sees the record of a
+// delivery whose transaction held it. The insert's ON CONFLICT covers the
+// partition it writes to; its NOT EXISTS reads the others (up to
+// tomorrow's). tx is never nil, also with an error: the caller commits
+// it or rolls it back (which releases its connection to the pool).
+// (Measured with BenchmarkInbox and dropped: one plpgsql function doing
+// the lock and the insert in one statement, and the BEGIN and that call
+// sent as one simple-protocol query: each cost more than the round trip
+// it saved.)
+func (s *Store) claim(ctx context.Context, iso pgx.TxIsoLevel, name, key string) (tx pgx.Tx, fresh bool, err error) {
 	now := s.now()
 	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{IsoLevel: iso})
 	b.Queue(`SELECT pg_advisory_xact_lock($1)`, inboxLock(s.cfg.Schema, name, key))
 	b.Queue(s.sql.claim, name, key, s.dayOf(now), day(now))
-	br := tx.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		_ = br.Close()
-		return false, err
+	br := s.pool.SendBatch(ctx, b)
+	tx = br.Tx()
+	var tag pgconn.CommandTag
+	for range 3 { // begin, lock, insert
+		if tag, err = br.Exec(); err != nil {
+			break
+		}
 	}
-	tag, err := br.Exec()
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return false, err
+		return tx, false, err
 	}
-	return tag.RowsAffected() == 1, nil
+	return tx, tag.RowsAffected() == 1, nil
 }
 
 // rollback rolls tx back, also when ctx has ended (a shutdown): a rollback

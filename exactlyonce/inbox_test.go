@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/redrive/redrive/broker"
 	"github.com/redrive/redrive/exactlyonce"
@@ -319,5 +320,82 @@ func TestInboxAcrossDays(t *testing.T) {
 	deliver(h, "before-midnight")
 	if n := e.effects(t)["before-midnight"]; n != 2 {
 		t.Errorf("after the retention the message was handled %d times in all, want 2 (the inbox forgot it)", n)
+	}
+}
+
+// TestInboxReleasesConnections: whatever a delivery ends in (handled, a
+// duplicate, the handler's error, its panic, a context ended before the
+// BEGIN went out), its pool connection is back in the pool: the BEGIN
+// travels in one batch with the claim, and the transaction the batch
+// opened owns the connection until it commits or rolls back.
+func TestInboxReleasesConnections(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, nil)
+	// A pool of its own, not closed by a cleanup: pgxpool's Close waits
+	// for every connection acquired, so a leak would hang the test
+	// instead of failing it.
+	pc, err := pgxpool.ParseConfig(testenv.PostgreSQL.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := "redrive-test-" + e.schema
+	pc.ConnConfig.RuntimeParams["application_name"] = app
+	pool, err := pgxpool.NewWithConfig(t.Context(), pc)
+	if err != nil {
+		testenv.PostgreSQL.Fail(t, err)
+	}
+	st, err := exactlyonce.New(exactlyonce.Config{Pool: pool, Schema: e.schema, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Maintain(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	in, err := st.Inbox(exactlyonce.InboxConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := in.Handler(func(ctx context.Context, tx pgx.Tx, d *broker.Delivery) error {
+		if err := e.apply(ctx, tx, d.Group, d.ID, ""); err != nil {
+			return err
+		}
+		switch d.Attempt {
+		case 1:
+			return errors.New("refused")
+		case 2:
+			panic("handler bug")
+		}
+		return nil
+	})
+	deliver := func(ctx context.Context, id string, attempt int) error {
+		return h(ctx, &broker.Delivery{Message: broker.Message{ID: id}, Group: "g", Attempt: attempt, Partition: -1})
+	}
+	if err := deliver(t.Context(), "m", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := deliver(t.Context(), "m", 0); err != nil { // a duplicate
+		t.Fatal(err)
+	}
+	if err := deliver(t.Context(), "e", 1); err == nil {
+		t.Fatal("the handler's error was not returned")
+	}
+	func() {
+		defer func() { _ = recover() }()
+		_ = deliver(t.Context(), "p", 2)
+		t.Error("the handler's panic did not reach the caller")
+	}()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if err := deliver(ctx, "c", 0); !errors.Is(err, context.Canceled) {
+		t.Errorf("a delivery with its context ended: %v, want context.Canceled", err)
+	}
+	if n := pool.Stat().AcquiredConns(); n != 0 {
+		// End their sessions, so that the schema can be dropped.
+		e.exec(t, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1`, app)
+		t.Fatalf("%d pool connections still acquired, want 0", n)
+	}
+	pool.Close()
+	if got := e.effects(t); got["m"] != 1 || got["e"] != 0 || got["p"] != 0 || got["c"] != 0 {
+		t.Errorf("effects %s, want m once and no other", fmtCounts(got))
 	}
 }

@@ -84,8 +84,9 @@ func seqs(batch []row) []int64 {
 
 // fetch reads up to a batch (Batch messages, BatchBytes bytes) of the
 // shards' messages in seq order, but those of the held topics and the
-// seqs in flight, and reports whether more may follow (the batch was
-// full, or cut by size).
+// seqs in flight, and reports whether more may follow: the batch is
+// full, or its size reached BatchBytes (cut by size; should it be the
+// outbox's end, the next read finds nothing).
 func (r *Relay) fetch(ctx context.Context, shards []int16, held []string, inflight []int64) ([]row, bool, error) {
 	if inflight == nil {
 		inflight = []int64{}
@@ -94,16 +95,17 @@ func (r *Relay) fetch(ctx context.Context, shards []int16, held []string, inflig
 	if err != nil {
 		return nil, false, fmt.Errorf("read the outbox: %w", err)
 	}
-	var scanned int64
+	size := 0
 	batch, err := pgx.CollectRows(rows, func(cr pgx.CollectableRow) (row, error) {
 		var x row
-		err := cr.Scan(&x.seq, &x.topic, &x.key, &x.id, &x.value, &x.headers, &x.ts, &x.writtenAt, &scanned)
+		err := cr.Scan(&x.seq, &x.topic, &x.key, &x.id, &x.value, &x.headers, &x.ts, &x.writtenAt)
+		size += len(x.value) + len(x.headers) + len(x.key)
 		return x, err
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("read the outbox: %w", err)
 	}
-	return batch, scanned == int64(r.cfg.Batch) || int64(len(batch)) < scanned, nil
+	return batch, len(batch) == r.cfg.Batch || size >= r.cfg.BatchBytes, nil
 }
 
 // publish publishes a batch, each topic's rows with one Broker.Publish,

@@ -33,60 +33,74 @@ func (s *shardSet) list() []int16 {
 // ceil(Shards / n): above it, it gives back the excess (between rounds,
 // so no message of them is in flight); below it, it takes free shards,
 // which another relay gave back or a dead one left. Relays that start
-// together converge within a few rebalances.
+// together converge within a few rebalances. Each step is one statement
+// (one round trip), however many slots or shards it tries: a relay
+// starting on an idle outbox holds its shards after three.
 func (s *shardSet) rebalance(ctx context.Context) error {
 	if !s.member {
-		for slot := range Shards {
-			ok, err := s.try(ctx, s.lk.members, int32(slot))
-			if err != nil {
-				return err
-			}
-			if ok {
-				s.member = true
-				break
-			}
-		}
-		if !s.member {
-			return nil // more relays than shards: a standby
-		}
-	}
-	var n int
-	if err := s.conn.QueryRow(ctx, `SELECT count(*) FROM pg_locks
-		WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid = $1
-		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
-		int64(uint32(s.lk.members))).Scan(&n); err != nil {
-		return err
-	}
-	fair := (Shards + max(n, 1) - 1) / max(n, 1)
-	for _, sh := range slices.Backward(s.list()) {
-		if len(s.owned) <= fair {
-			break
-		}
-		if _, err := s.conn.Exec(ctx, `SELECT pg_advisory_unlock($1, $2)`, s.lk.shards, int32(sh)); err != nil {
-			return err
-		}
-		delete(s.owned, sh)
-	}
-	start := rand.IntN(Shards) // relays starting together try different shards first
-	for i := 0; i < Shards && len(s.owned) < fair; i++ {
-		sh := int16((start + i) % Shards)
-		if s.owned[sh] {
-			continue
-		}
-		ok, err := s.try(ctx, s.lk.shards, int32(sh))
+		slots, err := s.take(ctx, s.lk.members, 0, 1)
 		if err != nil {
 			return err
 		}
-		if ok {
+		if len(slots) == 0 {
+			return nil // more relays than shards: a standby
+		}
+		s.member = true
+	}
+	// The relays holding a slot, and the shards this session holds (what
+	// PostgreSQL says it holds is the truth the set starts from).
+	var n int
+	var mine []int64
+	if err := s.conn.QueryRow(ctx, `SELECT
+		(SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid = $1 AND database = d.oid),
+		(SELECT coalesce(array_agg(objid::int8), '{}') FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid = $2 AND database = d.oid AND pid = pg_backend_pid())
+		FROM pg_database d WHERE d.datname = current_database()`,
+		int64(uint32(s.lk.members)), int64(uint32(s.lk.shards))).Scan(&n, &mine); err != nil {
+		return err
+	}
+	clear(s.owned)
+	for _, sh := range mine {
+		s.owned[int16(sh)] = true
+	}
+	fair := (Shards + max(n, 1) - 1) / max(n, 1)
+	if excess := len(s.owned) - fair; excess > 0 {
+		give := s.list()[len(s.owned)-excess:]
+		if _, err := s.conn.Exec(ctx, `SELECT pg_advisory_unlock($1, sh) FROM unnest($2::int4[]) AS sh`, s.lk.shards, give); err != nil {
+			return err
+		}
+		for _, sh := range give {
+			delete(s.owned, sh)
+		}
+	}
+	if want := fair - len(s.owned); want > 0 {
+		// relays starting together try different shards first
+		got, err := s.take(ctx, s.lk.shards, rand.IntN(Shards), want)
+		if err != nil {
+			return err
+		}
+		for _, sh := range got {
 			s.owned[sh] = true
 		}
 	}
 	return nil
 }
 
-// try takes the session lock (k1, k2) unless another session holds it.
-func (s *shardSet) try(ctx context.Context, k1, k2 int32) (bool, error) {
-	var ok bool
-	err := s.conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1, $2)`, k1, k2).Scan(&ok)
-	return ok, err
+// take tries the session locks (k1, k2) for k2 from start to Shards-1,
+// then from 0, skipping those held already, and stops after taking up to
+// want of them: one statement, whose LIMIT ends the scan (and the tries)
+// at the want-th lock taken. It returns the k2 of the locks taken. (Were
+// a lock ever taken and not returned, the next rebalance would find it
+// in pg_locks and publish its shard.)
+func (s *shardSet) take(ctx context.Context, k1 int32, start, want int) ([]int16, error) {
+	order := make([]int16, 0, Shards)
+	for i := range Shards {
+		if sh := int16((start + i) % Shards); k1 != s.lk.shards || !s.owned[sh] {
+			order = append(order, sh)
+		}
+	}
+	rows, err := s.conn.Query(ctx, `SELECT k FROM unnest($2::int2[]) AS k WHERE pg_try_advisory_lock($1, k) LIMIT $3`, k1, order, want)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int16])
 }

@@ -140,12 +140,14 @@ func newStatements(schema string) statements {
 	}
 	st := statements{inbox: q("redrive_inbox"), inboxDay0: q("redrive_inbox_d0"), outbox: q("redrive_outbox"), parked: q("redrive_outbox_parked")}
 	// The lock is taken by the statement before (Store.claim), so that
-	// this one's snapshot sees what the lock's holder committed; the NOT
-	// EXISTS reads every day partition up to tomorrow's ($4 is today: a
-	// day of clock skew between processes; the partitions made ahead are
-	// empty), ON CONFLICT covers the one written to.
+	// this one's snapshot sees what the lock's holder committed. ON
+	// CONFLICT covers the partition written to ($3); the NOT EXISTS reads
+	// every other day partition up to tomorrow's ($4 is today: a day of
+	// clock skew between processes; the partitions made ahead are empty),
+	// pruned at execution (day <> $3 leaves out the one written to: an
+	// index probe fewer per message).
 	st.claim = `INSERT INTO ` + st.inbox + ` (worker, key, day)
-		SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM ` + st.inbox + ` WHERE worker = $1 AND key = $2 AND day <= $4 + 1)
+		SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM ` + st.inbox + ` WHERE worker = $1 AND key = $2 AND day <= $4 + 1 AND day <> $3)
 		ON CONFLICT DO NOTHING`
 	st.write = `INSERT INTO ` + st.outbox + ` (shard, topic, key, id, value, headers, ts)
 		SELECT u.shard, $1, u.key, u.id, u.value, u.headers, u.ts
@@ -153,16 +155,21 @@ func newStatements(schema string) statements {
 			WITH ORDINALITY AS u(shard, key, id, value, headers, ts, n)
 		ORDER BY u.n`
 	// Up to $4 rows in seq order, cut after the row that brings their
-	// size past $5 bytes (the first row whatever its size); scanned says
-	// how many the LIMIT read, so that a batch cut by size is not taken
-	// for the outbox's end. The values of the rows cut are not read
-	// (their TOAST pointers go no further than the filter).
-	st.fetch = `SELECT seq, topic, key, id, value, headers, ts, written_at, scanned FROM (
-			SELECT *, sum(size) OVER (ORDER BY seq) AS upto, count(*) OVER () AS scanned FROM (
+	// size past $5 bytes (the first row whatever its size); the caller
+	// tells a batch cut by size by its size. The values of the rows cut
+	// are not read (their TOAST pointers go no further than the filter).
+	// The running sum in ROWS mode, no count(*) OVER () (which kept
+	// every row of the batch before the first went out), and the seqs in
+	// flight (the batch being published, which the scan passes first) in
+	// a hashed NOT IN, where NOT (seq = ANY($3)) compared each row with
+	// each of them: 0.6–0.8 ms for 500 rows of 1 KiB past 500 in flight
+	// (generic plan), where the first form took 1.5–2.3.
+	st.fetch = `SELECT seq, topic, key, id, value, headers, ts, written_at FROM (
+			SELECT *, sum(size) OVER (ORDER BY seq ROWS UNBOUNDED PRECEDING) AS upto FROM (
 				SELECT seq, topic, key, id, value, headers, ts, written_at,
 					octet_length(value) + coalesce(octet_length(headers), 0) + coalesce(octet_length(key), 0) AS size
 				FROM ` + st.outbox + `
-				WHERE shard = ANY($1) AND NOT (topic = ANY($2)) AND NOT (seq = ANY($3)) ORDER BY seq LIMIT $4) a) b
+				WHERE shard = ANY($1) AND NOT (topic = ANY($2)) AND seq NOT IN (SELECT unnest($3::bigint[])) ORDER BY seq LIMIT $4) a) b
 		WHERE upto - size < $5 ORDER BY seq`
 	st.remove = `DELETE FROM ` + st.outbox + ` WHERE seq = ANY($1)`
 	st.park = `WITH moved AS (DELETE FROM ` + st.outbox + ` WHERE seq = $1

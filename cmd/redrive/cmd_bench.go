@@ -107,7 +107,9 @@ Scenarios:
            transaction vs the same insert through the exactlyonce inbox
            (target 0.8 x); the outbox relay publishing committed
            messages vs the raw client publishing as many with confirms
-           in the relay's batches (target 0.8 x raw); --concurrency
+           in the relay's batches (target 0.8 x raw), and beside the raw
+           client relaying a plain outbox table by hand (read a batch,
+           publish, delete, in turn; no target); --concurrency
            writers committing one message per transaction while a relay
            runs: commit-to-confirm p50/p99 (target p99 50 ms);
            --effects-messages each

@@ -68,7 +68,8 @@ func TestRunTiny(t *testing.T) {
 		{ScenarioKeeper, RabbitMQ, ClientRaw}, {ScenarioKeeper, RabbitMQ, ClientRedrive},
 		{ScenarioRelay, RabbitMQ, ClientHTTP}, {ScenarioRelay, RabbitMQ, ClientRawHTTP}, {ScenarioRelay, RabbitMQ, ClientRedrive},
 		{ScenarioEffects, RabbitMQ, ClientPlainTx}, {ScenarioEffects, RabbitMQ, ClientInbox}, {ScenarioEffects, RabbitMQ, ClientRaw},
-		{ScenarioEffects, RabbitMQ, ClientRelay}, {ScenarioEffects, RabbitMQ, ClientRelayLatency}, {ScenarioEffects, RabbitMQ, ClientRelayPolling},
+		{ScenarioEffects, RabbitMQ, ClientRelay}, {ScenarioEffects, RabbitMQ, ClientRelayByHand}, {ScenarioEffects, RabbitMQ, ClientRelayVsByHand},
+		{ScenarioEffects, RabbitMQ, ClientRelayLatency}, {ScenarioEffects, RabbitMQ, ClientRelayPolling},
 		{ScenarioPublish, Kafka, ClientRaw}, {ScenarioPublish, Kafka, ClientRawID}, {ScenarioPublish, Kafka, ClientRedrive},
 		{ScenarioConsume, Kafka, ClientRaw}, {ScenarioConsume, Kafka, ClientRawHeaders}, {ScenarioConsume, Kafka, ClientRedrive}, {ScenarioConsume, Kafka, ClientOnDemand}, {ScenarioConsume, Kafka, ClientReuse},
 		{ScenarioConsume, Kafka, ClientLean},
@@ -77,7 +78,8 @@ func TestRunTiny(t *testing.T) {
 		{ScenarioKeeper, Kafka, ClientRaw}, {ScenarioKeeper, Kafka, ClientRedrive},
 		{ScenarioRelay, Kafka, ClientHTTP}, {ScenarioRelay, Kafka, ClientRawHTTP}, {ScenarioRelay, Kafka, ClientRedrive},
 		{ScenarioEffects, Kafka, ClientPlainTx}, {ScenarioEffects, Kafka, ClientInbox}, {ScenarioEffects, Kafka, ClientRaw},
-		{ScenarioEffects, Kafka, ClientRelay}, {ScenarioEffects, Kafka, ClientRelayLatency}, {ScenarioEffects, Kafka, ClientRelayPolling},
+		{ScenarioEffects, Kafka, ClientRelay}, {ScenarioEffects, Kafka, ClientRelayByHand}, {ScenarioEffects, Kafka, ClientRelayVsByHand},
+		{ScenarioEffects, Kafka, ClientRelayLatency}, {ScenarioEffects, Kafka, ClientRelayPolling},
 		{ScenarioScrape, Kafka, ClientRedrive}, {ScenarioMonitor, Redis, ClientRedrive},
 	}
 	wantMessages := map[string]int{ScenarioScrape: 3 * 150, ScenarioMonitor: 200}
