@@ -19,6 +19,7 @@ import (
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/keeper"
 	"github.com/redrive/redrive/dlq/pgstore"
+	"github.com/redrive/redrive/internal/testsupport/rabbitfixture"
 	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
@@ -31,9 +32,9 @@ import (
 // other). Each is stored exactly once.
 func TestTwoKeepersStoreOnce(t *testing.T) {
 	t.Run("rabbitmq", func(t *testing.T) {
-		f := newRabbit(t)
+		f := rabbitfixture.New(t)
 		run := broker.NewMessageID()[:8]
-		twoKeepers(t, rabbit.Name, f.dlq, 400, func(i int) dlq.Source {
+		twoKeepers(t, rabbit.Name, f.DLQ, 400, func(i int) dlq.Source {
 			// A prefix of its own, and its base topology deleted after.
 			b, err := rabbit.New(t.Context(), rabbit.Config{URL: testenv.RabbitMQ.URL(), Prefix: fmt.Sprintf("dt-keeper%d-%s", i, run), Logger: quiet})
 			if err != nil {
@@ -52,13 +53,13 @@ func TestTwoKeepersStoreOnce(t *testing.T) {
 				m := amqp.Publishing{MessageId: fmt.Sprintf("dl-%03d", i), Timestamp: at, Body: []byte("v"),
 					Headers: amqp.Table{"x-redrive-reason": "permanent"}}
 				for range 2 {
-					if err := f.ch.PublishWithContext(t.Context(), "", f.dlq, false, false, m); err != nil {
+					if err := f.Ch.PublishWithContext(t.Context(), "", f.DLQ, false, false, m); err != nil {
 						t.Fatalf("publish: %v", err)
 					}
 				}
 			}
 		}, func() bool {
-			q, err := f.ch.QueueDeclarePassive(f.dlq, true, false, false, false, nil)
+			q, err := f.Ch.QueueDeclarePassive(f.DLQ, true, false, false, false, nil)
 			return err == nil && q.Messages == 0
 		})
 	})

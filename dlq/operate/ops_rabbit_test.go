@@ -15,8 +15,8 @@ import (
 	"github.com/redrive/redrive/broker/rabbit"
 	"github.com/redrive/redrive/dlq"
 	"github.com/redrive/redrive/dlq/operate"
+	"github.com/redrive/redrive/internal/testsupport/rabbitfixture"
 	"github.com/redrive/redrive/internal/testsupport/storekinds"
-	"github.com/redrive/redrive/internal/testsupport/testenv"
 )
 
 var _ dlq.Republisher = (*rabbit.Broker)(nil)
@@ -24,68 +24,18 @@ var _ dlq.Republisher = (*rabbit.Broker)(nil)
 // stores are the stores the integration tests run on.
 var stores = storekinds.Kinds()
 
-// rabbitFixture is a broker with a prefix of its own, one declared
-// subscription, and a plain AMQP channel to read its queue; everything is
-// deleted when the test ends. RabbitMQ is required: unreachable fails.
-type rabbitFixture struct {
-	b     *rabbit.Broker
-	sub   broker.Subscription
-	queue string
-	dlq   string
-	ch    *amqp.Channel
-}
-
-func newRabbit(t *testing.T) *rabbitFixture {
-	t.Helper()
-	ctx := context.Background()
-	id := broker.NewMessageID()[:8]
-	b, err := rabbit.New(ctx, rabbit.Config{URL: testenv.RabbitMQ.URL(), Prefix: "dt-" + id, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		testenv.RabbitMQ.Fail(t, err)
-	}
-	f := &rabbitFixture{b: b, sub: broker.Subscription{Topic: "dlqtest." + id, Group: "billing"}}
-	f.queue = rabbit.Queue(f.sub.Topic, f.sub.Group)
-	f.dlq = rabbit.DLQ(f.queue)
-	t.Cleanup(func() {
-		_ = b.Close()
-		testenv.DeleteTopology(b.Plan(f.sub), func(d rabbit.Declaration) (string, string) { return d.Kind, d.Name })
-	})
-	if err := b.Declare(ctx, f.sub); err != nil {
-		t.Fatalf("Declare: %v", err)
-	}
-	conn, err := amqp.Dial(testenv.RabbitMQ.URL())
-	if err != nil {
-		t.Fatalf("dial: %v", err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	if f.ch, err = conn.Channel(); err != nil {
-		t.Fatalf("channel: %v", err)
-	}
-	return f
-}
-
-// depth is the number of messages ready in the group queue.
-func (f *rabbitFixture) depth(t *testing.T) int {
-	t.Helper()
-	q, err := f.ch.QueueDeclarePassive(f.queue, true, false, false, false, nil)
-	if err != nil {
-		t.Fatalf("inspect %s: %v", f.queue, err)
-	}
-	return q.Messages
-}
-
 // take reads n messages from the group queue, waiting up to 10 s.
-func (f *rabbitFixture) take(t *testing.T, n int) []amqp.Delivery {
+func take(t *testing.T, f *rabbitfixture.Fixture, n int) []amqp.Delivery {
 	t.Helper()
 	tag := broker.NewMessageID()
-	if err := f.ch.Qos(500, 0, false); err != nil {
+	if err := f.Ch.Qos(500, 0, false); err != nil {
 		t.Fatal(err)
 	}
-	msgs, err := f.ch.Consume(f.queue, tag, false, false, false, false, nil)
+	msgs, err := f.Ch.Consume(f.Queue, tag, false, false, false, false, nil)
 	if err != nil {
-		t.Fatalf("consume %s: %v", f.queue, err)
+		t.Fatalf("consume %s: %v", f.Queue, err)
 	}
-	defer f.ch.Cancel(tag, false) //nolint:errcheck
+	defer f.Ch.Cancel(tag, false) //nolint:errcheck
 	out := make([]amqp.Delivery, 0, n)
 	timeout := time.After(10 * time.Second)
 	for len(out) < n {
@@ -94,7 +44,7 @@ func (f *rabbitFixture) take(t *testing.T, n int) []amqp.Delivery {
 			_ = m.Ack(false)
 			out = append(out, m)
 		case <-timeout:
-			t.Fatalf("%d of %d messages on %s", len(out), n, f.queue)
+			t.Fatalf("%d of %d messages on %s", len(out), n, f.Queue)
 		}
 	}
 	return out
@@ -104,16 +54,16 @@ func TestReplayToRabbitMQ(t *testing.T) {
 	for _, st := range stores {
 		t.Run(st.Name, func(t *testing.T) {
 			ctx := context.Background()
-			f := newRabbit(t)
+			f := rabbitfixture.New(t)
 			s := st.Open(t)
-			ops, err := operate.New(operate.Config{Store: s, Republisher: f.b, Logger: slog.New(slog.DiscardHandler),
-				Routes: []dlq.Route{rabbit.Route(f.sub.Topic, f.sub.Group)}})
+			ops, err := operate.New(operate.Config{Store: s, Republisher: f.Broker, Logger: slog.New(slog.DiscardHandler),
+				Routes: []dlq.Route{rabbit.Route(f.Sub.Topic, f.Sub.Group)}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			e := dlq.Entry{
 				MessageID:         "order-42",
-				OriginalTopic:     f.sub.Topic,
+				OriginalTopic:     f.Sub.Topic,
 				OriginalPartition: -1,
 				OriginalOffset:    -1,
 				OriginalKey:       []byte("deal_550e8400"),
@@ -123,17 +73,17 @@ func TestReplayToRabbitMQ(t *testing.T) {
 				ErrorMessage:      "bank said no",
 				Reason:            string(driver.ReasonMaxRetries),
 				RetryCount:        5,
-				Worker:            f.sub.Group,
-				Source:            f.queue,
+				Worker:            f.Sub.Group,
+				Source:            f.Queue,
 			}
-			r, _, err := s.Insert(ctx, dlq.Record{Broker: rabbit.Name, DLQ: f.dlq, Identity: "order-42/1", Entry: e})
+			r, _, err := s.Insert(ctx, dlq.Record{Broker: rabbit.Name, DLQ: f.DLQ, Identity: "order-42/1", Entry: e})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := ops.Replay(ctx, f.dlq, r.ID, "tester"); err != nil {
+			if _, err := ops.Replay(ctx, f.DLQ, r.ID, "tester"); err != nil {
 				t.Fatalf("Replay: %v", err)
 			}
-			m := f.take(t, 1)[0]
+			m := take(t, f, 1)[0]
 			if !bytes.Equal(m.Body, e.OriginalValue) {
 				t.Errorf("body = %q, want %q", m.Body, e.OriginalValue)
 			}
@@ -142,8 +92,8 @@ func TestReplayToRabbitMQ(t *testing.T) {
 			}
 			want := map[string]string{
 				driver.HeaderKey:          "deal_550e8400",
-				broker.HeaderReplayedFrom: f.dlq + "/" + r.ID,
-				driver.HeaderTopic:        f.sub.Topic,
+				broker.HeaderReplayedFrom: f.DLQ + "/" + r.ID,
+				driver.HeaderTopic:        f.Sub.Topic,
 			}
 			for k, v := range e.OriginalHeaders {
 				want[k] = v
@@ -158,11 +108,11 @@ func TestReplayToRabbitMQ(t *testing.T) {
 					t.Errorf("the replay carries the failure header %s", k)
 				}
 			}
-			got, trail, err := ops.Show(ctx, f.dlq, r.ID)
+			got, trail, err := ops.Show(ctx, f.DLQ, r.ID)
 			if err != nil || got.Status != dlq.StatusReplayed || len(trail) != 1 || trail[0].Actor != "tester" {
 				t.Errorf("after replay: %s, trail %+v, %v", got.Status, trail, err)
 			}
-			if n := f.depth(t); n != 0 {
+			if n := f.Depth(t); n != 0 {
 				t.Errorf("%d messages left on the queue, want 0", n)
 			}
 		})
@@ -179,35 +129,35 @@ func TestReplayAllToRabbitMQ(t *testing.T) {
 		}
 		t.Run(st.Name, func(t *testing.T) {
 			ctx := context.Background()
-			f := newRabbit(t)
+			f := rabbitfixture.New(t)
 			s := st.Open(t)
-			ops, err := operate.New(operate.Config{Store: s, Republisher: f.b, Logger: slog.New(slog.DiscardHandler),
-				Routes: []dlq.Route{rabbit.Route(f.sub.Topic, f.sub.Group)}})
+			ops, err := operate.New(operate.Config{Store: s, Republisher: f.Broker, Logger: slog.New(slog.DiscardHandler),
+				Routes: []dlq.Route{rabbit.Route(f.Sub.Topic, f.Sub.Group)}})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i := range n {
 				e := dlq.Entry{
-					MessageID: fmt.Sprintf("m-%04d", i), OriginalTopic: f.sub.Topic, OriginalPartition: -1, OriginalOffset: -1,
-					OriginalValue: []byte(fmt.Sprintf("body-%d", i)), Source: f.queue, ErrorClass: "x", Reason: string(driver.ReasonPermanent),
+					MessageID: fmt.Sprintf("m-%04d", i), OriginalTopic: f.Sub.Topic, OriginalPartition: -1, OriginalOffset: -1,
+					OriginalValue: []byte(fmt.Sprintf("body-%d", i)), Source: f.Queue, ErrorClass: "x", Reason: string(driver.ReasonPermanent),
 				}
-				if _, _, err := s.Insert(ctx, dlq.Record{Broker: rabbit.Name, DLQ: f.dlq, Identity: e.MessageID, Entry: e}); err != nil {
+				if _, _, err := s.Insert(ctx, dlq.Record{Broker: rabbit.Name, DLQ: f.DLQ, Identity: e.MessageID, Entry: e}); err != nil {
 					t.Fatal(err)
 				}
 			}
 			var last operate.Progress
-			p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: f.dlq}, operate.ReplayAllOptions{Actor: "tester", Progress: func(p operate.Progress) { last = p }})
+			p, err := ops.ReplayAll(ctx, dlq.Query{DLQ: f.DLQ}, operate.ReplayAllOptions{Actor: "tester", Progress: func(p operate.Progress) { last = p }})
 			if err != nil {
 				t.Fatalf("ReplayAll: %v", err)
 			}
 			if p.Total != int64(n) || p.Replayed != int64(n) || !last.Done {
 				t.Errorf("progress = %+v (last report %+v), want %d replayed", p, last, n)
 			}
-			if d := f.depth(t); d != n {
+			if d := f.Depth(t); d != n {
 				t.Errorf("queue depth after replay-all = %d, want %d", d, n)
 			}
 			seen := map[string]int{}
-			for _, m := range f.take(t, n) {
+			for _, m := range take(t, f, n) {
 				seen[m.MessageId]++
 				if want := fmt.Sprintf("body-%d", atoi(m.MessageId[2:])); string(m.Body) != want {
 					t.Errorf("message %s has body %q, want %q", m.MessageId, m.Body, want)
@@ -222,15 +172,15 @@ func TestReplayAllToRabbitMQ(t *testing.T) {
 				}
 			}
 			// A second run replays nothing: every entry is replayed.
-			p, err = ops.ReplayAll(ctx, dlq.Query{DLQ: f.dlq}, operate.ReplayAllOptions{Actor: "tester"})
+			p, err = ops.ReplayAll(ctx, dlq.Query{DLQ: f.DLQ}, operate.ReplayAllOptions{Actor: "tester"})
 			if err != nil || p.Replayed != 0 {
 				t.Errorf("second ReplayAll = %+v, %v; want nothing", p, err)
 			}
-			if c, _ := s.Count(ctx, dlq.Query{DLQ: f.dlq, Status: dlq.StatusReplayed}); c != int64(n) {
+			if c, _ := s.Count(ctx, dlq.Query{DLQ: f.DLQ, Status: dlq.StatusReplayed}); c != int64(n) {
 				t.Errorf("%d entries replayed in the store, want %d", c, n)
 			}
 			time.Sleep(100 * time.Millisecond)
-			if d := f.depth(t); d != 0 {
+			if d := f.Depth(t); d != 0 {
 				t.Errorf("queue depth after the second run = %d, want 0", d)
 			}
 		})

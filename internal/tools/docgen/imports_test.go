@@ -102,7 +102,7 @@ func TestBackendsDependOnTheSeamOnly(t *testing.T) {
 // redrive against the clients) and test support (imported by tests and
 // the end-to-end suites only). Tests may import the clients anywhere: they
 // publish what other producers send.
-var clientAllowed = []string{"internal/tools/bench", "internal/testsupport/testenv"}
+var clientAllowed = []string{"internal/tools/bench", "internal/testsupport/testenv", "internal/testsupport/rabbitfixture"}
 
 // TestBrokerClientImports: no package outside broker/<backend> imports
 // amqp091-go or franz-go, but those of clientAllowed.
